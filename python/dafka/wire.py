@@ -1,0 +1,217 @@
+"""The Dafka wire codec from Python: ``encode`` messages to frames, ``decode`` frames.
+
+Both dialects of PROTOCOL.md are supported: ``"rfc"`` (the default, as RFC 46 is
+written) and ``"zproto"`` (byte-compatible with the C reference). ``decode`` tells them
+apart by frame count and reports which one it saw in ``message.dialect``.
+
+>>> from dafka import wire
+>>> frames = wire.encode(wire.Head(topic=b"t", address=b"P" * 32, subject=b"t", sequence=7))
+>>> wire.decode(frames).sequence
+7
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from dafka import _native
+
+__all__ = [
+    "Ack",
+    "ConsumerHello",
+    "DirectHead",
+    "DirectRecord",
+    "Fetch",
+    "GetHeads",
+    "Head",
+    "Message",
+    "Record",
+    "StoreHello",
+    "decode",
+    "encode",
+]
+
+Dialect = Literal["rfc", "zproto"]
+DIALECTS: tuple[Dialect, ...] = ("rfc", "zproto")
+
+
+def _as_bytes(name: str, value: bytes | bytearray | memoryview | str) -> bytes:
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{name} must be bytes or str, not {type(value).__name__}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Message:
+    """Base of the nine Dafka messages. ``topic`` is the key after the ID in frame 0."""
+
+    kind: ClassVar[str] = ""
+    topic: bytes
+    dialect: Dialect = field(default="rfc", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("topic", "address", "subject", "content"):
+            value = getattr(self, name, None)
+            if value is not None:
+                object.__setattr__(self, name, _as_bytes(name, value))
+        for name in ("sequence", "count"):
+            value = getattr(self, name, None)
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be 'rfc' or 'zproto', got {self.dialect!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record(Message):
+    """RECORD: producer → consumers and stores. ``topic`` is the topic name."""
+
+    kind: ClassVar[str] = "RECORD"
+    address: bytes
+    subject: bytes
+    sequence: int
+    content: bytes = b""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectRecord(Record):
+    """DIRECT-RECORD: answer to a FETCH. ``topic`` is the requester's address."""
+
+    kind: ClassVar[str] = "DIRECT-RECORD"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fetch(Message):
+    """FETCH: ``topic`` is the partition, ``address`` the requester."""
+
+    kind: ClassVar[str] = "FETCH"
+    address: bytes
+    subject: bytes
+    sequence: int
+    count: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ack(Message):
+    """ACK: ``topic`` is the partition; ``address`` (the store) travels only in ``rfc``."""
+
+    kind: ClassVar[str] = "ACK"
+    subject: bytes
+    sequence: int
+    address: bytes | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Head(Message):
+    """HEAD: ``topic`` is the topic name, ``sequence`` the partition's last offset."""
+
+    kind: ClassVar[str] = "HEAD"
+    address: bytes
+    subject: bytes
+    sequence: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectHead(Head):
+    """DIRECT-HEAD: ``topic`` is the requester's address."""
+
+    kind: ClassVar[str] = "DIRECT-HEAD"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GetHeads(Message):
+    """GET-HEADS: ``topic`` is the topic name, ``address`` the consumer."""
+
+    kind: ClassVar[str] = "GET-HEADS"
+    address: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerHello(Message):
+    """CONSUMER-HELLO: ``topic`` is the store's address, ``subjects`` the topics."""
+
+    kind: ClassVar[str] = "CONSUMER-HELLO"
+    address: bytes
+    subjects: tuple[bytes, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(
+            self, "subjects", tuple(_as_bytes("subjects[]", s) for s in self.subjects)
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoreHello(Message):
+    """STORE-HELLO: ``topic`` is the consumer's address, ``address`` the store's."""
+
+    kind: ClassVar[str] = "STORE-HELLO"
+    address: bytes
+
+
+_CLASSES: dict[str, type[Message]] = {
+    c.kind: c
+    for c in (
+        Record,
+        DirectRecord,
+        Fetch,
+        Ack,
+        Head,
+        DirectHead,
+        GetHeads,
+        ConsumerHello,
+        StoreHello,
+    )
+}
+
+
+def encode(message: Message, dialect: Dialect = "rfc") -> list[bytes]:
+    """Encodes ``message`` into its frames in ``dialect``.
+
+    Raises :class:`dafka.WireError` if a field cannot travel (a ``string`` over 255
+    bytes; a NUL in a ``zproto`` topic key) and ``ValueError`` for an unknown dialect.
+    """
+    if not isinstance(message, Message) or not message.kind:
+        raise TypeError(f"encode takes a dafka.wire message, not {type(message).__name__}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be 'rfc' or 'zproto', got {dialect!r}")
+    get = message.__dict__.get
+    return _native.wire_encode(
+        message.kind,
+        dialect,
+        message.topic,
+        get("address"),
+        get("subject", b""),
+        get("sequence", 0),
+        get("count", 0),
+        get("content", b""),
+        list(get("subjects", ())),
+    )
+
+
+def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
+    """Decodes one message from its frames (either dialect).
+
+    Raises :class:`dafka.WireError` for anything malformed, naming what and where.
+    """
+    raw = [bytes(f) for f in frames]
+    kind, dialect, topic, address, subject, sequence, count, content, subjects = (
+        _native.wire_decode(raw)
+    )
+    fields: dict[str, object] = {"topic": topic, "dialect": dialect}
+    for name, value in (
+        ("address", address),
+        ("subject", subject),
+        ("sequence", sequence),
+        ("count", count),
+        ("content", content),
+    ):
+        if value is not None:
+            fields[name] = value
+    if subjects is not None:
+        fields["subjects"] = tuple(subjects)
+    return _CLASSES[kind](**fields)  # type: ignore[arg-type]

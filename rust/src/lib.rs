@@ -1,0 +1,11 @@
+//! dafka: a Rust core for Dafka (ZeroMQ RFC 46/DAFKA), the decentralized
+//! streaming platform, exposed to Python through PyO3.
+//!
+//! Modules:
+//! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
+//! - `python` (feature `python`): the PyO3 bindings, nothing else.
+
+pub mod wire;
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,14 @@
+//! PyO3 bindings: argument parsing, GIL release, conversion and one error
+//! mapping. No protocol logic lives here.
+
+mod errors;
+mod wire;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    wire::register(m)?;
+    Ok(())
+}

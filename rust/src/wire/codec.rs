@@ -1,0 +1,400 @@
+//! Encoding and decoding of the nine Dafka messages in both dialects.
+//!
+//! Decoding borrows from the caller's frames (no copy of any field), checks every
+//! length against what the frame holds before reading, and never allocates more
+//! than the input could describe. Encoding writes the non-content frames into
+//! caller-owned buffers ([`FrameBuf`]); the content goes out as its own frame,
+//! straight from the caller's slice.
+
+use super::error::WireError;
+use super::{
+    Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, StoreHello,
+    SIGNATURE, VERSION,
+};
+
+/// Reusable buffers for the frames of one encoded message, except the content.
+///
+/// In the `rfc` dialect `topic` holds frame 0 (`ID` + key) and `body` frame 1;
+/// in the `zproto` dialect everything but the content is in `topic` and `body`
+/// stays empty. Reuse one `FrameBuf` per socket to avoid allocating per message.
+#[derive(Debug, Default, Clone)]
+pub struct FrameBuf {
+    pub topic: Vec<u8>,
+    pub body: Vec<u8>,
+    dialect: Dialect,
+}
+
+impl FrameBuf {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The header frames (1 or 2) in order; the content, if the message has one,
+    /// follows them as the last frame.
+    pub fn header_frames(&self) -> impl Iterator<Item = &[u8]> {
+        let n = match self.dialect {
+            Dialect::Rfc => 2,
+            Dialect::Zproto => 1,
+        };
+        [self.topic.as_slice(), self.body.as_slice()]
+            .into_iter()
+            .take(n)
+    }
+}
+
+// ---------------------------------------------------------------- encoding
+
+fn put_string(out: &mut Vec<u8>, field: &'static str, s: &[u8]) -> Result<(), WireError> {
+    let len = u8::try_from(s.len()).map_err(|_| WireError::StringTooLong {
+        field,
+        len: s.len(),
+    })?;
+    out.push(len);
+    out.extend_from_slice(s);
+    Ok(())
+}
+
+fn put_u32_len(out: &mut Vec<u8>, field: &'static str, len: usize) -> Result<(), WireError> {
+    let n = u32::try_from(len).map_err(|_| WireError::TooLong { field, len })?;
+    out.extend_from_slice(&n.to_be_bytes());
+    Ok(())
+}
+
+impl Message<'_> {
+    /// Encodes into `buf` (cleared first). After success, send
+    /// `buf.header_frames()` followed by [`Message::content`] if it is `Some`.
+    pub fn encode_into(&self, dialect: Dialect, buf: &mut FrameBuf) -> Result<(), WireError> {
+        buf.topic.clear();
+        buf.body.clear();
+        buf.dialect = dialect;
+        let id = self.kind().id();
+        let key = self.topic();
+        buf.topic.push(id);
+        buf.topic.extend_from_slice(key);
+        let out = match dialect {
+            Dialect::Rfc => {
+                buf.body.extend_from_slice(&SIGNATURE);
+                buf.body.push(id);
+                buf.body.push(VERSION);
+                &mut buf.body
+            }
+            Dialect::Zproto => {
+                if key.contains(&0) {
+                    return Err(WireError::NulInTopic);
+                }
+                buf.topic.push(0);
+                buf.topic.push(VERSION);
+                &mut buf.topic
+            }
+        };
+        match self {
+            Message::Record(r) | Message::DirectRecord(r) => {
+                put_string(out, "address", r.address)?;
+                put_string(out, "subject", r.subject)?;
+                out.extend_from_slice(&r.sequence.to_be_bytes());
+            }
+            Message::Fetch(f) => {
+                put_string(out, "address", f.address)?;
+                put_string(out, "subject", f.subject)?;
+                out.extend_from_slice(&f.sequence.to_be_bytes());
+                out.extend_from_slice(&f.count.to_be_bytes());
+            }
+            Message::Ack(a) => {
+                // zproto never carries the address; rfc carries it when known
+                // (a body without it is accepted on both sides).
+                if let (Dialect::Rfc, Some(address)) = (dialect, a.address) {
+                    put_string(out, "address", address)?;
+                }
+                put_string(out, "subject", a.subject)?;
+                out.extend_from_slice(&a.sequence.to_be_bytes());
+            }
+            Message::Head(h) | Message::DirectHead(h) => {
+                put_string(out, "address", h.address)?;
+                put_string(out, "subject", h.subject)?;
+                out.extend_from_slice(&h.sequence.to_be_bytes());
+            }
+            Message::GetHeads(g) => put_string(out, "address", g.address)?,
+            Message::ConsumerHello(c) => {
+                put_string(out, "address", c.address)?;
+                put_u32_len(out, "subjects", c.subjects.len())?;
+                for s in &c.subjects {
+                    put_u32_len(out, "subjects[]", s.len())?;
+                    out.extend_from_slice(s);
+                }
+            }
+            Message::StoreHello(s) => put_string(out, "address", s.address)?,
+        }
+        Ok(())
+    }
+
+    /// Encodes into a fresh list of frames (copies the content; for tests,
+    /// tools and Python — hot paths use [`Message::encode_into`]).
+    pub fn to_frames(&self, dialect: Dialect) -> Result<Vec<Vec<u8>>, WireError> {
+        let mut buf = FrameBuf::new();
+        self.encode_into(dialect, &mut buf)?;
+        let mut frames: Vec<Vec<u8>> = buf.header_frames().map(<[u8]>::to_vec).collect();
+        if let Some(c) = self.content() {
+            frames.push(c.to_vec());
+        }
+        Ok(frames)
+    }
+}
+
+// ---------------------------------------------------------------- decoding
+
+/// A bounds-checked reader over one frame.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    frame: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8], pos: usize, frame: usize) -> Self {
+        Self { buf, pos, frame }
+    }
+
+    fn take(&mut self, field: &'static str, need: usize) -> Result<&'a [u8], WireError> {
+        let have = self.buf.len() - self.pos;
+        if need > have {
+            return Err(WireError::Truncated {
+                field,
+                frame: self.frame,
+                offset: self.pos,
+                need,
+                have,
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + need];
+        self.pos += need;
+        Ok(s)
+    }
+
+    fn u8(&mut self, field: &'static str) -> Result<u8, WireError> {
+        Ok(self.take(field, 1)?[0])
+    }
+
+    fn u32(&mut self, field: &'static str) -> Result<u32, WireError> {
+        let b = self.take(field, 4)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self, field: &'static str) -> Result<u64, WireError> {
+        let b = self.take(field, 8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_be_bytes(a))
+    }
+
+    fn string(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
+        let n = self.u8(field)? as usize;
+        self.take(field, n)
+    }
+
+    fn longstr(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
+        let n = self.u32(field)? as usize;
+        self.take(field, n)
+    }
+
+    fn version(&mut self) -> Result<(), WireError> {
+        let offset = self.pos;
+        let v = self.u8("version")?;
+        if v != VERSION {
+            return Err(WireError::BadVersion {
+                frame: self.frame,
+                offset,
+                found: v,
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(&self) -> Result<(), WireError> {
+        let left = self.buf.len() - self.pos;
+        if left != 0 {
+            return Err(WireError::TrailingBytes {
+                frame: self.frame,
+                offset: self.pos,
+                count: left,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn kind_of(frame0: &[u8]) -> Result<Kind, WireError> {
+    let id = *frame0.first().ok_or(WireError::Truncated {
+        field: "id",
+        frame: 0,
+        offset: 0,
+        need: 1,
+        have: 0,
+    })?;
+    Kind::from_id(id).ok_or(WireError::UnknownId {
+        frame: 0,
+        offset: 0,
+        id,
+    })
+}
+
+/// Decodes one message from its frames, detecting the dialect by frame count
+/// (PROTOCOL.md): RECORD/DIRECT-RECORD have 3 frames in `rfc` and 2 in `zproto`,
+/// every other message 2 in `rfc` and 1 in `zproto`.
+pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), WireError> {
+    let first = frames.first().ok_or(WireError::FrameCount {
+        what: "a Dafka message",
+        got: 0,
+        expected: "1 to 3",
+    })?;
+    let f0 = first.as_ref();
+    let kind = kind_of(f0)?;
+    let has_content = kind.has_content();
+    let base = usize::from(has_content);
+    let dialect = match frames.len().checked_sub(base) {
+        Some(1) => Dialect::Zproto,
+        Some(2) => Dialect::Rfc,
+        _ => {
+            return Err(WireError::FrameCount {
+                what: kind.name(),
+                got: frames.len(),
+                expected: if has_content { "2 or 3" } else { "1 or 2" },
+            })
+        }
+    };
+    let content: &[u8] = if has_content {
+        frames[frames.len() - 1].as_ref()
+    } else {
+        &[]
+    };
+    let (topic, mut r) = match dialect {
+        Dialect::Rfc => {
+            let body = frames[1].as_ref();
+            let mut r = Reader::new(body, 0, 1);
+            let sig = r.take("signature", 2)?;
+            if sig != SIGNATURE {
+                return Err(WireError::BadSignature {
+                    frame: 1,
+                    found: sig.to_vec(),
+                });
+            }
+            let body_id = r.u8("id")?;
+            if body_id != kind.id() {
+                return Err(match Kind::from_id(body_id) {
+                    Some(_) => WireError::IdMismatch {
+                        topic: kind.id(),
+                        body: body_id,
+                    },
+                    None => WireError::UnknownId {
+                        frame: 1,
+                        offset: 2,
+                        id: body_id,
+                    },
+                });
+            }
+            r.version()?;
+            (&f0[1..], r)
+        }
+        Dialect::Zproto => {
+            let nul = f0[1..]
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or(WireError::Truncated {
+                    field: "topic terminator",
+                    frame: 0,
+                    offset: f0.len(),
+                    need: 1,
+                    have: 0,
+                })?;
+            let topic = &f0[1..1 + nul];
+            let mut r = Reader::new(f0, 2 + nul, 0);
+            r.version()?;
+            (topic, r)
+        }
+    };
+    let msg = match kind {
+        Kind::Record | Kind::DirectRecord => {
+            let rec = Record {
+                topic,
+                address: r.string("address")?,
+                subject: r.string("subject")?,
+                sequence: r.u64("sequence")?,
+                content,
+            };
+            if kind == Kind::Record {
+                Message::Record(rec)
+            } else {
+                Message::DirectRecord(rec)
+            }
+        }
+        Kind::Fetch => Message::Fetch(Fetch {
+            topic,
+            address: r.string("address")?,
+            subject: r.string("subject")?,
+            sequence: r.u64("sequence")?,
+            count: r.u32("count")?,
+        }),
+        Kind::Ack => {
+            // With address: 1+a + 1+s + 8 bytes; without: 1+s + 8. Try the
+            // RFC form first and fall back only if it does not fit exactly.
+            let start = r.pos;
+            let with_address = (|| {
+                let address = r.string("address")?;
+                let subject = r.string("subject")?;
+                let sequence = r.u64("sequence")?;
+                r.finish()?;
+                Ok::<_, WireError>((Some(address), subject, sequence))
+            })();
+            let (address, subject, sequence) = match with_address {
+                Ok(v) => v,
+                Err(_) => {
+                    r.pos = start;
+                    (None, r.string("subject")?, r.u64("sequence")?)
+                }
+            };
+            Message::Ack(Ack {
+                topic,
+                address,
+                subject,
+                sequence,
+            })
+        }
+        Kind::Head | Kind::DirectHead => {
+            let h = Head {
+                topic,
+                address: r.string("address")?,
+                subject: r.string("subject")?,
+                sequence: r.u64("sequence")?,
+            };
+            if kind == Kind::Head {
+                Message::Head(h)
+            } else {
+                Message::DirectHead(h)
+            }
+        }
+        Kind::GetHeads => Message::GetHeads(GetHeads {
+            topic,
+            address: r.string("address")?,
+        }),
+        Kind::ConsumerHello => {
+            let address = r.string("address")?;
+            let n = r.u32("subjects")? as usize;
+            // Each entry needs at least 4 bytes, so never reserve more than the
+            // frame could possibly describe.
+            let mut subjects = Vec::with_capacity(n.min((r.buf.len() - r.pos) / 4));
+            for _ in 0..n {
+                subjects.push(r.longstr("subjects[]")?);
+            }
+            Message::ConsumerHello(ConsumerHello {
+                topic,
+                address,
+                subjects,
+            })
+        }
+        Kind::StoreHello => Message::StoreHello(StoreHello {
+            topic,
+            address: r.string("address")?,
+        }),
+    };
+    r.finish()?;
+    Ok((msg, dialect))
+}

@@ -1,0 +1,277 @@
+//! The Dafka wire codec: a pure codec, no sockets, no files.
+//!
+//! It owns the nine messages of RFC 46/DAFKA, the tower beacons and welcome, and
+//! the XPUB subscription frames, in the two dialects of `PROTOCOL.md`:
+//!
+//! ```text
+//!            rfc (default)                         zproto (C reference)
+//! frame 0    ID + key                              ID + key + 00 + 01 + fields
+//! frame 1    AA A5 + ID + 01 + fields              content (RECORD, DIRECT-RECORD)
+//! frame 2    content (RECORD, DIRECT-RECORD)       -
+//! ```
+//!
+//! Fields: `string` = 1-octet length + bytes; `longstr` = 4-octet length + bytes;
+//! `strings` = 4-octet count + that many `longstr`; numbers are unsigned and
+//! big-endian; `sequence` has 8 octets and `count` 4.
+//!
+//! | message        | ID  | key (after ID)      | fields                                  |
+//! |----------------|-----|---------------------|-----------------------------------------|
+//! | RECORD         | `M` | topic               | address, subject, sequence, [content]   |
+//! | DIRECT-RECORD  | `D` | requester address   | address, subject, sequence, [content]   |
+//! | FETCH          | `F` | partition           | address, subject, sequence, count       |
+//! | ACK            | `K` | partition           | [address (rfc)], subject, sequence      |
+//! | HEAD           | `H` | topic               | address, subject, sequence              |
+//! | DIRECT-HEAD    | `E` | requester address   | address, subject, sequence              |
+//! | GET-HEADS      | `G` | topic               | address                                 |
+//! | CONSUMER-HELLO | `W` | store address       | address, subjects                       |
+//! | STORE-HELLO    | `L` | consumer address    | address                                 |
+//!
+//! A receiver accepts both dialects, told apart by frame count ([`decode`]).
+
+mod beacon;
+mod codec;
+mod error;
+mod subscription;
+
+pub use beacon::{decode_beacon, Beacon, WELCOME};
+pub use codec::{decode, FrameBuf};
+pub use error::WireError;
+pub use subscription::{subscriptions, topic_matches, NodeType, Subscription};
+
+/// The protocol signature that starts every `rfc` body frame.
+pub const SIGNATURE: [u8; 2] = [0xAA, 0xA5];
+/// The only protocol version.
+pub const VERSION: u8 = 0x01;
+
+/// Which framing a message is sent in (PROTOCOL.md, "Two dialects").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Dialect {
+    /// As RFC 46 is written: topic frame, then a signed body frame.
+    #[default]
+    Rfc,
+    /// Byte-compatible with the C reference implementation (zproto).
+    Zproto,
+}
+
+impl Dialect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Rfc => "rfc",
+            Dialect::Zproto => "zproto",
+        }
+    }
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "rfc" => Ok(Dialect::Rfc),
+            "zproto" => Ok(Dialect::Zproto),
+            other => Err(format!(
+                "unknown wire dialect {other:?}: use \"rfc\" or \"zproto\""
+            )),
+        }
+    }
+}
+
+/// The nine message kinds, with their one-octet IDs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Record,
+    DirectRecord,
+    Fetch,
+    Ack,
+    Head,
+    DirectHead,
+    GetHeads,
+    ConsumerHello,
+    StoreHello,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 9] = [
+        Kind::Record,
+        Kind::DirectRecord,
+        Kind::Fetch,
+        Kind::Ack,
+        Kind::Head,
+        Kind::DirectHead,
+        Kind::GetHeads,
+        Kind::ConsumerHello,
+        Kind::StoreHello,
+    ];
+
+    pub const fn id(self) -> u8 {
+        match self {
+            Kind::Record => b'M',
+            Kind::DirectRecord => b'D',
+            Kind::Fetch => b'F',
+            Kind::Ack => b'K',
+            Kind::Head => b'H',
+            Kind::DirectHead => b'E',
+            Kind::GetHeads => b'G',
+            Kind::ConsumerHello => b'W',
+            Kind::StoreHello => b'L',
+        }
+    }
+
+    pub const fn from_id(id: u8) -> Option<Kind> {
+        Some(match id {
+            b'M' => Kind::Record,
+            b'D' => Kind::DirectRecord,
+            b'F' => Kind::Fetch,
+            b'K' => Kind::Ack,
+            b'H' => Kind::Head,
+            b'E' => Kind::DirectHead,
+            b'G' => Kind::GetHeads,
+            b'W' => Kind::ConsumerHello,
+            b'L' => Kind::StoreHello,
+            _ => return None,
+        })
+    }
+
+    /// The RFC name, e.g. `"DIRECT-RECORD"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Record => "RECORD",
+            Kind::DirectRecord => "DIRECT-RECORD",
+            Kind::Fetch => "FETCH",
+            Kind::Ack => "ACK",
+            Kind::Head => "HEAD",
+            Kind::DirectHead => "DIRECT-HEAD",
+            Kind::GetHeads => "GET-HEADS",
+            Kind::ConsumerHello => "CONSUMER-HELLO",
+            Kind::StoreHello => "STORE-HELLO",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// RECORD and DIRECT-RECORD carry a content frame.
+    pub const fn has_content(self) -> bool {
+        matches!(self, Kind::Record | Kind::DirectRecord)
+    }
+}
+
+/// RECORD (`topic` = topic name) and DIRECT-RECORD (`topic` = requester address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub topic: &'a [u8],
+    /// The partition: the producer's address.
+    pub address: &'a [u8],
+    /// The topic name.
+    pub subject: &'a [u8],
+    /// The record's offset in its partition.
+    pub sequence: u64,
+    pub content: &'a [u8],
+}
+
+/// FETCH: `topic` is the partition asked, `address` the requester.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetch<'a> {
+    pub topic: &'a [u8],
+    pub address: &'a [u8],
+    pub subject: &'a [u8],
+    pub sequence: u64,
+    pub count: u32,
+}
+
+/// ACK: `topic` is the partition; `address` (the store) travels in `rfc` only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ack<'a> {
+    pub topic: &'a [u8],
+    pub address: Option<&'a [u8]>,
+    pub subject: &'a [u8],
+    pub sequence: u64,
+}
+
+/// HEAD (`topic` = topic name) and DIRECT-HEAD (`topic` = requester address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head<'a> {
+    pub topic: &'a [u8],
+    /// The partition: the producer's address.
+    pub address: &'a [u8],
+    pub subject: &'a [u8],
+    /// The offset of the partition's last record.
+    pub sequence: u64,
+}
+
+/// GET-HEADS: `topic` is the topic name, `address` the consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GetHeads<'a> {
+    pub topic: &'a [u8],
+    pub address: &'a [u8],
+}
+
+/// CONSUMER-HELLO: `topic` is the store's address, `address` the consumer's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerHello<'a> {
+    pub topic: &'a [u8],
+    pub address: &'a [u8],
+    pub subjects: Vec<&'a [u8]>,
+}
+
+/// STORE-HELLO: `topic` is the consumer's address, `address` the store's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreHello<'a> {
+    pub topic: &'a [u8],
+    pub address: &'a [u8],
+}
+
+/// One Dafka message, borrowing its fields from the frames it was decoded from
+/// (or from the caller, for encoding).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message<'a> {
+    Record(Record<'a>),
+    DirectRecord(Record<'a>),
+    Fetch(Fetch<'a>),
+    Ack(Ack<'a>),
+    Head(Head<'a>),
+    DirectHead(Head<'a>),
+    GetHeads(GetHeads<'a>),
+    ConsumerHello(ConsumerHello<'a>),
+    StoreHello(StoreHello<'a>),
+}
+
+impl<'a> Message<'a> {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Message::Record(_) => Kind::Record,
+            Message::DirectRecord(_) => Kind::DirectRecord,
+            Message::Fetch(_) => Kind::Fetch,
+            Message::Ack(_) => Kind::Ack,
+            Message::Head(_) => Kind::Head,
+            Message::DirectHead(_) => Kind::DirectHead,
+            Message::GetHeads(_) => Kind::GetHeads,
+            Message::ConsumerHello(_) => Kind::ConsumerHello,
+            Message::StoreHello(_) => Kind::StoreHello,
+        }
+    }
+
+    /// The topic key: what follows the ID in frame 0.
+    pub fn topic(&self) -> &'a [u8] {
+        match self {
+            Message::Record(m) | Message::DirectRecord(m) => m.topic,
+            Message::Fetch(m) => m.topic,
+            Message::Ack(m) => m.topic,
+            Message::Head(m) | Message::DirectHead(m) => m.topic,
+            Message::GetHeads(m) => m.topic,
+            Message::ConsumerHello(m) => m.topic,
+            Message::StoreHello(m) => m.topic,
+        }
+    }
+
+    /// The content frame of RECORD and DIRECT-RECORD.
+    pub fn content(&self) -> Option<&'a [u8]> {
+        match self {
+            Message::Record(m) | Message::DirectRecord(m) => Some(m.content),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

