@@ -202,16 +202,23 @@ def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
     kind, dialect, topic, address, subject, sequence, count, content, subjects = (
         _native.wire_decode(raw)
     )
-    fields: dict[str, object] = {"topic": topic, "dialect": dialect}
-    for name, value in (
-        ("address", address),
-        ("subject", subject),
-        ("sequence", sequence),
-        ("count", count),
-        ("content", content),
-    ):
-        if value is not None:
-            fields[name] = value
+    cls = _CLASSES[kind]
+    # The native decoder validated every field: fill the frozen dataclass directly
+    # instead of re-running the constructor's checks (decode is a hot path).
+    message = object.__new__(cls)
+    fields = message.__dict__
+    fields["topic"] = topic
+    fields["dialect"] = dialect
+    if kind == "ACK" or address is not None:
+        fields["address"] = address
+    if subject is not None:
+        fields["subject"] = subject
+    if sequence is not None:
+        fields["sequence"] = sequence
+    if count is not None:
+        fields["count"] = count
+    if content is not None:
+        fields["content"] = content
     if subjects is not None:
         fields["subjects"] = tuple(subjects)
-    return _CLASSES[kind](**fields)  # type: ignore[arg-type]
+    return message
