@@ -5,6 +5,7 @@
 //! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.
 
+pub mod node;
 pub mod wire;
 
 #[cfg(feature = "python")]

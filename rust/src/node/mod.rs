@@ -1,0 +1,2 @@
+//! Dafka nodes.
+pub mod store_logic;

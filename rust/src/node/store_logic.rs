@@ -1,0 +1,600 @@
+//! The store's protocol decisions as a pure state machine: no sockets, no files.
+//!
+//! The event loop (`store.rs`) decodes what arrives, calls one `on_*` method, and
+//! sends every [`Out`] it returns; it calls [`StoreLogic::tick`] at each deadline.
+//! Storage is behind [`StoreLog`], implemented by the durable segment log (and by
+//! an in-memory model in tests), so every rule below is unit-tested in isolation:
+//!
+//! - Records of a partition are appended strictly in order. A record beyond the
+//!   next expected offset is held (bounded) and the gap is FETCHed from the
+//!   producer and the other stores; a duplicate is dropped.
+//! - A partition the store has never seen starts at offset 0: the store FETCHes
+//!   from 0 first, and only if nobody answers after `give_up_fetches` retries does
+//!   it start the partition at the earliest offset it holds (its history is gone).
+//! - ACKs are cumulative per partition and never run ahead of what the log reports
+//!   durable.
+//! - FETCHes are answered from the log in ascending order, in bounded slices
+//!   ([`StoreLogic::next_replies`]) so a large FETCH never buffers unboundedly.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::wire::{Ack, ConsumerHello, Fetch, GetHeads, Head, Message, Record, StoreHello};
+
+/// A partition key: (topic name, partition = producer address).
+pub type PartKey = (Vec<u8>, Vec<u8>);
+
+/// What the store needs from its storage.
+pub trait StoreLog {
+    type Error: std::fmt::Display;
+    /// The offset the partition expects next, or `None` if it holds nothing.
+    fn next_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
+    /// The first offset still held (after retention), or `None`.
+    fn first_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
+    /// Appends `offset` (== `next_offset`, or any offset for a new partition).
+    fn append(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        offset: u64,
+        content: &[u8],
+    ) -> Result<(), Self::Error>;
+    /// Reads up to `max_records` contiguous records from `start`, within about
+    /// `max_bytes` (at least one record if any exists at `start`).
+    #[allow(clippy::type_complexity)]
+    fn read(
+        &self,
+        topic: &[u8],
+        partition: &[u8],
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, Self::Error>;
+    /// The offset after the last record that reached stable storage.
+    fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
+    /// Every (topic, partition) held, optionally for one topic.
+    fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey>;
+}
+
+/// What the store wants sent: an owned message; [`Out::as_message`] borrows it
+/// for encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// DIRECT-RECORD to `to`.
+    DirectRecord {
+        to: Vec<u8>,
+        partition: Vec<u8>,
+        topic: Vec<u8>,
+        sequence: u64,
+        content: Vec<u8>,
+    },
+    /// FETCH `count` records of `partition` from `sequence`.
+    Fetch {
+        partition: Vec<u8>,
+        topic: Vec<u8>,
+        sequence: u64,
+        count: u32,
+    },
+    /// Cumulative ACK of `partition` up to `sequence` (inclusive).
+    Ack {
+        partition: Vec<u8>,
+        topic: Vec<u8>,
+        sequence: u64,
+    },
+    /// DIRECT-HEAD to `to`: `partition`'s last offset is `sequence`.
+    DirectHead {
+        to: Vec<u8>,
+        partition: Vec<u8>,
+        topic: Vec<u8>,
+        sequence: u64,
+    },
+    /// STORE-HELLO to consumer `to`.
+    StoreHello { to: Vec<u8> },
+}
+
+impl Out {
+    /// The wire message, with `own` (the store's address) filled in.
+    pub fn as_message<'a>(&'a self, own: &'a [u8]) -> Message<'a> {
+        match self {
+            Out::DirectRecord {
+                to,
+                partition,
+                topic,
+                sequence,
+                content,
+            } => Message::DirectRecord(Record {
+                topic: to,
+                address: partition,
+                subject: topic,
+                sequence: *sequence,
+                content,
+            }),
+            Out::Fetch {
+                partition,
+                topic,
+                sequence,
+                count,
+            } => Message::Fetch(Fetch {
+                topic: partition,
+                address: own,
+                subject: topic,
+                sequence: *sequence,
+                count: *count,
+            }),
+            Out::Ack {
+                partition,
+                topic,
+                sequence,
+            } => Message::Ack(Ack {
+                topic: partition,
+                address: Some(own),
+                subject: topic,
+                sequence: *sequence,
+            }),
+            Out::DirectHead {
+                to,
+                partition,
+                topic,
+                sequence,
+            } => Message::DirectHead(Head {
+                topic: to,
+                address: partition,
+                subject: topic,
+                sequence: *sequence,
+            }),
+            Out::StoreHello { to } => Message::StoreHello(StoreHello {
+                topic: to,
+                address: own,
+            }),
+        }
+    }
+}
+
+/// Tunables of the store logic, with their defaults.
+#[derive(Debug, Clone)]
+pub struct StoreLogicConfig {
+    /// Re-send an unanswered FETCH after this long (default 500 ms).
+    pub fetch_retry: Duration,
+    /// Unanswered FETCHes from 0 before a new partition starts at the earliest
+    /// offset held instead (default 6).
+    pub give_up_fetches: u32,
+    /// At most this many records asked per FETCH (default 100 000).
+    pub max_fetch_count: u32,
+    /// Out-of-order records held per partition while a gap is fetched
+    /// (default 100 000); beyond, records are dropped and re-fetched later.
+    pub max_held_records: usize,
+    /// Bytes of out-of-order records held per partition (default 64 MiB).
+    pub max_held_bytes: usize,
+    /// Records longer than this are dropped and counted (default 64 MiB).
+    pub max_record_bytes: usize,
+    /// FETCH answers go out in slices of at most this many records (default 1024)
+    pub reply_batch_records: usize,
+    /// ... and about this many bytes (default 4 MiB).
+    pub reply_batch_bytes: usize,
+    /// Concurrent FETCH answers in progress; further FETCHes wait (default 64).
+    pub max_reply_jobs: usize,
+}
+
+impl Default for StoreLogicConfig {
+    fn default() -> Self {
+        Self {
+            fetch_retry: Duration::from_millis(500),
+            give_up_fetches: 6,
+            max_fetch_count: 100_000,
+            max_held_records: 100_000,
+            max_held_bytes: 64 << 20,
+            max_record_bytes: 64 << 20,
+            reply_batch_records: 1024,
+            reply_batch_bytes: 4 << 20,
+            max_reply_jobs: 64,
+        }
+    }
+}
+
+/// Counters the store exposes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreCounters {
+    pub appended: u64,
+    pub duplicates: u64,
+    pub held: u64,
+    pub dropped_oversize: u64,
+    pub dropped_held_full: u64,
+    pub fetches_sent: u64,
+    pub fetches_answered: u64,
+    pub fetches_unknown: u64,
+    pub records_served: u64,
+    pub acks_sent: u64,
+    pub append_errors: u64,
+}
+
+/// Per-partition progress beyond what the log itself knows.
+#[derive(Debug, Default)]
+struct PartState {
+    /// Out-of-order records waiting for the gap before them.
+    held: BTreeMap<u64, Vec<u8>>,
+    held_bytes: usize,
+    /// The highest offset known to exist (from RECORD, HEAD, DIRECT-RECORD).
+    known_head: Option<u64>,
+    /// The last FETCH sent: (from, when, how many times unanswered).
+    fetch: Option<(u64, Instant, u32)>,
+    /// Last offset ACKed.
+    acked: Option<u64>,
+}
+
+/// A FETCH being answered slice by slice.
+#[derive(Debug)]
+struct ReplyJob {
+    to: Vec<u8>,
+    topic: Vec<u8>,
+    partition: Vec<u8>,
+    next: u64,
+    end: u64,
+}
+
+/// The store's protocol state.
+pub struct StoreLogic<L: StoreLog> {
+    address: Vec<u8>,
+    log: L,
+    cfg: StoreLogicConfig,
+    parts: HashMap<PartKey, PartState>,
+    replies: VecDeque<ReplyJob>,
+    counters: StoreCounters,
+    /// The last storage error, kept until an append succeeds again.
+    last_error: Option<String>,
+}
+
+impl<L: StoreLog> StoreLogic<L> {
+    pub fn new(address: Vec<u8>, log: L, cfg: StoreLogicConfig) -> Self {
+        Self {
+            address,
+            log,
+            cfg,
+            parts: HashMap::new(),
+            replies: VecDeque::new(),
+            counters: StoreCounters::default(),
+            last_error: None,
+        }
+    }
+
+    pub fn address(&self) -> &[u8] {
+        &self.address
+    }
+    pub fn log(&self) -> &L {
+        &self.log
+    }
+    pub fn log_mut(&mut self) -> &mut L {
+        &mut self.log
+    }
+    pub fn counters(&self) -> &StoreCounters {
+        &self.counters
+    }
+    /// The last storage error, while appends keep failing.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+    /// True while FETCH answers are waiting to be sent.
+    pub fn has_replies(&self) -> bool {
+        !self.replies.is_empty()
+    }
+
+    fn part(&mut self, topic: &[u8], partition: &[u8]) -> &mut PartState {
+        self.parts
+            .entry((topic.to_vec(), partition.to_vec()))
+            .or_default()
+    }
+
+    /// RECORD or DIRECT-RECORD: `partition` is the producer's address.
+    pub fn on_record(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        sequence: u64,
+        content: &[u8],
+        now: Instant,
+    ) -> Vec<Out> {
+        let mut out = Vec::new();
+        if content.len() > self.cfg.max_record_bytes {
+            self.counters.dropped_oversize += 1;
+            return out;
+        }
+        let next = self.log.next_offset(topic, partition);
+        let st = self.part(topic, partition);
+        st.known_head = Some(st.known_head.map_or(sequence, |h| h.max(sequence)));
+        match next {
+            Some(n) if sequence < n => {
+                self.counters.duplicates += 1;
+                return out;
+            }
+            Some(n) if sequence == n => {
+                self.append_run(topic, partition, sequence, content);
+            }
+            None if sequence == 0 => {
+                self.append_run(topic, partition, sequence, content);
+            }
+            _ => {
+                self.hold(topic, partition, sequence, content);
+            }
+        }
+        self.fetch_gap(topic, partition, now, &mut out);
+        out
+    }
+
+    fn hold(&mut self, topic: &[u8], partition: &[u8], sequence: u64, content: &[u8]) {
+        let (max_n, max_b) = (self.cfg.max_held_records, self.cfg.max_held_bytes);
+        let st = self.part(topic, partition);
+        if st.held.contains_key(&sequence) {
+            self.counters.duplicates += 1;
+            return;
+        }
+        if st.held.len() >= max_n || st.held_bytes + content.len() > max_b {
+            // The record will be fetched again once the gap before it closes.
+            self.counters.dropped_held_full += 1;
+            return;
+        }
+        st.held_bytes += content.len();
+        st.held.insert(sequence, content.to_vec());
+        self.counters.held += 1;
+    }
+
+    /// Appends `sequence` then every held record that now follows contiguously.
+    fn append_run(&mut self, topic: &[u8], partition: &[u8], sequence: u64, content: &[u8]) {
+        if let Err(e) = self.log.append(topic, partition, sequence, content) {
+            self.append_failed(e);
+            // Keep it: it is retried when the gap logic fetches it again.
+            return;
+        }
+        self.last_error = None;
+        self.counters.appended += 1;
+        self.drain_held(topic, partition, sequence + 1);
+    }
+
+    fn drain_held(&mut self, topic: &[u8], partition: &[u8], mut next: u64) {
+        loop {
+            let st = self.part(topic, partition);
+            // Drop anything held below `next` (duplicates of what is stored).
+            while let Some((&k, _)) = st.held.first_key_value() {
+                if k >= next {
+                    break;
+                }
+                let (_, v) = st.held.pop_first().expect("non-empty");
+                st.held_bytes -= v.len();
+            }
+            let Some(content) = st.held.remove(&next) else {
+                return;
+            };
+            st.held_bytes -= content.len();
+            if let Err(e) = self.log.append(topic, partition, next, &content) {
+                let st = self.part(topic, partition);
+                st.held_bytes += content.len();
+                st.held.insert(next, content);
+                self.append_failed(e);
+                return;
+            }
+            self.counters.appended += 1;
+            next += 1;
+        }
+    }
+
+    fn append_failed(&mut self, e: L::Error) {
+        self.counters.append_errors += 1;
+        self.last_error = Some(e.to_string());
+    }
+
+    /// Sends (or re-sends, after `fetch_retry`) a FETCH for the partition's gap.
+    fn fetch_gap(&mut self, topic: &[u8], partition: &[u8], now: Instant, out: &mut Vec<Out>) {
+        let next = self.log.next_offset(topic, partition);
+        let cfg = self.cfg.clone();
+        let st = self.part(topic, partition);
+        let want_from = next.unwrap_or(0);
+        let Some(head) = st.known_head.filter(|&h| h >= want_from) else {
+            st.fetch = None;
+            return;
+        };
+        // Nothing missing between what is stored and what is held?
+        let first_held = st.held.keys().next().copied();
+        let gap_end = match first_held {
+            Some(f) if f > want_from => f - 1,
+            Some(_) => return, // drain_held will make progress
+            None => head,
+        };
+        if gap_end < want_from {
+            return;
+        }
+        if let Some((from, at, tries)) = st.fetch {
+            if from == want_from && now.duration_since(at) < cfg.fetch_retry {
+                return;
+            }
+            if from == want_from {
+                // Unanswered: count it. A new partition whose history nobody holds
+                // any more starts at the earliest offset held.
+                if next.is_none() && tries + 1 >= cfg.give_up_fetches {
+                    if let Some(first) = first_held {
+                        st.fetch = None;
+                        let content = st.held.remove(&first).expect("held");
+                        st.held_bytes -= content.len();
+                        self.append_run(topic, partition, first, &content);
+                        return self.fetch_gap(topic, partition, now, out);
+                    }
+                }
+                st.fetch = Some((from, now, tries + 1));
+            } else {
+                st.fetch = Some((want_from, now, 0));
+            }
+        } else {
+            st.fetch = Some((want_from, now, 0));
+        }
+        let count = (gap_end - want_from + 1).min(u64::from(cfg.max_fetch_count)) as u32;
+        self.counters.fetches_sent += 1;
+        out.push(Out::Fetch {
+            partition: partition.to_vec(),
+            topic: topic.to_vec(),
+            sequence: want_from,
+            count,
+        });
+    }
+
+    /// HEAD: the producer's last offset. Fetches anything the store lacks.
+    pub fn on_head(&mut self, h: &Head<'_>, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        let st = self.part(h.subject, h.address);
+        st.known_head = Some(st.known_head.map_or(h.sequence, |k| k.max(h.sequence)));
+        self.fetch_gap(h.subject, h.address, now, &mut out);
+        out
+    }
+
+    /// FETCH from a consumer or another store: queue an answer from the log.
+    pub fn on_fetch(&mut self, f: &Fetch<'_>) -> Vec<Out> {
+        if f.address == self.address.as_slice() || f.count == 0 {
+            return Vec::new();
+        }
+        let Some(next) = self.log.next_offset(f.subject, f.topic) else {
+            self.counters.fetches_unknown += 1;
+            return Vec::new();
+        };
+        let first = self.log.first_offset(f.subject, f.topic).unwrap_or(0);
+        let start = f.sequence.max(first);
+        let end = f.sequence.saturating_add(u64::from(f.count)).min(next);
+        if start >= end {
+            return Vec::new();
+        }
+        // One job per requester and partition: a repeated FETCH replaces it.
+        self.replies
+            .retain(|j| !(j.to == f.address && j.partition == f.topic && j.topic == f.subject));
+        if self.replies.len() >= self.cfg.max_reply_jobs {
+            self.replies.pop_front();
+        }
+        self.counters.fetches_answered += 1;
+        self.replies.push_back(ReplyJob {
+            to: f.address.to_vec(),
+            topic: f.subject.to_vec(),
+            partition: f.topic.to_vec(),
+            next: start,
+            end,
+        });
+        Vec::new()
+    }
+
+    /// The next slice of FETCH answers (round robin over jobs). The loop calls it
+    /// while its XPUB can take more, so a slow peer cannot make the store buffer.
+    pub fn next_replies(&mut self) -> Vec<Out> {
+        let Some(mut job) = self.replies.pop_front() else {
+            return Vec::new();
+        };
+        let want = ((job.end - job.next) as usize).min(self.cfg.reply_batch_records);
+        let records = match self.log.read(
+            &job.topic,
+            &job.partition,
+            job.next,
+            want,
+            self.cfg.reply_batch_bytes,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.last_error = Some(e.to_string());
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::with_capacity(records.len());
+        for (offset, content) in records {
+            if offset != job.next || offset >= job.end {
+                break;
+            }
+            job.next += 1;
+            self.counters.records_served += 1;
+            out.push(Out::DirectRecord {
+                to: job.to.clone(),
+                partition: job.partition.clone(),
+                topic: job.topic.clone(),
+                sequence: offset,
+                content,
+            });
+        }
+        if !out.is_empty() && job.next < job.end {
+            self.replies.push_back(job);
+        }
+        out
+    }
+
+    /// GET-HEADS for a topic: a DIRECT-HEAD per partition held.
+    pub fn on_get_heads(&mut self, g: &GetHeads<'_>) -> Vec<Out> {
+        self.heads_for(g.address, &[g.topic])
+    }
+
+    /// CONSUMER-HELLO: DIRECT-HEADs for every partition of the consumer's topics.
+    pub fn on_consumer_hello(&mut self, c: &ConsumerHello<'_>) -> Vec<Out> {
+        if c.topic != self.address.as_slice() {
+            return Vec::new();
+        }
+        self.heads_for(c.address, &c.subjects)
+    }
+
+    fn heads_for(&self, to: &[u8], topics: &[&[u8]]) -> Vec<Out> {
+        let mut out = Vec::new();
+        for topic in topics {
+            for (t, p) in self.log.partitions(Some(topic)) {
+                if let Some(next) = self.log.next_offset(&t, &p).filter(|&n| n > 0) {
+                    out.push(Out::DirectHead {
+                        to: to.to_vec(),
+                        partition: p,
+                        topic: t,
+                        sequence: next - 1,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// A subscription arrived on the XPUB: `L` + consumer address → STORE-HELLO.
+    pub fn on_subscribe(&mut self, prefix: &[u8]) -> Vec<Out> {
+        match prefix.split_first() {
+            Some((b'L', consumer)) if !consumer.is_empty() => {
+                vec![Out::StoreHello {
+                    to: consumer.to_vec(),
+                }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// At each deadline, after the log synced: ACK what became durable, and
+    /// re-send FETCHes whose retry time passed.
+    pub fn tick(&mut self, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
+        for (topic, partition) in keys {
+            if let Some(durable) = self.log.durable_next(&topic, &partition) {
+                let st = self.part(&topic, &partition);
+                if durable > 0 && st.acked.is_none_or(|a| a < durable - 1) {
+                    st.acked = Some(durable - 1);
+                    self.counters.acks_sent += 1;
+                    out.push(Out::Ack {
+                        partition: partition.clone(),
+                        topic: topic.clone(),
+                        sequence: durable - 1,
+                    });
+                }
+            }
+            let next = self.log.next_offset(&topic, &partition);
+            if let Some(n) = next {
+                // A failed append left records held at `n`: retry them.
+                if self.part(&topic, &partition).held.contains_key(&n) {
+                    self.drain_held(&topic, &partition, n);
+                }
+            }
+            self.fetch_gap(&topic, &partition, now, &mut out);
+        }
+        out
+    }
+
+    /// When the next tick is due for FETCH retries, if any gap is open.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.parts
+            .values()
+            .filter_map(|p| p.fetch.map(|(_, at, _)| at + self.cfg.fetch_retry))
+            .min()
+    }
+}
+
+#[cfg(test)]
+mod tests;

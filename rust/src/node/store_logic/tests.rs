@@ -1,0 +1,360 @@
+//! Store logic scenarios against an in-memory log with an explicit durable mark.
+
+use super::*;
+use std::collections::BTreeMap;
+
+const ME: &[u8] = b"STORE000000000000000000000000001";
+const P: &[u8] = b"PRODUCER00000000000000000000000A";
+const C: &[u8] = b"CONSUMER00000000000000000000000C";
+const T: &[u8] = b"weather";
+
+#[derive(Default)]
+struct MemLog {
+    parts: BTreeMap<PartKey, (u64, Vec<Vec<u8>>, u64)>, // first, records, durable_next
+    fail: bool,
+}
+
+impl MemLog {
+    fn sync(&mut self) {
+        for (first, recs, durable) in self.parts.values_mut() {
+            *durable = *first + recs.len() as u64;
+        }
+    }
+    fn contents(&self, t: &[u8], p: &[u8]) -> Vec<(u64, Vec<u8>)> {
+        self.read(t, p, 0, usize::MAX, usize::MAX).unwrap()
+    }
+}
+
+impl StoreLog for MemLog {
+    type Error = String;
+    fn next_offset(&self, t: &[u8], p: &[u8]) -> Option<u64> {
+        self.parts
+            .get(&(t.to_vec(), p.to_vec()))
+            .map(|(f, r, _)| f + r.len() as u64)
+    }
+    fn first_offset(&self, t: &[u8], p: &[u8]) -> Option<u64> {
+        self.parts
+            .get(&(t.to_vec(), p.to_vec()))
+            .map(|(f, _, _)| *f)
+    }
+    fn append(&mut self, t: &[u8], p: &[u8], offset: u64, c: &[u8]) -> Result<(), String> {
+        if self.fail {
+            return Err("disk full".into());
+        }
+        let e = self
+            .parts
+            .entry((t.to_vec(), p.to_vec()))
+            .or_insert((offset, Vec::new(), offset));
+        assert_eq!(e.0 + e.1.len() as u64, offset, "append must be contiguous");
+        e.1.push(c.to_vec());
+        Ok(())
+    }
+    fn read(
+        &self,
+        t: &[u8],
+        p: &[u8],
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, String> {
+        let Some((first, recs, _)) = self.parts.get(&(t.to_vec(), p.to_vec())) else {
+            return Ok(vec![]);
+        };
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        let mut o = start.max(*first);
+        while let Some(r) = recs.get((o - first) as usize) {
+            if out.len() >= max_records || (!out.is_empty() && bytes + r.len() > max_bytes) {
+                break;
+            }
+            bytes += r.len();
+            out.push((o, r.clone()));
+            o += 1;
+        }
+        Ok(out)
+    }
+    fn durable_next(&self, t: &[u8], p: &[u8]) -> Option<u64> {
+        self.parts
+            .get(&(t.to_vec(), p.to_vec()))
+            .map(|(_, _, d)| *d)
+    }
+    fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
+        self.parts
+            .keys()
+            .filter(|(t, _)| topic.is_none_or(|x| x == t.as_slice()))
+            .cloned()
+            .collect()
+    }
+}
+
+fn store() -> StoreLogic<MemLog> {
+    StoreLogic::new(ME.to_vec(), MemLog::default(), StoreLogicConfig::default())
+}
+
+fn rec(s: &mut StoreLogic<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
+    s.on_record(T, P, seq, format!("r{seq}").as_bytes(), now)
+}
+
+fn fetch_of(out: &[Out]) -> Vec<(u64, u32)> {
+    out.iter()
+        .filter_map(|o| match o {
+            Out::Fetch {
+                sequence, count, ..
+            } => Some((*sequence, *count)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn in_order_records_append_and_ack_only_when_durable() {
+    let mut s = store();
+    let now = Instant::now();
+    for i in 0..3 {
+        assert!(rec(&mut s, i, now).is_empty());
+    }
+    assert_eq!(s.log().contents(T, P).len(), 3);
+    // Nothing durable yet: no ACK.
+    assert!(s.tick(now).is_empty());
+    s.log_mut().sync();
+    let out = s.tick(now);
+    assert_eq!(
+        out,
+        vec![Out::Ack {
+            partition: P.to_vec(),
+            topic: T.to_vec(),
+            sequence: 2
+        }]
+    );
+    // No repeat ACK until more is durable.
+    assert!(s.tick(now).is_empty());
+    let Message::Ack(a) = out[0].as_message(ME) else {
+        panic!()
+    };
+    assert_eq!((a.topic, a.address, a.subject), (P, Some(ME), T));
+}
+
+#[test]
+fn gap_is_fetched_held_records_drained_duplicates_dropped() {
+    let mut s = store();
+    let now = Instant::now();
+    rec(&mut s, 0, now);
+    let out = rec(&mut s, 3, now);
+    assert_eq!(fetch_of(&out), vec![(1, 2)]);
+    // Record 4 arrives while the FETCH is in flight: held, no second FETCH.
+    assert!(fetch_of(&rec(&mut s, 4, now)).is_empty());
+    // The answers come as DIRECT-RECORDs.
+    s.on_record(T, P, 1, b"r1", now);
+    s.on_record(T, P, 2, b"r2", now);
+    let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
+    assert_eq!(got, vec![0, 1, 2, 3, 4]);
+    rec(&mut s, 2, now);
+    assert_eq!(s.counters().duplicates, 1);
+    assert_eq!(s.log().contents(T, P)[3].1, b"r3");
+}
+
+#[test]
+fn unanswered_fetch_is_retried_after_the_retry_interval() {
+    let mut s = store();
+    let t0 = Instant::now();
+    rec(&mut s, 0, t0);
+    assert_eq!(fetch_of(&rec(&mut s, 5, t0)), vec![(1, 4)]);
+    assert!(fetch_of(&s.tick(t0 + Duration::from_millis(10))).is_empty());
+    let later = t0 + Duration::from_millis(600);
+    assert_eq!(fetch_of(&s.tick(later)), vec![(1, 4)]);
+    assert_eq!(s.next_deadline(), Some(later + Duration::from_millis(500)));
+}
+
+#[test]
+fn head_beyond_what_is_stored_triggers_fetch() {
+    let mut s = store();
+    let now = Instant::now();
+    rec(&mut s, 0, now);
+    let h = Head {
+        topic: T,
+        address: P,
+        subject: T,
+        sequence: 9,
+    };
+    assert_eq!(fetch_of(&s.on_head(&h, now)), vec![(1, 9)]);
+    // A HEAD for a partition never seen fetches from 0.
+    let h2 = Head {
+        topic: T,
+        address: b"OTHER",
+        subject: T,
+        sequence: 4,
+    };
+    let out = s.on_head(&h2, now);
+    assert_eq!(fetch_of(&out), vec![(0, 5)]);
+    let Message::Fetch(f) = out[0].as_message(ME) else {
+        panic!()
+    };
+    assert_eq!((f.topic, f.address, f.subject), (&b"OTHER"[..], ME, T));
+}
+
+#[test]
+fn late_joining_store_fetches_from_zero_then_gives_up_on_lost_history() {
+    let mut s = store();
+    let t0 = Instant::now();
+    assert_eq!(fetch_of(&rec(&mut s, 10, t0)), vec![(0, 10)]);
+    rec(&mut s, 11, t0);
+    assert!(s.log().contents(T, P).is_empty(), "waits for history");
+    let mut t = t0;
+    for _ in 0..10 {
+        t += Duration::from_millis(600);
+        s.tick(t);
+    }
+    let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
+    assert_eq!(got, vec![10, 11], "started at the earliest offset held");
+}
+
+#[test]
+fn fetch_is_answered_exactly_in_ascending_slices() {
+    let mut s = StoreLogic::new(
+        ME.to_vec(),
+        MemLog::default(),
+        StoreLogicConfig {
+            reply_batch_records: 3,
+            ..Default::default()
+        },
+    );
+    let now = Instant::now();
+    for i in 0..10 {
+        rec(&mut s, i, now);
+    }
+    let f = Fetch {
+        topic: P,
+        address: C,
+        subject: T,
+        sequence: 2,
+        count: 7,
+    };
+    assert!(s.on_fetch(&f).is_empty());
+    let mut seqs = Vec::new();
+    while s.has_replies() {
+        for o in s.next_replies() {
+            let Message::DirectRecord(r) = o.as_message(ME) else {
+                panic!()
+            };
+            assert_eq!((r.topic, r.address, r.subject), (C, P, T));
+            assert_eq!(r.content, format!("r{}", r.sequence).as_bytes());
+            seqs.push(r.sequence);
+        }
+    }
+    assert_eq!(seqs, (2..9).collect::<Vec<_>>(), "exactly count records");
+    // Beyond the head: only what exists; unknown partition: nothing, counted.
+    s.on_fetch(&Fetch {
+        sequence: 8,
+        count: 100,
+        ..f
+    });
+    let n: usize = std::iter::from_fn(|| s.has_replies().then(|| s.next_replies().len())).sum();
+    assert_eq!(n, 2);
+    s.on_fetch(&Fetch {
+        topic: b"NOPE",
+        ..f
+    });
+    assert!(!s.has_replies());
+    assert_eq!(s.counters().fetches_unknown, 1);
+    // Absurd counts are bounded by what is stored.
+    s.on_fetch(&Fetch {
+        sequence: u64::MAX - 1,
+        count: u32::MAX,
+        ..f
+    });
+    assert!(!s.has_replies());
+}
+
+#[test]
+fn get_heads_and_consumer_hello_answer_direct_heads() {
+    let mut s = store();
+    let now = Instant::now();
+    for i in 0..3 {
+        rec(&mut s, i, now);
+    }
+    s.on_record(b"other", P, 0, b"x", now);
+    let out = s.on_get_heads(&GetHeads {
+        topic: T,
+        address: C,
+    });
+    assert_eq!(
+        out,
+        vec![Out::DirectHead {
+            to: C.to_vec(),
+            partition: P.to_vec(),
+            topic: T.to_vec(),
+            sequence: 2
+        }]
+    );
+    // CONSUMER-HELLO with no topics: nothing; with one topic: its heads.
+    let hello = |subjects| ConsumerHello {
+        topic: ME,
+        address: C,
+        subjects,
+    };
+    assert!(s.on_consumer_hello(&hello(vec![])).is_empty());
+    assert_eq!(s.on_consumer_hello(&hello(vec![T])), out);
+    // Addressed to another store: ignored.
+    let mut other = hello(vec![T]);
+    other.topic = b"SOMEONE-ELSE";
+    assert!(s.on_consumer_hello(&other).is_empty());
+}
+
+#[test]
+fn store_hello_on_consumer_subscription() {
+    let mut s = store();
+    let mut prefix = b"L".to_vec();
+    prefix.extend_from_slice(C);
+    let out = s.on_subscribe(&prefix);
+    let Message::StoreHello(h) = out[0].as_message(ME) else {
+        panic!()
+    };
+    assert_eq!((h.topic, h.address), (C, ME));
+    assert!(s.on_subscribe(b"L").is_empty());
+    assert!(s.on_subscribe(b"Mweather").is_empty());
+}
+
+#[test]
+fn append_failure_stops_progress_reports_and_resumes() {
+    let mut s = store();
+    let now = Instant::now();
+    rec(&mut s, 0, now);
+    s.log_mut().fail = true;
+    rec(&mut s, 1, now);
+    assert_eq!(s.last_error(), Some("disk full"));
+    assert_eq!(s.counters().append_errors, 1);
+    s.log_mut().sync();
+    let acks: Vec<_> = s
+        .tick(now)
+        .into_iter()
+        .filter(|o| matches!(o, Out::Ack { .. }))
+        .collect();
+    assert_eq!(acks.len(), 1, "ACKs only what was stored: offset 0");
+    s.log_mut().fail = false;
+    // The producer (or another store) answers the FETCH the store keeps sending.
+    let later = now + Duration::from_secs(1);
+    assert_eq!(fetch_of(&s.tick(later)), vec![(1, 1)]);
+    s.on_record(T, P, 1, b"r1", later);
+    assert_eq!(s.last_error(), None);
+    assert_eq!(s.log().contents(T, P).len(), 2);
+}
+
+#[test]
+fn oversized_records_and_full_hold_buffer_are_counted() {
+    let mut s = StoreLogic::new(
+        ME.to_vec(),
+        MemLog::default(),
+        StoreLogicConfig {
+            max_record_bytes: 4,
+            max_held_records: 2,
+            ..Default::default()
+        },
+    );
+    let now = Instant::now();
+    s.on_record(T, P, 0, b"too long", now);
+    assert_eq!(s.counters().dropped_oversize, 1);
+    rec(&mut s, 5, now);
+    rec(&mut s, 6, now);
+    rec(&mut s, 7, now);
+    assert_eq!(s.counters().dropped_held_full, 1);
+}
