@@ -339,6 +339,20 @@ impl Producer {
         Ok(off)
     }
 
+    /// Publishes one record if the buffer has room: `Ok(Err(value))` gives the
+    /// value back when it is full (then wait with [`Producer::send_with`]).
+    pub fn try_send(&self, value: Vec<u8>) -> Result<std::result::Result<u64, Vec<u8>>> {
+        if !self.try_reserve(value.len()) {
+            self.actor.check()?;
+            return Ok(Err(value));
+        }
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let off = *next;
+        self.actor.send(Cmd::One(value))?;
+        *next += 1;
+        Ok(Ok(off))
+    }
+
     /// [`Producer::send_with`] without interruption.
     pub fn send(&self, value: Vec<u8>, timeout: Option<Duration>) -> Result<u64> {
         self.send_with(value, timeout, || Ok::<(), Error>(()))
