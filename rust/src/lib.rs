@@ -3,8 +3,11 @@
 //!
 //! Modules:
 //! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
+//! - [`node`]: towers, producers and consumers, one thread each.
+//! - [`error`]: the crate error type.
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.
 
+pub mod error;
 pub mod node;
 pub mod wire;
 

@@ -1,2 +1,23 @@
-//! Dafka nodes.
+//! Dafka nodes, each one OS thread owning its sockets ([`actor`]): the
+//! [`tower`], the [`producer`] and the [`consumer`]. What every node shares
+//! lives in [`core`] (XPUB/SUB, [`Out`](core::Out), stats), [`beacon`]
+//! (discovery) and [`config`] (typed settings with documented defaults).
+//! Protocol decisions are pure state machines, unit-tested without sockets.
+
+pub mod actor;
+pub mod beacon;
+pub mod config;
+pub mod consumer;
+pub mod core;
+pub mod producer;
+pub mod store;
 pub mod store_logic;
+pub mod tower;
+
+pub use config::{ConsumerConfig, NodeConfig, OffsetReset, ProducerConfig, TowerConfig};
+pub use consumer::{Consumer, ConsumerState, Delivery};
+pub use producer::{Producer, ProducerState};
+pub use tower::Tower;
+
+#[cfg(test)]
+mod tests;

@@ -19,7 +19,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::wire::{Ack, ConsumerHello, Fetch, GetHeads, Head, Message, Record, StoreHello};
+use crate::node::core::Out;
+use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
 
 /// A partition key: (topic name, partition = producer address).
 pub type PartKey = (Vec<u8>, Vec<u8>);
@@ -54,100 +55,13 @@ pub trait StoreLog {
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
     /// Every (topic, partition) held, optionally for one topic.
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey>;
-}
-
-/// What the store wants sent: an owned message; [`Out::as_message`] borrows it
-/// for encoding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Out {
-    /// DIRECT-RECORD to `to`.
-    DirectRecord {
-        to: Vec<u8>,
-        partition: Vec<u8>,
-        topic: Vec<u8>,
-        sequence: u64,
-        content: Vec<u8>,
-    },
-    /// FETCH `count` records of `partition` from `sequence`.
-    Fetch {
-        partition: Vec<u8>,
-        topic: Vec<u8>,
-        sequence: u64,
-        count: u32,
-    },
-    /// Cumulative ACK of `partition` up to `sequence` (inclusive).
-    Ack {
-        partition: Vec<u8>,
-        topic: Vec<u8>,
-        sequence: u64,
-    },
-    /// DIRECT-HEAD to `to`: `partition`'s last offset is `sequence`.
-    DirectHead {
-        to: Vec<u8>,
-        partition: Vec<u8>,
-        topic: Vec<u8>,
-        sequence: u64,
-    },
-    /// STORE-HELLO to consumer `to`.
-    StoreHello { to: Vec<u8> },
-}
-
-impl Out {
-    /// The wire message, with `own` (the store's address) filled in.
-    pub fn as_message<'a>(&'a self, own: &'a [u8]) -> Message<'a> {
-        match self {
-            Out::DirectRecord {
-                to,
-                partition,
-                topic,
-                sequence,
-                content,
-            } => Message::DirectRecord(Record {
-                topic: to,
-                address: partition,
-                subject: topic,
-                sequence: *sequence,
-                content,
-            }),
-            Out::Fetch {
-                partition,
-                topic,
-                sequence,
-                count,
-            } => Message::Fetch(Fetch {
-                topic: partition,
-                address: own,
-                subject: topic,
-                sequence: *sequence,
-                count: *count,
-            }),
-            Out::Ack {
-                partition,
-                topic,
-                sequence,
-            } => Message::Ack(Ack {
-                topic: partition,
-                address: Some(own),
-                subject: topic,
-                sequence: *sequence,
-            }),
-            Out::DirectHead {
-                to,
-                partition,
-                topic,
-                sequence,
-            } => Message::DirectHead(Head {
-                topic: to,
-                address: partition,
-                subject: topic,
-                sequence: *sequence,
-            }),
-            Out::StoreHello { to } => Message::StoreHello(StoreHello {
-                topic: to,
-                address: own,
-            }),
-        }
-    }
+    /// Group commit: syncs if the fsync policy says it is due (`interval`),
+    /// so `durable_next` advances. Called at every loop turn.
+    fn sync_if_due(&mut self) -> Result<(), Self::Error>;
+    /// Syncs everything now (shutdown).
+    fn sync_all(&mut self) -> Result<(), Self::Error>;
+    /// When `sync_if_due` next has work, if anything is unsynced.
+    fn next_sync(&self) -> Option<Instant>;
 }
 
 /// Tunables of the store logic, with their defaults.
@@ -171,8 +85,14 @@ pub struct StoreLogicConfig {
     pub reply_batch_records: usize,
     /// ... and about this many bytes (default 4 MiB).
     pub reply_batch_bytes: usize,
-    /// Concurrent FETCH answers in progress; further FETCHes wait (default 64).
+    /// Concurrent FETCH answers in progress; beyond, the oldest is dropped
+    /// (its requester re-FETCHes) (default 64).
     pub max_reply_jobs: usize,
+    /// The last ACK of a partition whose producer was heard from within
+    /// `ack_refresh_window` is repeated this often, so a producer that missed
+    /// it (connected late, HWM) still learns it (default 1 s).
+    pub ack_refresh: Duration,
+    pub ack_refresh_window: Duration,
 }
 
 impl Default for StoreLogicConfig {
@@ -187,6 +107,8 @@ impl Default for StoreLogicConfig {
             reply_batch_records: 1024,
             reply_batch_bytes: 4 << 20,
             max_reply_jobs: 64,
+            ack_refresh: Duration::from_secs(1),
+            ack_refresh_window: Duration::from_secs(5),
         }
     }
 }
@@ -217,8 +139,11 @@ struct PartState {
     known_head: Option<u64>,
     /// The last FETCH sent: (from, when, how many times unanswered).
     fetch: Option<(u64, Instant, u32)>,
-    /// Last offset ACKed.
+    /// Last offset ACKed, and when.
     acked: Option<u64>,
+    ack_sent: Option<Instant>,
+    /// When the producer was last heard from (RECORD or HEAD).
+    last_seen: Option<Instant>,
 }
 
 /// A FETCH being answered slice by slice.
@@ -300,6 +225,7 @@ impl<L: StoreLog> StoreLogic<L> {
         let next = self.log.next_offset(topic, partition);
         let st = self.part(topic, partition);
         st.known_head = Some(st.known_head.map_or(sequence, |h| h.max(sequence)));
+        st.last_seen = Some(now);
         match next {
             Some(n) if sequence < n => {
                 self.counters.duplicates += 1;
@@ -427,7 +353,7 @@ impl<L: StoreLog> StoreLogic<L> {
         self.counters.fetches_sent += 1;
         out.push(Out::Fetch {
             partition: partition.to_vec(),
-            topic: topic.to_vec(),
+            subject: topic.to_vec(),
             sequence: want_from,
             count,
         });
@@ -438,6 +364,7 @@ impl<L: StoreLog> StoreLogic<L> {
         let mut out = Vec::new();
         let st = self.part(h.subject, h.address);
         st.known_head = Some(st.known_head.map_or(h.sequence, |k| k.max(h.sequence)));
+        st.last_seen = Some(now);
         self.fetch_gap(h.subject, h.address, now, &mut out);
         out
     }
@@ -504,7 +431,7 @@ impl<L: StoreLog> StoreLogic<L> {
             out.push(Out::DirectRecord {
                 to: job.to.clone(),
                 partition: job.partition.clone(),
-                topic: job.topic.clone(),
+                subject: job.topic.clone(),
                 sequence: offset,
                 content,
             });
@@ -513,6 +440,44 @@ impl<L: StoreLog> StoreLogic<L> {
             self.replies.push_back(job);
         }
         out
+    }
+
+    /// Puts back FETCH answers that could not be sent (the requester's queue
+    /// was full): `unsent` is the tail of a `next_replies` slice, in order.
+    pub fn requeue(&mut self, unsent: &[Out]) {
+        let Some(Out::DirectRecord {
+            to,
+            partition,
+            subject,
+            sequence,
+            ..
+        }) = unsent.first()
+        else {
+            return;
+        };
+        let from = *sequence;
+        if let Some(i) = self
+            .replies
+            .iter()
+            .position(|j| &j.to == to && &j.partition == partition && &j.topic == subject)
+        {
+            let mut job = self.replies.remove(i).expect("index is valid");
+            job.next = job.next.min(from);
+            self.replies.push_front(job);
+        } else {
+            let end = match unsent.last() {
+                Some(Out::DirectRecord { sequence, .. }) => sequence + 1,
+                _ => from + 1,
+            };
+            self.replies.push_front(ReplyJob {
+                to: to.clone(),
+                topic: subject.clone(),
+                partition: partition.clone(),
+                next: from,
+                end,
+            });
+        }
+        self.counters.records_served -= unsent.len() as u64;
     }
 
     /// GET-HEADS for a topic: a DIRECT-HEAD per partition held.
@@ -536,7 +501,7 @@ impl<L: StoreLog> StoreLogic<L> {
                     out.push(Out::DirectHead {
                         to: to.to_vec(),
                         partition: p,
-                        topic: t,
+                        subject: t,
                         sequence: next - 1,
                     });
                 }
@@ -564,14 +529,27 @@ impl<L: StoreLog> StoreLogic<L> {
         let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
         for (topic, partition) in keys {
             if let Some(durable) = self.log.durable_next(&topic, &partition) {
+                let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
                 let st = self.part(&topic, &partition);
-                if durable > 0 && st.acked.is_none_or(|a| a < durable - 1) {
-                    st.acked = Some(durable - 1);
+                let advanced = durable > 0 && st.acked.is_none_or(|a| a < durable - 1);
+                let repeat = st.acked.is_some()
+                    && st.last_seen.is_some_and(|t| now.duration_since(t) < window)
+                    && st
+                        .ack_sent
+                        .is_some_and(|t| now.duration_since(t) >= refresh);
+                if advanced || repeat {
+                    let sequence = if advanced {
+                        durable - 1
+                    } else {
+                        st.acked.unwrap_or(0)
+                    };
+                    st.acked = Some(sequence);
+                    st.ack_sent = Some(now);
                     self.counters.acks_sent += 1;
                     out.push(Out::Ack {
                         partition: partition.clone(),
-                        topic: topic.clone(),
-                        sequence: durable - 1,
+                        subject: topic.clone(),
+                        sequence,
                     });
                 }
             }
@@ -587,12 +565,15 @@ impl<L: StoreLog> StoreLogic<L> {
         out
     }
 
-    /// When the next tick is due for FETCH retries, if any gap is open.
+    /// When the next tick is due: a FETCH retry, an ACK repeat, or a sync.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.parts
-            .values()
-            .filter_map(|p| p.fetch.map(|(_, at, _)| at + self.cfg.fetch_retry))
-            .min()
+        let parts = self.parts.values().flat_map(|p| {
+            [
+                p.fetch.map(|(_, at, _)| at + self.cfg.fetch_retry),
+                p.ack_sent.map(|t| t + self.cfg.ack_refresh),
+            ]
+        });
+        parts.chain([self.log.next_sync()]).flatten().min()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Store logic scenarios against an in-memory log with an explicit durable mark.
 
 use super::*;
+use crate::wire::Message;
 use std::collections::BTreeMap;
 
 const ME: &[u8] = b"STORE000000000000000000000000001";
@@ -78,6 +79,16 @@ impl StoreLog for MemLog {
             .get(&(t.to_vec(), p.to_vec()))
             .map(|(_, _, d)| *d)
     }
+    fn sync_if_due(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    fn sync_all(&mut self) -> Result<(), String> {
+        self.sync();
+        Ok(())
+    }
+    fn next_sync(&self) -> Option<Instant> {
+        None
+    }
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
         self.parts
             .keys()
@@ -122,12 +133,18 @@ fn in_order_records_append_and_ack_only_when_durable() {
         out,
         vec![Out::Ack {
             partition: P.to_vec(),
-            topic: T.to_vec(),
+            subject: T.to_vec(),
             sequence: 2
         }]
     );
-    // No repeat ACK until more is durable.
+    // No repeat ACK until more is durable, or a second passed while the
+    // producer is alive (it may have missed the first).
     assert!(s.tick(now).is_empty());
+    assert_eq!(s.tick(now + Duration::from_millis(1100)), out);
+    assert!(
+        s.tick(now + Duration::from_secs(30)).is_empty(),
+        "producer gone"
+    );
     let Message::Ack(a) = out[0].as_message(ME) else {
         panic!()
     };
@@ -242,6 +259,19 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
         }
     }
     assert_eq!(seqs, (2..9).collect::<Vec<_>>(), "exactly count records");
+    // A slice that could not go out (full queue) is sent again, in order.
+    s.on_fetch(&Fetch { count: 5, ..f });
+    let first = s.next_replies();
+    s.requeue(&first[1..]);
+    let mut again: Vec<u64> = Vec::new();
+    while s.has_replies() {
+        for o in s.next_replies() {
+            if let Out::DirectRecord { sequence, .. } = o {
+                again.push(sequence);
+            }
+        }
+    }
+    assert_eq!(again, vec![3, 4, 5, 6]);
     // Beyond the head: only what exists; unknown partition: nothing, counted.
     s.on_fetch(&Fetch {
         sequence: 8,
@@ -282,7 +312,7 @@ fn get_heads_and_consumer_hello_answer_direct_heads() {
         vec![Out::DirectHead {
             to: C.to_vec(),
             partition: P.to_vec(),
-            topic: T.to_vec(),
+            subject: T.to_vec(),
             sequence: 2
         }]
     );

@@ -1,0 +1,249 @@
+//! The node side of discovery (PROTOCOL.md, "Discovery"): a beacon PUB to each
+//! tower's XSUB and a beacon SUB (subscribed to `B` and the welcome `W`) to each
+//! tower's XPUB; a node beacon at once, on every welcome and every
+//! `beacon_interval`; a [`PeerTable`] that turns tower beacons into SUB
+//! connects and, after `beacon_timeout` of silence, disconnects. Static peers
+//! (`peers=[...]`) are connected once and never expire.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::node::config::TowerAddr;
+use crate::wire::{decode_beacon, Beacon};
+
+/// What the node's SUB must do after a beacon or a timer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerEvent {
+    Connect(String),
+    Disconnect(String),
+}
+
+/// Known peers by UUID: pure, no sockets.
+#[derive(Debug)]
+pub struct PeerTable {
+    own: Vec<u8>,
+    timeout: Duration,
+    peers: HashMap<Vec<u8>, (String, Instant)>,
+}
+
+impl PeerTable {
+    pub fn new(own: &[u8], timeout: Duration) -> Self {
+        Self {
+            own: own.to_vec(),
+            timeout,
+            peers: HashMap::new(),
+        }
+    }
+
+    /// A tower beacon: a new peer (or one that moved) is connected.
+    pub fn on_beacon(&mut self, uuid: &[u8], endpoint: &str, now: Instant) -> Vec<PeerEvent> {
+        if uuid == self.own.as_slice() || !endpoint.starts_with("tcp://") {
+            return Vec::new();
+        }
+        match self.peers.get_mut(uuid) {
+            Some((ep, seen)) if ep == endpoint => {
+                *seen = now;
+                Vec::new()
+            }
+            Some((ep, seen)) => {
+                let old = std::mem::replace(ep, endpoint.to_string());
+                *seen = now;
+                vec![
+                    PeerEvent::Disconnect(old),
+                    PeerEvent::Connect(endpoint.into()),
+                ]
+            }
+            None => {
+                self.peers
+                    .insert(uuid.to_vec(), (endpoint.to_string(), now));
+                vec![PeerEvent::Connect(endpoint.into())]
+            }
+        }
+    }
+
+    /// Forgets peers silent for `timeout`.
+    pub fn expire(&mut self, now: Instant) -> Vec<PeerEvent> {
+        let timeout = self.timeout;
+        let mut out = Vec::new();
+        self.peers.retain(|_, (ep, seen)| {
+            let keep = now.duration_since(*seen) < timeout;
+            if !keep {
+                out.push(PeerEvent::Disconnect(ep.clone()));
+            }
+            keep
+        });
+        out
+    }
+
+    /// When the next peer could expire.
+    pub fn next_expiry(&self) -> Option<Instant> {
+        self.peers.values().map(|(_, s)| *s + self.timeout).min()
+    }
+
+    pub fn len(&self) -> usize {
+        self.peers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.peers.is_empty()
+    }
+}
+
+/// Beacon sockets and timers of one node.
+pub struct Discovery {
+    publ: Option<zmq::Socket>,
+    sub: Option<zmq::Socket>,
+    uuid: Vec<u8>,
+    host: Vec<u8>,
+    port: u16,
+    interval: Duration,
+    next_beacon: Instant,
+    pub table: PeerTable,
+    /// Malformed beacon messages dropped.
+    pub malformed: u64,
+}
+
+impl Discovery {
+    /// Connects to every tower (asynchronously: an absent tower is fine, the
+    /// node joins when it appears). `host` empty = tower uses the peer address.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: &zmq::Context,
+        towers: &[String],
+        uuid: &[u8],
+        host: &str,
+        port: u16,
+        interval: Duration,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<Self> {
+        let (mut publ, mut sub) = (None, None);
+        if !towers.is_empty() {
+            let p = ctx.socket(zmq::PUB)?;
+            let s = ctx.socket(zmq::SUB)?;
+            p.set_linger(0)?;
+            s.set_linger(0)?;
+            s.set_subscribe(b"B")?;
+            s.set_subscribe(b"W")?;
+            for t in towers {
+                let a = TowerAddr::parse(t)?;
+                p.connect(&a.beacon_in).map_err(|source| Error::Socket {
+                    op: "connect",
+                    endpoint: a.beacon_in.clone(),
+                    source,
+                })?;
+                s.connect(&a.beacon_out).map_err(|source| Error::Socket {
+                    op: "connect",
+                    endpoint: a.beacon_out.clone(),
+                    source,
+                })?;
+            }
+            publ = Some(p);
+            sub = Some(s);
+        }
+        Ok(Self {
+            publ,
+            sub,
+            uuid: uuid.to_vec(),
+            host: host.as_bytes().to_vec(),
+            port,
+            interval,
+            next_beacon: now,
+            table: PeerTable::new(uuid, timeout),
+            malformed: 0,
+        })
+    }
+
+    /// The beacon SUB's poll item, if the node has towers.
+    pub fn poll_item(&self) -> Option<zmq::PollItem<'_>> {
+        self.sub.as_ref().map(|s| s.as_poll_item(zmq::POLLIN))
+    }
+
+    fn send_beacon(&mut self, now: Instant) -> Result<()> {
+        if let Some(p) = &self.publ {
+            let b = Beacon::Node {
+                uuid: &self.uuid,
+                host: &self.host,
+                port: self.port,
+            };
+            let frames = b.to_frames();
+            p.send_multipart(frames, zmq::DONTWAIT)?;
+        }
+        self.next_beacon = now + self.interval;
+        Ok(())
+    }
+
+    /// Reads everything waiting on the beacon SUB.
+    pub fn on_readable(&mut self, now: Instant) -> Result<Vec<PeerEvent>> {
+        let mut out = Vec::new();
+        while let Some(sub) = &self.sub {
+            let frames = match sub.recv_multipart(zmq::DONTWAIT) {
+                Ok(f) => f,
+                Err(zmq::Error::EAGAIN) => break,
+                Err(e) => return Err(e.into()),
+            };
+            match decode_beacon(&frames) {
+                Ok(Beacon::Tower { uuid, endpoint }) => match std::str::from_utf8(endpoint) {
+                    Ok(ep) => out.extend(self.table.on_beacon(uuid, ep, now)),
+                    Err(_) => self.malformed += 1,
+                },
+                // The tower (re)accepted our subscription: announce ourselves now.
+                Ok(Beacon::Welcome) => self.send_beacon(now)?,
+                // Node beacons are for towers.
+                Ok(Beacon::Node { .. }) => {}
+                Err(_) => self.malformed += 1,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sends the beacon when due and expires silent peers.
+    pub fn on_timer(&mut self, now: Instant) -> Result<Vec<PeerEvent>> {
+        if now >= self.next_beacon {
+            self.send_beacon(now)?;
+        }
+        Ok(self.table.expire(now))
+    }
+
+    /// The earliest of: next beacon (if towers), next peer expiry.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let beacon = self.publ.as_ref().map(|_| self.next_beacon);
+        match (beacon, self.table.next_expiry()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_connect_once_move_and_expire() {
+        let t0 = Instant::now();
+        let mut t = PeerTable::new(b"ME", Duration::from_secs(4));
+        assert!(t.on_beacon(b"ME", "tcp://1.2.3.4:5", t0).is_empty());
+        assert_eq!(
+            t.on_beacon(b"P1", "tcp://1.2.3.4:5", t0),
+            vec![PeerEvent::Connect("tcp://1.2.3.4:5".into())]
+        );
+        assert!(t.on_beacon(b"P1", "tcp://1.2.3.4:5", t0).is_empty());
+        assert_eq!(
+            t.on_beacon(b"P1", "tcp://1.2.3.4:6", t0 + Duration::from_secs(1)),
+            vec![
+                PeerEvent::Disconnect("tcp://1.2.3.4:5".into()),
+                PeerEvent::Connect("tcp://1.2.3.4:6".into())
+            ]
+        );
+        assert!(t.expire(t0 + Duration::from_secs(4)).is_empty());
+        assert_eq!(t.next_expiry(), Some(t0 + Duration::from_secs(5)));
+        assert_eq!(
+            t.expire(t0 + Duration::from_secs(5)),
+            vec![PeerEvent::Disconnect("tcp://1.2.3.4:6".into())]
+        );
+        assert!(t.is_empty());
+        assert!(t.on_beacon(b"P2", "garbage", t0).is_empty());
+    }
+}

@@ -1,0 +1,310 @@
+//! Typed node configuration with documented defaults, and the parsing of the
+//! endpoint strings users pass (`towers=[...]`, `peers=[...]`, bind endpoints).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::wire::Dialect;
+
+/// Default bind endpoint of a node's XPUB: an ephemeral port on loopback.
+pub const DEFAULT_BIND: &str = "tcp://127.0.0.1:*";
+/// Default tower beacon-in (XSUB) endpoint, as in the C reference.
+pub const DEFAULT_TOWER_IN: &str = "tcp://*:5556";
+/// Default tower beacon-out (XPUB) endpoint, as in the C reference.
+pub const DEFAULT_TOWER_OUT: &str = "tcp://*:5557";
+
+/// Settings every node (producer, consumer, store) shares.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    /// Where the node's XPUB binds. Default [`DEFAULT_BIND`]; `:0` means ephemeral.
+    pub bind: String,
+    /// Towers to discover peers through, each a [`TowerAddr`] string.
+    pub towers: Vec<String>,
+    /// Static peers: XPUB endpoints the node's SUB connects to, no tower needed.
+    pub peers: Vec<String>,
+    /// The dialect the node sends in (it receives both). Default `rfc`.
+    pub wire: Dialect,
+    /// Beacon interval. Default 1000 ms (the C reference's `beacon.interval`).
+    pub beacon_interval: Duration,
+    /// A peer silent this long is forgotten. Default 4000 ms (`beacon.timeout`).
+    pub beacon_timeout: Duration,
+    /// Host announced in beacons; empty lets the tower use the TCP peer address.
+    /// Default: the XPUB's bound host, or empty when bound to a wildcard.
+    pub advertise_host: Option<String>,
+    /// Send high-water mark of the XPUB (per subscriber). Default 1,000,000.
+    pub sndhwm: i32,
+    /// Receive high-water mark of the SUB (per peer). Default 1,000,000.
+    pub rcvhwm: i32,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        Self {
+            bind: DEFAULT_BIND.into(),
+            towers: Vec::new(),
+            peers: Vec::new(),
+            wire: Dialect::Rfc,
+            beacon_interval: Duration::from_millis(1000),
+            beacon_timeout: Duration::from_millis(4000),
+            advertise_host: None,
+            sndhwm: 1_000_000,
+            rcvhwm: 1_000_000,
+        }
+    }
+}
+
+impl NodeConfig {
+    /// Checks ranges and endpoint syntax; returns a message saying what to fix.
+    pub fn validate(&self) -> Result<()> {
+        check_endpoint("bind", &self.bind)?;
+        for t in &self.towers {
+            TowerAddr::parse(t)?;
+        }
+        for p in &self.peers {
+            check_endpoint("peer", p)?;
+        }
+        if self.beacon_interval.is_zero() {
+            return Err(Error::Config("beacon_interval must be > 0".into()));
+        }
+        if self.beacon_timeout <= self.beacon_interval {
+            return Err(Error::Config(
+                "beacon_timeout must be longer than beacon_interval".into(),
+            ));
+        }
+        if self.sndhwm < 0 || self.rcvhwm < 0 {
+            return Err(Error::Config(
+                "sndhwm and rcvhwm must be >= 0 (0 = unlimited)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Producer settings.
+#[derive(Debug, Clone)]
+pub struct ProducerConfig {
+    pub node: NodeConfig,
+    /// HEAD period once something was published. Default 1 s.
+    pub head_interval: Duration,
+    /// Distinct stores that must ACK a record before it leaves the buffer.
+    /// Default 1; 0 releases records as soon as they are sent.
+    pub min_acks: usize,
+    /// Bound on the bytes of unacknowledged records. Default 256 MiB.
+    pub max_unacked_bytes: usize,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        Self {
+            node: NodeConfig::default(),
+            head_interval: Duration::from_secs(1),
+            min_acks: 1,
+            max_unacked_bytes: 256 << 20,
+        }
+    }
+}
+
+impl ProducerConfig {
+    pub fn validate(&self) -> Result<()> {
+        self.node.validate()?;
+        if self.head_interval.is_zero() {
+            return Err(Error::Config("head_interval must be > 0".into()));
+        }
+        if self.max_unacked_bytes == 0 {
+            return Err(Error::Config("max_unacked_bytes must be > 0".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Where a new consumer starts in a partition it has not seen before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OffsetReset {
+    /// From offset 0: fetch everything the producer and stores still hold.
+    Earliest,
+    /// From the first record seen (or after the first HEAD seen).
+    #[default]
+    Latest,
+}
+
+impl std::str::FromStr for OffsetReset {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "earliest" => Ok(Self::Earliest),
+            "latest" => Ok(Self::Latest),
+            other => Err(Error::Config(format!(
+                "unknown offset_reset {other:?}: use \"earliest\" or \"latest\""
+            ))),
+        }
+    }
+}
+
+/// Consumer settings.
+#[derive(Debug, Clone)]
+pub struct ConsumerConfig {
+    pub node: NodeConfig,
+    /// Default `latest`.
+    pub offset_reset: OffsetReset,
+    /// An unanswered FETCH is repeated after this long. Default 500 ms.
+    pub fetch_retry: Duration,
+    /// Most records one FETCH asks for. Default 10,000.
+    pub max_fetch: u32,
+    /// Out-of-order records held per partition while a gap is fetched; beyond
+    /// it they are re-fetched later. Default 100,000.
+    pub max_pending: usize,
+    /// Delivered records waiting for the application; while full the node stops
+    /// reading (the publishers then drop, and the gap is fetched). Default 100,000.
+    pub max_buffered: usize,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        Self {
+            node: NodeConfig::default(),
+            offset_reset: OffsetReset::Latest,
+            fetch_retry: Duration::from_millis(500),
+            max_fetch: 10_000,
+            max_pending: 100_000,
+            max_buffered: 100_000,
+        }
+    }
+}
+
+impl ConsumerConfig {
+    pub fn validate(&self) -> Result<()> {
+        self.node.validate()?;
+        if self.fetch_retry.is_zero() {
+            return Err(Error::Config("fetch_retry must be > 0".into()));
+        }
+        if self.max_fetch == 0 || self.max_pending == 0 || self.max_buffered == 0 {
+            return Err(Error::Config(
+                "max_fetch, max_pending and max_buffered must be > 0".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Tower settings.
+#[derive(Debug, Clone)]
+pub struct TowerConfig {
+    /// XSUB for node beacons. Default [`DEFAULT_TOWER_IN`].
+    pub beacon_in: String,
+    /// XPUB towards nodes. Default [`DEFAULT_TOWER_OUT`].
+    pub beacon_out: String,
+}
+
+impl Default for TowerConfig {
+    fn default() -> Self {
+        Self {
+            beacon_in: DEFAULT_TOWER_IN.into(),
+            beacon_out: DEFAULT_TOWER_OUT.into(),
+        }
+    }
+}
+
+/// A tower as a node names it: `tcp://HOST:IN,OUT` (both ports explicit, what
+/// `Tower.endpoint` prints) or `tcp://HOST:IN` (OUT = IN + 1, so the C
+/// reference's `tcp://host:5556` means 5556/5557).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TowerAddr {
+    /// Where the node's beacon PUB connects (the tower's XSUB).
+    pub beacon_in: String,
+    /// Where the node's beacon SUB connects (the tower's XPUB).
+    pub beacon_out: String,
+}
+
+impl TowerAddr {
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::Config(format!(
+                "bad tower endpoint {s:?}: use \"tcp://HOST:IN_PORT,OUT_PORT\" or \"tcp://HOST:IN_PORT\""
+            ))
+        };
+        let rest = s.strip_prefix("tcp://").ok_or_else(bad)?;
+        let (host, ports) = rest.rsplit_once(':').ok_or_else(bad)?;
+        if host.is_empty() || host == "*" {
+            return Err(bad());
+        }
+        let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p != 0);
+        let (pin, pout) = match ports.split_once(',') {
+            Some((a, b)) => (port(a).ok_or_else(bad)?, port(b).ok_or_else(bad)?),
+            None => {
+                let a = port(ports).ok_or_else(bad)?;
+                (a, a.checked_add(1).ok_or_else(bad)?)
+            }
+        };
+        Ok(Self {
+            beacon_in: format!("tcp://{host}:{pin}"),
+            beacon_out: format!("tcp://{host}:{pout}"),
+        })
+    }
+}
+
+/// Checks a `tcp://HOST:PORT` (or other transport) endpoint enough to give a
+/// clear error before ZeroMQ's terse one.
+pub fn check_endpoint(what: &str, e: &str) -> Result<()> {
+    let ok = match e.split_once("://") {
+        Some(("tcp", rest)) => rest
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && (p == "*" || p.parse::<u16>().is_ok())),
+        Some(("ipc" | "inproc", rest)) => !rest.is_empty(),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "bad {what} endpoint {e:?}: use \"tcp://HOST:PORT\" (port 0 or * = ephemeral)"
+        )))
+    }
+}
+
+/// `tcp://h:0` → `tcp://h:*` (ZeroMQ's spelling of "pick a free port").
+pub fn bind_spelling(e: &str) -> String {
+    match e.strip_suffix(":0") {
+        Some(head) if e.starts_with("tcp://") => format!("{head}:*"),
+        _ => e.to_string(),
+    }
+}
+
+/// Host and port of a bound `tcp://host:port` endpoint.
+pub fn split_tcp(e: &str) -> Option<(&str, u16)> {
+    let rest = e.strip_prefix("tcp://")?;
+    let (h, p) = rest.rsplit_once(':')?;
+    Some((h, p.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tower_addr_forms() {
+        let a = TowerAddr::parse("tcp://127.0.0.1:5556").unwrap();
+        assert_eq!(a.beacon_out, "tcp://127.0.0.1:5557");
+        let b = TowerAddr::parse("tcp://10.0.0.1:4000,4100").unwrap();
+        assert_eq!(b.beacon_in, "tcp://10.0.0.1:4000");
+        assert_eq!(b.beacon_out, "tcp://10.0.0.1:4100");
+        for bad in [
+            "127.0.0.1:5556",
+            "tcp://*:5556",
+            "tcp://h:0",
+            "tcp://h:x,1",
+            "tcp://h:65535",
+        ] {
+            assert!(TowerAddr::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoints() {
+        assert!(check_endpoint("bind", "tcp://127.0.0.1:*").is_ok());
+        assert!(check_endpoint("bind", "tcp://*:0").is_ok());
+        assert!(check_endpoint("bind", "127.0.0.1:5").is_err());
+        assert_eq!(bind_spelling("tcp://*:0"), "tcp://*:*");
+        assert_eq!(split_tcp("tcp://0.0.0.0:41"), Some(("0.0.0.0", 41)));
+        assert!("middle".parse::<OffsetReset>().is_err());
+    }
+}

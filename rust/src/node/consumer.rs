@@ -1,0 +1,847 @@
+//! The consumer. The pure [`ConsumerState`] tracks each partition (next offset
+//! to deliver, out-of-order records, the FETCH in flight and its retry
+//! deadline) and decides what to deliver and what to send; [`Consumer`] is the
+//! handle, receiving delivered records over a channel.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::node::actor::{Actor, Inbox, Ready};
+use crate::node::config::{ConsumerConfig, OffsetReset};
+use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::wire::{decode, Head, Message, NodeType, Record, StoreHello, Subscription};
+
+/// One record handed to the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub topic: Arc<str>,
+    pub partition: Arc<str>,
+    pub offset: u64,
+    pub value: Vec<u8>,
+    /// Seek generation of the partition when delivered (stale ones are skipped).
+    pub epoch: u64,
+}
+
+#[derive(Debug)]
+struct Part {
+    topic: Arc<str>,
+    name: Arc<str>,
+    next: u64,
+    /// Highest offset known to exist + 1 (from RECORDs and HEADs).
+    known: u64,
+    /// FETCHes cover [next, requested) until `retry_at`.
+    requested: u64,
+    retry_at: Option<Instant>,
+    pending: BTreeMap<u64, Vec<u8>>,
+    epoch: u64,
+}
+
+/// Pure consumer protocol state.
+#[derive(Debug)]
+pub struct ConsumerState {
+    address: Vec<u8>,
+    topics: Vec<Vec<u8>>,
+    reset: OffsetReset,
+    retry: Duration,
+    max_fetch: u32,
+    max_pending: usize,
+    parts: HashMap<Vec<u8>, Part>,
+    /// Counters: duplicates dropped, gaps seen, FETCHes sent.
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub fetches: u64,
+}
+
+fn lossy(b: &[u8]) -> Arc<str> {
+    Arc::from(String::from_utf8_lossy(b).as_ref())
+}
+
+impl ConsumerState {
+    pub fn new(address: &[u8], topics: &[&[u8]], cfg: &ConsumerConfig) -> Self {
+        Self {
+            address: address.to_vec(),
+            topics: topics.iter().map(|t| t.to_vec()).collect(),
+            reset: cfg.offset_reset,
+            retry: cfg.fetch_retry,
+            max_fetch: cfg.max_fetch,
+            max_pending: cfg.max_pending,
+            parts: HashMap::new(),
+            duplicates: 0,
+            gaps: 0,
+            fetches: 0,
+        }
+    }
+
+    fn subscribed(&self, topic: &[u8]) -> bool {
+        self.topics.iter().any(|t| t == topic)
+    }
+
+    /// GET-HEADS for every topic (on subscribe, and whenever a new peer that
+    /// answers GET-HEADS for a topic subscribes to us).
+    pub fn get_heads(&self) -> Vec<Out> {
+        self.topics
+            .iter()
+            .map(|t| Out::GetHeads { topic: t.clone() })
+            .collect()
+    }
+
+    /// GET-HEADS for one topic if it is ours.
+    pub fn get_heads_for(&self, topic: &[u8]) -> Vec<Out> {
+        if self.subscribed(topic) {
+            vec![Out::GetHeads {
+                topic: topic.to_vec(),
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// STORE-HELLO addressed to us: answer CONSUMER-HELLO with our topics.
+    pub fn on_store_hello(&self, s: &StoreHello<'_>) -> Vec<Out> {
+        if s.topic != self.address.as_slice() {
+            return Vec::new();
+        }
+        vec![Out::ConsumerHello {
+            to: s.address.to_vec(),
+            subjects: self.topics.clone(),
+        }]
+    }
+
+    fn part(&mut self, partition: &[u8], subject: &[u8], first: Option<u64>) -> &mut Part {
+        let reset = self.reset;
+        self.parts.entry(partition.to_vec()).or_insert_with(|| {
+            let next = match (reset, first) {
+                (OffsetReset::Earliest, _) => 0,
+                (OffsetReset::Latest, Some(seq)) => seq,
+                (OffsetReset::Latest, None) => 0,
+            };
+            Part {
+                topic: lossy(subject),
+                name: lossy(partition),
+                next,
+                known: next,
+                requested: next,
+                retry_at: None,
+                pending: BTreeMap::new(),
+                epoch: 0,
+            }
+        })
+    }
+
+    /// A RECORD (or DIRECT-RECORD, `direct`): delivers what is now in order,
+    /// buffers what is ahead, and FETCHes a gap.
+    pub fn on_record(
+        &mut self,
+        r: &Record<'_>,
+        direct: bool,
+        now: Instant,
+        deliver: &mut Vec<Delivery>,
+        out: &mut Vec<Out>,
+    ) {
+        let ok_key = if direct {
+            r.topic == self.address.as_slice()
+        } else {
+            r.topic == r.subject
+        };
+        if !ok_key || !self.subscribed(r.subject) {
+            return;
+        }
+        if direct && !self.parts.contains_key(r.address) && self.reset == OffsetReset::Latest {
+            // A DIRECT-RECORD for a partition we never asked for.
+            return;
+        }
+        let (max_pending, seq) = (self.max_pending, r.sequence);
+        let p = self.part(r.address, r.subject, Some(seq));
+        p.known = p.known.max(seq.saturating_add(1));
+        if seq < p.next || p.pending.contains_key(&seq) {
+            self.duplicates += 1;
+            return;
+        }
+        if seq == p.next {
+            deliver.push(Delivery {
+                topic: p.topic.clone(),
+                partition: p.name.clone(),
+                offset: seq,
+                value: r.content.to_vec(),
+                epoch: p.epoch,
+            });
+            p.next += 1;
+            while let Some(v) = p.pending.remove(&p.next) {
+                deliver.push(Delivery {
+                    topic: p.topic.clone(),
+                    partition: p.name.clone(),
+                    offset: p.next,
+                    value: v,
+                    epoch: p.epoch,
+                });
+                p.next += 1;
+            }
+        } else {
+            let new_gap = p.pending.is_empty() && p.requested <= p.next;
+            if p.pending.len() < max_pending {
+                p.pending.insert(seq, r.content.to_vec());
+            }
+            self.gaps += u64::from(new_gap);
+        }
+        self.maybe_fetch(r.address, now, out);
+    }
+
+    /// HEAD or DIRECT-HEAD: learn the partition's last offset; FETCH a gap.
+    pub fn on_head(&mut self, h: &Head<'_>, direct: bool, now: Instant, out: &mut Vec<Out>) {
+        let ok_key = if direct {
+            h.topic == self.address.as_slice()
+        } else {
+            h.topic == h.subject
+        };
+        if !ok_key || !self.subscribed(h.subject) {
+            return;
+        }
+        let seq = h.sequence;
+        let p = self.part(h.address, h.subject, Some(seq.saturating_add(1)));
+        let known = seq.saturating_add(1);
+        let mut new_gap = false;
+        if known > p.known {
+            new_gap = p.pending.is_empty() && p.requested <= p.next && p.known <= p.next;
+            p.known = known;
+        }
+        self.gaps += u64::from(new_gap);
+        self.maybe_fetch(h.address, now, out);
+    }
+
+    /// Sends a FETCH for the first missing range beyond what is requested,
+    /// when nothing is in flight.
+    fn maybe_fetch(&mut self, partition: &[u8], now: Instant, out: &mut Vec<Out>) {
+        let (retry, max_fetch) = (self.retry, self.max_fetch);
+        let Some(p) = self.parts.get_mut(partition) else {
+            return;
+        };
+        if p.requested > p.next {
+            return; // a FETCH is in flight; the retry timer covers it
+        }
+        if p.next >= p.known {
+            p.retry_at = None;
+            return;
+        }
+        let from = p.next;
+        let end = p
+            .pending
+            .range(from..)
+            .next()
+            .map_or(p.known, |(k, _)| *k)
+            .min(from + u64::from(max_fetch));
+        let count = u32::try_from(end - from).unwrap_or(max_fetch);
+        p.requested = end;
+        p.retry_at = Some(now + retry);
+        self.fetches += 1;
+        out.push(Out::Fetch {
+            partition: partition.to_vec(),
+            subject: p.topic.as_bytes().to_vec(),
+            sequence: from,
+            count,
+        });
+    }
+
+    /// Repeats FETCHes whose answers did not (all) arrive in time.
+    pub fn on_timer(&mut self, now: Instant, out: &mut Vec<Out>) {
+        let due: Vec<Vec<u8>> = self
+            .parts
+            .iter_mut()
+            .filter(|(_, p)| p.retry_at.is_some_and(|t| t <= now))
+            .map(|(k, p)| {
+                p.retry_at = None;
+                p.requested = p.next;
+                k.clone()
+            })
+            .collect();
+        for k in due {
+            self.maybe_fetch(&k, now, out);
+        }
+    }
+
+    /// The earliest FETCH retry deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.parts.values().filter_map(|p| p.retry_at).min()
+    }
+
+    /// Moves `partition` to `offset`: drops buffered records, FETCHes from
+    /// there. Returns the partition's new epoch, or None for an unknown one.
+    pub fn seek(
+        &mut self,
+        partition: &[u8],
+        offset: u64,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> Option<u64> {
+        let p = self.parts.get_mut(partition)?;
+        p.next = offset;
+        p.requested = offset;
+        p.pending.clear();
+        p.retry_at = None;
+        p.epoch += 1;
+        let epoch = p.epoch;
+        self.maybe_fetch(partition, now, out);
+        Some(epoch)
+    }
+
+    /// The next offset to deliver of each known partition.
+    pub fn positions(&self) -> Vec<(Arc<str>, u64)> {
+        self.parts
+            .values()
+            .map(|p| (p.name.clone(), p.next))
+            .collect()
+    }
+}
+
+enum Cmd {
+    Seek(Vec<u8>, u64),
+    Connect(String),
+}
+
+#[derive(Debug, Default)]
+struct ConsumerShared {
+    stats: Stats,
+    /// Deliveries in the channel not yet taken by the application.
+    buffered: AtomicUsize,
+    /// The thread stopped reading because the channel is full.
+    paused: AtomicBool,
+    epochs: Mutex<HashMap<Arc<str>, u64>>,
+    seeks: AtomicU64,
+}
+
+/// A running consumer.
+pub struct Consumer {
+    actor: Actor<Cmd>,
+    shared: Arc<ConsumerShared>,
+    rx: Mutex<Receiver<Delivery>>,
+    address: String,
+    endpoint: String,
+    topics: Vec<String>,
+    max_buffered: usize,
+}
+
+impl Consumer {
+    /// Starts the node thread; returns once the XPUB is bound.
+    pub fn new(topics: &[String], cfg: ConsumerConfig) -> Result<Self> {
+        cfg.validate()?;
+        for t in topics {
+            if t.is_empty() || t.len() > 255 {
+                return Err(Error::Config(format!("topic {t:?} must be 1 to 255 bytes")));
+            }
+        }
+        let address = new_address();
+        let shared = Arc::new(ConsumerShared::default());
+        let (tx, rx) = mpsc::channel();
+        let ctx = zmq::Context::new();
+        let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
+        let max_buffered = cfg.max_buffered;
+        let (actor, endpoint) =
+            Actor::spawn("dafka-consumer", &ctx.clone(), move |inbox, ready| {
+                run(inbox, ready, &ctx, cfg, &ts, &a, &sh, tx)
+            })?;
+        Ok(Self {
+            actor,
+            shared,
+            rx: Mutex::new(rx),
+            address,
+            endpoint,
+            topics: topics.to_vec(),
+            max_buffered,
+        })
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+    pub fn topics(&self) -> &[String] {
+        &self.topics
+    }
+    pub fn stats(&self) -> &Stats {
+        &self.shared.stats
+    }
+
+    /// Takes up to `max` records, waiting up to `slice` for the first one.
+    /// Never blocks longer than `slice`: callers loop for longer timeouts.
+    pub fn poll_slice(&self, max: usize, slice: Duration, into: &mut Vec<Delivery>) -> Result<()> {
+        let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let start = into.len();
+        let first = match rx.recv_timeout(slice) {
+            Ok(d) => Some(d),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => {
+                drop(rx);
+                self.actor.check()?;
+                return Err(Error::Closed);
+            }
+        };
+        if let Some(d) = first {
+            into.push(d);
+            while into.len() - start < max {
+                match rx.try_recv() {
+                    Ok(d) => into.push(d),
+                    Err(_) => break,
+                }
+            }
+        }
+        drop(rx);
+        let got = into.len() - start;
+        if got > 0 {
+            self.shared.buffered.fetch_sub(got, SeqCst);
+            if self.shared.seeks.load(SeqCst) > 0 {
+                let epochs = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
+                let mut i = start;
+                while i < into.len() {
+                    let e = epochs.get(&into[i].partition).copied().unwrap_or(0);
+                    if into[i].epoch < e {
+                        into.remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            if self.shared.paused.load(SeqCst)
+                && self.shared.buffered.load(SeqCst) < self.max_buffered / 2
+            {
+                self.actor.wake_if_sleeping();
+            }
+        } else {
+            self.actor.check()?;
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for up to `max` records.
+    pub fn poll_many(&self, max: usize, timeout: Duration) -> Result<Vec<Delivery>> {
+        let deadline = Instant::now() + timeout;
+        let mut v = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.poll_slice(max, left.min(Duration::from_millis(100)), &mut v)?;
+            if !v.is_empty() || left.is_zero() {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// Restarts `partition` (a producer address) at `offset`. Records of it
+    /// not yet polled are discarded.
+    pub fn seek(&self, partition: &str, offset: u64) -> Result<()> {
+        self.shared.seeks.fetch_add(1, SeqCst);
+        {
+            let mut e = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
+            *e.entry(Arc::from(partition)).or_insert(0) += 1;
+        }
+        self.actor
+            .send(Cmd::Seek(partition.as_bytes().to_vec(), offset))
+    }
+
+    pub fn check(&self) -> Result<()> {
+        self.actor.check()
+    }
+
+    /// Connects to one more peer's XPUB endpoint (static peers added later).
+    pub fn connect(&self, endpoint: &str) -> Result<()> {
+        crate::node::config::check_endpoint("peer", endpoint)?;
+        self.actor.send(Cmd::Connect(endpoint.to_string()))
+    }
+
+    pub fn close(&self) -> Result<()> {
+        self.actor.close()
+    }
+}
+
+const BATCH: usize = 4096;
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    inbox: &mut Inbox<Cmd>,
+    ready: &mut Ready<String>,
+    ctx: &zmq::Context,
+    cfg: ConsumerConfig,
+    topics: &[String],
+    address: &str,
+    shared: &ConsumerShared,
+    tx: Sender<Delivery>,
+) -> Result<()> {
+    let tb: Vec<&[u8]> = topics.iter().map(|t| t.as_bytes()).collect();
+    let mut core = Core::open(ctx, &cfg.node, NodeType::Consumer, address, &tb)?;
+    ready.send(core.endpoint.clone());
+    let mut st = ConsumerState::new(address.as_bytes(), &tb, &cfg);
+    let stats = &shared.stats;
+    let mut frames = Frames::default();
+    let mut outs = Vec::new();
+    let mut dels = Vec::new();
+    let mut epochs: HashMap<Arc<str>, u64> = HashMap::new();
+    core.emit_all(&st.get_heads())?;
+    loop {
+        if inbox.terminated() {
+            return Ok(());
+        }
+        while let Some(cmd) = inbox.try_recv() {
+            match cmd {
+                Cmd::Seek(p, off) => {
+                    outs.clear();
+                    if let Some(e) = st.seek(&p, off, Instant::now(), &mut outs) {
+                        epochs.insert(lossy(&p), e);
+                    }
+                    core.emit_all(&outs)?;
+                }
+                Cmd::Connect(ep) => core.connect(&ep),
+            }
+        }
+        let full = shared.buffered.load(SeqCst) >= cfg.max_buffered;
+        shared.paused.store(full, SeqCst);
+        let now = Instant::now();
+        let timeout = poll_timeout(now, [st.next_deadline(), core.disc.next_deadline()]);
+        let (xpub_in, sub_in, beacon_in) = {
+            let mut items = vec![
+                inbox.poll_item(),
+                core.xpub.as_poll_item(zmq::POLLIN),
+                core.sub.as_poll_item(if full {
+                    zmq::PollEvents::empty()
+                } else {
+                    zmq::POLLIN
+                }),
+            ];
+            if let Some(b) = core.disc.poll_item() {
+                items.push(b);
+            }
+            let t = inbox.before_poll(timeout);
+            zmq::poll(&mut items, t)?;
+            let b = items.get(3).is_some_and(|i| i.is_readable());
+            (items[1].is_readable(), items[2].is_readable(), b)
+        };
+        inbox.after_poll();
+
+        if xpub_in {
+            // A peer that answers GET-HEADS for our topic just subscribed: ask now.
+            while frames.recv(&core.xpub)? {
+                let (s, n) = frames.slices();
+                if n != 1 {
+                    continue;
+                }
+                if let Ok(sub) = Subscription::decode(s[0]) {
+                    if let (true, Some((crate::wire::Kind::GetHeads, t))) =
+                        (sub.subscribe, sub.target())
+                    {
+                        outs.clear();
+                        outs.extend(st.get_heads_for(t));
+                        core.emit_all(&outs)?;
+                    }
+                }
+            }
+        }
+        if sub_in {
+            outs.clear();
+            dels.clear();
+            let now = Instant::now();
+            for _ in 0..BATCH {
+                if !frames.recv(&core.sub)? {
+                    break;
+                }
+                if frames.too_long() {
+                    Stats::add(&stats.malformed, 1);
+                    continue;
+                }
+                let (s, n) = frames.slices();
+                match decode(&s[..n]) {
+                    Ok((Message::Record(r), _)) => {
+                        Stats::add(&stats.records_received, 1);
+                        st.on_record(&r, false, now, &mut dels, &mut outs);
+                    }
+                    Ok((Message::DirectRecord(r), _)) => {
+                        Stats::add(&stats.records_received, 1);
+                        st.on_record(&r, true, now, &mut dels, &mut outs);
+                    }
+                    Ok((Message::Head(h), _)) => st.on_head(&h, false, now, &mut outs),
+                    Ok((Message::DirectHead(h), _)) => st.on_head(&h, true, now, &mut outs),
+                    Ok((Message::StoreHello(s), _)) => outs.extend(st.on_store_hello(&s)),
+                    Ok(_) => Stats::add(&stats.ignored, 1),
+                    Err(_) => Stats::add(&stats.malformed, 1),
+                }
+            }
+            core.emit_all(&outs)?;
+            deliver(&tx, shared, &epochs, &mut dels);
+        }
+        if beacon_in {
+            core.on_beacons(stats)?;
+        }
+        let now = Instant::now();
+        if st.next_deadline().is_some_and(|d| d <= now) {
+            outs.clear();
+            st.on_timer(now, &mut outs);
+            core.emit_all(&outs)?;
+        }
+        if core.disc.next_deadline().is_some_and(|d| d <= now) {
+            core.on_timer(now, stats)?;
+        }
+        stats.duplicates.store(st.duplicates, SeqCst);
+        stats.gaps.store(st.gaps, SeqCst);
+        stats.fetches_sent.store(st.fetches, SeqCst);
+    }
+}
+
+fn deliver(
+    tx: &Sender<Delivery>,
+    shared: &ConsumerShared,
+    _epochs: &HashMap<Arc<str>, u64>,
+    dels: &mut Vec<Delivery>,
+) {
+    let n = dels.len();
+    if n == 0 {
+        return;
+    }
+    shared.buffered.fetch_add(n, SeqCst);
+    Stats::add(&shared.stats.delivered, n as u64);
+    for d in dels.drain(..) {
+        // The handle owns the receiver; if it is gone we are closing anyway.
+        let _ = tx.send(d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+    const ME: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+    const S: &[u8] = b"5D5B5C63E2C54B6A8C2BDA2B5D1F0A11";
+
+    fn state(reset: OffsetReset, topics: &[&[u8]]) -> ConsumerState {
+        let cfg = ConsumerConfig {
+            offset_reset: reset,
+            ..Default::default()
+        };
+        ConsumerState::new(ME, topics, &cfg)
+    }
+
+    fn rec(seq: u64, content: &'static [u8]) -> Record<'static> {
+        Record {
+            topic: b"hello",
+            address: P,
+            subject: b"hello",
+            sequence: seq,
+            content,
+        }
+    }
+
+    fn offsets(d: &[Delivery]) -> Vec<u64> {
+        d.iter().map(|d| d.offset).collect()
+    }
+
+    // C reference feature: STORE-HELLO → CONSUMER-HELLO, with 0 and 1 topics.
+    #[test]
+    fn store_hello_answered_with_consumer_hello() {
+        for topics in [&[][..], &[&b"hello"[..]][..]] {
+            let st = state(OffsetReset::Latest, topics);
+            let out = st.on_store_hello(&StoreHello {
+                topic: ME,
+                address: S,
+            });
+            assert_eq!(
+                out,
+                vec![Out::ConsumerHello {
+                    to: S.to_vec(),
+                    subjects: topics.iter().map(|t| t.to_vec()).collect()
+                }]
+            );
+            assert!(st
+                .on_store_hello(&StoreHello {
+                    topic: P,
+                    address: S
+                })
+                .is_empty());
+        }
+    }
+
+    // C reference feature: GET-HEADS on subscribe.
+    #[test]
+    fn get_heads_on_subscribe() {
+        let st = state(OffsetReset::Latest, &[b"hello", b"world"]);
+        assert_eq!(
+            st.get_heads(),
+            vec![
+                Out::GetHeads {
+                    topic: b"hello".to_vec()
+                },
+                Out::GetHeads {
+                    topic: b"world".to_vec()
+                }
+            ]
+        );
+        assert_eq!(st.get_heads_for(b"world").len(), 1);
+        assert!(st.get_heads_for(b"worl").is_empty());
+    }
+
+    // C reference feature: earliest, RECORD 1 → FETCH 0.
+    #[test]
+    fn earliest_record_one_fetches_zero() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        st.on_record(&rec(1, b"B"), false, t0, &mut d, &mut o);
+        assert!(d.is_empty());
+        assert_eq!(
+            o,
+            vec![Out::Fetch {
+                partition: P.to_vec(),
+                subject: b"hello".to_vec(),
+                sequence: 0,
+                count: 1
+            }]
+        );
+        // The answer fills the gap; both come out in order.
+        o.clear();
+        let mut dr = rec(0, b"A");
+        dr.topic = ME;
+        st.on_record(&dr, true, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![0, 1]);
+        assert_eq!(d[0].value, b"A");
+        assert!(o.is_empty());
+        // Replays are duplicates.
+        st.on_record(&rec(1, b"B"), false, t0, &mut d, &mut o);
+        assert_eq!(d.len(), 2);
+        assert_eq!(st.duplicates, 1);
+    }
+
+    // C reference feature: latest, RECORD 2 delivered.
+    #[test]
+    fn latest_record_two_delivered() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        st.on_record(&rec(2, b"C"), false, Instant::now(), &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![2]);
+        assert_eq!(&*d[0].topic, "hello");
+        assert_eq!(d[0].partition.as_bytes(), P);
+        assert!(o.is_empty());
+    }
+
+    #[test]
+    fn exact_topic_check_after_prefix_match() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let mut r = rec(0, b"x");
+        r.topic = b"hello2";
+        r.subject = b"hello2";
+        st.on_record(&r, false, Instant::now(), &mut d, &mut o);
+        assert!(d.is_empty() && o.is_empty());
+    }
+
+    #[test]
+    fn gap_fetch_retry_and_head() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        st.on_record(&rec(10, b"a"), false, t0, &mut d, &mut o);
+        st.on_record(&rec(13, b"d"), false, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![10]);
+        assert_eq!(
+            o,
+            vec![Out::Fetch {
+                partition: P.to_vec(),
+                subject: b"hello".to_vec(),
+                sequence: 11,
+                count: 2
+            }]
+        );
+        // In flight: a further record does not FETCH again.
+        o.clear();
+        st.on_record(&rec(14, b"e"), false, t0, &mut d, &mut o);
+        assert!(o.is_empty());
+        // No answer: retried after fetch_retry.
+        let later = t0 + Duration::from_millis(500);
+        assert_eq!(st.next_deadline(), Some(later));
+        st.on_timer(later, &mut o);
+        assert!(matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 11,
+                count: 2,
+                ..
+            }]
+        ));
+        // Gap filled out of order; HEAD beyond → a new FETCH for 15..=20.
+        o.clear();
+        st.on_record(&rec(12, b"c"), false, later, &mut d, &mut o);
+        st.on_record(&rec(11, b"b"), false, later, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![10, 11, 12, 13, 14]);
+        let h = Head {
+            topic: b"hello",
+            address: P,
+            subject: b"hello",
+            sequence: 20,
+        };
+        st.on_head(&h, false, later, &mut o);
+        assert!(matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 15,
+                count: 6,
+                ..
+            }]
+        ));
+    }
+
+    #[test]
+    fn earliest_head_fetches_history_and_seek_restarts() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let mut o = Vec::new();
+        let t0 = Instant::now();
+        let h = Head {
+            topic: ME,
+            address: P,
+            subject: b"hello",
+            sequence: 4,
+        };
+        st.on_head(&h, true, t0, &mut o);
+        assert!(matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 0,
+                count: 5,
+                ..
+            }]
+        ));
+        let mut d = Vec::new();
+        for i in 0..5 {
+            st.on_record(&rec(i, b"v"), false, t0, &mut d, &mut o);
+        }
+        assert_eq!(offsets(&d), vec![0, 1, 2, 3, 4]);
+        o.clear();
+        let partition = std::str::from_utf8(P).unwrap();
+        assert_eq!(st.seek(P, 2, t0, &mut o), Some(1));
+        assert!(matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 2,
+                count: 3,
+                ..
+            }]
+        ));
+        assert_eq!(st.positions(), vec![(Arc::from(partition), 2)]);
+        assert_eq!(st.seek(b"unknown", 0, t0, &mut o), None);
+    }
+
+    #[test]
+    fn latest_head_starts_after_it() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let mut o = Vec::new();
+        let h = Head {
+            topic: b"hello",
+            address: P,
+            subject: b"hello",
+            sequence: 7,
+        };
+        st.on_head(&h, false, Instant::now(), &mut o);
+        assert!(o.is_empty());
+        let mut d = Vec::new();
+        st.on_record(&rec(8, b"x"), false, Instant::now(), &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![8]);
+    }
+}

@@ -1,0 +1,456 @@
+//! What every Dafka node (producer, consumer, store) has in common: its XPUB
+//! (verbose) and SUB, its [`Discovery`], its address, the dialect it sends in,
+//! the owned outgoing-message type [`Out`] that the pure protocol state
+//! machines return, reusable receive [`Frames`], and [`Stats`] counters.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::node::beacon::{Discovery, PeerEvent};
+use crate::node::config::{bind_spelling, split_tcp, NodeConfig};
+use crate::wire::{
+    subscriptions, Ack, ConsumerHello, Dialect, Fetch, FrameBuf, GetHeads, Head, Message, NodeType,
+    Record, StoreHello,
+};
+
+/// A fresh node address: a UUID v4 as 32 upper-case hex characters.
+pub fn new_address() -> String {
+    uuid::Uuid::new_v4().simple().to_string().to_uppercase()
+}
+
+/// One message a node should send, owned; the sender's own address is filled
+/// in by [`Core::emit`] where the message carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    DirectRecord {
+        to: Vec<u8>,
+        partition: Vec<u8>,
+        subject: Vec<u8>,
+        sequence: u64,
+        content: Vec<u8>,
+    },
+    Head {
+        topic: Vec<u8>,
+        partition: Vec<u8>,
+        sequence: u64,
+    },
+    DirectHead {
+        to: Vec<u8>,
+        partition: Vec<u8>,
+        subject: Vec<u8>,
+        sequence: u64,
+    },
+    /// FETCH from `partition` (its producer and every store), as ourselves.
+    Fetch {
+        partition: Vec<u8>,
+        subject: Vec<u8>,
+        sequence: u64,
+        count: u32,
+    },
+    /// ACK to `partition`'s producer, from ourselves (the address is sent in
+    /// the `rfc` dialect only).
+    Ack {
+        partition: Vec<u8>,
+        subject: Vec<u8>,
+        sequence: u64,
+    },
+    GetHeads {
+        topic: Vec<u8>,
+    },
+    ConsumerHello {
+        to: Vec<u8>,
+        subjects: Vec<Vec<u8>>,
+    },
+    StoreHello {
+        to: Vec<u8>,
+    },
+}
+
+impl Out {
+    /// The wire message, borrowing from `self`; `own` is the sender's address
+    /// for the messages that carry it.
+    pub fn as_message<'a>(&'a self, own: &'a [u8]) -> Message<'a> {
+        match self {
+            Out::DirectRecord {
+                to,
+                partition,
+                subject,
+                sequence,
+                content,
+            } => Message::DirectRecord(Record {
+                topic: to,
+                address: partition,
+                subject,
+                sequence: *sequence,
+                content,
+            }),
+            Out::Head {
+                topic,
+                partition,
+                sequence,
+            } => Message::Head(Head {
+                topic,
+                address: partition,
+                subject: topic,
+                sequence: *sequence,
+            }),
+            Out::DirectHead {
+                to,
+                partition,
+                subject,
+                sequence,
+            } => Message::DirectHead(Head {
+                topic: to,
+                address: partition,
+                subject,
+                sequence: *sequence,
+            }),
+            Out::Fetch {
+                partition,
+                subject,
+                sequence,
+                count,
+            } => Message::Fetch(Fetch {
+                topic: partition,
+                address: own,
+                subject,
+                sequence: *sequence,
+                count: *count,
+            }),
+            Out::Ack {
+                partition,
+                subject,
+                sequence,
+            } => Message::Ack(Ack {
+                topic: partition,
+                address: Some(own),
+                subject,
+                sequence: *sequence,
+            }),
+            Out::GetHeads { topic } => Message::GetHeads(GetHeads {
+                topic,
+                address: own,
+            }),
+            Out::ConsumerHello { to, subjects } => Message::ConsumerHello(ConsumerHello {
+                topic: to,
+                address: own,
+                subjects: subjects.iter().map(|s| s.as_slice()).collect(),
+            }),
+            Out::StoreHello { to } => Message::StoreHello(StoreHello {
+                topic: to,
+                address: own,
+            }),
+        }
+    }
+}
+
+/// Counters a node exposes (`stats()` in Python). Relaxed atomics: the node
+/// thread writes, anyone reads.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Messages (and beacons) dropped because they were malformed.
+    pub malformed: AtomicU64,
+    /// Well-formed messages that were not for this node (exact key mismatch).
+    pub ignored: AtomicU64,
+    pub records_sent: AtomicU64,
+    pub records_received: AtomicU64,
+    pub delivered: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub gaps: AtomicU64,
+    pub fetches_sent: AtomicU64,
+    pub fetches_received: AtomicU64,
+    pub direct_records_sent: AtomicU64,
+    pub acks_received: AtomicU64,
+    pub heads_sent: AtomicU64,
+    /// Beacons relayed (towers).
+    pub beacons: AtomicU64,
+    pub peers: AtomicU64,
+}
+
+impl Stats {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+
+    /// Name/value pairs, for display and Python dicts.
+    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+        let g = |c: &AtomicU64| c.load(Relaxed);
+        vec![
+            ("malformed", g(&self.malformed)),
+            ("ignored", g(&self.ignored)),
+            ("records_sent", g(&self.records_sent)),
+            ("records_received", g(&self.records_received)),
+            ("delivered", g(&self.delivered)),
+            ("duplicates", g(&self.duplicates)),
+            ("gaps", g(&self.gaps)),
+            ("fetches_sent", g(&self.fetches_sent)),
+            ("fetches_received", g(&self.fetches_received)),
+            ("direct_records_sent", g(&self.direct_records_sent)),
+            ("acks_received", g(&self.acks_received)),
+            ("heads_sent", g(&self.heads_sent)),
+            ("beacons", g(&self.beacons)),
+            ("peers", g(&self.peers)),
+        ]
+    }
+}
+
+/// Reusable receive buffers for one multi-frame message (up to 4 frames: Dafka
+/// messages have 1-3, node beacons 4; longer messages are drained and reported).
+pub struct Frames {
+    msgs: [zmq::Message; 4],
+    n: usize,
+    too_long: bool,
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        Self {
+            msgs: [
+                zmq::Message::new(),
+                zmq::Message::new(),
+                zmq::Message::new(),
+                zmq::Message::new(),
+            ],
+            n: 0,
+            too_long: false,
+        }
+    }
+}
+
+impl Frames {
+    /// Receives one whole message without blocking; `Ok(false)` when none.
+    pub fn recv(&mut self, sock: &zmq::Socket) -> Result<bool> {
+        self.n = 0;
+        self.too_long = false;
+        match sock.recv(&mut self.msgs[0], zmq::DONTWAIT) {
+            Ok(()) => {}
+            Err(zmq::Error::EAGAIN) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+        self.n = 1;
+        let mut spare = zmq::Message::new();
+        while self.msgs[self.n - 1].get_more() || (self.too_long && spare.get_more()) {
+            if self.n < 4 && !self.too_long {
+                sock.recv(&mut self.msgs[self.n], 0)?;
+                self.n += 1;
+            } else {
+                self.too_long = true;
+                sock.recv(&mut spare, 0)?;
+                if !spare.get_more() {
+                    break;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// More than 4 frames arrived (never a Dafka message or beacon).
+    pub fn too_long(&self) -> bool {
+        self.too_long
+    }
+
+    /// The frames, as slices (valid until the next `recv`).
+    pub fn slices(&self) -> ([&[u8]; 4], usize) {
+        let mut s: [&[u8]; 4] = [&[], &[], &[], &[]];
+        for (i, m) in self.msgs.iter().take(self.n).enumerate() {
+            s[i] = m;
+        }
+        (s, self.n)
+    }
+
+    /// The first frame, mutable (for message properties such as Peer-Address).
+    pub fn first_mut(&mut self) -> &mut zmq::Message {
+        &mut self.msgs[0]
+    }
+}
+
+/// Sockets and identity of one node. Lives on the node thread.
+pub struct Core {
+    pub xpub: zmq::Socket,
+    pub sub: zmq::Socket,
+    pub disc: Discovery,
+    pub address: Vec<u8>,
+    pub dialect: Dialect,
+    /// The XPUB endpoint peers connect to (wildcard host shown as 127.0.0.1).
+    pub endpoint: String,
+    buf: FrameBuf,
+}
+
+impl Core {
+    /// Binds the XPUB, connects the SUB to static peers, subscribes as `node`
+    /// for `topics`, and starts discovery through the configured towers.
+    pub fn open(
+        ctx: &zmq::Context,
+        cfg: &NodeConfig,
+        node: NodeType,
+        address: &str,
+        topics: &[&[u8]],
+    ) -> Result<Self> {
+        cfg.validate()?;
+        let xpub = ctx.socket(zmq::XPUB)?;
+        xpub.set_xpub_verbose(true)?;
+        xpub.set_sndhwm(cfg.sndhwm)?;
+        xpub.set_linger(500)?;
+        let bind = bind_spelling(&cfg.bind);
+        xpub.bind(&bind).map_err(|source| Error::Socket {
+            op: "bind",
+            endpoint: cfg.bind.clone(),
+            source,
+        })?;
+        let bound = xpub
+            .get_last_endpoint()?
+            .map_err(|_| Error::Config("bound endpoint is not UTF-8".into()))?;
+        let (host, port) = split_tcp(&bound)
+            .map(|(h, p)| (h.to_string(), p))
+            .unwrap_or_default();
+        let wildcard = host == "0.0.0.0" || host == "*" || host.is_empty();
+        let endpoint = if wildcard && port != 0 {
+            format!("tcp://127.0.0.1:{port}")
+        } else {
+            bound.clone()
+        };
+        let advertised = match &cfg.advertise_host {
+            Some(h) => h.clone(),
+            None if wildcard => String::new(),
+            None => host,
+        };
+        let sub = ctx.socket(zmq::SUB)?;
+        sub.set_rcvhwm(cfg.rcvhwm)?;
+        sub.set_linger(0)?;
+        for prefix in subscriptions(node, address.as_bytes(), topics) {
+            sub.set_subscribe(&prefix)?;
+        }
+        for p in &cfg.peers {
+            sub.connect(p).map_err(|source| Error::Socket {
+                op: "connect",
+                endpoint: p.clone(),
+                source,
+            })?;
+        }
+        let disc = Discovery::new(
+            ctx,
+            &cfg.towers,
+            address.as_bytes(),
+            &advertised,
+            port,
+            cfg.beacon_interval,
+            cfg.beacon_timeout,
+            Instant::now(),
+        )?;
+        Ok(Self {
+            xpub,
+            sub,
+            disc,
+            address: address.as_bytes().to_vec(),
+            dialect: cfg.wire,
+            endpoint,
+            buf: FrameBuf::new(),
+        })
+    }
+
+    /// Applies discovery events to the SUB.
+    pub fn apply(&mut self, events: Vec<PeerEvent>, stats: &Stats) -> Result<()> {
+        for e in events {
+            match e {
+                PeerEvent::Connect(ep) => {
+                    if let Err(err) = self.sub.connect(&ep) {
+                        tracing::warn!("cannot connect to peer {ep}: {err}");
+                    }
+                }
+                PeerEvent::Disconnect(ep) => {
+                    let _ = self.sub.disconnect(&ep);
+                }
+            }
+        }
+        stats.peers.store(
+            self.disc.table.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        Ok(())
+    }
+
+    /// Connects the SUB to one more static peer (an XPUB endpoint).
+    pub fn connect(&mut self, endpoint: &str) {
+        if let Err(e) = self.sub.connect(endpoint) {
+            tracing::warn!("cannot connect to peer {endpoint}: {e}");
+        }
+    }
+
+    /// Beacon SUB readable.
+    pub fn on_beacons(&mut self, stats: &Stats) -> Result<()> {
+        let before = self.disc.malformed;
+        let ev = self.disc.on_readable(Instant::now())?;
+        Stats::add(&stats.malformed, self.disc.malformed - before);
+        self.apply(ev, stats)
+    }
+
+    /// Beacon and expiry timers.
+    pub fn on_timer(&mut self, now: Instant, stats: &Stats) -> Result<()> {
+        let ev = self.disc.on_timer(now)?;
+        self.apply(ev, stats)
+    }
+
+    fn send_message(&mut self, msg: &Message<'_>) -> Result<()> {
+        msg.encode_into(self.dialect, &mut self.buf)
+            .map_err(|e| Error::Config(format!("cannot encode {}: {e}", msg.kind().name())))?;
+        let content = msg.content();
+        let mut headers = self.buf.header_frames().peekable();
+        while let Some(h) = headers.next() {
+            let more = headers.peek().is_some() || content.is_some();
+            let flags = if more {
+                zmq::SNDMORE | zmq::DONTWAIT
+            } else {
+                zmq::DONTWAIT
+            };
+            self.xpub.send(h, flags)?;
+        }
+        if let Some(c) = content {
+            self.xpub.send(c, zmq::DONTWAIT)?;
+        }
+        Ok(())
+    }
+
+    /// Publishes a RECORD of our own partition (the hot path).
+    pub fn send_record(&mut self, topic: &[u8], sequence: u64, content: &[u8]) -> Result<()> {
+        let address = std::mem::take(&mut self.address);
+        let r = self.send_message(&Message::Record(Record {
+            topic,
+            address: &address,
+            subject: topic,
+            sequence,
+            content,
+        }));
+        self.address = address;
+        r
+    }
+
+    /// Sends one [`Out`], filling in our address where the message carries it.
+    pub fn emit(&mut self, out: &Out) -> Result<()> {
+        let own = std::mem::take(&mut self.address);
+        let r = self.send_message(&out.as_message(&own));
+        self.address = own;
+        r
+    }
+
+    /// Sends every [`Out`] in order.
+    pub fn emit_all(&mut self, outs: &[Out]) -> Result<()> {
+        for o in outs {
+            self.emit(o)?;
+        }
+        Ok(())
+    }
+}
+
+/// Milliseconds from `now` to the earliest deadline (for `zmq::poll`); -1 if none.
+pub fn poll_timeout(now: Instant, deadlines: impl IntoIterator<Item = Option<Instant>>) -> i64 {
+    match deadlines.into_iter().flatten().min() {
+        None => -1,
+        Some(d) if d <= now => 0,
+        Some(d) => {
+            // Round up so we do not wake just before the deadline and spin.
+            let ms = (d - now).as_micros().div_ceil(1000);
+            i64::try_from(ms).unwrap_or(i64::MAX)
+        }
+    }
+}

@@ -1,0 +1,748 @@
+//! The producer: one partition (its address) of one topic. The pure
+//! [`ProducerState`] decides (offsets, the retransmit buffer, ACK accounting,
+//! FETCH and GET-HEADS answers, HEAD timing); [`Producer`] is the handle, whose
+//! `send` is an enqueue onto the node thread, which publishes RECORDs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::node::actor::{Actor, Inbox, Ready};
+use crate::node::config::ProducerConfig;
+use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType};
+
+/// Pure producer protocol state.
+#[derive(Debug)]
+pub struct ProducerState {
+    topic: Vec<u8>,
+    address: Vec<u8>,
+    min_acks: usize,
+    head_interval: Duration,
+    next_head: Option<Instant>,
+    /// Offset of `buf[0]`.
+    base: u64,
+    buf: VecDeque<Vec<u8>>,
+    bytes: usize,
+    next: u64,
+    /// Highest offset each store ACKed (cumulative); `b""` = an address-less
+    /// (zproto) ACK, counted as one anonymous store.
+    acks: HashMap<Vec<u8>, u64>,
+}
+
+impl ProducerState {
+    pub fn new(topic: &[u8], address: &[u8], min_acks: usize, head_interval: Duration) -> Self {
+        Self {
+            topic: topic.to_vec(),
+            address: address.to_vec(),
+            min_acks,
+            head_interval,
+            next_head: None,
+            base: 0,
+            buf: VecDeque::new(),
+            bytes: 0,
+            next: 0,
+            acks: HashMap::new(),
+        }
+    }
+
+    /// The offset the next record gets.
+    pub fn next_offset(&self) -> u64 {
+        self.next
+    }
+
+    /// The last offset published, if any.
+    pub fn last(&self) -> Option<u64> {
+        self.next.checked_sub(1)
+    }
+
+    /// Every offset below this one is released (ACKed by `min_acks` stores).
+    pub fn released_upto(&self) -> u64 {
+        self.base
+    }
+
+    /// Bytes of records still held.
+    pub fn held_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Records a published record; returns its offset and the bytes released
+    /// at once (all of them when `min_acks == 0`).
+    pub fn append(&mut self, content: Vec<u8>) -> (u64, usize) {
+        let off = self.next;
+        self.next += 1;
+        if self.min_acks == 0 {
+            self.base = self.next;
+            return (off, content.len());
+        }
+        self.bytes += content.len();
+        self.buf.push_back(content);
+        (off, 0)
+    }
+
+    /// Starts the HEAD timer once something was published.
+    pub fn arm_head(&mut self, now: Instant) {
+        if self.next_head.is_none() && self.next > 0 {
+            self.next_head = Some(now + self.head_interval);
+        }
+    }
+
+    pub fn next_head(&self) -> Option<Instant> {
+        self.next_head
+    }
+
+    /// The HEAD due at `now`, if any (then re-armed one interval later).
+    pub fn on_timer(&mut self, now: Instant) -> Option<Out> {
+        let due = self.next_head.filter(|&t| t <= now)?;
+        let _ = due;
+        self.next_head = Some(now + self.head_interval);
+        Some(Out::Head {
+            topic: self.topic.clone(),
+            partition: self.address.clone(),
+            sequence: self.last()?,
+        })
+    }
+
+    /// An ACK: returns the bytes released (0 if nothing moved or it was not
+    /// for us).
+    pub fn on_ack(&mut self, ack: &Ack<'_>) -> usize {
+        if ack.topic != self.address.as_slice() || ack.subject != self.topic.as_slice() {
+            return 0;
+        }
+        let Some(last) = self.last() else { return 0 };
+        let seq = ack.sequence.min(last);
+        let e = self
+            .acks
+            .entry(ack.address.unwrap_or_default().to_vec())
+            .or_insert(seq);
+        *e = (*e).max(seq);
+        if self.min_acks == 0 || self.acks.len() < self.min_acks {
+            return 0;
+        }
+        let mut v: Vec<u64> = self.acks.values().copied().collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        let upto = v[self.min_acks - 1];
+        let mut freed = 0;
+        while self.base <= upto {
+            match self.buf.pop_front() {
+                Some(c) => {
+                    freed += c.len();
+                    self.base += 1;
+                }
+                None => break,
+            }
+        }
+        self.bytes -= freed;
+        freed
+    }
+
+    /// A FETCH for our partition: exactly the requested records we still hold,
+    /// byte-identical, ascending, as DIRECT-RECORDs to the requester.
+    pub fn on_fetch(&self, f: &Fetch<'_>) -> Vec<Out> {
+        if f.topic != self.address.as_slice() || f.subject != self.topic.as_slice() {
+            return Vec::new();
+        }
+        let from = f.sequence.max(self.base);
+        let to = f.sequence.saturating_add(u64::from(f.count)).min(self.next);
+        (from..to)
+            .map(|off| Out::DirectRecord {
+                to: f.address.to_vec(),
+                partition: self.address.clone(),
+                subject: self.topic.clone(),
+                sequence: off,
+                content: self.buf[(off - self.base) as usize].clone(),
+            })
+            .collect()
+    }
+
+    /// GET-HEADS for our topic: a DIRECT-HEAD once we have published.
+    pub fn on_get_heads(&self, g: &GetHeads<'_>) -> Vec<Out> {
+        match self.last() {
+            Some(last) if g.topic == self.topic.as_slice() => vec![Out::DirectHead {
+                to: g.address.to_vec(),
+                partition: self.address.clone(),
+                subject: self.topic.clone(),
+                sequence: last,
+            }],
+            _ => Vec::new(),
+        }
+    }
+}
+
+enum Cmd {
+    One(Vec<u8>),
+    Many(Vec<Vec<u8>>),
+    Connect(String),
+}
+
+/// What the handle and the node thread share.
+#[derive(Debug, Default)]
+pub struct ProducerShared {
+    unacked_bytes: AtomicUsize,
+    /// Highest released offset, -1 for none.
+    acked: AtomicI64,
+    lock: Mutex<()>,
+    cv: Condvar,
+    pub stats: Stats,
+}
+
+impl ProducerShared {
+    fn notify(&self) {
+        let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.cv.notify_all();
+    }
+
+    fn wait(&self, slice: Duration) {
+        let g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self.cv.wait_timeout(g, slice);
+    }
+}
+
+/// A running producer. `send` never blocks while the buffer has room.
+pub struct Producer {
+    actor: Actor<Cmd>,
+    shared: Arc<ProducerShared>,
+    next: Mutex<u64>,
+    max_bytes: usize,
+    address: String,
+    topic: String,
+    endpoint: String,
+}
+
+const SLICE: Duration = Duration::from_millis(100);
+
+impl Producer {
+    /// Starts the node thread; returns once the XPUB is bound.
+    pub fn new(topic: &str, cfg: ProducerConfig) -> Result<Self> {
+        cfg.validate()?;
+        if topic.is_empty() || topic.len() > 255 {
+            return Err(Error::Config(format!(
+                "topic must be 1 to 255 bytes, got {} bytes",
+                topic.len()
+            )));
+        }
+        let address = new_address();
+        let shared = Arc::new(ProducerShared {
+            acked: AtomicI64::new(-1),
+            ..Default::default()
+        });
+        let ctx = zmq::Context::new();
+        let (t, a, sh) = (topic.to_string(), address.clone(), shared.clone());
+        let max_bytes = cfg.max_unacked_bytes;
+        let (actor, endpoint) =
+            Actor::spawn("dafka-producer", &ctx.clone(), move |inbox, ready| {
+                run(inbox, ready, &ctx, cfg, &t, &a, &sh)
+            })?;
+        Ok(Self {
+            actor,
+            shared,
+            next: Mutex::new(0),
+            max_bytes,
+            address,
+            topic: topic.to_string(),
+            endpoint,
+        })
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+    /// The XPUB endpoint (what `peers=[...]` of other nodes names).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+    pub fn stats(&self) -> &Stats {
+        &self.shared.stats
+    }
+
+    /// Highest offset released by ACKs (or sent, with `min_acks = 0`).
+    pub fn acked_offset(&self) -> Option<u64> {
+        u64::try_from(self.shared.acked.load(SeqCst)).ok()
+    }
+
+    /// Offsets handed out so far (the next `send` gets this one).
+    pub fn next_offset(&self) -> u64 {
+        *self.next.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn unacked_bytes(&self) -> usize {
+        self.shared.unacked_bytes.load(SeqCst)
+    }
+
+    /// Reserves buffer room for `n` bytes if it fits (an empty buffer always
+    /// takes one batch, however large).
+    fn try_reserve(&self, n: usize) -> bool {
+        let u = &self.shared.unacked_bytes;
+        let mut cur = u.load(SeqCst);
+        loop {
+            if cur != 0 && cur.saturating_add(n) > self.max_bytes {
+                return false;
+            }
+            match u.compare_exchange_weak(cur, cur + n, SeqCst, SeqCst) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    fn reserve<E: From<Error>>(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        check: &mut impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.actor.check()?;
+            if self.try_reserve(n) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if let Some(d) = deadline {
+                if now >= d {
+                    return Err(Error::BufferFull(format!(
+                        "producer buffer full: {} unacknowledged bytes (max_unacked_bytes={}) \
+                         after waiting {:.1}s; start a store, lower min_acks or raise \
+                         max_unacked_bytes",
+                        self.unacked_bytes(),
+                        self.max_bytes,
+                        timeout.unwrap_or_default().as_secs_f64()
+                    ))
+                    .into());
+                }
+                self.shared.wait(SLICE.min(d - now));
+            } else {
+                self.shared.wait(SLICE);
+            }
+            check()?;
+        }
+    }
+
+    /// Publishes one record; returns its offset. Blocks while the buffer is
+    /// full, up to `timeout` (None = forever), calling `check` every 100 ms.
+    pub fn send_with<E: From<Error>>(
+        &self,
+        value: Vec<u8>,
+        timeout: Option<Duration>,
+        mut check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        self.reserve(value.len(), timeout, &mut check)?;
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let off = *next;
+        self.actor.send(Cmd::One(value))?;
+        *next += 1;
+        Ok(off)
+    }
+
+    /// Publishes one record if the buffer has room: `Ok(Err(value))` gives the
+    /// value back when it is full (then wait with [`Producer::send_with`]).
+    pub fn try_send(&self, value: Vec<u8>) -> Result<std::result::Result<u64, Vec<u8>>> {
+        if !self.try_reserve(value.len()) {
+            self.actor.check()?;
+            return Ok(Err(value));
+        }
+        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+        let off = *next;
+        self.actor.send(Cmd::One(value))?;
+        *next += 1;
+        Ok(Ok(off))
+    }
+
+    /// [`Producer::send_with`] without interruption.
+    pub fn send(&self, value: Vec<u8>, timeout: Option<Duration>) -> Result<u64> {
+        self.send_with(value, timeout, || Ok::<(), Error>(()))
+    }
+
+    /// Publishes a batch; returns the last offset (None for an empty batch).
+    /// A batch larger than the buffer goes in buffer-sized pieces.
+    pub fn send_many_with<E: From<Error>>(
+        &self,
+        values: Vec<Vec<u8>>,
+        timeout: Option<Duration>,
+        mut check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Option<u64>, E> {
+        let mut last = None;
+        let mut rest = values.into_iter().peekable();
+        while rest.peek().is_some() {
+            let mut chunk = Vec::new();
+            let mut bytes = 0usize;
+            while let Some(v) = rest.peek() {
+                if !chunk.is_empty() && bytes + v.len() > self.max_bytes {
+                    break;
+                }
+                bytes += v.len();
+                chunk.push(rest.next().unwrap_or_default());
+            }
+            self.reserve(bytes, timeout, &mut check)?;
+            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
+            let n = chunk.len() as u64;
+            self.actor.send(Cmd::Many(chunk))?;
+            *next += n;
+            last = Some(*next - 1);
+        }
+        Ok(last)
+    }
+
+    /// [`Producer::send_many_with`] without interruption.
+    pub fn send_many(
+        &self,
+        values: Vec<Vec<u8>>,
+        timeout: Option<Duration>,
+    ) -> Result<Option<u64>> {
+        self.send_many_with(values, timeout, || Ok::<(), Error>(()))
+    }
+
+    /// Records sent but not yet released.
+    pub fn outstanding(&self) -> u64 {
+        let next = self.next_offset();
+        let acked = self.shared.acked.load(SeqCst);
+        next.saturating_sub(u64::try_from(acked + 1).unwrap_or(0))
+    }
+
+    /// Waits up to `slice` for progress; returns the records still outstanding.
+    pub fn wait_flush(&self, slice: Duration) -> Result<u64> {
+        self.actor.check()?;
+        let n = self.outstanding();
+        if n > 0 {
+            self.shared.wait(slice);
+        }
+        Ok(self.outstanding())
+    }
+
+    /// Waits until everything sent is released or `timeout` passes; returns
+    /// the records still outstanding (0 = all delivered).
+    pub fn flush(&self, timeout: Duration) -> Result<u64> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let n =
+                self.wait_flush(SLICE.min(deadline.saturating_duration_since(Instant::now())))?;
+            if n == 0 || Instant::now() >= deadline {
+                return Ok(n);
+            }
+        }
+    }
+
+    /// `Ok` while the node thread runs.
+    pub fn check(&self) -> Result<()> {
+        self.actor.check()
+    }
+
+    /// Stops and joins the node thread.
+    /// Connects to one more peer's XPUB endpoint (static peers added later).
+    pub fn connect(&self, endpoint: &str) -> Result<()> {
+        crate::node::config::check_endpoint("peer", endpoint)?;
+        self.actor.send(Cmd::Connect(endpoint.to_string()))
+    }
+
+    pub fn close(&self) -> Result<()> {
+        let r = self.actor.close();
+        self.shared.notify();
+        r
+    }
+}
+
+const BATCH: usize = 4096;
+
+fn run(
+    inbox: &mut Inbox<Cmd>,
+    ready: &mut Ready<String>,
+    ctx: &zmq::Context,
+    cfg: ProducerConfig,
+    topic: &str,
+    address: &str,
+    shared: &ProducerShared,
+) -> Result<()> {
+    let tb = topic.as_bytes();
+    let mut core = Core::open(ctx, &cfg.node, NodeType::Producer, address, &[tb])?;
+    ready.send(core.endpoint.clone());
+    let mut st = ProducerState::new(tb, address.as_bytes(), cfg.min_acks, cfg.head_interval);
+    let stats = &shared.stats;
+    let mut frames = Frames::default();
+    let mut outs = Vec::new();
+    loop {
+        if inbox.terminated() {
+            return Ok(());
+        }
+        // Commands: publish up to BATCH records.
+        let mut sent = 0usize;
+        let mut freed = 0usize;
+        while sent < BATCH {
+            match inbox.try_recv() {
+                Some(Cmd::One(v)) => {
+                    core.send_record(tb, st.next_offset(), &v)?;
+                    freed += st.append(v).1;
+                    sent += 1;
+                }
+                Some(Cmd::Many(vs)) => {
+                    sent += vs.len();
+                    for v in vs {
+                        core.send_record(tb, st.next_offset(), &v)?;
+                        freed += st.append(v).1;
+                    }
+                }
+                Some(Cmd::Connect(ep)) => core.connect(&ep),
+                None => break,
+            }
+        }
+        if sent > 0 {
+            Stats::add(&stats.records_sent, sent as u64);
+            st.arm_head(Instant::now());
+            if freed > 0 {
+                release(shared, &st, freed);
+            }
+        }
+
+        let now = Instant::now();
+        let timeout = if inbox.pending() > 0 {
+            0
+        } else {
+            poll_timeout(now, [st.next_head(), core.disc.next_deadline()])
+        };
+        let (xpub_in, sub_in, beacon_in) = {
+            let mut items = vec![
+                inbox.poll_item(),
+                core.xpub.as_poll_item(zmq::POLLIN),
+                core.sub.as_poll_item(zmq::POLLIN),
+            ];
+            if let Some(b) = core.disc.poll_item() {
+                items.push(b);
+            }
+            let t = inbox.before_poll(timeout);
+            zmq::poll(&mut items, t)?;
+            let b = items.get(3).is_some_and(|i| i.is_readable());
+            (items[1].is_readable(), items[2].is_readable(), b)
+        };
+        inbox.after_poll();
+
+        if xpub_in {
+            // Subscriptions: nothing to do for a producer but to drain them.
+            while frames.recv(&core.xpub)? {}
+        }
+        if sub_in {
+            let mut freed = 0;
+            for _ in 0..BATCH {
+                if !frames.recv(&core.sub)? {
+                    break;
+                }
+                if frames.too_long() {
+                    Stats::add(&stats.malformed, 1);
+                    continue;
+                }
+                let (s, n) = frames.slices();
+                match decode(&s[..n]) {
+                    Ok((Message::Ack(a), _)) => {
+                        Stats::add(&stats.acks_received, 1);
+                        freed += st.on_ack(&a);
+                        if freed == 0 && a.topic != address.as_bytes() {
+                            Stats::add(&stats.ignored, 1);
+                        }
+                    }
+                    Ok((Message::Fetch(f), _)) => {
+                        Stats::add(&stats.fetches_received, 1);
+                        outs.clear();
+                        outs.extend(st.on_fetch(&f));
+                        Stats::add(&stats.direct_records_sent, outs.len() as u64);
+                        core.emit_all(&outs)?;
+                    }
+                    Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
+                        outs.clear();
+                        outs.extend(st.on_get_heads(&g));
+                        core.emit_all(&outs)?;
+                    }
+                    Ok(_) => Stats::add(&stats.ignored, 1),
+                    Err(_) => Stats::add(&stats.malformed, 1),
+                }
+            }
+            if freed > 0 {
+                release(shared, &st, freed);
+            }
+        }
+        if beacon_in {
+            core.on_beacons(stats)?;
+        }
+        let now = Instant::now();
+        if let Some(h) = st.on_timer(now) {
+            Stats::add(&stats.heads_sent, 1);
+            core.emit(&h)?;
+        }
+        if core.disc.next_deadline().is_some_and(|d| d <= now) {
+            core.on_timer(now, stats)?;
+        }
+    }
+}
+
+fn release(shared: &ProducerShared, st: &ProducerState, freed: usize) {
+    shared.unacked_bytes.fetch_sub(freed, SeqCst);
+    let acked = i64::try_from(st.released_upto()).unwrap_or(i64::MAX) - 1;
+    shared.acked.store(acked, SeqCst);
+    shared.notify();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+    const C: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+
+    fn fetch(seq: u64, count: u32) -> Fetch<'static> {
+        Fetch {
+            topic: P,
+            address: C,
+            subject: b"hello",
+            sequence: seq,
+            count,
+        }
+    }
+
+    fn ack(store: Option<&'static [u8]>, seq: u64) -> Ack<'static> {
+        Ack {
+            topic: P,
+            address: store,
+            subject: b"hello",
+            sequence: seq,
+        }
+    }
+
+    fn seqs(outs: &[Out]) -> Vec<(u64, Vec<u8>)> {
+        outs.iter()
+            .map(|o| match o {
+                Out::DirectRecord {
+                    sequence,
+                    content,
+                    to,
+                    ..
+                } => {
+                    assert_eq!(to, C);
+                    (*sequence, content.clone())
+                }
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    // C reference feature: "FETCH 0 → DIRECT-RECORD".
+    #[test]
+    fn fetch_zero_answers_direct_record() {
+        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+        st.append(b"CONTENT".to_vec());
+        let out = st.on_fetch(&fetch(0, 1));
+        assert_eq!(
+            out,
+            vec![Out::DirectRecord {
+                to: C.to_vec(),
+                partition: P.to_vec(),
+                subject: b"hello".to_vec(),
+                sequence: 0,
+                content: b"CONTENT".to_vec()
+            }]
+        );
+        // Another partition or topic: not ours.
+        let mut other = fetch(0, 1);
+        other.subject = b"hello2";
+        assert!(st.on_fetch(&other).is_empty());
+    }
+
+    #[test]
+    fn fetch_returns_exactly_the_range_after_partial_ack() {
+        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+        for i in 0..10u8 {
+            st.append(vec![i; usize::from(i) + 1]);
+        }
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 3)), 1 + 2 + 3 + 4);
+        assert_eq!(st.released_upto(), 4);
+        let got = seqs(&st.on_fetch(&fetch(5, 3)));
+        assert_eq!(
+            got,
+            (5..8u8)
+                .map(|i| (u64::from(i), vec![i; usize::from(i) + 1]))
+                .collect::<Vec<_>>()
+        );
+        // Released offsets are not served; the range is clipped to what exists.
+        let got = seqs(&st.on_fetch(&fetch(2, 100)));
+        assert_eq!(got.first().map(|g| g.0), Some(4));
+        assert_eq!(got.last().map(|g| g.0), Some(9));
+        assert!(st.on_fetch(&fetch(10, 5)).is_empty());
+        assert!(st.on_fetch(&fetch(u64::MAX, u32::MAX)).is_empty());
+    }
+
+    #[test]
+    fn min_acks_counts_distinct_stores() {
+        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
+        for _ in 0..5 {
+            st.append(vec![0; 10]);
+        }
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4)), 0);
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4)), 0, "same store twice");
+        assert_eq!(
+            st.on_ack(&ack(None, 1)),
+            20,
+            "anonymous store is a second one"
+        );
+        assert_eq!(st.released_upto(), 2);
+        assert_eq!(
+            st.on_ack(&ack(Some(b"S2"), 9)),
+            30,
+            "clamped to the last offset"
+        );
+        assert_eq!(st.held_bytes(), 0);
+        let mut zero = ProducerState::new(b"hello", P, 0, Duration::from_secs(1));
+        assert_eq!(zero.append(vec![1, 2, 3]), (0, 3));
+        assert_eq!(zero.released_upto(), 1);
+    }
+
+    // C reference feature: producer answers GET-HEADS with DIRECT-HEAD.
+    #[test]
+    fn get_heads_answered_after_first_record() {
+        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+        let g = GetHeads {
+            topic: b"hello",
+            address: C,
+        };
+        assert!(st.on_get_heads(&g).is_empty());
+        st.append(b"a".to_vec());
+        st.append(b"b".to_vec());
+        assert_eq!(
+            st.on_get_heads(&g),
+            vec![Out::DirectHead {
+                to: C.to_vec(),
+                partition: P.to_vec(),
+                subject: b"hello".to_vec(),
+                sequence: 1
+            }]
+        );
+    }
+
+    // C reference feature: "HEAD at intervals".
+    #[test]
+    fn head_at_intervals_after_first_record() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs(1);
+        let mut st = ProducerState::new(b"hello", P, 1, s);
+        st.arm_head(t0);
+        assert_eq!(st.next_head(), None, "no HEAD before the first record");
+        st.append(b"x".to_vec());
+        st.arm_head(t0);
+        assert_eq!(st.on_timer(t0), None);
+        let h = st.on_timer(t0 + s).expect("HEAD after one interval");
+        assert_eq!(
+            h,
+            Out::Head {
+                topic: b"hello".to_vec(),
+                partition: P.to_vec(),
+                sequence: 0
+            }
+        );
+        st.append(b"y".to_vec());
+        assert_eq!(st.on_timer(t0 + s + s / 2), None);
+        assert!(matches!(
+            st.on_timer(t0 + 2 * s),
+            Some(Out::Head { sequence: 1, .. })
+        ));
+    }
+}

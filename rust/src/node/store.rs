@@ -1,0 +1,322 @@
+//! The store node: one thread owning its XPUB, SUB, discovery and its log.
+//!
+//! It subscribes as RFC 46 says for stores (every RECORD, HEAD, FETCH and
+//! GET-HEADS; DIRECT-RECORD and CONSUMER-HELLO addressed to itself), feeds each
+//! message to [`StoreLogic`], and sends what that returns. At every loop turn
+//! it lets the log group-commit (`sync_if_due`) and then ACKs what became
+//! durable, so an ACK never covers a record that could be lost.
+//!
+//! FETCH answers go out slice by slice between receives. The XPUB is set to
+//! not drop (`ZMQ_XPUB_NODROP`): when a requester's queue is full the send
+//! fails with EAGAIN, the unsent slice is requeued and retried a little later,
+//! so a slow consumer makes the store wait, never buffer without bound.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::node::actor::{Actor, Inbox, Ready};
+use crate::node::config::NodeConfig;
+use crate::node::core::{poll_timeout, Core, Frames, Out, Stats};
+use crate::node::store_logic::{PartKey, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig};
+use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
+
+/// Messages handled per loop turn before the loop syncs, ACKs and answers.
+const BATCH: usize = 4096;
+/// Wait this long before retrying FETCH answers a full queue refused.
+const BACKOFF: Duration = Duration::from_millis(2);
+
+enum Cmd<L: StoreLog> {
+    Connect(String),
+    /// Runs a read-only query against the log on the node thread.
+    Query(Box<dyn FnOnce(&L) + Send>),
+}
+
+/// What the handle can read while the node runs.
+#[derive(Default)]
+pub struct StoreShared {
+    pub stats: Stats,
+    pub counters: Mutex<StoreCounters>,
+    pub last_error: Mutex<Option<String>>,
+    /// Storage errors seen (appends or syncs that failed).
+    pub storage_errors: AtomicU64,
+}
+
+/// A running store node over any [`StoreLog`].
+pub struct StoreNode<L: StoreLog + Send + 'static> {
+    actor: Actor<Cmd<L>>,
+    shared: Arc<StoreShared>,
+    address: String,
+    endpoint: String,
+}
+
+impl<L: StoreLog + Send + 'static> StoreNode<L> {
+    /// Starts the node thread with `log`; returns once the XPUB is bound.
+    pub fn start(address: &str, log: L, node: NodeConfig, logic: StoreLogicConfig) -> Result<Self> {
+        node.validate()?;
+        let shared = Arc::new(StoreShared::default());
+        let ctx = zmq::Context::new();
+        let (a, sh) = (address.to_string(), shared.clone());
+        let (actor, endpoint) = Actor::spawn("dafka-store", &ctx.clone(), move |inbox, ready| {
+            run(inbox, ready, &ctx, node, logic, &a, log, &sh)
+        })?;
+        Ok(Self {
+            actor,
+            shared,
+            address: address.to_string(),
+            endpoint,
+        })
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+    /// The XPUB endpoint (what `peers=[...]` of other nodes names).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+    pub fn shared(&self) -> &StoreShared {
+        &self.shared
+    }
+    /// `Ok` while the node thread runs.
+    pub fn check(&self) -> Result<()> {
+        self.actor.check()
+    }
+    /// Connects to one more static peer.
+    pub fn connect(&self, endpoint: &str) -> Result<()> {
+        self.actor.send(Cmd::Connect(endpoint.to_string()))
+    }
+
+    /// Runs `f` on the node thread against the log and returns its result.
+    pub fn query<T: Send + 'static>(&self, f: impl FnOnce(&L) -> T + Send + 'static) -> Result<T> {
+        let (tx, rx) = sync_channel(1);
+        self.actor.send(Cmd::Query(Box::new(move |log: &L| {
+            let _ = tx.send(f(log));
+        })))?;
+        rx.recv_timeout(Duration::from_secs(30))
+            .map_err(|_| self.actor.check().err().unwrap_or(Error::Closed))
+    }
+
+    /// Every (topic, partition) held, with its next offset.
+    pub fn heads(&self, topic: Option<Vec<u8>>) -> Result<Vec<(PartKey, u64)>> {
+        self.query(move |log| {
+            log.partitions(topic.as_deref())
+                .into_iter()
+                .map(|(t, p)| {
+                    let next = log.next_offset(&t, &p).unwrap_or(0);
+                    ((t, p), next)
+                })
+                .collect()
+        })
+    }
+
+    /// Stops the node: it syncs the log, then the thread exits.
+    pub fn close(&self) -> Result<()> {
+        self.actor.close()
+    }
+}
+
+/// Copies the counters and the current storage error (a failing sync wins
+/// over an append error) for the handle to read.
+fn publish(shared: &StoreShared, logic: &StoreLogic<impl StoreLog>, sync_error: Option<&str>) {
+    *shared.counters.lock().unwrap_or_else(|p| p.into_inner()) = logic.counters().clone();
+    *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+        sync_error.or(logic.last_error()).map(str::to_string);
+}
+
+/// Sends `outs`; true if all went. EAGAIN (a full requester queue) stops the
+/// sending and requeues the rest when they are FETCH answers.
+fn send_all<L: StoreLog>(core: &mut Core, logic: &mut StoreLogic<L>, outs: &[Out]) -> Result<bool> {
+    for (i, o) in outs.iter().enumerate() {
+        match core.emit(o) {
+            Ok(()) => {}
+            Err(Error::Zmq(zmq::Error::EAGAIN)) => {
+                if matches!(o, Out::DirectRecord { .. }) {
+                    logic.requeue(&outs[i..]);
+                }
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// `ZMQ_XPUB_NODROP`: a full subscriber queue makes `send` fail with EAGAIN
+/// instead of silently dropping (the `zmq` crate has no setter for it).
+fn set_xpub_nodrop(sock: &mut zmq::Socket) -> Result<()> {
+    let on: i32 = 1;
+    // SAFETY: a valid socket pointer, an option that takes an int, and a
+    // pointer/length pair describing `on`, which outlives the call.
+    let rc = unsafe {
+        zmq_sys::zmq_setsockopt(
+            sock.as_mut_ptr(),
+            zmq_sys::ZMQ_XPUB_NODROP as i32,
+            (&on as *const i32).cast(),
+            std::mem::size_of::<i32>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::Zmq(zmq::Error::from_raw(unsafe { zmq_sys::zmq_errno() })))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<L: StoreLog>(
+    inbox: &mut Inbox<Cmd<L>>,
+    ready: &mut Ready<String>,
+    ctx: &zmq::Context,
+    node: NodeConfig,
+    logic_cfg: StoreLogicConfig,
+    address: &str,
+    log: L,
+    shared: &StoreShared,
+) -> Result<()> {
+    let mut core = Core::open(ctx, &node, NodeType::Store, address, &[])?;
+    set_xpub_nodrop(&mut core.xpub)?;
+    ready.send(core.endpoint.clone());
+    let own = address.as_bytes().to_vec();
+    let mut logic = StoreLogic::new(own.clone(), log, logic_cfg);
+    let stats = &shared.stats;
+    let mut frames = Frames::default();
+    let mut blocked_until: Option<Instant> = None;
+    let mut sync_error: Option<String> = None;
+    loop {
+        if inbox.terminated() {
+            let r = logic.log_mut().sync_all();
+            publish(shared, &logic, None);
+            return r.map_err(|e| Error::Died(format!("final sync failed: {e}")));
+        }
+        while let Some(cmd) = inbox.try_recv() {
+            match cmd {
+                Cmd::Connect(ep) => core.connect(&ep),
+                Cmd::Query(f) => f(logic.log()),
+            }
+        }
+
+        let now = Instant::now();
+        let replies_ready = logic.has_replies() && blocked_until.is_none_or(|t| t <= now);
+        let timeout = if replies_ready {
+            0
+        } else {
+            poll_timeout(
+                now,
+                [
+                    logic.next_deadline(),
+                    core.disc.next_deadline(),
+                    blocked_until.filter(|_| logic.has_replies()),
+                ],
+            )
+        };
+        let (xpub_in, sub_in, beacon_in) = {
+            let mut items = vec![
+                inbox.poll_item(),
+                core.xpub.as_poll_item(zmq::POLLIN),
+                core.sub.as_poll_item(zmq::POLLIN),
+            ];
+            if let Some(b) = core.disc.poll_item() {
+                items.push(b);
+            }
+            let t = inbox.before_poll(timeout);
+            zmq::poll(&mut items, t)?;
+            let b = items.get(3).is_some_and(|i| i.is_readable());
+            (items[1].is_readable(), items[2].is_readable(), b)
+        };
+        inbox.after_poll();
+        let now = Instant::now();
+
+        if xpub_in {
+            while frames.recv(&core.xpub)? {
+                let (s, n) = frames.slices();
+                match Subscription::decode(s[0]) {
+                    Ok(sub) if n == 1 && sub.subscribe => {
+                        let outs = logic.on_subscribe(sub.prefix);
+                        send_all(&mut core, &mut logic, &outs)?;
+                    }
+                    Ok(_) => {}
+                    Err(_) => Stats::add(&stats.malformed, 1),
+                }
+            }
+        }
+        if sub_in {
+            for _ in 0..BATCH {
+                if !frames.recv(&core.sub)? {
+                    break;
+                }
+                if frames.too_long() {
+                    Stats::add(&stats.malformed, 1);
+                    continue;
+                }
+                let (s, n) = frames.slices();
+                let outs = match decode(&s[..n]) {
+                    Ok((Message::Record(r), _)) if r.topic == r.subject => {
+                        Stats::add(&stats.records_received, 1);
+                        logic.on_record(r.subject, r.address, r.sequence, r.content, now)
+                    }
+                    Ok((Message::DirectRecord(r), _)) if topic_matches(&own, r.topic) => {
+                        Stats::add(&stats.records_received, 1);
+                        logic.on_record(r.subject, r.address, r.sequence, r.content, now)
+                    }
+                    Ok((Message::Head(h), _)) if h.topic == h.subject => logic.on_head(&h, now),
+                    Ok((Message::Fetch(f), _)) => {
+                        Stats::add(&stats.fetches_received, 1);
+                        logic.on_fetch(&f)
+                    }
+                    Ok((Message::GetHeads(g), _)) => logic.on_get_heads(&g),
+                    Ok((Message::ConsumerHello(c), _)) if topic_matches(&own, c.topic) => {
+                        logic.on_consumer_hello(&c)
+                    }
+                    Ok(_) => {
+                        Stats::add(&stats.ignored, 1);
+                        Vec::new()
+                    }
+                    Err(_) => {
+                        Stats::add(&stats.malformed, 1);
+                        Vec::new()
+                    }
+                };
+                send_all(&mut core, &mut logic, &outs)?;
+            }
+        }
+        if beacon_in {
+            core.on_beacons(stats)?;
+        }
+
+        // Group commit, then ACK what is durable, retry FETCHes.
+        match logic.log_mut().sync_if_due() {
+            Ok(()) => sync_error = None,
+            Err(e) => {
+                if sync_error.is_none() {
+                    tracing::error!("store sync failed: {e}");
+                }
+                shared.storage_errors.fetch_add(1, Relaxed);
+                sync_error = Some(format!("sync failed: {e}"));
+            }
+        }
+        let outs = logic.tick(now);
+        send_all(&mut core, &mut logic, &outs)?;
+
+        // FETCH answers: a few slices per turn, between receives.
+        if logic.has_replies() && blocked_until.is_none_or(|t| t <= now) {
+            blocked_until = None;
+            for _ in 0..8 {
+                let outs = logic.next_replies();
+                if outs.is_empty() {
+                    break;
+                }
+                if !send_all(&mut core, &mut logic, &outs)? {
+                    blocked_until = Some(Instant::now() + BACKOFF);
+                    break;
+                }
+            }
+        }
+        if core.disc.next_deadline().is_some_and(|d| d <= now) {
+            core.on_timer(now, stats)?;
+        }
+        publish(shared, &logic, sync_error.as_deref());
+    }
+}

@@ -1,0 +1,120 @@
+//! Socket-level tests of the nodes on 127.0.0.1 ephemeral ports: static peers,
+//! discovery through a tower, late joiners fetching history.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn consume(c: &Consumer, n: usize, within: Duration) -> Vec<Delivery> {
+    let deadline = Instant::now() + within;
+    let mut got = Vec::new();
+    while got.len() < n && Instant::now() < deadline {
+        got.extend(c.poll_many(10_000, Duration::from_millis(100)).unwrap());
+    }
+    got
+}
+
+fn tower() -> Tower {
+    Tower::new(TowerConfig {
+        beacon_in: "tcp://127.0.0.1:0".into(),
+        beacon_out: "tcp://127.0.0.1:0".into(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn static_peers_late_earliest_consumer_gets_history() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    for i in 0..1000u32 {
+        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+    }
+    // Joins after everything was published: HEAD/GET-HEADS → FETCH from 0.
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // The producer must hear the consumer too (FETCH travels consumer → producer).
+    p.connect(c.endpoint()).unwrap();
+    let got = consume(&c, 1000, Duration::from_secs(20));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (0..1000).collect::<Vec<_>>());
+    assert_eq!(got[999].value, 999u32.to_be_bytes());
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
+#[test]
+fn tower_discovery_end_to_end() {
+    let t = tower();
+    let node = |peers: Vec<String>| NodeConfig {
+        towers: vec![t.endpoint()],
+        peers,
+        beacon_interval: Duration::from_millis(100),
+        beacon_timeout: Duration::from_millis(1000),
+        ..Default::default()
+    };
+    let c = Consumer::new(
+        &["weather".to_string()],
+        ConsumerConfig {
+            node: node(vec![]),
+            offset_reset: OffsetReset::Earliest,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = Producer::new(
+        "weather",
+        ProducerConfig {
+            node: node(vec![]),
+            head_interval: Duration::from_millis(100),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let last = p
+        .send_many(
+            (0..5000u32).map(|i| i.to_be_bytes().to_vec()).collect(),
+            None,
+        )
+        .unwrap();
+    assert_eq!(last, Some(4999));
+    let got = consume(&c, 5000, Duration::from_secs(30));
+    assert_eq!(got.len(), 5000, "stats: {:?}", c.stats().snapshot());
+    assert!(got.iter().enumerate().all(|(i, d)| d.offset == i as u64));
+    assert_eq!(&*got[0].partition, p.address());
+    assert!(t
+        .stats()
+        .snapshot()
+        .iter()
+        .any(|(k, v)| *k == "beacons" && *v > 0));
+    p.close().unwrap();
+    c.close().unwrap();
+    t.close().unwrap();
+}
+
+#[test]
+fn bind_error_is_reported_by_the_constructor() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    let taken = p.endpoint().to_string();
+    let err = Producer::new(
+        "t",
+        ProducerConfig {
+            node: NodeConfig {
+                bind: taken.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .err()
+    .expect("second bind must fail");
+    assert!(err.to_string().contains(&taken), "{err}");
+}

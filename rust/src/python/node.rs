@@ -1,0 +1,559 @@
+//! `dafka.Tower`, `dafka.Producer` and `dafka.Consumer`: thin PyO3 classes over
+//! the Rust nodes. Every blocking call releases the GIL and waits in 100 ms
+//! slices, checking for signals in between, so Ctrl-C works.
+
+use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use crate::error::Error;
+use crate::node::core::Stats;
+use crate::node::{
+    Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower, TowerConfig,
+};
+
+const SLICE: Duration = Duration::from_millis(100);
+
+static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn seconds(name: &str, v: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(v).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name} must be a finite number of seconds >= 0, got {v}"
+        ))
+    })
+}
+
+fn opt_seconds(name: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
+    v.map(|v| seconds(name, v)).transpose()
+}
+
+fn check_signals() -> PyResult<()> {
+    Python::attach(|py| py.check_signals())
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in s.snapshot() {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn node_config(
+    towers: Option<Vec<String>>,
+    peers: Option<Vec<String>>,
+    wire: &str,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+    sndhwm: i32,
+    rcvhwm: i32,
+) -> PyResult<NodeConfig> {
+    let cfg = NodeConfig {
+        bind,
+        towers: towers.unwrap_or_default(),
+        peers: peers.unwrap_or_default(),
+        wire: wire.parse().map_err(PyValueError::new_err)?,
+        beacon_interval: seconds("beacon_interval", beacon_interval)?,
+        beacon_timeout: seconds("beacon_timeout", beacon_timeout)?,
+        advertise_host: None,
+        sndhwm,
+        rcvhwm,
+    };
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// A tower: relays beacons so nodes find each other.
+#[pyclass(module = "dafka._native", name = "Tower", frozen)]
+struct PyTower {
+    inner: Tower,
+}
+
+#[pymethods]
+impl PyTower {
+    #[new]
+    #[pyo3(signature = (*, beacon_in = "tcp://*:5556".to_string(), beacon_out = "tcp://*:5557".to_string()))]
+    fn new(py: Python<'_>, beacon_in: String, beacon_out: String) -> PyResult<Self> {
+        let cfg = TowerConfig {
+            beacon_in,
+            beacon_out,
+        };
+        crate::node::config::check_endpoint("beacon_in", &cfg.beacon_in)?;
+        crate::node::config::check_endpoint("beacon_out", &cfg.beacon_out)?;
+        let inner = py.detach(|| Tower::new(cfg))?;
+        Ok(Self { inner })
+    }
+
+    /// What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``.
+    #[getter]
+    fn endpoint(&self) -> String {
+        self.inner.endpoint()
+    }
+    #[getter]
+    fn beacon_in(&self) -> String {
+        self.inner.beacon_in().to_string()
+    }
+    #[getter]
+    fn beacon_out(&self) -> String {
+        self.inner.beacon_out().to_string()
+    }
+    /// Counters: ``beacons`` relayed, ``malformed`` dropped.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, self.inner.stats())
+    }
+    /// Stops the tower (idempotent).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.close())?;
+        Ok(())
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}
+
+/// A producer: one partition of one topic.
+#[pyclass(module = "dafka._native", name = "Producer", frozen)]
+struct PyProducer {
+    inner: Producer,
+    send_timeout: Option<Duration>,
+    on_delivery: Option<Py<PyAny>>,
+    reported: AtomicI64,
+}
+
+impl PyProducer {
+    fn serve_delivery(&self, py: Python<'_>) -> PyResult<u64> {
+        let acked = self.inner.acked_offset().map_or(-1, |a| a as i64);
+        let before = self.reported.swap(acked, SeqCst);
+        if acked <= before {
+            return Ok(0);
+        }
+        if let Some(cb) = &self.on_delivery {
+            cb.call1(py, (acked,))?;
+        }
+        Ok((acked - before) as u64)
+    }
+}
+
+#[pymethods]
+impl PyProducer {
+    #[new]
+    #[pyo3(signature = (
+        topic, *, towers = None, peers = None, wire = "rfc", min_acks = 1, head_interval = 1.0,
+        max_unacked_bytes = 268435456, send_timeout = None, on_delivery = None,
+        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+        sndhwm = 1000000, rcvhwm = 1000000
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        topic: String,
+        towers: Option<Vec<String>>,
+        peers: Option<Vec<String>>,
+        wire: &str,
+        min_acks: usize,
+        head_interval: f64,
+        max_unacked_bytes: usize,
+        send_timeout: Option<f64>,
+        on_delivery: Option<Py<PyAny>>,
+        bind: String,
+        beacon_interval: f64,
+        beacon_timeout: f64,
+        sndhwm: i32,
+        rcvhwm: i32,
+    ) -> PyResult<Self> {
+        if let Some(cb) = &on_delivery {
+            if !cb.bind(py).is_callable() {
+                return Err(PyTypeError::new_err("on_delivery must be callable(offset)"));
+            }
+        }
+        let cfg = ProducerConfig {
+            node: node_config(
+                towers,
+                peers,
+                wire,
+                bind,
+                beacon_interval,
+                beacon_timeout,
+                sndhwm,
+                rcvhwm,
+            )?,
+            head_interval: seconds("head_interval", head_interval)?,
+            min_acks,
+            max_unacked_bytes,
+        };
+        let send_timeout = opt_seconds("send_timeout", send_timeout)?;
+        let inner = py.detach(|| Producer::new(&topic, cfg))?;
+        Ok(Self {
+            inner,
+            send_timeout,
+            on_delivery,
+            reported: AtomicI64::new(-1),
+        })
+    }
+
+    /// Publishes one record; returns its offset. Blocks (GIL released) while
+    /// the unacknowledged buffer is full, up to ``timeout`` (default the
+    /// producer's ``send_timeout``, None = forever), then raises BufferFullError.
+    #[pyo3(signature = (value, *, timeout = None))]
+    fn send(&self, py: Python<'_>, value: &[u8], timeout: Option<f64>) -> PyResult<u64> {
+        match self.inner.try_send(value.to_vec())? {
+            Ok(off) => Ok(off),
+            Err(v) => {
+                let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
+                py.detach(|| self.inner.send_with(v, t, check_signals))
+            }
+        }
+    }
+
+    /// Publishes a batch of ``bytes`` in one call; returns the last offset
+    /// (None for an empty batch).
+    #[pyo3(signature = (values, *, timeout = None))]
+    fn send_many(
+        &self,
+        py: Python<'_>,
+        values: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<u64>> {
+        let mut batch = Vec::with_capacity(values.len().unwrap_or(0));
+        for item in values.try_iter()? {
+            let item = item?;
+            let b = item.cast::<PyBytes>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "send_many takes an iterable of bytes, got an item of type {}",
+                    item.get_type()
+                        .name()
+                        .map_or_else(|_| "?".into(), |n| n.to_string())
+                ))
+            })?;
+            batch.push(b.as_bytes().to_vec());
+        }
+        let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
+        py.detach(|| self.inner.send_many_with(batch, t, check_signals))
+    }
+
+    /// Waits (GIL released) until every record sent is acknowledged by
+    /// ``min_acks`` stores (or sent, with ``min_acks=0``), up to ``timeout``
+    /// seconds (None = forever). Returns how many are still outstanding (0 = all
+    /// delivered) and calls ``on_delivery``.
+    #[pyo3(signature = (timeout = None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
+        let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
+        let left = py.detach(|| -> PyResult<u64> {
+            loop {
+                let slice = match deadline {
+                    Some(d) => SLICE.min(d.saturating_duration_since(Instant::now())),
+                    None => SLICE,
+                };
+                let n = self.inner.wait_flush(slice)?;
+                if n == 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(n);
+                }
+                check_signals()?;
+            }
+        })?;
+        self.serve_delivery(py)?;
+        Ok(left)
+    }
+
+    /// Waits up to ``timeout`` seconds for delivery progress, calls
+    /// ``on_delivery(acked_offset)`` if it advanced; returns how many records
+    /// were newly acknowledged.
+    #[pyo3(signature = (timeout = 0.0))]
+    fn poll(&self, py: Python<'_>, timeout: f64) -> PyResult<u64> {
+        let t = seconds("timeout", timeout)?;
+        if !t.is_zero() {
+            let deadline = Instant::now() + t;
+            py.detach(|| -> PyResult<()> {
+                let start = self.inner.acked_offset();
+                while Instant::now() < deadline && self.inner.acked_offset() == start {
+                    let n = self
+                        .inner
+                        .wait_flush(SLICE.min(deadline - Instant::now().min(deadline)))?;
+                    if n == 0 {
+                        break;
+                    }
+                    check_signals()?;
+                }
+                Ok(())
+            })?;
+        }
+        self.serve_delivery(py)
+    }
+
+    /// Highest offset acknowledged by ``min_acks`` stores (None before any).
+    #[getter]
+    fn acked_offset(&self) -> Option<u64> {
+        self.inner.acked_offset()
+    }
+    /// The offset the next ``send`` gets.
+    #[getter]
+    fn next_offset(&self) -> u64 {
+        self.inner.next_offset()
+    }
+    #[getter]
+    fn unacked_bytes(&self) -> usize {
+        self.inner.unacked_bytes()
+    }
+    #[getter]
+    fn topic(&self) -> &str {
+        self.inner.topic()
+    }
+    /// The partition name: this producer's address (32 hex characters).
+    #[getter]
+    fn address(&self) -> &str {
+        self.inner.address()
+    }
+    /// The XPUB endpoint other nodes list in ``peers=[...]``.
+    #[getter]
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+    /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
+    fn connect(&self, endpoint: &str) -> PyResult<()> {
+        Ok(self.inner.connect(endpoint)?)
+    }
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, self.inner.stats())
+    }
+    /// Stops the node (idempotent). Records not yet acknowledged are dropped:
+    /// call ``flush`` first.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.close())?;
+        Ok(())
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}
+
+/// A consumer of one or more topics.
+#[pyclass(module = "dafka._native", name = "Consumer", frozen)]
+struct PyConsumer {
+    inner: Consumer,
+}
+
+fn to_records<'py>(py: Python<'py>, ds: Vec<Delivery>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let cls = RECORD.get_or_try_init(py, || {
+        py.import("dafka.record")?
+            .getattr("Record")
+            .map(|c| c.unbind())
+    })?;
+    let cls = cls.bind(py);
+    let mut out = Vec::with_capacity(ds.len());
+    let mut topic: Option<(Arc<str>, Bound<'py, PyString>)> = None;
+    let mut part: Option<(Arc<str>, Bound<'py, PyString>)> = None;
+    let cached = |slot: &mut Option<(Arc<str>, Bound<'py, PyString>)>, s: &Arc<str>| match slot {
+        Some((k, v)) if Arc::ptr_eq(k, s) => v.clone(),
+        _ => {
+            let v = PyString::new(py, s);
+            *slot = Some((s.clone(), v.clone()));
+            v
+        }
+    };
+    for d in ds {
+        let t = cached(&mut topic, &d.topic);
+        let p = cached(&mut part, &d.partition);
+        out.push(cls.call1((t, p, d.offset, PyBytes::new(py, &d.value)))?);
+    }
+    Ok(out)
+}
+
+impl PyConsumer {
+    fn take(&self, py: Python<'_>, max: usize, timeout: Option<f64>) -> PyResult<Vec<Delivery>> {
+        if max == 0 {
+            return Err(PyValueError::new_err("max_records must be >= 1"));
+        }
+        let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
+        py.detach(|| -> PyResult<Vec<Delivery>> {
+            let mut v = Vec::new();
+            loop {
+                let slice = match deadline {
+                    Some(d) => SLICE.min(d.saturating_duration_since(Instant::now())),
+                    None => SLICE,
+                };
+                self.inner.poll_slice(max, slice, &mut v)?;
+                if !v.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(v);
+                }
+                check_signals()?;
+            }
+        })
+    }
+}
+
+#[pymethods]
+impl PyConsumer {
+    #[new]
+    #[pyo3(signature = (
+        topics, *, towers = None, peers = None, wire = "rfc", offset_reset = "latest",
+        fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
+        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+        sndhwm = 1000000, rcvhwm = 1000000
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        topics: &Bound<'_, PyAny>,
+        towers: Option<Vec<String>>,
+        peers: Option<Vec<String>>,
+        wire: &str,
+        offset_reset: &str,
+        fetch_retry: f64,
+        max_fetch: u32,
+        max_pending: usize,
+        max_buffered: usize,
+        bind: String,
+        beacon_interval: f64,
+        beacon_timeout: f64,
+        sndhwm: i32,
+        rcvhwm: i32,
+    ) -> PyResult<Self> {
+        if topics.is_instance_of::<PyString>() || topics.is_instance_of::<PyBytes>() {
+            return Err(PyTypeError::new_err(
+                "topics must be a list of str, e.g. Consumer([\"weather\"])",
+            ));
+        }
+        let topics: Vec<String> = topics.extract()?;
+        if topics.is_empty() {
+            return Err(PyValueError::new_err("topics must name at least one topic"));
+        }
+        let cfg = ConsumerConfig {
+            node: node_config(
+                towers,
+                peers,
+                wire,
+                bind,
+                beacon_interval,
+                beacon_timeout,
+                sndhwm,
+                rcvhwm,
+            )?,
+            offset_reset: offset_reset.parse()?,
+            fetch_retry: seconds("fetch_retry", fetch_retry)?,
+            max_fetch,
+            max_pending,
+            max_buffered,
+        };
+        let inner = py.detach(|| Consumer::new(&topics, cfg))?;
+        Ok(Self { inner })
+    }
+
+    /// The next record, waiting up to ``timeout`` seconds (None = until one
+    /// arrives); None on timeout.
+    #[pyo3(signature = (timeout = None))]
+    fn poll<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let ds = self.take(py, 1, timeout)?;
+        Ok(to_records(py, ds)?.into_iter().next())
+    }
+
+    /// Up to ``max_records`` records in one call, waiting up to ``timeout``
+    /// seconds (None = until at least one arrives) for the first.
+    #[pyo3(signature = (max_records = 10000, timeout = None))]
+    fn poll_many<'py>(
+        &self,
+        py: Python<'py>,
+        max_records: usize,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let ds = self.take(py, max_records, timeout)?;
+        to_records(py, ds)
+    }
+
+    /// Restarts ``partition`` (a producer address) at ``offset``.
+    fn seek(&self, partition: &str, offset: u64) -> PyResult<()> {
+        Ok(self.inner.seek(partition, offset)?)
+    }
+    /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
+    fn connect(&self, endpoint: &str) -> PyResult<()> {
+        Ok(self.inner.connect(endpoint)?)
+    }
+    #[getter]
+    fn topics(&self) -> Vec<String> {
+        self.inner.topics().to_vec()
+    }
+    #[getter]
+    fn address(&self) -> &str {
+        self.inner.address()
+    }
+    #[getter]
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, self.inner.stats())
+    }
+    /// Stops the node (idempotent).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.close())?;
+        Ok(())
+    }
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    /// Blocks until the next record; stops when the consumer is closed.
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.take(py, 1, None) {
+            Ok(ds) => to_records(py, ds)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| PyStopIteration::new_err(())),
+            Err(e) if self.inner.check().is_err() => {
+                drop(e);
+                Err(PyStopIteration::new_err(()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        use crate::python::errors::dafka_error;
+        match &e {
+            Error::Config(_) => dafka_error("ConfigError", e.to_string()),
+            Error::BufferFull(_) => dafka_error("BufferFullError", e.to_string()),
+            Error::Closed => dafka_error("ClosedError", e.to_string()),
+            Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
+            Error::Socket { .. } | Error::Zmq(_) | Error::Died(_) => {
+                dafka_error("NodeError", e.to_string())
+            }
+        }
+    }
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyTower>()?;
+    m.add_class::<PyProducer>()?;
+    m.add_class::<PyConsumer>()?;
+    Ok(())
+}
