@@ -3,8 +3,10 @@
 //!
 //! Modules:
 //! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
+//! - [`log`]: the durable segment store (no sockets).
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.
 
+pub mod log;
 pub mod wire;
 
 #[cfg(feature = "python")]
