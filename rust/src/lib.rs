@@ -3,11 +3,13 @@
 //!
 //! Modules:
 //! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
-//! - [`node`]: towers, producers and consumers, one thread each.
+//! - [`log`]: the durable segment store (no sockets).
+//! - [`node`]: towers, producers, consumers and stores, one thread each.
 //! - [`error`]: the crate error type.
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.
 
 pub mod error;
+pub mod log;
 pub mod node;
 pub mod wire;
 

@@ -1,0 +1,377 @@
+//! The durable log: an append-only segment store for Dafka stores, with no
+//! sockets in it. One log per (topic, partition), each a sequence of segments.
+//!
+//! # Layout
+//!
+//! ```text
+//! ROOT/
+//!   <escaped topic>/            bytes [A-Za-z0-9_-] and non-leading '.' as they are,
+//!     <partition>/              every other byte %XX; the empty topic is "%"
+//!       00000000000000000000.log      segment, named by the offset of its first record
+//!       00000000000000000000.index    its sparse index
+//!       00000000000000004711.log      ...
+//! ```
+//!
+//! # Segment file (`.log`), all integers big-endian
+//!
+//! ```text
+//! +----------+-------------+--------------+-------------+
+//! | "DAFKALOG" | version u32 | reserved u32 | base u64  |   file header, 24 bytes
+//! +----------+-------------+--------------+-------------+
+//! | offset u64 | length u32 | crc32c u32 | timestamp u64 | value (length bytes) |
+//! +------------+------------+------------+---------------+----------------------+
+//! | ...next record                                                              |
+//! ```
+//!
+//! The CRC32C (Castagnoli, as Kafka's RecordBatch) covers what follows it:
+//! timestamp and value. The timestamp is the store's append time in ms since the
+//! epoch. Offsets are contiguous within a partition.
+//!
+//! # Index file (`.index`)
+//!
+//! A file header with magic `"DAFKAIDX"`, then fixed-width 16-byte entries
+//! `relative offset u32 | position u32 | newest timestamp so far u64`, one each
+//! `index_interval_bytes` of records and one for the last record of a sealed
+//! segment. Reads binary-search it and scan a little; `offset_for_time` uses the
+//! monotonic "newest so far" timestamps the same way. It is a cache: recovery
+//! rebuilds it from the segment when it is missing or does not match.
+//!
+//! # Offsets
+//!
+//! An append must carry the partition's next offset: a gap or a duplicate is
+//! [`LogError::OffsetMismatch`]. A partition that does not exist yet starts at
+//! whatever offset its first append carries (a store may join mid-stream), so its
+//! first offset need not be 0.
+//!
+//! # Durability
+//!
+//! Appends are written to the file (visible to readers) before the call returns;
+//! they become durable at fdatasync. [`Log::durable_next`] is the durable
+//! high-water mark: every offset below it has reached fdatasync, so a store
+//! acknowledges only below it. One sync covers every append since the last (group
+//! commit). With [`FsyncPolicy::Interval`] the log syncs a partition when
+//! `flush_messages` records are unsynced or `flush_interval_ms` passed since its
+//! last sync; this is checked on append and on [`Log::tick`], which the owner's
+//! event loop calls (no background thread), ideally at [`Log::next_deadline`].
+//!
+//! # Recovery
+//!
+//! See [`recovery`]: torn tails are truncated, damage followed by valid data is an
+//! error naming path and offset, indexes are rebuilt.
+//!
+//! # Memory
+//!
+//! Per partition: one open file (the active segment), a few hundred pending index
+//! entries at most, and per sealed segment two paths and a few integers. No
+//! per-record state is kept; sealed segments are opened on demand.
+//!
+//! # API
+//!
+//! [`Log::open`], [`Log::append`], [`Log::append_batch`], [`Log::read`],
+//! [`Log::sync`], [`Log::tick`], [`Log::durable_next`], [`Log::next_offset`],
+//! [`Log::offset_for_time`], [`Log::enforce_retention`], [`Log::partitions`],
+//! [`Log::topics`], [`Log::close`].
+
+mod config;
+mod error;
+pub mod format;
+mod index;
+mod io;
+mod partition;
+pub mod recovery;
+mod segment;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use config::{system_clock_ms, Clock, Failpoint, FsyncPolicy, IoOp, LogConfig};
+pub use error::{LogError, Result};
+pub use partition::{PartitionInfo, StoredRecord};
+pub use recovery::RecoveryPolicy;
+
+use format::{check_partition_name, escape_name, unescape_name};
+use partition::Partition;
+
+/// A scratch buffer larger than this is released after an append.
+const SCRATCH_KEEP: usize = 4 << 20;
+
+/// A directory of topics and partitions.
+#[derive(Debug)]
+pub struct Log {
+    root: PathBuf,
+    cfg: Arc<LogConfig>,
+    parts: BTreeMap<(Vec<u8>, String), Partition>,
+    scratch: Vec<u8>,
+    last_retention_ms: u64,
+}
+
+fn lossy(topic: &[u8]) -> String {
+    String::from_utf8_lossy(topic).into_owned()
+}
+
+impl Log {
+    /// Opens (creating if needed) the log at `root`, recovering every partition.
+    pub fn open(root: impl AsRef<Path>, cfg: LogConfig) -> Result<Log> {
+        cfg.validate()?;
+        let root = root.as_ref().to_path_buf();
+        if !root.exists() {
+            if cfg.read_only {
+                return Err(LogError::io(
+                    "open",
+                    &root,
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+                ));
+            }
+            io::create_dir_all(&cfg, &root)?;
+        }
+        let cfg = Arc::new(cfg);
+        let mut parts = BTreeMap::new();
+        for topic_entry in fs::read_dir(&root).map_err(|e| LogError::io("list", &root, e))? {
+            let topic_entry = topic_entry.map_err(|e| LogError::io("list", &root, e))?;
+            let tpath = topic_entry.path();
+            let Some(topic) = topic_entry.file_name().to_str().and_then(unescape_name) else {
+                continue;
+            };
+            if !tpath.is_dir() {
+                continue;
+            }
+            for p_entry in fs::read_dir(&tpath).map_err(|e| LogError::io("list", &tpath, e))? {
+                let p_entry = p_entry.map_err(|e| LogError::io("list", &tpath, e))?;
+                let ppath = p_entry.path();
+                let Some(name) = p_entry.file_name().to_str().map(str::to_owned) else {
+                    continue;
+                };
+                if check_partition_name(&name).is_err() || !ppath.is_dir() {
+                    continue;
+                }
+                if let Some(p) = Partition::open(cfg.clone(), ppath, topic.clone(), name.clone())? {
+                    parts.insert((topic.clone(), name), p);
+                }
+            }
+        }
+        let now = cfg.now();
+        Ok(Log {
+            root,
+            cfg,
+            parts,
+            scratch: Vec::new(),
+            last_retention_ms: now,
+        })
+    }
+
+    /// The log's directory.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The options it was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.cfg
+    }
+
+    fn part(&self, topic: &[u8], partition: &str) -> Result<&Partition> {
+        self.parts
+            .get(&(topic.to_vec(), partition.to_owned()))
+            .ok_or_else(|| LogError::UnknownPartition {
+                topic: lossy(topic),
+                partition: partition.to_owned(),
+            })
+    }
+
+    /// Appends one record at `offset`, which must be the partition's next offset.
+    pub fn append(
+        &mut self,
+        topic: &[u8],
+        partition: &str,
+        offset: u64,
+        value: &[u8],
+    ) -> Result<()> {
+        self.append_batch(topic, partition, offset, &[value])
+    }
+
+    /// Appends records at `first_offset, first_offset + 1, ...` (one write per
+    /// segment touched, one fdatasync at most). On error a prefix may be stored:
+    /// [`Log::next_offset`] says where the partition stands.
+    pub fn append_batch<V: AsRef<[u8]>>(
+        &mut self,
+        topic: &[u8],
+        partition: &str,
+        first_offset: u64,
+        values: &[V],
+    ) -> Result<()> {
+        if self.cfg.read_only {
+            return Err(LogError::ReadOnly(self.root.clone()));
+        }
+        let key = (topic.to_vec(), partition.to_owned());
+        if !self.parts.contains_key(&key) {
+            if values.is_empty() {
+                return Ok(());
+            }
+            check_partition_name(partition).map_err(LogError::Invalid)?;
+            let tdir = escape_name(topic)
+                .map_err(|e| LogError::Invalid(format!("topic {:?}: {e}", lossy(topic))))?;
+            let dir = self.root.join(tdir).join(partition);
+            let p = Partition::create(
+                self.cfg.clone(),
+                &self.root,
+                dir,
+                topic.to_vec(),
+                partition.to_owned(),
+                first_offset,
+            )?;
+            self.parts.insert(key.clone(), p);
+        }
+        let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
+        let now = self.cfg.now();
+        let p = self.parts.get_mut(&key).expect("inserted above");
+        let r = p.append(&mut self.scratch, first_offset, &refs, now);
+        if self.scratch.capacity() > SCRATCH_KEEP {
+            self.scratch = Vec::new();
+        }
+        r
+    }
+
+    /// Reads from `start`: at most `max_records` records and `max_bytes` of values
+    /// (but always one record if one is available).
+    pub fn read(
+        &self,
+        topic: &[u8],
+        partition: &str,
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        self.part(topic, partition)?
+            .read(start, max_records, max_bytes)
+    }
+
+    /// The offset the next append to this partition must carry, if it exists.
+    pub fn next_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
+        self.part(topic, partition).ok().map(Partition::next_offset)
+    }
+
+    /// The first available offset, if the partition exists.
+    pub fn first_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
+        self.part(topic, partition)
+            .ok()
+            .map(Partition::first_offset)
+    }
+
+    /// The durable high-water mark: every offset below it has reached fdatasync.
+    pub fn durable_next(&self, topic: &[u8], partition: &str) -> Option<u64> {
+        self.part(topic, partition)
+            .ok()
+            .map(Partition::durable_next)
+    }
+
+    /// fdatasyncs every partition with unsynced appends (group commit).
+    pub fn sync(&mut self) -> Result<()> {
+        let now = self.cfg.now();
+        let mut first_err = None;
+        for p in self.parts.values_mut() {
+            if let Err(e) = p.sync(now) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// fdatasyncs one partition.
+    pub fn sync_partition(&mut self, topic: &[u8], partition: &str) -> Result<()> {
+        let now = self.cfg.now();
+        self.parts
+            .get_mut(&(topic.to_vec(), partition.to_owned()))
+            .ok_or_else(|| LogError::UnknownPartition {
+                topic: lossy(topic),
+                partition: partition.to_owned(),
+            })?
+            .sync(now)
+    }
+
+    /// Periodic work for the owner's event loop: interval syncs that fell due and,
+    /// every `retention_check_ms`, retention. Cheap when nothing is due.
+    pub fn tick(&mut self) -> Result<()> {
+        let now = self.cfg.now();
+        let mut first_err = None;
+        if self.cfg.fsync == FsyncPolicy::Interval {
+            for p in self.parts.values_mut() {
+                if let Err(e) = p.maybe_sync(now) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms {
+            self.last_retention_ms = now;
+            if let Err(e) = self.enforce_retention() {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// When [`Log::tick`] next has work (ms since the epoch, by the log's clock).
+    pub fn next_deadline(&self) -> u64 {
+        let retention = self
+            .last_retention_ms
+            .saturating_add(self.cfg.retention_check_ms);
+        self.parts
+            .values()
+            .filter_map(Partition::sync_deadline)
+            .fold(retention, u64::min)
+    }
+
+    /// Applies retention to every partition now; returns segments deleted.
+    pub fn enforce_retention(&mut self) -> Result<usize> {
+        if self.cfg.read_only {
+            return Err(LogError::ReadOnly(self.root.clone()));
+        }
+        let now = self.cfg.now();
+        let mut n = 0;
+        for p in self.parts.values_mut() {
+            n += p.enforce_retention(now)?;
+        }
+        Ok(n)
+    }
+
+    /// The first offset appended at or after `ts` (ms since the epoch), if any.
+    pub fn offset_for_time(&self, topic: &[u8], partition: &str, ts: u64) -> Result<Option<u64>> {
+        self.part(topic, partition)?.offset_for_time(ts)
+    }
+
+    /// Every topic, sorted.
+    pub fn topics(&self) -> Vec<Vec<u8>> {
+        let mut t: Vec<Vec<u8>> = self.parts.keys().map(|(t, _)| t.clone()).collect();
+        t.dedup();
+        t
+    }
+
+    /// The listing of every partition, or of one topic's.
+    pub fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartitionInfo> {
+        self.parts
+            .iter()
+            .filter(|((t, _), _)| topic.map_or(true, |want| want == t.as_slice()))
+            .map(|(_, p)| p.info())
+            .collect()
+    }
+
+    /// The listing entry of one partition.
+    pub fn partition(&self, topic: &[u8], partition: &str) -> Option<PartitionInfo> {
+        self.part(topic, partition).ok().map(Partition::info)
+    }
+
+    /// Closes cleanly: indexes written out, everything synced.
+    pub fn close(mut self) -> Result<()> {
+        let mut first_err = None;
+        for p in self.parts.values_mut() {
+            if let Err(e) = p.close() {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}

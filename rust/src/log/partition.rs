@@ -1,0 +1,530 @@
+//! One partition's log: a directory holding one active segment and a `BTreeMap` of
+//! sealed ones by base offset. Owns the offset rule (appends must equal the next
+//! offset), rolling, group commit and the durable high-water offset, reads across
+//! segments, lookup by time and retention.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::config::{FsyncPolicy, LogConfig};
+use super::error::{LogError, Result};
+use super::format::{
+    parse_segment_file_name, FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
+};
+use super::io;
+use super::recovery;
+use super::segment::{finish_index, paths, Active, Next, Segment, SegmentReader};
+
+/// One record read back from the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// Offset in the partition.
+    pub offset: u64,
+    /// Append time, ms since the Unix epoch.
+    pub timestamp: u64,
+    /// The record's content.
+    pub value: Vec<u8>,
+}
+
+/// What the listing API reports about a partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// Topic name.
+    pub topic: Vec<u8>,
+    /// Partition name.
+    pub partition: String,
+    /// First available offset.
+    pub first_offset: u64,
+    /// Offset the next append must carry (one past the last record).
+    pub next_offset: u64,
+    /// Every offset below this has reached fdatasync.
+    pub durable_next: u64,
+    /// Bytes on disk in segment files.
+    pub bytes: u64,
+    /// Number of segments, the active one included.
+    pub segments: usize,
+}
+
+/// One partition.
+#[derive(Debug)]
+pub struct Partition {
+    cfg: Arc<LogConfig>,
+    topic: Vec<u8>,
+    name: String,
+    dir: PathBuf,
+    sealed: BTreeMap<u64, Segment>,
+    active: Active,
+    durable_next: u64,
+    /// Sealed segments whose last writes have not reached fdatasync.
+    unsynced: Vec<(u64, File)>,
+    /// Directories whose entries changed since the last sync (innermost first).
+    dirty_dirs: Vec<PathBuf>,
+    unsynced_messages: u64,
+    last_sync_ms: u64,
+    failed: Option<String>,
+}
+
+impl Partition {
+    /// Creates a partition in `dir` whose first record will be `first_offset`.
+    pub(crate) fn create(
+        cfg: Arc<LogConfig>,
+        root: &Path,
+        dir: PathBuf,
+        topic: Vec<u8>,
+        name: String,
+        first_offset: u64,
+    ) -> Result<Partition> {
+        io::create_dir_all(&cfg, &dir)?;
+        let active = Active::create(&cfg, &dir, first_offset)?;
+        let topic_dir = dir.parent().unwrap_or(root).to_path_buf();
+        let now = cfg.now();
+        Ok(Partition {
+            dirty_dirs: vec![dir.clone(), topic_dir, root.to_path_buf()],
+            cfg,
+            topic,
+            name,
+            dir,
+            sealed: BTreeMap::new(),
+            active,
+            durable_next: first_offset,
+            unsynced: Vec::new(),
+            unsynced_messages: 0,
+            last_sync_ms: now,
+            failed: None,
+        })
+    }
+
+    /// Opens and recovers the partition in `dir`; `None` if it holds no segment.
+    pub(crate) fn open(
+        cfg: Arc<LogConfig>,
+        dir: PathBuf,
+        topic: Vec<u8>,
+        name: String,
+    ) -> Result<Option<Partition>> {
+        let mut logs = Vec::new();
+        let mut indexes = Vec::new();
+        let entries = fs::read_dir(&dir).map_err(|e| LogError::io("list", &dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| LogError::io("list", &dir, e))?;
+            let fname = entry.file_name();
+            match fname.to_str().and_then(parse_segment_file_name) {
+                Some((base, LOG_EXT)) => logs.push(base),
+                Some((base, INDEX_EXT)) => indexes.push(base),
+                _ => {}
+            }
+        }
+        logs.sort_unstable();
+        if !cfg.read_only {
+            for base in indexes.iter().filter(|b| logs.binary_search(b).is_err()) {
+                io::remove(&cfg, &paths(&dir, *base).1)?;
+            }
+        }
+        let Some((&last, rest)) = logs.split_last() else {
+            return Ok(None);
+        };
+        let mut sealed = BTreeMap::new();
+        for (i, &base) in rest.iter().enumerate() {
+            let next_base = logs[i + 1];
+            sealed.insert(base, recovery::open_sealed(&cfg, &dir, base, next_base)?);
+        }
+        let active = recovery::open_active(&cfg, &dir, last)?;
+        let next = active.seg.tail.next;
+        let now = cfg.now();
+        let mut p = Partition {
+            cfg,
+            topic,
+            name,
+            dir: dir.clone(),
+            sealed,
+            active,
+            durable_next: next,
+            unsynced: Vec::new(),
+            dirty_dirs: vec![dir],
+            unsynced_messages: 0,
+            last_sync_ms: now,
+            failed: None,
+        };
+        if !p.cfg.read_only {
+            // What survived is what counts from now on: make it durable.
+            p.durable_next = p.first_offset();
+            p.sync(now)?;
+        }
+        Ok(Some(p))
+    }
+
+    fn topic_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.topic).into_owned()
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if let Some(reason) = &self.failed {
+            return Err(LogError::Failed {
+                topic: self.topic_lossy(),
+                partition: self.name.clone(),
+                reason: reason.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Offset the next append must carry.
+    pub fn next_offset(&self) -> u64 {
+        self.active.seg.tail.next
+    }
+
+    /// First available offset.
+    pub fn first_offset(&self) -> u64 {
+        self.sealed
+            .first_key_value()
+            .map_or(self.active.seg.base, |(b, _)| *b)
+    }
+
+    /// Every offset below this has reached fdatasync.
+    pub fn durable_next(&self) -> u64 {
+        self.durable_next
+    }
+
+    /// Bytes on disk in segment files.
+    pub fn bytes(&self) -> u64 {
+        self.sealed.values().map(|s| s.tail.size).sum::<u64>() + self.active.seg.tail.size
+    }
+
+    /// The listing entry of this partition.
+    pub fn info(&self) -> PartitionInfo {
+        PartitionInfo {
+            topic: self.topic.clone(),
+            partition: self.name.clone(),
+            first_offset: self.first_offset(),
+            next_offset: self.next_offset(),
+            durable_next: self.durable_next,
+            bytes: self.bytes(),
+            segments: self.sealed.len() + 1,
+        }
+    }
+
+    /// Appends `values` at offsets `first, first + 1, ...`, rolling segments as
+    /// needed, then syncs as the fsync policy says. On an error a prefix of the
+    /// batch may be stored (see [`Partition::next_offset`]); no partial record is.
+    pub(crate) fn append(
+        &mut self,
+        scratch: &mut Vec<u8>,
+        first: u64,
+        values: &[&[u8]],
+        now: u64,
+    ) -> Result<()> {
+        self.check_usable()?;
+        let expected = self.next_offset();
+        if first != expected {
+            return Err(LogError::OffsetMismatch {
+                topic: self.topic_lossy(),
+                partition: self.name.clone(),
+                expected,
+                got: first,
+            });
+        }
+        if let Some(v) = values.iter().find(|v| v.len() > MAX_VALUE_LEN) {
+            return Err(LogError::Invalid(format!(
+                "record of {} bytes is over the {MAX_VALUE_LEN}-byte limit",
+                v.len()
+            )));
+        }
+        let limit = self.cfg.segment_bytes;
+        let mut i = 0;
+        while i < values.len() {
+            let mut size = self.active.seg.tail.size;
+            let mut j = i;
+            while j < values.len() {
+                let rl = (RECORD_HEADER_LEN + values[j].len()) as u64;
+                if (self.active.seg.records() > 0 || j > i) && size + rl > limit {
+                    break;
+                }
+                size += rl;
+                j += 1;
+            }
+            if j == i {
+                self.roll()?;
+                continue;
+            }
+            self.write_chunk(scratch, first + i as u64, now, &values[i..j])?;
+            i = j;
+        }
+        match self.cfg.fsync {
+            FsyncPolicy::Always => self.sync(now),
+            FsyncPolicy::Interval => self.maybe_sync(now),
+            FsyncPolicy::Never => Ok(()),
+        }
+    }
+
+    fn write_chunk(
+        &mut self,
+        scratch: &mut Vec<u8>,
+        first: u64,
+        now: u64,
+        values: &[&[u8]],
+    ) -> Result<()> {
+        let old = self.active.seg.tail.size;
+        if let Err(e) = self.active.write(&self.cfg, scratch, first, now, values) {
+            let a = &self.active;
+            if let Err(e2) = io::set_len(&self.cfg, &a.file, &a.seg.log_path, old) {
+                self.failed = Some(format!("{e}; removing the partial write failed: {e2}"));
+            }
+            return Err(e);
+        }
+        self.unsynced_messages += values.len() as u64;
+        Ok(())
+    }
+
+    fn roll(&mut self) -> Result<()> {
+        let next = self.next_offset();
+        let new = Active::create(&self.cfg, &self.dir, next)?;
+        let old = std::mem::replace(&mut self.active, new);
+        let (seg, file) = old.seal(&self.cfg);
+        if self.durable_next < seg.tail.next {
+            self.unsynced.push((seg.base, file));
+        }
+        self.sealed.insert(seg.base, seg);
+        if !self.dirty_dirs.contains(&self.dir) {
+            self.dirty_dirs.push(self.dir.clone());
+        }
+        Ok(())
+    }
+
+    /// Group commit: one fdatasync per file covers every append since the last
+    /// sync. A failed fdatasync leaves the partition unusable until reopen (the
+    /// kernel may have dropped the dirty pages, so retrying could lie).
+    pub(crate) fn sync(&mut self, now: u64) -> Result<()> {
+        self.check_usable()?;
+        let next = self.next_offset();
+        if self.durable_next < next || !self.unsynced.is_empty() || !self.dirty_dirs.is_empty() {
+            let r = (|| -> Result<()> {
+                for (base, f) in &self.unsynced {
+                    io::sync_data(&self.cfg, f, &paths(&self.dir, *base).0)?;
+                }
+                io::sync_data(&self.cfg, &self.active.file, &self.active.seg.log_path)?;
+                for d in &self.dirty_dirs {
+                    io::sync_dir(&self.cfg, d)?;
+                }
+                Ok(())
+            })();
+            if let Err(e) = r {
+                self.failed = Some(e.to_string());
+                return Err(e);
+            }
+            self.unsynced.clear();
+            self.dirty_dirs.clear();
+            self.durable_next = next;
+        }
+        self.unsynced_messages = 0;
+        self.last_sync_ms = now;
+        Ok(())
+    }
+
+    /// Syncs if `flush_messages` records are unsynced or `flush_interval_ms` passed.
+    pub(crate) fn maybe_sync(&mut self, now: u64) -> Result<()> {
+        if self.durable_next == self.next_offset() && self.unsynced_messages == 0 {
+            return Ok(());
+        }
+        if self.unsynced_messages >= self.cfg.flush_messages
+            || now.saturating_sub(self.last_sync_ms) >= self.cfg.flush_interval_ms
+        {
+            self.sync(now)?;
+        }
+        Ok(())
+    }
+
+    /// When an interval sync falls due, if anything is unsynced.
+    pub(crate) fn sync_deadline(&self) -> Option<u64> {
+        (self.cfg.fsync == FsyncPolicy::Interval
+            && self.durable_next < self.next_offset()
+            && self.failed.is_none())
+        .then(|| self.last_sync_ms.saturating_add(self.cfg.flush_interval_ms))
+    }
+
+    fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.sealed
+            .values()
+            .chain(std::iter::once(&self.active.seg))
+    }
+
+    fn open_segment(&self, seg: &Segment) -> Result<Option<File>> {
+        if seg.base == self.active.seg.base {
+            Ok(None)
+        } else {
+            io::open(&seg.log_path, true).map(Some)
+        }
+    }
+
+    /// Reads records from `start` on: at most `max_records`, and no more than
+    /// `max_bytes` of values except that one record is always returned if any is
+    /// available. `start` equal to the next offset returns nothing.
+    pub fn read(
+        &self,
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<StoredRecord>> {
+        let (first, next) = (self.first_offset(), self.next_offset());
+        if start < first || start > next {
+            return Err(LogError::OffsetOutOfRange {
+                topic: self.topic_lossy(),
+                partition: self.name.clone(),
+                requested: start,
+                first,
+                next,
+            });
+        }
+        let mut out = Vec::new();
+        if start == next || max_records == 0 {
+            return Ok(out);
+        }
+        let seg_start = self
+            .sealed
+            .range(..=start)
+            .next_back()
+            .map_or(self.active.seg.base, |(b, _)| *b);
+        let chunk = max_bytes
+            .saturating_add(self.cfg.index_interval_bytes as usize)
+            .saturating_add(2 * RECORD_HEADER_LEN);
+        let mut cur = start;
+        let mut bytes = 0usize;
+        for seg in self.segments().filter(|s| s.base >= seg_start) {
+            if seg.tail.next <= cur {
+                continue;
+            }
+            let owned = self.open_segment(seg)?;
+            let file = owned.as_ref().unwrap_or(&self.active.file);
+            let (pos, mut expected) = match seg.index.lookup_offset(cur - seg.base)? {
+                Some(e) => (u64::from(e.pos), seg.base + u64::from(e.rel)),
+                None => (FILE_HEADER_LEN as u64, seg.base),
+            };
+            let mut reader =
+                SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(chunk);
+            loop {
+                match reader.next()? {
+                    Next::Record { pos, header, value } => {
+                        if header.offset != expected {
+                            return Err(LogError::Corruption {
+                                path: seg.log_path.clone(),
+                                position: pos,
+                                offset: expected,
+                                reason: format!(
+                                    "record has offset {}; the segment or its index is damaged (reopening rebuilds the index)",
+                                    header.offset
+                                ),
+                            });
+                        }
+                        expected += 1;
+                        if header.offset < cur {
+                            continue;
+                        }
+                        if out.len() >= max_records
+                            || (!out.is_empty() && bytes + value.len() > max_bytes)
+                        {
+                            return Ok(out);
+                        }
+                        bytes += value.len();
+                        out.push(StoredRecord {
+                            offset: header.offset,
+                            timestamp: header.timestamp,
+                            value: value.to_vec(),
+                        });
+                        cur += 1;
+                    }
+                    Next::End => break,
+                    Next::Torn { pos, reason } | Next::Bad { pos, reason } => {
+                        return Err(LogError::Corruption {
+                            path: seg.log_path.clone(),
+                            position: pos,
+                            offset: expected,
+                            reason,
+                        })
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first offset whose append time is at or after `ts`, if any.
+    pub fn offset_for_time(&self, ts: u64) -> Result<Option<u64>> {
+        for seg in self.segments() {
+            if seg.records() == 0 || seg.tail.max_ts < ts {
+                continue;
+            }
+            let owned = self.open_segment(seg)?;
+            let file = owned.as_ref().unwrap_or(&self.active.file);
+            let pos = seg
+                .index
+                .lookup_time(ts)?
+                .map_or(FILE_HEADER_LEN as u64, |e| u64::from(e.pos));
+            let mut reader =
+                SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(64 * 1024);
+            loop {
+                match reader.next()? {
+                    Next::Record { header, .. } if header.timestamp >= ts => {
+                        return Ok(Some(header.offset))
+                    }
+                    Next::Record { .. } => {}
+                    Next::End => break,
+                    Next::Torn { pos, reason } | Next::Bad { pos, reason } => {
+                        return Err(LogError::Corruption {
+                            path: seg.log_path.clone(),
+                            position: pos,
+                            offset: seg.base,
+                            reason,
+                        })
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Deletes the oldest sealed segments while they are older than `retain_hours`
+    /// (by their newest record) or the partition is over `retain_bytes`. Never
+    /// deletes the active segment. Returns how many segments went.
+    pub(crate) fn enforce_retention(&mut self, now: u64) -> Result<usize> {
+        let retain_ms = self.cfg.retain_ms();
+        let retain_bytes = self.cfg.retain_bytes;
+        let mut total = self.bytes();
+        let mut n = 0;
+        while let Some((&base, seg)) = self.sealed.first_key_value() {
+            let old = retain_ms.is_some_and(|r| now.saturating_sub(seg.tail.max_ts) > r);
+            let big = retain_bytes.is_some_and(|b| total > b);
+            if !old && !big {
+                break;
+            }
+            let size = seg.tail.size;
+            let (log_path, index_path) = (seg.log_path.clone(), seg.index.path().to_path_buf());
+            io::remove(&self.cfg, &log_path)?;
+            self.sealed.remove(&base);
+            self.unsynced.retain(|(b, _)| *b != base);
+            if !self.dirty_dirs.contains(&self.dir) {
+                self.dirty_dirs.push(self.dir.clone());
+            }
+            total -= size;
+            n += 1;
+            io::remove(&self.cfg, &index_path)?;
+        }
+        Ok(n)
+    }
+
+    /// Writes the index out and syncs everything: a clean close.
+    pub(crate) fn close(&mut self) -> Result<()> {
+        if self.cfg.read_only {
+            return Ok(());
+        }
+        finish_index(&self.cfg, &mut self.active.seg);
+        self.sync(self.cfg.now())
+    }
+}
+
+impl Drop for Partition {
+    fn drop(&mut self) {
+        if !self.cfg.read_only && self.failed.is_none() {
+            finish_index(&self.cfg, &mut self.active.seg);
+        }
+    }
+}

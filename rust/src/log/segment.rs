@@ -1,0 +1,333 @@
+//! One segment: a `{base:020}.log` file of records after a file header, and its
+//! index. [`SegmentReader`] walks records with positioned reads through a bounded
+//! buffer (never the whole file); [`Active`] is the segment being appended to.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use super::config::LogConfig;
+use super::error::{LogError, Result};
+use super::format::{
+    encode_file_header, encode_record, record_crc, segment_file_name, RecordHeader,
+    FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, LOG_MAGIC, RECORD_HEADER_LEN,
+};
+use super::index::{Index, IndexEntry};
+use super::io;
+
+/// Bytes a reader fetches per positioned read (records larger than this are read
+/// whole).
+pub const READ_CHUNK: usize = 256 * 1024;
+
+/// Where a segment's records end, and what is known about the newest of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail {
+    /// Offset the next record appended would take.
+    pub next: u64,
+    /// Valid bytes in the file (header included).
+    pub size: u64,
+    /// Newest timestamp of the segment's records (0 when empty).
+    pub max_ts: u64,
+    /// Position of the last record.
+    pub last_pos: Option<u64>,
+    /// Position of the record the last index entry points at.
+    pub last_indexed: Option<u64>,
+}
+
+impl Tail {
+    /// The tail of an empty segment starting at `base`.
+    pub fn empty(base: u64) -> Tail {
+        Tail {
+            next: base,
+            size: FILE_HEADER_LEN as u64,
+            max_ts: 0,
+            last_pos: None,
+            last_indexed: None,
+        }
+    }
+}
+
+/// A segment's files and extent. Sealed segments hold no open file.
+#[derive(Debug)]
+pub struct Segment {
+    /// Offset of the first record.
+    pub base: u64,
+    /// The `.log` file.
+    pub log_path: PathBuf,
+    /// The index.
+    pub index: Index,
+    /// Extent of the records.
+    pub tail: Tail,
+}
+
+/// Paths of the segment files at `base` in `dir`.
+pub fn paths(dir: &Path, base: u64) -> (PathBuf, PathBuf) {
+    (
+        dir.join(segment_file_name(base, LOG_EXT)),
+        dir.join(segment_file_name(base, INDEX_EXT)),
+    )
+}
+
+impl Segment {
+    /// Number of records.
+    pub fn records(&self) -> u64 {
+        self.tail.next - self.base
+    }
+}
+
+/// What [`SegmentReader::next`] found.
+#[derive(Debug)]
+pub enum Next<'a> {
+    /// A complete record with a good CRC (its offset is for the caller to check).
+    Record {
+        /// Byte position of the record.
+        pos: u64,
+        /// Its header.
+        header: RecordHeader,
+        /// Its value, borrowed from the reader's buffer.
+        value: &'a [u8],
+    },
+    /// The end of the valid bytes.
+    End,
+    /// A record cut short by the end of the file.
+    Torn {
+        /// Byte position of the record.
+        pos: u64,
+        /// What is short.
+        reason: String,
+    },
+    /// A complete record that fails its CRC.
+    Bad {
+        /// Byte position of the record.
+        pos: u64,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Walks the records of a segment file from a position up to an end, with
+/// positioned reads into one reusable buffer.
+pub struct SegmentReader<'f> {
+    file: &'f File,
+    path: &'f Path,
+    pos: u64,
+    end: u64,
+    buf: Vec<u8>,
+    buf_pos: u64,
+    chunk: usize,
+}
+
+impl<'f> SegmentReader<'f> {
+    /// A reader of `file` between `pos` and `end`.
+    pub fn new(file: &'f File, path: &'f Path, pos: u64, end: u64) -> SegmentReader<'f> {
+        SegmentReader {
+            file,
+            path,
+            pos,
+            end,
+            buf: Vec::new(),
+            buf_pos: 0,
+            chunk: READ_CHUNK,
+        }
+    }
+
+    /// Sets how many bytes each positioned read fetches (at least one header).
+    pub fn with_chunk(mut self, chunk: usize) -> Self {
+        self.chunk = chunk.clamp(RECORD_HEADER_LEN, READ_CHUNK);
+        self
+    }
+
+    /// Position of the next record.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Makes `[pos, pos + need)` available in the buffer; false if past the end.
+    fn fill(&mut self, need: u64) -> Result<bool> {
+        if self.pos + need > self.end {
+            return Ok(false);
+        }
+        let have_end = self.buf_pos + self.buf.len() as u64;
+        if self.pos >= self.buf_pos && self.pos + need <= have_end {
+            return Ok(true);
+        }
+        let want = need.max(self.chunk as u64).min(self.end - self.pos) as usize;
+        self.buf.resize(want, 0);
+        io::read_at(self.file, self.path, &mut self.buf, self.pos)?;
+        self.buf_pos = self.pos;
+        Ok(true)
+    }
+
+    fn slice(&self, pos: u64, len: u64) -> &[u8] {
+        let start = (pos - self.buf_pos) as usize;
+        &self.buf[start..start + len as usize]
+    }
+
+    /// Reads the next record, moving past it when it is good.
+    pub fn next(&mut self) -> Result<Next<'_>> {
+        let pos = self.pos;
+        if pos == self.end {
+            return Ok(Next::End);
+        }
+        if !self.fill(RECORD_HEADER_LEN as u64)? {
+            return Ok(Next::Torn {
+                pos,
+                reason: format!(
+                    "record header cut short: {} of {RECORD_HEADER_LEN} bytes",
+                    self.end - pos
+                ),
+            });
+        }
+        let header = RecordHeader::decode(self.slice(pos, RECORD_HEADER_LEN as u64));
+        let len = header.record_len();
+        if !self.fill(len)? {
+            return Ok(Next::Torn {
+                pos,
+                reason: format!(
+                    "record of {len} bytes cut short: {} bytes left",
+                    self.end - pos
+                ),
+            });
+        }
+        let value_start = pos + RECORD_HEADER_LEN as u64;
+        let crc = record_crc(
+            header.timestamp,
+            self.slice(value_start, u64::from(header.len)),
+        );
+        if crc != header.crc {
+            return Ok(Next::Bad {
+                pos,
+                reason: format!(
+                    "CRC32C {crc:08x} does not match the stored {:08x}",
+                    header.crc
+                ),
+            });
+        }
+        self.pos = pos + len;
+        Ok(Next::Record {
+            pos,
+            header,
+            value: self.slice(value_start, u64::from(header.len)),
+        })
+    }
+}
+
+/// The segment being appended to, with its open file.
+#[derive(Debug)]
+pub struct Active {
+    /// Paths, index and extent.
+    pub seg: Segment,
+    /// The open `.log` file.
+    pub file: File,
+}
+
+impl Active {
+    /// Creates the files of an empty segment at `base`.
+    pub fn create(cfg: &LogConfig, dir: &Path, base: u64) -> Result<Active> {
+        let (log_path, index_path) = paths(dir, base);
+        let file = io::create(cfg, &log_path)?;
+        io::write_at(
+            cfg,
+            &file,
+            &log_path,
+            &encode_file_header(&LOG_MAGIC, base),
+            0,
+        )?;
+        let index = Index::create(cfg, &index_path, base)?;
+        Ok(Active {
+            seg: Segment {
+                base,
+                log_path,
+                index,
+                tail: Tail::empty(base),
+            },
+            file,
+        })
+    }
+
+    /// Appends records `first, first + 1, ...` with one write. On error nothing of
+    /// the batch is counted: the caller truncates the file back to `tail.size`.
+    pub fn write(
+        &mut self,
+        cfg: &LogConfig,
+        buf: &mut Vec<u8>,
+        first: u64,
+        ts: u64,
+        values: &[&[u8]],
+    ) -> Result<()> {
+        buf.clear();
+        let mut t = self.seg.tail;
+        let mut entries = Vec::new();
+        for (i, v) in values.iter().enumerate() {
+            let offset = first + i as u64;
+            let pos = t.size + buf.len() as u64;
+            let max_ts = t.max_ts.max(ts);
+            let due = index_due(t.last_indexed, pos, cfg);
+            if due {
+                entries.push(IndexEntry {
+                    rel: (offset - self.seg.base) as u32,
+                    pos: pos as u32,
+                    max_ts,
+                });
+                t.last_indexed = Some(pos);
+            }
+            encode_record(buf, offset, ts, v);
+            t.max_ts = max_ts;
+            t.last_pos = Some(pos);
+            t.next = offset + 1;
+        }
+        io::write_at(cfg, &self.file, &self.seg.log_path, buf, t.size)?;
+        t.size += buf.len() as u64;
+        self.seg.tail = t;
+        for e in entries {
+            push_index(cfg, &mut self.seg.index, e);
+        }
+        Ok(())
+    }
+
+    /// Finishes the segment: an index entry for its last record, pending entries
+    /// written out. Returns the sealed segment and its still-open file.
+    pub fn seal(mut self, cfg: &LogConfig) -> (Segment, File) {
+        finish_index(cfg, &mut self.seg);
+        (self.seg, self.file)
+    }
+}
+
+/// Whether a record at `pos` gets an index entry.
+pub fn index_due(last_indexed: Option<u64>, pos: u64, cfg: &LogConfig) -> bool {
+    match last_indexed {
+        None => true,
+        Some(li) => pos - li >= u64::from(cfg.index_interval_bytes),
+    }
+}
+
+/// Adds the entry for the last record (so a sealed segment's index ends with it)
+/// and writes pending entries out.
+pub fn finish_index(cfg: &LogConfig, seg: &mut Segment) {
+    if let Some(last_pos) = seg.tail.last_pos {
+        if seg.tail.last_indexed != Some(last_pos) {
+            let e = IndexEntry {
+                rel: (seg.tail.next - 1 - seg.base) as u32,
+                pos: last_pos as u32,
+                max_ts: seg.tail.max_ts,
+            };
+            push_index(cfg, &mut seg.index, e);
+            seg.tail.last_indexed = Some(last_pos);
+        }
+    }
+    if let Err(e) = seg.index.flush(cfg) {
+        disable_index(&mut seg.index, &e);
+    }
+}
+
+/// The index is a cache: failing to write it costs speed, not data. Lookups then
+/// scan the segment; the next open rebuilds the index.
+pub fn push_index(cfg: &LogConfig, index: &mut Index, e: IndexEntry) {
+    if let Err(err) = index.push(cfg, e) {
+        disable_index(index, &err);
+    }
+}
+
+fn disable_index(index: &mut Index, err: &LogError) {
+    tracing::warn!("index write failed, scanning instead until reopen: {err}");
+    *index = Index::unusable(index.path());
+}

@@ -1,0 +1,933 @@
+//! Tests of the segment store: a model-based property test, crash recovery at
+//! every byte of the last record, index rebuild, retention, time lookup, fsync
+//! policies and injected I/O errors.
+
+use std::collections::VecDeque;
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::format::{FILE_HEADER_LEN, RECORD_HEADER_LEN};
+use super::*;
+
+const T: &[u8] = b"weather";
+const P: &str = "85E3C6EBDC7B4156AD9C43611EBC09CE";
+
+struct Clock(Arc<AtomicU64>);
+
+impl Clock {
+    fn new(start: u64) -> Clock {
+        Clock(Arc::new(AtomicU64::new(start)))
+    }
+    fn get(&self) -> crate::log::Clock {
+        let c = self.0.clone();
+        Arc::new(move || c.load(Ordering::SeqCst))
+    }
+    fn set(&self, v: u64) {
+        self.0.store(v, Ordering::SeqCst);
+    }
+}
+
+fn small(clock: &Clock) -> LogConfig {
+    LogConfig {
+        segment_bytes: 400,
+        index_interval_bytes: 64,
+        clock: clock.get(),
+        ..LogConfig::default()
+    }
+}
+
+fn value(i: u64) -> Vec<u8> {
+    format!("value-{i}-{}", "x".repeat((i % 13) as usize)).into_bytes()
+}
+
+fn seg_files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+fn pdir(root: &Path) -> PathBuf {
+    root.join("weather").join(P)
+}
+
+fn read_all(log: &Log) -> Vec<(u64, Vec<u8>)> {
+    let first = log.first_offset(T, P).unwrap();
+    log.read(T, P, first, usize::MAX, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.offset, r.value))
+        .collect()
+}
+
+#[test]
+fn append_read_reopen_and_offset_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert!(log.read(T, P, 0, 10, 100).is_err(), "unknown partition");
+    // A partition may start mid-stream.
+    log.append(T, P, 100, b"first").unwrap();
+    let vals: Vec<Vec<u8>> = (101..160).map(value).collect();
+    log.append_batch(T, P, 101, &vals).unwrap();
+    assert_eq!(log.next_offset(T, P), Some(160));
+    assert_eq!(log.first_offset(T, P), Some(100));
+    let gap = log.append(T, P, 161, b"gap").unwrap_err();
+    assert!(
+        matches!(
+            gap,
+            LogError::OffsetMismatch {
+                expected: 160,
+                got: 161,
+                ..
+            }
+        ),
+        "{gap}"
+    );
+    assert!(gap.to_string().contains("a gap"));
+    let dup = log.append(T, P, 159, b"dup").unwrap_err();
+    assert!(dup.to_string().contains("already stored"), "{dup}");
+    assert!(matches!(
+        log.read(T, P, 99, 1, 1),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    assert!(matches!(
+        log.read(T, P, 161, 1, 1),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    assert!(log.read(T, P, 160, 10, 10).unwrap().is_empty());
+    // Byte budget: always one record, then whole records within the budget.
+    let one = log.read(T, P, 100, 100, 1).unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].value, b"first");
+    assert_eq!(one[0].timestamp, 1_000);
+    let some = log.read(T, P, 120, 100, 60).unwrap();
+    let total: usize = some.iter().map(|r| r.value.len()).sum();
+    assert!(total <= 60 && !some.is_empty());
+    assert_eq!(some[0].offset, 120);
+    let info = log.partition(T, P).unwrap();
+    assert!(info.segments > 3, "segments roll at 400 bytes: {info:?}");
+    let before = read_all(&log);
+    assert_eq!(before.len(), 60);
+    log.close().unwrap();
+
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert_eq!(read_all(&log), before);
+    assert_eq!(
+        log.partition(T, P).unwrap(),
+        PartitionInfo {
+            durable_next: 160,
+            ..info
+        }
+    );
+    assert_eq!(log.durable_next(T, P), Some(160));
+    assert_eq!(log.topics(), vec![T.to_vec()]);
+}
+
+#[test]
+fn odd_topic_names_round_trip_through_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1);
+    let names: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"..".to_vec(),
+        b"a/b".to_vec(),
+        vec![0, 255, 37],
+    ];
+    {
+        let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+        for n in &names {
+            log.append(n, P, 0, n).unwrap();
+        }
+        assert!(log.append(b"x", "../../etc", 0, b"v").is_err());
+        log.close().unwrap();
+    }
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    let mut want = names.clone();
+    want.sort();
+    assert_eq!(log.topics(), want);
+    for n in &names {
+        assert_eq!(log.read(n, P, 0, 1, 100).unwrap()[0].value, *n);
+    }
+}
+
+/// In-memory model of one partition, mirroring the rolling rule exactly.
+#[derive(Default, Debug)]
+struct Model {
+    segments: VecDeque<Vec<(u64, u64, Vec<u8>)>>,
+    next: Option<u64>,
+}
+
+impl Model {
+    fn seg_size(s: &[(u64, u64, Vec<u8>)]) -> u64 {
+        FILE_HEADER_LEN as u64
+            + s.iter()
+                .map(|r| (RECORD_HEADER_LEN + r.2.len()) as u64)
+                .sum::<u64>()
+    }
+    fn append(&mut self, first: u64, ts: u64, vals: &[Vec<u8>], seg_bytes: u64) {
+        if self.segments.is_empty() {
+            self.segments.push_back(Vec::new());
+        }
+        for (i, v) in vals.iter().enumerate() {
+            let last = self.segments.back().unwrap();
+            let rl = (RECORD_HEADER_LEN + v.len()) as u64;
+            if !last.is_empty() && Self::seg_size(last) + rl > seg_bytes {
+                self.segments.push_back(Vec::new());
+            }
+            self.segments
+                .back_mut()
+                .unwrap()
+                .push((first + i as u64, ts, v.clone()));
+        }
+        self.next = Some(first + vals.len() as u64);
+    }
+    fn records(&self) -> Vec<(u64, u64, Vec<u8>)> {
+        self.segments.iter().flatten().cloned().collect()
+    }
+    fn first(&self) -> Option<u64> {
+        let f = self.segments.front()?;
+        Some(f.first().map_or(self.next.unwrap(), |r| r.0))
+    }
+    fn retention(&mut self, now: u64, retain_ms: u64, retain_bytes: u64) {
+        while self.segments.len() > 1 {
+            let s = &self.segments[0];
+            let max_ts = s.iter().map(|r| r.1).max().unwrap_or(0);
+            let total: u64 = self.segments.iter().map(|s| Self::seg_size(s)).sum();
+            if now.saturating_sub(max_ts) > retain_ms || total > retain_bytes {
+                self.segments.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Append(Vec<Vec<u8>>),
+    BadAppend(i8),
+    Read(u16, u8, u16),
+    Reopen,
+    Sync,
+    Advance(u32),
+    Retention,
+    ForTime(u16),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..90), 1..12).prop_map(Op::Append),
+        1 => prop_oneof![Just(-1i8), Just(1i8), Just(5i8)].prop_map(Op::BadAppend),
+        4 => (any::<u16>(), 0u8..20, 0u16..400).prop_map(|(a, b, c)| Op::Read(a, b, c)),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Sync),
+        2 => (0u32..4_000_000).prop_map(Op::Advance),
+        1 => Just(Op::Retention),
+        1 => any::<u16>().prop_map(Op::ForTime),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn log_agrees_with_a_model(start in 0u64..1_000_000, ops in proptest::collection::vec(op(), 1..60)) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new(10_000_000);
+        let cfg = || LogConfig {
+            segment_bytes: 300,
+            index_interval_bytes: 50,
+            retain_hours: Some(1),
+            retain_bytes: Some(1_500),
+            fsync: FsyncPolicy::Never,
+            clock: clock.get(),
+            ..LogConfig::default()
+        };
+        let mut log = Some(Log::open(dir.path(), cfg()).unwrap());
+        let mut m = Model::default();
+        for op in ops {
+            let l = log.as_mut().unwrap();
+            match op {
+                Op::Append(vals) => {
+                    let first = m.next.unwrap_or(start);
+                    l.append_batch(T, P, first, &vals).unwrap();
+                    m.append(first, clock.0.load(Ordering::SeqCst), &vals, 300);
+                }
+                Op::BadAppend(d) => {
+                    if let Some(next) = m.next {
+                        let off = next.wrapping_add_signed(i64::from(d));
+                        prop_assert!(l.append(T, P, off, b"bad").is_err());
+                    }
+                }
+                Op::Read(s, n, bytes) => {
+                    let recs = m.records();
+                    let Some(next) = m.next else { continue };
+                    let first = m.first().unwrap();
+                    let start = first + u64::from(s) % (next - first + 1);
+                    let got = l.read(T, P, start, usize::from(n), usize::from(bytes)).unwrap();
+                    let mut want = Vec::new();
+                    let mut b = 0;
+                    for r in recs.iter().filter(|r| r.0 >= start) {
+                        if want.len() >= usize::from(n) || (!want.is_empty() && b + r.2.len() > usize::from(bytes)) {
+                            break;
+                        }
+                        b += r.2.len();
+                        want.push(StoredRecord { offset: r.0, timestamp: r.1, value: r.2.clone() });
+                    }
+                    prop_assert_eq!(got, want);
+                    let early = l.read(T, P, first.wrapping_sub(1), 1, 1);
+                    prop_assert!(first == 0 || early.is_err());
+                }
+                Op::Reopen => {
+                    log.take().unwrap().close().unwrap();
+                    log = Some(Log::open(dir.path(), cfg()).unwrap());
+                }
+                Op::Sync => {
+                    l.sync().unwrap();
+                    prop_assert_eq!(l.durable_next(T, P), m.next);
+                }
+                Op::Advance(ms) => clock.set(clock.0.load(Ordering::SeqCst) + u64::from(ms)),
+                Op::Retention => {
+                    l.enforce_retention().unwrap();
+                    m.retention(clock.0.load(Ordering::SeqCst), 3_600_000, 1_500);
+                }
+                Op::ForTime(t) => {
+                    if m.next.is_some() {
+                        let ts = 10_000_000 + u64::from(t) * 1_000;
+                        let want = m.records().iter().find(|r| r.1 >= ts).map(|r| r.0);
+                        prop_assert_eq!(l.offset_for_time(T, P, ts).unwrap(), want);
+                    }
+                }
+            }
+            let l = log.as_ref().unwrap();
+            prop_assert_eq!(l.next_offset(T, P), m.next);
+            if m.next.is_some() {
+                let info = l.partition(T, P).unwrap();
+                prop_assert_eq!(info.first_offset, m.first().unwrap());
+                prop_assert_eq!(info.segments, m.segments.len());
+                let bytes: u64 = m.segments.iter().map(|s| Model::seg_size(s)).sum();
+                prop_assert_eq!(info.bytes, bytes);
+            }
+        }
+        let l = log.take().unwrap();
+        if m.next.is_some() {
+            let got: Vec<(u64, u64, Vec<u8>)> = l
+                .read(T, P, m.first().unwrap(), usize::MAX, usize::MAX)
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.offset, r.timestamp, r.value))
+                .collect();
+            prop_assert_eq!(got, m.records());
+        }
+    }
+}
+
+/// Writes `n` records into one segment (big segments), closes, returns the
+/// segment path and the byte position where the last record starts.
+fn build(dir: &Path, n: u64) -> (PathBuf, u64, Vec<(u64, Vec<u8>)>) {
+    let clock = Clock::new(5);
+    let mut log = Log::open(
+        dir,
+        LogConfig {
+            index_interval_bytes: 64,
+            ..small(&clock)
+        }
+        .with_segment(1 << 20),
+    )
+    .unwrap();
+    for i in 0..n {
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    let all = read_all(&log);
+    log.close().unwrap();
+    let seg = seg_files(&pdir(dir), "log").pop().unwrap();
+    let len = fs::metadata(&seg).unwrap().len();
+    let last = len - (RECORD_HEADER_LEN + value(n - 1).len()) as u64;
+    (seg, last, all)
+}
+
+impl LogConfig {
+    fn with_segment(mut self, bytes: u64) -> Self {
+        self.segment_bytes = bytes;
+        self
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            fs::create_dir_all(&dst).unwrap();
+            copy_dir(&e.path(), &dst);
+        } else {
+            fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn torn_tail_at_every_byte_of_the_last_record_is_truncated() {
+    let golden = tempfile::tempdir().unwrap();
+    let (seg, last, all) = build(golden.path(), 40);
+    let len = fs::metadata(&seg).unwrap().len();
+    let clock = Clock::new(5);
+    for policy in [
+        RecoveryPolicy::TolerateTailCorruption,
+        RecoveryPolicy::AbsoluteConsistency,
+    ] {
+        for cut in last..len {
+            let dir = tempfile::tempdir().unwrap();
+            copy_dir(golden.path(), dir.path());
+            let seg = pdir(dir.path()).join(seg.file_name().unwrap());
+            OpenOptions::new()
+                .write(true)
+                .open(&seg)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            let cfg = LogConfig {
+                recovery: policy,
+                ..small(&clock)
+            }
+            .with_segment(1 << 20);
+            let mut log = Log::open(dir.path(), cfg).unwrap();
+            assert_eq!(read_all(&log), all[..39], "cut at {cut}");
+            assert_eq!(
+                fs::metadata(&seg).unwrap().len(),
+                last,
+                "truncated to the last good record"
+            );
+            // The log goes on from there.
+            log.append(T, P, 39, b"again").unwrap();
+            assert_eq!(log.read(T, P, 39, 1, 10).unwrap()[0].value, b"again");
+        }
+    }
+}
+
+#[test]
+fn flipped_bytes_in_the_last_record() {
+    let golden = tempfile::tempdir().unwrap();
+    let (seg, last, all) = build(golden.path(), 40);
+    let len = fs::metadata(&seg).unwrap().len();
+    let clock = Clock::new(5);
+    for pos in last..len {
+        for policy in [
+            RecoveryPolicy::TolerateTailCorruption,
+            RecoveryPolicy::AbsoluteConsistency,
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            copy_dir(golden.path(), dir.path());
+            let seg = pdir(dir.path()).join(seg.file_name().unwrap());
+            let f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&seg)
+                .unwrap();
+            let mut b = [0u8];
+            f.read_exact_at(&mut b, pos).unwrap();
+            f.write_all_at(&[b[0] ^ 0x5a], pos).unwrap();
+            drop(f);
+            let cfg = LogConfig {
+                recovery: policy,
+                ..small(&clock)
+            }
+            .with_segment(1 << 20);
+            match policy {
+                RecoveryPolicy::TolerateTailCorruption => {
+                    let log = Log::open(dir.path(), cfg).unwrap();
+                    assert_eq!(read_all(&log), all[..39], "flip at {pos}");
+                }
+                RecoveryPolicy::AbsoluteConsistency => match Log::open(dir.path(), cfg) {
+                    // A flip in the length field can make the record look cut short.
+                    Ok(log) => assert_eq!(read_all(&log), all[..39], "flip at {pos}"),
+                    Err(e) => {
+                        let msg = e.to_string();
+                        assert!(msg.contains(&seg.display().to_string()), "{msg}");
+                        assert!(msg.contains("offset 39"), "{msg}");
+                        assert_eq!(fs::metadata(&seg).unwrap().len(), len, "untouched");
+                    }
+                },
+            }
+        }
+    }
+}
+
+#[test]
+fn damage_followed_by_valid_records_is_an_error_not_a_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (seg, _, _) = build(dir.path(), 40);
+    let len = fs::metadata(&seg).unwrap().len();
+    // Damage the value of record 20 (far before the end).
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&seg)
+        .unwrap();
+    let mut pos = FILE_HEADER_LEN as u64;
+    for i in 0..20 {
+        pos += (RECORD_HEADER_LEN + value(i).len()) as u64;
+    }
+    f.write_all_at(b"#", pos + RECORD_HEADER_LEN as u64 + 2)
+        .unwrap();
+    drop(f);
+    // Force a full scan of the active segment.
+    fs::remove_file(seg.with_extension("index")).unwrap();
+    let clock = Clock::new(5);
+    let err = Log::open(dir.path(), small(&clock).with_segment(1 << 20)).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, LogError::Corruption { offset: 20, position, .. } if position == pos),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&seg.display().to_string()) && msg.contains("valid record"),
+        "{msg}"
+    );
+    assert_eq!(
+        fs::metadata(&seg).unwrap().len(),
+        len,
+        "nothing was cut off"
+    );
+}
+
+#[test]
+fn damage_in_a_sealed_segment_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    let vals: Vec<Vec<u8>> = (0..50).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    log.close().unwrap();
+    let segs = seg_files(&pdir(dir.path()), "log");
+    assert!(segs.len() > 2);
+    let f = OpenOptions::new().write(true).open(&segs[0]).unwrap();
+    f.write_all_at(b"\xff\xff", FILE_HEADER_LEN as u64 + 30)
+        .unwrap();
+    drop(f);
+    // The cheap open-time check (last index entry) passes; a read finds the damage.
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    let err = log.read(T, P, 0, 10, 1000).unwrap_err();
+    assert!(
+        matches!(err, LogError::Corruption { offset: 0, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&segs[0].display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        log.read(T, P, 20, 1, 1).unwrap()[0].offset,
+        20,
+        "other segments read fine"
+    );
+    drop(log);
+    // Without its index the segment is scanned in full, and open refuses.
+    fs::remove_file(segs[0].with_extension("index")).unwrap();
+    let err = Log::open(dir.path(), small(&clock)).unwrap_err();
+    assert!(err.to_string().contains("sealed segment"), "{err}");
+    assert!(
+        err.to_string().contains(&segs[0].display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn index_is_rebuilt_when_missing_or_damaged() {
+    let clock = Clock::new(5);
+    for damage in ["remove", "garbage", "truncate", "stale"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+        for i in 0..80 {
+            clock.set(1_000 + i * 10);
+            log.append(T, P, i, &value(i)).unwrap();
+        }
+        let all = read_all(&log);
+        log.close().unwrap();
+        let indexes = seg_files(&pdir(dir.path()), "index");
+        let orig: Vec<Vec<u8>> = indexes.iter().map(|p| fs::read(p).unwrap()).collect();
+        for idx in &indexes {
+            match damage {
+                "remove" => fs::remove_file(idx).unwrap(),
+                "garbage" => fs::write(idx, b"not an index at all").unwrap(),
+                "truncate" => {
+                    let l = fs::metadata(idx).unwrap().len();
+                    OpenOptions::new()
+                        .write(true)
+                        .open(idx)
+                        .unwrap()
+                        .set_len(l - 3)
+                        .unwrap();
+                }
+                _ => {
+                    // Keep only the header and first entry: a stale index.
+                    let l = (FILE_HEADER_LEN + 16) as u64;
+                    OpenOptions::new()
+                        .write(true)
+                        .open(idx)
+                        .unwrap()
+                        .set_len(l)
+                        .unwrap();
+                }
+            }
+        }
+        let log = Log::open(dir.path(), small(&clock)).unwrap();
+        assert_eq!(read_all(&log), all, "{damage}");
+        for s in [0, 17, 43, 79] {
+            assert_eq!(log.read(T, P, s, 1, 1).unwrap()[0].offset, s);
+        }
+        assert_eq!(log.offset_for_time(T, P, 1_000 + 555).unwrap(), Some(56));
+        drop(log);
+        let rebuilt: Vec<Vec<u8>> = indexes.iter().map(|p| fs::read(p).unwrap()).collect();
+        assert_eq!(
+            rebuilt, orig,
+            "{damage}: the rebuilt index equals the original"
+        );
+    }
+}
+
+#[test]
+fn retention_by_age_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let hour = 3_600_000;
+    let cfg = || LogConfig {
+        retain_hours: Some(2),
+        retention_check_ms: 1_000,
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    let vals: Vec<Vec<u8>> = (0..30).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    clock.set(1_000_000 + hour);
+    let vals: Vec<Vec<u8>> = (30..60).map(value).collect();
+    log.append_batch(T, P, 30, &vals).unwrap();
+    let segs_before = log.partition(T, P).unwrap().segments;
+    assert_eq!(
+        log.enforce_retention().unwrap(),
+        0,
+        "nothing older than 2 h yet"
+    );
+    clock.set(1_000_000 + 2 * hour + 1);
+    log.tick().unwrap();
+    let info = log.partition(T, P).unwrap();
+    assert!(info.first_offset > 0 && info.first_offset <= 30, "{info:?}");
+    assert!(info.segments < segs_before);
+    assert_eq!(read_all(&log)[0].0, info.first_offset);
+    // Everything old: all sealed segments go, never the active one.
+    clock.set(1_000_000 + 10 * hour);
+    log.enforce_retention().unwrap();
+    let info = log.partition(T, P).unwrap();
+    assert_eq!(info.segments, 1);
+    assert_eq!(info.next_offset, 60);
+    assert_eq!(seg_files(&pdir(dir.path()), "log").len(), 1);
+    assert_eq!(seg_files(&pdir(dir.path()), "index").len(), 1);
+    assert!(matches!(
+        log.read(T, P, 0, 1, 1),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    log.close().unwrap();
+    let log = Log::open(dir.path(), cfg()).unwrap();
+    assert_eq!(log.partition(T, P).unwrap(), info);
+
+    // By size.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retain_bytes: Some(1_000),
+        retain_hours: None,
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    let vals: Vec<Vec<u8>> = (0..100).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    assert!(log.partition(T, P).unwrap().bytes > 1_000);
+    assert!(log.enforce_retention().unwrap() > 0);
+    let info = log.partition(T, P).unwrap();
+    assert!(info.bytes <= 1_000, "{info:?}");
+    assert_eq!(read_all(&log).len() as u64, 100 - info.first_offset);
+}
+
+#[test]
+fn fsync_policies_and_the_durable_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(0);
+    let syncs = Arc::new(AtomicU64::new(0));
+    let s = syncs.clone();
+    let fp: Failpoint = Arc::new(move |op, _| {
+        if op == IoOp::Sync {
+            s.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    });
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Interval,
+        flush_messages: 5,
+        flush_interval_ms: 100,
+        failpoint: Some(fp),
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    clock.set(10);
+    log.append(T, P, 0, b"a").unwrap();
+    let base = syncs.load(Ordering::SeqCst);
+    log.append(T, P, 1, b"b").unwrap();
+    assert_eq!(log.durable_next(T, P), Some(0));
+    assert_eq!(log.next_deadline(), 10 + 100);
+    clock.set(109);
+    log.tick().unwrap();
+    assert_eq!(log.durable_next(T, P), Some(0), "interval not elapsed");
+    assert_eq!(syncs.load(Ordering::SeqCst), base);
+    clock.set(110);
+    log.tick().unwrap();
+    assert_eq!(log.durable_next(T, P), Some(2), "interval elapsed");
+    assert!(syncs.load(Ordering::SeqCst) > base);
+    let vals: Vec<&[u8]> = vec![b"x"; 5];
+    log.append_batch(T, P, 2, &vals).unwrap();
+    assert_eq!(
+        log.durable_next(T, P),
+        Some(7),
+        "flush_messages reached: group commit"
+    );
+    log.close().unwrap();
+
+    let mut log = Log::open(
+        dir.path(),
+        LogConfig {
+            fsync: FsyncPolicy::Always,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    log.append(T, P, 7, b"y").unwrap();
+    assert_eq!(log.durable_next(T, P), Some(8));
+    drop(log);
+    let mut log = Log::open(
+        dir.path(),
+        LogConfig {
+            fsync: FsyncPolicy::Never,
+            ..cfg
+        },
+    )
+    .unwrap();
+    clock.set(1_000_000);
+    log.append(T, P, 8, b"z").unwrap();
+    log.tick().unwrap();
+    assert_eq!(
+        log.durable_next(T, P),
+        Some(8),
+        "never: only explicit syncs"
+    );
+    log.sync().unwrap();
+    assert_eq!(log.durable_next(T, P), Some(9));
+}
+
+#[test]
+fn offset_for_time_with_a_clock_going_backwards() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(0);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    let times = [100u64, 200, 150, 300, 300, 250, 400, 500];
+    for (i, t) in times.iter().enumerate() {
+        clock.set(*t);
+        let vals: Vec<Vec<u8>> = (0..7).map(|j| value(i as u64 * 7 + j)).collect();
+        log.append_batch(T, P, i as u64 * 7, &vals).unwrap();
+    }
+    for ts in [
+        0u64, 100, 101, 150, 199, 200, 201, 260, 300, 301, 450, 500, 501,
+    ] {
+        let want = times.iter().position(|t| *t >= ts).map(|i| i as u64 * 7);
+        assert_eq!(log.offset_for_time(T, P, ts).unwrap(), want, "ts {ts}");
+    }
+}
+
+#[test]
+fn injected_write_error_leaves_no_partial_record_and_reopen_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let fail_write = Arc::new(AtomicBool::new(false));
+    let fail_truncate = Arc::new(AtomicBool::new(false));
+    let (fw, ft) = (fail_write.clone(), fail_truncate.clone());
+    let fp: Failpoint = Arc::new(move |op, path| {
+        let log_file = path.extension().is_some_and(|e| e == "log");
+        if (op == IoOp::Write && log_file && fw.load(Ordering::SeqCst))
+            || (op == IoOp::Truncate && ft.load(Ordering::SeqCst))
+        {
+            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        Ok(())
+    });
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        ..small(&clock)
+    }
+    .with_segment(1 << 20);
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    let vals: Vec<Vec<u8>> = (0..10).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    let seg = seg_files(&pdir(dir.path()), "log").pop().unwrap();
+    let len = fs::metadata(&seg).unwrap().len();
+
+    fail_write.store(true, Ordering::SeqCst);
+    let vals: Vec<Vec<u8>> = (10..20).map(value).collect();
+    let err = log.append_batch(T, P, 10, &vals).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&seg.display().to_string()) && msg.contains("write"),
+        "{msg}"
+    );
+    assert_eq!(log.next_offset(T, P), Some(10));
+    assert_eq!(
+        fs::metadata(&seg).unwrap().len(),
+        len,
+        "the half-written batch was removed"
+    );
+    assert_eq!(read_all(&log).len(), 10);
+    fail_write.store(false, Ordering::SeqCst);
+    log.append_batch(T, P, 10, &vals).unwrap();
+    assert_eq!(read_all(&log).len(), 20);
+
+    // Now the rollback fails too: the partition refuses writes until reopen, and
+    // readers still never see the partial bytes.
+    let len = fs::metadata(&seg).unwrap().len();
+    fail_write.store(true, Ordering::SeqCst);
+    fail_truncate.store(true, Ordering::SeqCst);
+    let vals: Vec<Vec<u8>> = (20..30).map(value).collect();
+    log.append_batch(T, P, 20, &vals).unwrap_err();
+    assert!(
+        fs::metadata(&seg).unwrap().len() > len,
+        "partial bytes are on disk"
+    );
+    assert_eq!(read_all(&log).len(), 20);
+    fail_write.store(false, Ordering::SeqCst);
+    fail_truncate.store(false, Ordering::SeqCst);
+    let err = log.append_batch(T, P, 20, &vals).unwrap_err();
+    assert!(
+        matches!(err, LogError::Failed { .. }) && err.to_string().contains("reopen"),
+        "{err}"
+    );
+    drop(log);
+    // Recovery keeps the complete records of the half-written batch (they are
+    // valid, contiguous and were never reported durable) and drops the torn one.
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    let n = log.next_offset(T, P).unwrap();
+    assert!((20..30).contains(&n), "{n}");
+    let got = read_all(&log);
+    assert_eq!(got.len() as u64, n);
+    for (off, v) in &got[20..] {
+        assert_eq!(*v, value(*off));
+    }
+    let rest: Vec<Vec<u8>> = (n..30).map(value).collect();
+    log.append_batch(T, P, n, &rest).unwrap();
+    assert_eq!(read_all(&log).len(), 30);
+}
+
+#[test]
+fn injected_sync_error_fails_the_partition_until_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let fail = Arc::new(AtomicBool::new(false));
+    let f2 = fail.clone();
+    let fp: Failpoint = Arc::new(move |op, _| {
+        if op == IoOp::Sync && f2.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(5)); // EIO
+        }
+        Ok(())
+    });
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        fsync: FsyncPolicy::Always,
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    log.append(T, P, 0, b"a").unwrap();
+    fail.store(true, Ordering::SeqCst);
+    let err = log.append(T, P, 1, b"b").unwrap_err();
+    assert!(err.to_string().contains("fdatasync"), "{err}");
+    assert_eq!(log.durable_next(T, P), Some(1), "b is not reported durable");
+    fail.store(false, Ordering::SeqCst);
+    assert!(matches!(
+        log.append(T, P, 2, b"c"),
+        Err(LogError::Failed { .. })
+    ));
+    drop(log);
+    let log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(log.durable_next(T, P), Some(2));
+    assert_eq!(read_all(&log), vec![(0, b"a".to_vec()), (1, b"b".to_vec())]);
+}
+
+#[test]
+fn create_error_names_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let fp: Failpoint = Arc::new(|op, _| {
+        if op == IoOp::Create {
+            return Err(std::io::Error::from_raw_os_error(13)); // EACCES
+        }
+        Ok(())
+    });
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    log.append(T, P, 0, b"a").unwrap();
+    drop(log);
+    let mut log = Log::open(
+        dir.path(),
+        LogConfig {
+            failpoint: Some(fp),
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    let err = log.append(b"other", P, 0, b"a").unwrap_err();
+    assert!(err.to_string().contains("other"), "{err}");
+    // Rolling fails: the active segment keeps the records, nothing is lost.
+    let vals: Vec<Vec<u8>> = (1..40).map(value).collect();
+    assert!(log.append_batch(T, P, 1, &vals).is_err());
+    let n = log.next_offset(T, P).unwrap();
+    assert_eq!(read_all(&log).len() as u64, n);
+}
+
+#[test]
+fn read_only_open_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (seg, last, all) = build(dir.path(), 10);
+    OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(last + 5)
+        .unwrap();
+    fs::remove_file(seg.with_extension("index")).unwrap();
+    let clock = Clock::new(5);
+    let mut log = Log::open(
+        dir.path(),
+        LogConfig {
+            read_only: true,
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    assert_eq!(read_all(&log), all[..9]);
+    assert!(matches!(
+        log.append(T, P, 9, b"x"),
+        Err(LogError::ReadOnly(_))
+    ));
+    assert_eq!(fs::metadata(&seg).unwrap().len(), last + 5);
+    assert!(!seg.with_extension("index").exists());
+}
+
+#[test]
+fn config_is_validated() {
+    let bad = LogConfig {
+        segment_bytes: 10,
+        ..LogConfig::default()
+    };
+    let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
+    assert!(err.to_string().contains("segment_bytes"), "{err}");
+}
