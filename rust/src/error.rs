@@ -29,6 +29,9 @@ pub enum Error {
     /// The producer's unacknowledged buffer stayed full until the timeout.
     #[error("{0}")]
     BufferFull(String),
+    /// The durable log failed (I/O, corruption, a bad offset).
+    #[error(transparent)]
+    Log(#[from] crate::log::LogError),
     /// A blocking call was interrupted by the caller's check (Ctrl-C from Python).
     #[error("interrupted")]
     Interrupted,

@@ -354,7 +354,7 @@ impl Log {
     pub fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartitionInfo> {
         self.parts
             .iter()
-            .filter(|((t, _), _)| topic.map_or(true, |want| want == t.as_slice()))
+            .filter(|((t, _), _)| topic.is_none_or(|want| want == t.as_slice()))
             .map(|(_, p)| p.info())
             .collect()
     }

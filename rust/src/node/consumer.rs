@@ -89,9 +89,12 @@ impl ConsumerState {
             .collect()
     }
 
-    /// GET-HEADS for one topic if it is ours.
+    /// GET-HEADS for one topic if it is ours; for every topic when `topic` is
+    /// empty (a store subscribes to all GET-HEADS with the bare `G` prefix).
     pub fn get_heads_for(&self, topic: &[u8]) -> Vec<Out> {
-        if self.subscribed(topic) {
+        if topic.is_empty() {
+            self.get_heads()
+        } else if self.subscribed(topic) {
             vec![Out::GetHeads {
                 topic: topic.to_vec(),
             }]

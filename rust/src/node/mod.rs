@@ -17,7 +17,10 @@ pub mod tower;
 pub use config::{ConsumerConfig, NodeConfig, OffsetReset, ProducerConfig, TowerConfig};
 pub use consumer::{Consumer, ConsumerState, Delivery};
 pub use producer::{Producer, ProducerState};
+pub use store::{Store, StoreConfig};
 pub use tower::Tower;
 
+#[cfg(test)]
+mod store_tests;
 #[cfg(test)]
 mod tests;

@@ -11,15 +11,17 @@
 //! fails with EAGAIN, the unsent slice is requeued and retried a little later,
 //! so a slow consumer makes the store wait, never buffer without bound.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::log::{system_clock_ms, FsyncPolicy, Log, LogConfig, LogError};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::NodeConfig;
-use crate::node::core::{poll_timeout, Core, Frames, Out, Stats};
+use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
 use crate::node::store_logic::{PartKey, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig};
 use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
@@ -161,7 +163,9 @@ fn set_xpub_nodrop(sock: &mut zmq::Socket) -> Result<()> {
     if rc == 0 {
         Ok(())
     } else {
-        Err(Error::Zmq(zmq::Error::from_raw(unsafe { zmq_sys::zmq_errno() })))
+        Err(Error::Zmq(zmq::Error::from_raw(unsafe {
+            zmq_sys::zmq_errno()
+        })))
     }
 }
 
@@ -318,5 +322,147 @@ fn run<L: StoreLog>(
             core.on_timer(now, stats)?;
         }
         publish(shared, &logic, sync_error.as_deref());
+    }
+}
+
+// ------------------------------------------------------- the durable store
+
+/// The durable log as the store's storage.
+impl StoreLog for Log {
+    type Error = LogError;
+
+    fn next_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
+        Log::next_offset(self, topic, std::str::from_utf8(partition).ok()?)
+    }
+    fn first_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
+        Log::first_offset(self, topic, std::str::from_utf8(partition).ok()?)
+    }
+    fn append(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        offset: u64,
+        content: &[u8],
+    ) -> std::result::Result<(), LogError> {
+        let p = std::str::from_utf8(partition)
+            .map_err(|_| LogError::Invalid("partition name is not UTF-8".into()))?;
+        Log::append(self, topic, p, offset, content)
+    }
+    fn read(
+        &self,
+        topic: &[u8],
+        partition: &[u8],
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> std::result::Result<Vec<(u64, Vec<u8>)>, LogError> {
+        let Ok(p) = std::str::from_utf8(partition) else {
+            return Ok(Vec::new());
+        };
+        match Log::read(self, topic, p, start, max_records, max_bytes) {
+            Ok(recs) => Ok(recs.into_iter().map(|r| (r.offset, r.value)).collect()),
+            // Retention removed it meanwhile, or it is past the end: nothing.
+            Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
+                Ok(Vec::new())
+            }
+            Err(e) => Err(e),
+        }
+    }
+    fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
+        Log::durable_next(self, topic, std::str::from_utf8(partition).ok()?)
+    }
+    fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
+        Log::partitions(self, topic)
+            .into_iter()
+            .map(|i| (i.topic, i.partition.into_bytes()))
+            .collect()
+    }
+    fn sync_if_due(&mut self) -> std::result::Result<(), LogError> {
+        self.tick()
+    }
+    fn sync_all(&mut self) -> std::result::Result<(), LogError> {
+        self.sync()
+    }
+    fn next_sync(&self) -> Option<Instant> {
+        let now_ms = system_clock_ms();
+        let at = self.next_deadline();
+        Some(Instant::now() + Duration::from_millis(at.saturating_sub(now_ms)))
+    }
+}
+
+/// Everything a store is configured with.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub node: NodeConfig,
+    /// The log's settings. The store's default differs from the log's own:
+    /// group commit every `flush_interval_ms` = 2 ms (fdatasync at most ~500
+    /// times a second, never per record), so ACKs follow records closely and
+    /// nothing ACKed is lost to a crash.
+    pub log: LogConfig,
+    pub logic: StoreLogicConfig,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            node: NodeConfig::default(),
+            log: LogConfig {
+                fsync: FsyncPolicy::Interval,
+                flush_interval_ms: 2,
+                flush_messages: 100_000,
+                ..LogConfig::default()
+            },
+            logic: StoreLogicConfig::default(),
+        }
+    }
+}
+
+/// The file in a store's directory that keeps its address across restarts.
+pub const IDENTITY_FILE: &str = "store.id";
+/// The log lives in this subdirectory of the store's directory.
+pub const LOG_DIR: &str = "log";
+
+/// Reads the store's address from `dir/store.id`, creating it on first start.
+pub fn store_identity(dir: &Path) -> Result<String> {
+    let path = dir.join(IDENTITY_FILE);
+    let io = |e: std::io::Error| Error::Config(format!("{}: {e}", path.display()));
+    match std::fs::read_to_string(&path) {
+        Ok(s) => {
+            let id = s.trim();
+            if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+                Ok(id.to_ascii_uppercase())
+            } else {
+                Err(Error::Config(format!(
+                    "{} does not hold a 32-hex-digit store address; fix or delete it",
+                    path.display()
+                )))
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(dir).map_err(io)?;
+            let id = new_address();
+            let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
+            std::fs::write(&tmp, format!("{id}\n")).map_err(io)?;
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .map_err(io)?;
+            std::fs::rename(&tmp, &path).map_err(io)?;
+            Ok(id)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// A store node persisting to the durable log.
+pub type Store = StoreNode<Log>;
+
+impl StoreNode<Log> {
+    /// Opens (recovering) the store in `dir` and starts its node thread. The
+    /// address is kept in `dir/store.id` and reused after a restart.
+    pub fn open(dir: impl AsRef<Path>, cfg: StoreConfig) -> Result<Self> {
+        let dir = dir.as_ref();
+        let address = store_identity(dir)?;
+        let log = Log::open(dir.join(LOG_DIR), cfg.log)?;
+        Self::start(&address, log, cfg.node, cfg.logic)
     }
 }

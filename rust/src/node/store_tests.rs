@@ -1,0 +1,174 @@
+//! Socket-level store tests on 127.0.0.1 ephemeral ports: durable ACKs, a late
+//! consumer served by the store alone, restart with the same identity, and a
+//! second store catching up from the first.
+
+use std::time::{Duration, Instant};
+
+use super::store::{Store, StoreConfig};
+use super::*;
+
+fn peers(eps: &[&str]) -> NodeConfig {
+    NodeConfig {
+        peers: eps.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn store(dir: &std::path::Path, eps: &[&str]) -> Store {
+    Store::open(
+        dir,
+        StoreConfig {
+            node: peers(eps),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn producer(min_acks: usize, eps: &[&str]) -> Producer {
+    Producer::new(
+        "t",
+        ProducerConfig {
+            node: peers(eps),
+            min_acks,
+            head_interval: Duration::from_millis(100),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+fn consume(c: &Consumer, n: usize, within: Duration) -> Vec<Delivery> {
+    let deadline = Instant::now() + within;
+    let mut got = Vec::new();
+    while got.len() < n && Instant::now() < deadline {
+        got.extend(c.poll_many(10_000, Duration::from_millis(100)).unwrap());
+    }
+    got
+}
+
+fn value(i: u32) -> Vec<u8> {
+    format!("record-{i}").into_bytes()
+}
+
+fn wait_for(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn store_acks_durably_and_serves_a_late_consumer_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), &[]);
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    let n = 20_000u32;
+    p.send_many((0..n).map(value).collect(), None).unwrap();
+    let left = p.flush(Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        (left, p.acked_offset()),
+        (0, Some(u64::from(n) - 1)),
+        "store {:?} {:?} {:?}; producer {:?}",
+        s.shared().counters.lock().unwrap(),
+        s.shared().stats.snapshot(),
+        s.shared().last_error.lock().unwrap(),
+        p.stats().snapshot()
+    );
+    let heads = s.heads(Some(b"t".to_vec())).unwrap();
+    assert_eq!(heads.len(), 1);
+    assert_eq!(heads[0].0 .1, p.address().as_bytes());
+    assert_eq!(heads[0].1, u64::from(n));
+    p.close().unwrap();
+    drop(p);
+
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: peers(&[s.endpoint()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.connect(c.endpoint()).unwrap();
+    let got = consume(&c, n as usize, Duration::from_secs(60));
+    assert_eq!(
+        got.len(),
+        n as usize,
+        "consumer stats {:?}",
+        c.stats().snapshot()
+    );
+    for (i, d) in got.iter().enumerate() {
+        assert_eq!(d.offset, i as u64);
+        assert_eq!(d.value, value(i as u32));
+    }
+    c.close().unwrap();
+    s.close().unwrap();
+}
+
+#[test]
+fn restarted_store_keeps_its_identity_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), &[]);
+    let address = s.address().to_string();
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..500).map(value).collect(), None).unwrap();
+    p.flush(Duration::from_secs(30)).unwrap();
+    s.close().unwrap();
+    drop(s);
+
+    let s = store(dir.path(), &[p.endpoint()]);
+    assert_eq!(s.address(), address);
+    assert_eq!(s.heads(None).unwrap()[0].1, 500);
+    // The producer reconnects to the new endpoint and carries on.
+    p.connect(s.endpoint()).unwrap();
+    p.send_many((500..600).map(value).collect(), None).unwrap();
+    p.flush(Duration::from_secs(30)).unwrap();
+    assert_eq!(s.heads(None).unwrap()[0].1, 600);
+    p.close().unwrap();
+    s.close().unwrap();
+}
+
+#[test]
+fn late_store_catches_up_from_the_other_store_with_min_acks_two() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = store(d1.path(), &[]);
+    let p = producer(2, &[a.endpoint()]);
+    a.connect(p.endpoint()).unwrap();
+    p.send_many((0..3000).map(value).collect(), None).unwrap();
+    // Only one store: nothing is released.
+    wait_for(
+        "store A to hold everything",
+        Duration::from_secs(30),
+        || a.heads(None).unwrap().first().map(|h| h.1) == Some(3000),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(p.acked_offset(), None, "released before two stores ACKed");
+
+    // Store B joins late, hears the producer's HEAD and fetches the history
+    // from the producer and store A.
+    let b = store(d2.path(), &[a.endpoint(), p.endpoint()]);
+    a.connect(b.endpoint()).unwrap();
+    p.connect(b.endpoint()).unwrap();
+    p.flush(Duration::from_secs(60)).unwrap();
+    assert_eq!(p.acked_offset(), Some(2999));
+    assert_eq!(b.heads(None).unwrap()[0].1, 3000);
+    for s in [&a, &b] {
+        let recs = s
+            .query(|log| log.read(b"t", &log.partitions(None)[0].partition, 0, 5000, 1 << 30))
+            .unwrap()
+            .unwrap();
+        assert_eq!(recs.len(), 3000);
+        assert!(recs
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.value == value(i as u32)));
+    }
+    p.close().unwrap();
+    a.close().unwrap();
+    b.close().unwrap();
+}
