@@ -23,7 +23,9 @@ static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 fn seconds(name: &str, v: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(v).map_err(|_| {
-        PyValueError::new_err(format!("{name} must be a finite number of seconds >= 0, got {v}"))
+        PyValueError::new_err(format!(
+            "{name} must be a finite number of seconds >= 0, got {v}"
+        ))
     })
 }
 
@@ -231,7 +233,9 @@ impl PyProducer {
             let b = item.cast::<PyBytes>().map_err(|_| {
                 PyTypeError::new_err(format!(
                     "send_many takes an iterable of bytes, got an item of type {}",
-                    item.get_type().name().map_or_else(|_| "?".into(), |n| n.to_string())
+                    item.get_type()
+                        .name()
+                        .map_or_else(|_| "?".into(), |n| n.to_string())
                 ))
             })?;
             batch.push(b.as_bytes().to_vec());
@@ -275,8 +279,9 @@ impl PyProducer {
             py.detach(|| -> PyResult<()> {
                 let start = self.inner.acked_offset();
                 while Instant::now() < deadline && self.inner.acked_offset() == start {
-                    let n =
-                        self.inner.wait_flush(SLICE.min(deadline - Instant::now().min(deadline)))?;
+                    let n = self
+                        .inner
+                        .wait_flush(SLICE.min(deadline - Instant::now().min(deadline)))?;
                     if n == 0 {
                         break;
                     }
@@ -347,20 +352,20 @@ struct PyConsumer {
 
 fn to_records<'py>(py: Python<'py>, ds: Vec<Delivery>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let cls = RECORD.get_or_try_init(py, || {
-        py.import("dafka.record")?.getattr("Record").map(|c| c.unbind())
+        py.import("dafka.record")?
+            .getattr("Record")
+            .map(|c| c.unbind())
     })?;
     let cls = cls.bind(py);
     let mut out = Vec::with_capacity(ds.len());
     let mut topic: Option<(Arc<str>, Bound<'py, PyString>)> = None;
     let mut part: Option<(Arc<str>, Bound<'py, PyString>)> = None;
-    let cached = |slot: &mut Option<(Arc<str>, Bound<'py, PyString>)>, s: &Arc<str>| {
-        match slot {
-            Some((k, v)) if Arc::ptr_eq(k, s) => v.clone(),
-            _ => {
-                let v = PyString::new(py, s);
-                *slot = Some((s.clone(), v.clone()));
-                v
-            }
+    let cached = |slot: &mut Option<(Arc<str>, Bound<'py, PyString>)>, s: &Arc<str>| match slot {
+        Some((k, v)) if Arc::ptr_eq(k, s) => v.clone(),
+        _ => {
+            let v = PyString::new(py, s);
+            *slot = Some((s.clone(), v.clone()));
+            v
         }
     };
     for d in ds {
@@ -454,7 +459,11 @@ impl PyConsumer {
     /// The next record, waiting up to ``timeout`` seconds (None = until one
     /// arrives); None on timeout.
     #[pyo3(signature = (timeout = None))]
-    fn poll<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn poll<'py>(
+        &self,
+        py: Python<'py>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let ds = self.take(py, 1, timeout)?;
         Ok(to_records(py, ds)?.into_iter().next())
     }
