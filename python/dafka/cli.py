@@ -1,5 +1,8 @@
 """The ``dafka`` command line.
 
+``dafka tower`` runs a tower; ``dafka produce TOPIC`` publishes one record per stdin
+line; ``dafka consume TOPIC`` prints records; ``dafka demo`` runs a local cluster
+(tower, producer, two consumers) and checks every record arrives in order.
 ``dafka wire demo`` encodes every Dafka message in both dialects, decodes it back and
 checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on hex frames.
 """
@@ -7,10 +10,15 @@ checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on h
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 from dafka import wire
+from dafka._native import Consumer, Producer, Tower
 from dafka.exceptions import DafkaError
 
 _DEMO_PARTITION = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
@@ -40,7 +48,7 @@ def _show(message: wire.Message) -> str:
     return f"{message.kind} [{message.dialect}] " + " ".join(parts)
 
 
-def _cmd_demo(_: argparse.Namespace) -> int:
+def _cmd_wire_demo(_: argparse.Namespace) -> int:
     failures = 0
     for message in _demo_messages():
         for dialect in wire.DIALECTS:
@@ -102,14 +110,210 @@ def _cmd_encode(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a command the way Ctrl-C does (clean close, exit 130)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _discovery(args: argparse.Namespace) -> tuple[list[str] | None, list[str] | None]:
+    towers: list[str] | None = args.tower or None
+    peers: list[str] | None = args.peer or None
+    if towers is None and peers is None:
+        towers = ["tcp://127.0.0.1:5556,5557"]
+    return towers, peers
+
+
+def _cmd_tower(args: argparse.Namespace) -> int:
+    with _sigterm_as_interrupt(), Tower(beacon_in=args.beacon_in, beacon_out=args.beacon_out) as t:
+        print(f"tower {t.endpoint}", flush=True)
+        try:
+            while True:
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            stats = t.stats()
+            print(
+                f"tower stopped: {stats['beacons']} beacons relayed, "
+                f"{stats['malformed']} malformed dropped",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _cmd_produce(args: argparse.Namespace) -> int:
+    towers, peers = _discovery(args)
+    with (
+        _sigterm_as_interrupt(),
+        Producer(
+            args.topic, wire=args.wire, min_acks=args.min_acks, towers=towers, peers=peers
+        ) as p,
+    ):
+        print(f"producing to {args.topic!r} as partition {p.address}", file=sys.stderr)
+        count = 0
+        try:
+            for line in sys.stdin.buffer:
+                p.send(line.rstrip(b"\r\n"))
+                count += 1
+            left = p.flush(args.linger)
+        except KeyboardInterrupt:
+            left = p.flush(0)
+        if left and args.min_acks:
+            print(
+                f"dafka: {left} of {count} records not acknowledged by {args.min_acks} "
+                f"store(s) after {args.linger}s",
+                file=sys.stderr,
+            )
+        print(f"sent {count} records", file=sys.stderr)
+    return 0
+
+
+def _cmd_consume(args: argparse.Namespace) -> int:
+    reset = "earliest" if args.from_beginning else "latest"
+    out = sys.stdout
+    towers, peers = _discovery(args)
+    with (
+        _sigterm_as_interrupt(),
+        Consumer([args.topic], wire=args.wire, offset_reset=reset, towers=towers, peers=peers) as c,
+    ):
+        count = 0
+        try:
+            while args.count is None or count < args.count:
+                records = c.poll_many(timeout=args.timeout)
+                if not records:
+                    break
+                for r in records[: None if args.count is None else args.count - count]:
+                    if args.offsets:
+                        out.write(f"{r.partition} {r.offset} ")
+                    out.write(r.value.decode(errors="replace") + "\n")
+                    count += 1
+                out.flush()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    n, topic = args.records, "demo"
+    print(f"starting a local cluster: tower, 2 consumers, 1 producer ({args.wire} dialect)")
+    with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower:
+        towers = [tower.endpoint]
+        print(f"  tower     {tower.endpoint}")
+        with (
+            Consumer(
+                [topic],
+                towers=towers,
+                wire=args.wire,
+                offset_reset="earliest",
+                beacon_interval=0.2,
+                beacon_timeout=2.0,
+            ) as c1,
+            Consumer(
+                [topic],
+                towers=towers,
+                wire=args.wire,
+                offset_reset="earliest",
+                beacon_interval=0.2,
+                beacon_timeout=2.0,
+            ) as c2,
+            Producer(
+                topic,
+                towers=towers,
+                wire=args.wire,
+                head_interval=0.2,
+                beacon_interval=0.2,
+                beacon_timeout=2.0,
+            ) as p,
+        ):
+            print(f"  consumer  {c1.address} at {c1.endpoint}")
+            print(f"  consumer  {c2.address} at {c2.endpoint}")
+            print(f"  producer  {p.address} at {p.endpoint}")
+            start = time.monotonic()
+            for i in range(0, n, 1000):
+                p.send_many([b"record %d" % j for j in range(i, min(n, i + 1000))])
+            print(f"sent {n} records to {topic!r}")
+            ok = True
+            for name, c in (("consumer 1", c1), ("consumer 2", c2)):
+                got: list[int] = []
+                deadline = time.monotonic() + args.timeout
+                while len(got) < n and time.monotonic() < deadline:
+                    for r in c.poll_many(timeout=0.5):
+                        if r.value != b"record %d" % r.offset:
+                            ok = False
+                        got.append(r.offset)
+                in_order = got == list(range(n))
+                ok = ok and in_order
+                stats = c.stats()
+                print(
+                    f"{name}: {len(got)}/{n} records, {'in order' if in_order else 'NOT in order'}"
+                    f" ({stats['gaps']} gaps repaired by {stats['fetches_sent']} FETCHes)"
+                )
+            print(f"{'ok' if ok else 'FAILED'} in {time.monotonic() - start:.2f}s")
+    return 0 if ok else 1
+
+
+def _add_node_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topic")
+    p.add_argument(
+        "--tower",
+        action="append",
+        metavar="ENDPOINT",
+        help="tower to discover peers through, tcp://HOST:IN[,OUT] "
+        "(default tcp://127.0.0.1:5556,5557 unless --peer is given)",
+    )
+    p.add_argument("--peer", action="append", metavar="ENDPOINT", help="static peer XPUB endpoint")
+    p.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dafka", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
+    tw = sub.add_parser("tower", help="run a tower until Ctrl-C")
+    tw.add_argument("--beacon-in", default="tcp://*:5556", help="XSUB for node beacons")
+    tw.add_argument("--beacon-out", default="tcp://*:5557", help="XPUB towards nodes")
+    tw.set_defaults(func=_cmd_tower)
+
+    pr = sub.add_parser("produce", help="publish one record per stdin line")
+    _add_node_args(pr)
+    pr.add_argument("--min-acks", type=int, default=1, help="stores that must ACK (default 1)")
+    pr.add_argument(
+        "--linger",
+        type=float,
+        default=2.0,
+        help="seconds to wait at EOF for ACKs, serving FETCHes (default 2)",
+    )
+    pr.set_defaults(func=_cmd_produce)
+
+    co = sub.add_parser("consume", help="print records, one per line")
+    _add_node_args(co)
+    co.add_argument("--from-beginning", action="store_true", help="offset_reset=earliest")
+    co.add_argument("--count", type=int, help="stop after this many records")
+    co.add_argument(
+        "--timeout", type=float, help="stop after this many idle seconds (default: never)"
+    )
+    co.add_argument(
+        "--offsets", action="store_true", help="prefix each value with partition, offset"
+    )
+    co.set_defaults(func=_cmd_consume)
+
+    de = sub.add_parser("demo", help="run a local cluster and check every record arrives")
+    de.add_argument("--records", type=int, default=100_000)
+    de.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
+    de.add_argument("--timeout", type=float, default=60.0, help="per consumer, seconds")
+    de.set_defaults(func=_cmd_demo)
+
     w = sub.add_parser("wire", help="encode and decode Dafka messages")
     wsub = w.add_subparsers(dest="wire_command", required=True)
     demo = wsub.add_parser("demo", help="round-trip every message in both dialects")
-    demo.set_defaults(func=_cmd_demo)
+    demo.set_defaults(func=_cmd_wire_demo)
     dec = wsub.add_parser("decode", help="decode a message given as hex frames")
     dec.add_argument("frames", nargs="+", metavar="HEX")
     dec.set_defaults(func=_cmd_decode)

@@ -156,7 +156,9 @@ impl<C: Send + 'static> Actor<C> {
         }
     }
 
-    fn wake(&self) {
+    /// Writes a wake byte unconditionally: the next (or current) poll of the
+    /// thread returns at once.
+    pub fn wake(&self) {
         let guard = self.wake.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sock) = guard.as_ref() {
             // A full pipe already holds enough wake-ups.

@@ -408,13 +408,14 @@ impl Consumer {
                     }
                 }
             }
-            if self.shared.paused.load(SeqCst)
-                && self.shared.buffered.load(SeqCst) < self.max_buffered / 2
-            {
-                self.actor.wake_if_sleeping();
-            }
         } else {
             self.actor.check()?;
+        }
+        // The thread stopped reading while the channel was full: there is room
+        // again. Always wake (not only if asleep): it may be about to sleep.
+        if self.shared.paused.load(SeqCst) && self.shared.buffered.load(SeqCst) < self.max_buffered
+        {
+            self.actor.wake();
         }
         Ok(())
     }
@@ -498,8 +499,13 @@ fn run(
                 Cmd::Connect(ep) => core.connect(&ep),
             }
         }
+        // Paused is published before buffered is read, so a handle that drains
+        // concurrently either is seen here or sees `paused` and wakes us.
+        shared.paused.store(true, SeqCst);
         let full = shared.buffered.load(SeqCst) >= cfg.max_buffered;
-        shared.paused.store(full, SeqCst);
+        if !full {
+            shared.paused.store(false, SeqCst);
+        }
         let now = Instant::now();
         let timeout = poll_timeout(now, [st.next_deadline(), core.disc.next_deadline()]);
         let (xpub_in, sub_in, beacon_in) = {

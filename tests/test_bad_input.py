@@ -1,0 +1,167 @@
+"""Malformed frames of every kind sent by a raw pyzmq peer to a consumer, a producer
+and a tower: each is dropped and counted, and the node keeps working."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import zmq
+
+from dafka import Consumer, Producer, Tower, WireError, wire
+
+pytestmark = pytest.mark.timeout(60)
+
+P = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
+
+
+@pytest.fixture
+def ctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
+    c: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    yield c
+    c.destroy(linger=0)
+
+
+def corrupt(frames: list[bytes], index: int, at: int, byte: int) -> list[bytes]:
+    f = bytearray(frames[index])
+    f[at] = byte
+    return [*frames[:index], bytes(f), *frames[index + 1 :]]
+
+
+def malformed_for(topic: bytes, me: bytes) -> list[list[bytes]]:
+    rec = wire.encode(wire.Record(topic=topic, address=P, subject=topic, sequence=5, content=b"x"))
+    zrec = wire.encode(
+        wire.Record(topic=topic, address=P, subject=topic, sequence=5, content=b"x"), "zproto"
+    )
+    head = wire.encode(wire.Head(topic=topic, address=P, subject=topic, sequence=9))
+    dhead = wire.encode(wire.DirectHead(topic=me, address=P, subject=topic, sequence=9))
+    hello = wire.encode(wire.StoreHello(topic=me, address=P))
+    drec = wire.encode(wire.DirectRecord(topic=me, address=P, subject=topic, sequence=1))
+    return [
+        [rec[0]],  # RECORD with one frame: wrong frame count
+        [*rec, b"extra"],  # four frames
+        [*rec, b"more", b"frames"],  # five frames
+        corrupt(rec, 1, 1, 0xA0),  # signature AA A0 (the RFC prose's typo)
+        corrupt(rec, 1, 3, 0x02),  # version 2
+        corrupt(rec, 1, 2, ord("H")),  # body ID differs from the topic frame's
+        [rec[0], rec[1][:-3], rec[2]],  # truncated sequence
+        [rec[0], rec[1] + b"\x00", rec[2]],  # trailing byte
+        [rec[0], b"", rec[2]],  # empty body
+        [rec[0], rec[1][:4] + b"\xff" + rec[1][5:], rec[2]],  # address length past the end
+        [zrec[0][:-4], zrec[1]],  # zproto RECORD truncated
+        corrupt(zrec, 0, len(topic) + 2, 0x07),  # zproto version 7
+        [head[0], head[1][:-1]],  # HEAD truncated
+        [head[0] + b"\x00\x01\x20"],  # zproto HEAD with its fields cut short
+        [dhead[0], dhead[1] + b"zz"],  # DIRECT-HEAD trailing bytes
+        corrupt(hello, 1, 0, 0x00),  # STORE-HELLO bad signature
+        [hello[0], hello[1], b"third"],  # STORE-HELLO with a content frame
+        [drec[0], drec[1]],  # DIRECT-RECORD missing its content frame
+        corrupt(drec, 1, 2, ord("Z")),  # unknown body ID
+    ]
+
+
+def wait_sub(xpub: zmq.Socket[bytes], prefix: bytes) -> None:
+    xpub.setsockopt(zmq.RCVTIMEO, 20_000)
+    while xpub.recv() != b"\x01" + prefix:
+        pass
+
+
+def test_consumer_drops_and_counts_malformed(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
+    xpub = ctx.socket(zmq.XPUB)
+    xpub.bind("tcp://127.0.0.1:*")
+    ep = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
+    with Consumer(["bad"], peers=[ep], offset_reset="latest") as c:
+        me = c.address.encode()
+        bad = malformed_for(b"bad", me)
+        for frames in bad:
+            with pytest.raises(WireError):
+                wire.decode(frames)
+        wait_sub(xpub, b"Hbad")
+        for frames in bad:
+            xpub.send_multipart(frames)
+        good = wire.Record(topic=b"bad", address=P, subject=b"bad", sequence=5, content=b"ok")
+        xpub.send_multipart(wire.encode(good))
+        r = c.poll(timeout=20)
+        assert r is not None and (r.offset, r.value, r.partition) == (5, b"ok", P.decode())
+        assert c.stats()["malformed"] == len(bad)
+        # A prefix match for another topic ("bad2" matches the prefix "Mbad") is not
+        # malformed, just not ours: checked exactly and ignored.
+        other = wire.Record(topic=b"bad2", address=P, subject=b"bad2", sequence=6, content=b"no")
+        xpub.send_multipart(wire.encode(other))
+        xpub.send_multipart(wire.encode(wire.Record(**{**good.__dict__, "sequence": 6})))
+        r = c.poll(timeout=20)
+        assert r is not None and (r.offset, r.value) == (6, b"ok")
+
+
+def test_producer_drops_and_counts_malformed(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
+    xpub = ctx.socket(zmq.XPUB)
+    xpub.bind("tcp://127.0.0.1:*")
+    ep = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
+    me = b"9E51FBAE55A649C1A50C0B360F3FF7AE"
+    with Producer("pbad", peers=[ep]) as p:
+        part = p.address.encode()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"D" + me)
+        sub.connect(p.endpoint)
+        wait_sub(xpub, b"Gpbad")
+        p.send_many([b"a", b"b", b"c"])
+        fetch = wire.encode(
+            wire.Fetch(topic=part, address=me, subject=b"pbad", sequence=0, count=3)
+        )
+        ack = wire.encode(wire.Ack(topic=part, address=me, subject=b"pbad", sequence=2))
+        gh = wire.encode(wire.GetHeads(topic=b"pbad", address=me))
+        bad = [
+            [fetch[0]],
+            corrupt(fetch, 1, 0, 0x00),
+            [fetch[0], fetch[1][:-2]],
+            [fetch[0], fetch[1] + b"\x01"],
+            [ack[0], ack[1][:5]],
+            corrupt(ack, 1, 3, 0x09),
+            [gh[0], gh[1], b"x", b"y"],
+            [gh[0], b"\xaa\xa5"],
+        ]
+        for frames in bad:
+            with pytest.raises(WireError):
+                wire.decode(frames)
+            xpub.send_multipart(frames)
+        got: list[wire.Message] = []
+        deadline = time.monotonic() + 20
+        while len(got) < 3 and time.monotonic() < deadline:
+            xpub.send_multipart(fetch)
+            while sub.poll(300):
+                got.append(wire.decode(sub.recv_multipart()))
+        assert [m.content for m in got[:3]] == [b"a", b"b", b"c"]  # type: ignore[attr-defined]
+        assert p.stats()["malformed"] == len(bad)
+
+
+def test_tower_drops_and_counts_malformed_beacons(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
+    with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as t:
+        pub = ctx.socket(zmq.PUB)
+        pub.connect(t.beacon_in)
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"B")
+        sub.connect(t.beacon_out)
+        uuid = P
+        bad = [
+            [b"B"],
+            [b"B", uuid],
+            [b"B", uuid, b"127.0.0.1", b"0"],
+            [b"B", uuid, b"127.0.0.1", b"70000"],
+            [b"B", uuid, b"127.0.0.1", b"12x"],
+            [b"B", b"", b"127.0.0.1", b"5"],
+            [b"B", uuid, b"h", b"5", b"extra"],
+            [b"Bogus", uuid, b"h", b"5"],
+        ]
+        good = [b"B", uuid, b"", b"4242"]
+        deadline = time.monotonic() + 20
+        relayed: list[bytes] = []
+        while not relayed and time.monotonic() < deadline:
+            for frames in bad:
+                pub.send_multipart(frames)
+            pub.send_multipart(good)
+            if sub.poll(200):
+                relayed = sub.recv_multipart()
+        assert relayed == [b"B", uuid, b"tcp://127.0.0.1:4242"]
+        stats = t.stats()
+        assert stats["malformed"] >= len(bad) and stats["malformed"] % len(bad) == 0, stats

@@ -1,0 +1,230 @@
+"""The live path: towers, producers and consumers on 127.0.0.1 ephemeral ports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import dafka
+from dafka import Consumer, Producer, Record, Tower
+
+pytestmark = pytest.mark.timeout(120)
+
+HERE = Path(__file__).parent
+LOCAL = "tcp://127.0.0.1:0"
+
+
+def wait_for(cond: Callable[[], bool], what: str, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def drain(c: Consumer, n: int, within: float = 60.0) -> list[Record]:
+    got: list[Record] = []
+    deadline = time.monotonic() + within
+    while len(got) < n and time.monotonic() < deadline:
+        got.extend(c.poll_many(timeout=0.2))
+    return got
+
+
+@pytest.fixture
+def tower() -> Iterator[Tower]:
+    with Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t:
+        yield t
+
+
+def test_record_dataclass() -> None:
+    r = Record("t", "P", 3, b"v")
+    assert (r.topic, r.partition, r.offset, r.value, r.timestamp) == ("t", "P", 3, b"v", None)
+    assert Record("t", "P", 3, b"v", timestamp=5).timestamp == 5
+    with pytest.raises(AttributeError):
+        r.offset = 4  # type: ignore[misc]
+
+
+def test_tower_endpoint_and_context_manager(tower: Tower) -> None:
+    host, ports = tower.endpoint.rsplit(":", 1)
+    pin, pout = ports.split(",")
+    assert host == "tcp://127.0.0.1"
+    assert tower.beacon_in.endswith(":" + pin) and tower.beacon_out.endswith(":" + pout)
+    assert tower.stats()["malformed"] == 0
+
+
+@pytest.mark.parametrize("wire", ["rfc", "zproto"])
+def test_in_process_tower_producer_two_consumers(tower: Tower, wire: str) -> None:
+    opts = {"towers": [tower.endpoint], "wire": wire}
+    with (
+        Consumer(["t"], offset_reset="earliest", beacon_interval=0.1, **opts) as c1,  # type: ignore[arg-type]
+        Consumer(["t", "other"], offset_reset="earliest", beacon_interval=0.1, **opts) as c2,  # type: ignore[arg-type]
+        Producer("t", head_interval=0.1, beacon_interval=0.1, **opts) as p,  # type: ignore[arg-type]
+    ):
+        assert p.send(b"first") == 0
+        assert p.send_many([b"v%d" % i for i in range(1, 5000)]) == 4999
+        assert p.send_many([]) is None
+        assert p.next_offset == 5000
+        for c in (c1, c2):
+            got = drain(c, 5000)
+            assert [r.offset for r in got] == list(range(5000))
+            assert got[0] == Record("t", p.address, 0, b"first")
+            assert all(r.value == b"v%d" % r.offset for r in got[1:])
+        assert c1.poll(timeout=0.05) is None
+
+
+def test_static_peers_no_tower_and_seek() -> None:
+    with Producer("s") as p:
+        for i in range(100):
+            p.send(b"%d" % i)
+        with Consumer(["s"], peers=[p.endpoint], offset_reset="earliest") as c:
+            p.connect(c.endpoint)
+            got = drain(c, 100)
+            assert [r.offset for r in got] == list(range(100))
+            c.seek(p.address, 90)
+            again = drain(c, 10)
+            assert [r.offset for r in again] == list(range(90, 100))
+            assert [r.value for r in again] == [b"%d" % i for i in range(90, 100)]
+
+
+def test_node_starts_without_tower_and_joins_when_it_appears() -> None:
+    with Tower(beacon_in=LOCAL, beacon_out=LOCAL) as probe:
+        endpoint = probe.endpoint
+    # The tower is gone: nodes still start.
+    fast = {"beacon_interval": 0.1, "beacon_timeout": 1.0}
+    with (
+        Consumer(["late"], towers=[endpoint], offset_reset="earliest", **fast) as c,  # type: ignore[arg-type]
+        Producer("late", towers=[endpoint], head_interval=0.1, **fast) as p,  # type: ignore[arg-type]
+    ):
+        p.send_many([b"a", b"b", b"c"])
+        assert c.poll(timeout=0.3) is None
+        pin, pout = endpoint.rsplit(":", 1)[1].split(",")
+        with Tower(beacon_in=f"tcp://127.0.0.1:{pin}", beacon_out=f"tcp://127.0.0.1:{pout}"):
+            got = drain(c, 3)
+            assert [r.value for r in got] == [b"a", b"b", b"c"]
+
+
+def test_iteration_and_poll_timeout() -> None:
+    with Producer("it") as p, Consumer(["it"], peers=[p.endpoint], offset_reset="earliest") as c:
+        p.connect(c.endpoint)
+        p.send_many([b"x", b"y"])
+        it = iter(c)
+        assert next(it).value == b"x"
+        assert next(it).value == b"y"
+        assert c.poll(timeout=0.0) is None
+
+
+def test_min_acks_zero_flush_and_delivery_callback() -> None:
+    seen: list[int] = []
+    with Producer("d", min_acks=0, on_delivery=seen.append) as p:
+        assert p.acked_offset is None
+        p.send_many([b"a"] * 10)
+        assert p.flush(timeout=10) == 0
+        assert p.acked_offset == 9
+        assert seen == [9]
+        assert p.poll() == 0
+
+
+def test_buffer_full_raises_after_timeout() -> None:
+    with Producer("full", max_unacked_bytes=100, send_timeout=0.2) as p:
+        p.send(b"x" * 60)
+        with pytest.raises(dafka.BufferFullError, match="max_unacked_bytes=100"):
+            p.send(b"y" * 60)
+        with pytest.raises(dafka.BufferFullError):
+            p.send_many([b"z" * 60], timeout=0.1)
+        assert p.flush(timeout=0.1) == 1  # no store ever ACKs
+
+
+def test_bad_arguments_raise_clear_errors() -> None:
+    with pytest.raises(ValueError, match="rfc"):
+        Producer("t", wire="json")
+    with pytest.raises(dafka.ConfigError, match="earliest"):
+        Consumer(["t"], offset_reset="middle")
+    with pytest.raises(TypeError, match="list of str"):
+        Consumer("t")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at least one"):
+        Consumer([])
+    with pytest.raises(dafka.ConfigError, match="tower endpoint"):
+        Producer("t", towers=["localhost:5556"])
+    with pytest.raises(dafka.ConfigError, match="bind endpoint"):
+        Producer("t", bind="nowhere")
+    with pytest.raises(dafka.ConfigError, match="topic"):
+        Producer("")
+    with pytest.raises(ValueError, match="seconds"):
+        Producer("t", head_interval=-1)
+    with Producer("t") as p:
+        with pytest.raises(dafka.NodeError, match="bind"):
+            Producer("t", bind=p.endpoint)
+        with pytest.raises(TypeError, match="bytes"):
+            p.send_many(["text"])  # type: ignore[list-item]
+        with pytest.raises(TypeError):
+            p.send("text")  # type: ignore[arg-type]
+    with pytest.raises(dafka.ClosedError):
+        p.send(b"after close")
+    p.close()  # idempotent
+
+
+# ---------------------------------------------------------------- multi-process
+
+
+def _spawn(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("wire", ["rfc", "zproto"])
+def test_multi_process_tower_producer_two_consumers(wire: str) -> None:
+    n = 100_000
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        tower = _spawn("-m", "dafka.cli", "tower", "--beacon-in", LOCAL, "--beacon-out", LOCAL)
+        procs.append(tower)
+        assert tower.stdout is not None
+        line = tower.stdout.readline()
+        assert line.startswith("tower "), line + (tower.stderr.read() if tower.stderr else "")
+        endpoint = line.split()[1]
+        helper = str(HERE / "live_procs.py")
+        consumers = [_spawn(helper, "consumer", endpoint, "mp", str(n), wire) for _ in range(2)]
+        procs.extend(consumers)
+        for c in consumers:
+            assert c.stdout is not None
+            assert c.stdout.readline().startswith("READY")
+        producer = _spawn(helper, "producer", endpoint, "mp", str(n), wire)
+        procs.append(producer)
+        assert producer.stdout is not None
+        assert producer.stdout.readline().startswith("READY")
+        for c in consumers:
+            out, err = c.communicate(timeout=100)
+            assert c.returncode == 0, out + err
+            assert out.strip().endswith(f"OK {n}"), out + err
+        assert producer.stdout.readline().strip() == "SENT"
+        assert producer.stdin is not None
+        producer.stdin.close()
+        assert producer.wait(timeout=20) == 0
+        tower.send_signal(__import__("signal").SIGINT)
+        assert tower.wait(timeout=20) == 0
+    finally:
+        _stop(procs)
