@@ -11,7 +11,7 @@
 //! fails with EAGAIN, the unsent slice is requeued and retried a little later,
 //! so a slow consumer makes the store wait, never buffer without bound.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
@@ -29,6 +29,8 @@ use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 const BATCH: usize = 4096;
 /// Wait this long before retrying FETCH answers a full queue refused.
 const BACKOFF: Duration = Duration::from_millis(2);
+/// After a storage error, try to recover the log this often.
+const RECOVER_EVERY: Duration = Duration::from_secs(1);
 
 enum Cmd<L: StoreLog> {
     Connect(String),
@@ -189,6 +191,7 @@ fn run<L: StoreLog>(
     let mut frames = Frames::default();
     let mut blocked_until: Option<Instant> = None;
     let mut sync_error: Option<String> = None;
+    let mut last_recover = Instant::now();
     loop {
         if inbox.terminated() {
             let r = logic.log_mut().sync_all();
@@ -301,6 +304,24 @@ fn run<L: StoreLog>(
                 sync_error = Some(format!("sync failed: {e}"));
             }
         }
+        // After a storage error (disk full, I/O): stop ACKing (nothing new is
+        // durable) and try to recover the log every second; once it works the
+        // gaps are fetched again from producers and stores.
+        if (sync_error.is_some() || logic.last_error().is_some())
+            && now.duration_since(last_recover) >= RECOVER_EVERY
+        {
+            last_recover = now;
+            match logic.log_mut().recover() {
+                Ok(()) => {
+                    tracing::info!("store log recovered after a storage error");
+                    sync_error = None;
+                    logic.clear_error();
+                }
+                Err(e) => {
+                    sync_error = Some(format!("recovery failed: {e}"));
+                }
+            }
+        }
         let outs = logic.tick(now);
         send_all(&mut core, &mut logic, &outs)?;
 
@@ -327,15 +348,63 @@ fn run<L: StoreLog>(
 
 // ------------------------------------------------------- the durable store
 
-/// The durable log as the store's storage.
-impl StoreLog for Log {
+/// The durable log as the store's storage, reopened in place after an I/O
+/// error: the log refuses a partition after a failed write or fdatasync (the
+/// kernel may have dropped dirty pages), and a reopen recovers it from what is
+/// really on disk, then syncs, so nothing is reported durable that is not.
+pub struct DurableLog {
+    root: PathBuf,
+    cfg: LogConfig,
+    log: Option<Log>,
+    /// Why the last reopen failed, while the log is closed.
+    reopen_error: Option<String>,
+}
+
+impl DurableLog {
+    pub fn open(root: impl Into<PathBuf>, cfg: LogConfig) -> Result<Self> {
+        let root = root.into();
+        let log = Log::open(&root, cfg.clone())?;
+        Ok(Self {
+            root,
+            cfg,
+            log: Some(log),
+            reopen_error: None,
+        })
+    }
+
+    /// The open log (None between a failed reopen and the next try).
+    pub fn log(&self) -> Option<&Log> {
+        self.log.as_ref()
+    }
+
+    fn closed(&self) -> LogError {
+        LogError::Invalid(format!(
+            "the log at {} could not be reopened after an I/O error ({}); retrying",
+            self.root.display(),
+            self.reopen_error.as_deref().unwrap_or("unknown")
+        ))
+    }
+
+    fn get_mut(&mut self) -> std::result::Result<&mut Log, LogError> {
+        let e = self.closed();
+        self.log.as_mut().ok_or(e)
+    }
+}
+
+fn part_name(partition: &[u8]) -> Option<&str> {
+    std::str::from_utf8(partition).ok()
+}
+
+impl StoreLog for DurableLog {
     type Error = LogError;
 
     fn next_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        Log::next_offset(self, topic, std::str::from_utf8(partition).ok()?)
+        self.log.as_ref()?.next_offset(topic, part_name(partition)?)
     }
     fn first_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        Log::first_offset(self, topic, std::str::from_utf8(partition).ok()?)
+        self.log
+            .as_ref()?
+            .first_offset(topic, part_name(partition)?)
     }
     fn append(
         &mut self,
@@ -344,9 +413,9 @@ impl StoreLog for Log {
         offset: u64,
         content: &[u8],
     ) -> std::result::Result<(), LogError> {
-        let p = std::str::from_utf8(partition)
-            .map_err(|_| LogError::Invalid("partition name is not UTF-8".into()))?;
-        Log::append(self, topic, p, offset, content)
+        let p = part_name(partition)
+            .ok_or_else(|| LogError::Invalid("partition name is not UTF-8".into()))?;
+        self.get_mut()?.append(topic, p, offset, content)
     }
     fn read(
         &self,
@@ -356,10 +425,10 @@ impl StoreLog for Log {
         max_records: usize,
         max_bytes: usize,
     ) -> std::result::Result<Vec<(u64, Vec<u8>)>, LogError> {
-        let Ok(p) = std::str::from_utf8(partition) else {
+        let (Some(log), Some(p)) = (self.log.as_ref(), part_name(partition)) else {
             return Ok(Vec::new());
         };
-        match Log::read(self, topic, p, start, max_records, max_bytes) {
+        match log.read(topic, p, start, max_records, max_bytes) {
             Ok(recs) => Ok(recs.into_iter().map(|r| (r.offset, r.value)).collect()),
             // Retention removed it meanwhile, or it is past the end: nothing.
             Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
@@ -369,24 +438,48 @@ impl StoreLog for Log {
         }
     }
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        Log::durable_next(self, topic, std::str::from_utf8(partition).ok()?)
+        self.log
+            .as_ref()?
+            .durable_next(topic, part_name(partition)?)
     }
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
-        Log::partitions(self, topic)
+        let Some(log) = self.log.as_ref() else {
+            return Vec::new();
+        };
+        log.partitions(topic)
             .into_iter()
             .map(|i| (i.topic, i.partition.into_bytes()))
             .collect()
     }
     fn sync_if_due(&mut self) -> std::result::Result<(), LogError> {
-        self.tick()
+        self.get_mut()?.tick()
     }
     fn sync_all(&mut self) -> std::result::Result<(), LogError> {
-        self.sync()
+        self.get_mut()?.sync()
     }
     fn next_sync(&self) -> Option<Instant> {
+        let at = self.log.as_ref()?.next_deadline();
         let now_ms = system_clock_ms();
-        let at = self.next_deadline();
         Some(Instant::now() + Duration::from_millis(at.saturating_sub(now_ms)))
+    }
+    fn recover(&mut self) -> std::result::Result<(), LogError> {
+        // Drop the refused handles first, then recover from the files.
+        drop(self.log.take());
+        let reopened = Log::open(&self.root, self.cfg.clone()).and_then(|mut log| {
+            log.sync()?;
+            Ok(log)
+        });
+        match reopened {
+            Ok(log) => {
+                self.log = Some(log);
+                self.reopen_error = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.reopen_error = Some(e.to_string());
+                Err(e)
+            }
+        }
     }
 }
 
@@ -454,15 +547,15 @@ pub fn store_identity(dir: &Path) -> Result<String> {
 }
 
 /// A store node persisting to the durable log.
-pub type Store = StoreNode<Log>;
+pub type Store = StoreNode<DurableLog>;
 
-impl StoreNode<Log> {
+impl StoreNode<DurableLog> {
     /// Opens (recovering) the store in `dir` and starts its node thread. The
     /// address is kept in `dir/store.id` and reused after a restart.
     pub fn open(dir: impl AsRef<Path>, cfg: StoreConfig) -> Result<Self> {
         let dir = dir.as_ref();
         let address = store_identity(dir)?;
-        let log = Log::open(dir.join(LOG_DIR), cfg.log)?;
+        let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
         Self::start(&address, log, cfg.node, cfg.logic)
     }
 }

@@ -62,6 +62,9 @@ pub trait StoreLog {
     fn sync_all(&mut self) -> Result<(), Self::Error>;
     /// When `sync_if_due` next has work, if anything is unsynced.
     fn next_sync(&self) -> Option<Instant>;
+    /// After an I/O error: bring the storage back to a consistent, durable
+    /// state from what is really stored (the log reopens and recovers).
+    fn recover(&mut self) -> Result<(), Self::Error>;
 }
 
 /// Tunables of the store logic, with their defaults.
@@ -137,13 +140,23 @@ struct PartState {
     held_bytes: usize,
     /// The highest offset known to exist (from RECORD, HEAD, DIRECT-RECORD).
     known_head: Option<u64>,
-    /// The last FETCH sent: (from, when, how many times unanswered).
-    fetch: Option<(u64, Instant, u32)>,
+    /// The last FETCH sent.
+    fetch: Option<InFlight>,
     /// Last offset ACKed, and when.
     acked: Option<u64>,
     ack_sent: Option<Instant>,
     /// When the producer was last heard from (RECORD or HEAD).
     last_seen: Option<Instant>,
+}
+
+/// The FETCH a partition has in flight: `[from, end)`, sent `at`, after
+/// `tries` unanswered ones from the same offset.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    from: u64,
+    end: u64,
+    at: Instant,
+    tries: u32,
 }
 
 /// A FETCH being answered slice by slice.
@@ -196,6 +209,10 @@ impl<L: StoreLog> StoreLogic<L> {
     /// The last storage error, while appends keep failing.
     pub fn last_error(&self) -> Option<&str> {
         self.last_error.as_deref()
+    }
+    /// Forgets the last storage error (the storage recovered).
+    pub fn clear_error(&mut self) {
+        self.last_error = None;
     }
     /// True while FETCH answers are waiting to be sent.
     pub fn has_replies(&self) -> bool {
@@ -326,14 +343,20 @@ impl<L: StoreLog> StoreLogic<L> {
         if gap_end < want_from {
             return;
         }
-        if let Some((from, at, tries)) = st.fetch {
-            if from == want_from && now.duration_since(at) < cfg.fetch_retry {
+        let count = (gap_end - want_from + 1).min(u64::from(cfg.max_fetch_count));
+        let mut tries = 0;
+        if let Some(f) = st.fetch {
+            let fresh = now.duration_since(f.at) < cfg.fetch_retry;
+            // The FETCH in flight still covers what is missing: its answers are
+            // on their way (asking again would only make the peers resend).
+            if fresh && f.from <= want_from && want_from < f.end {
                 return;
             }
-            if from == want_from {
-                // Unanswered: count it. A new partition whose history nobody holds
-                // any more starts at the earliest offset held.
-                if next.is_none() && tries + 1 >= cfg.give_up_fetches {
+            if !fresh && f.from == want_from {
+                // Unanswered: count it. A new partition whose history nobody
+                // holds any more starts at the earliest offset held.
+                tries = f.tries + 1;
+                if next.is_none() && tries >= cfg.give_up_fetches {
                     if let Some(first) = first_held {
                         st.fetch = None;
                         let content = st.held.remove(&first).expect("held");
@@ -342,14 +365,15 @@ impl<L: StoreLog> StoreLogic<L> {
                         return self.fetch_gap(topic, partition, now, out);
                     }
                 }
-                st.fetch = Some((from, now, tries + 1));
-            } else {
-                st.fetch = Some((want_from, now, 0));
             }
-        } else {
-            st.fetch = Some((want_from, now, 0));
         }
-        let count = (gap_end - want_from + 1).min(u64::from(cfg.max_fetch_count)) as u32;
+        st.fetch = Some(InFlight {
+            from: want_from,
+            end: want_from + count,
+            at: now,
+            tries,
+        });
+        let count = count as u32;
         self.counters.fetches_sent += 1;
         out.push(Out::Fetch {
             partition: partition.to_vec(),
@@ -569,7 +593,7 @@ impl<L: StoreLog> StoreLogic<L> {
     pub fn next_deadline(&self) -> Option<Instant> {
         let parts = self.parts.values().flat_map(|p| {
             [
-                p.fetch.map(|(_, at, _)| at + self.cfg.fetch_retry),
+                p.fetch.map(|f| f.at + self.cfg.fetch_retry),
                 p.ack_sent.map(|t| t + self.cfg.ack_refresh),
             ]
         });

@@ -159,7 +159,10 @@ fn late_store_catches_up_from_the_other_store_with_min_acks_two() {
     assert_eq!(b.heads(None).unwrap()[0].1, 3000);
     for s in [&a, &b] {
         let recs = s
-            .query(|log| log.read(b"t", &log.partitions(None)[0].partition, 0, 5000, 1 << 30))
+            .query(|log| {
+                let log = log.log().unwrap();
+                log.read(b"t", &log.partitions(None)[0].partition, 0, 5000, 1 << 30)
+            })
             .unwrap()
             .unwrap();
         assert_eq!(recs.len(), 3000);
@@ -171,4 +174,69 @@ fn late_store_catches_up_from_the_other_store_with_min_acks_two() {
     p.close().unwrap();
     a.close().unwrap();
     b.close().unwrap();
+}
+
+#[test]
+fn disk_full_stops_acks_loses_nothing_and_resumes() {
+    use crate::log::{IoOp, LogConfig};
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let full = Arc::new(AtomicBool::new(false));
+    let f = full.clone();
+    let mut cfg = StoreConfig::default();
+    cfg.log = LogConfig {
+        failpoint: Some(Arc::new(move |op, _path: &std::path::Path| {
+            if f.load(SeqCst) && matches!(op, IoOp::Write | IoOp::Sync | IoOp::Create) {
+                Err(std::io::Error::from_raw_os_error(28)) // ENOSPC
+            } else {
+                Ok(())
+            }
+        })),
+        ..cfg.log
+    };
+    let s = Store::open(dir.path(), cfg).unwrap();
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..1000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+
+    full.store(true, SeqCst);
+    p.send_many((1000..2000).map(value).collect(), None)
+        .unwrap();
+    wait_for(
+        "the store to report the error",
+        Duration::from_secs(20),
+        || s.shared().last_error.lock().unwrap().is_some(),
+    );
+    let err = s.shared().last_error.lock().unwrap().clone().unwrap();
+    assert!(
+        err.contains("No space left") || err.contains("os error 28"),
+        "{err}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        p.acked_offset(),
+        Some(999),
+        "nothing ACKed while the disk is full"
+    );
+
+    full.store(false, SeqCst);
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
+    assert!(s.shared().last_error.lock().unwrap().is_none());
+    let recs = s
+        .query(|log| {
+            let log = log.log().unwrap();
+            log.read(b"t", &log.partitions(None)[0].partition, 0, 5000, 1 << 30)
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(recs.len(), 2000);
+    assert!(recs
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.value == value(i as u32)));
+    p.close().unwrap();
+    s.close().unwrap();
 }

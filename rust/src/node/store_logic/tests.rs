@@ -89,6 +89,9 @@ impl StoreLog for MemLog {
     fn next_sync(&self) -> Option<Instant> {
         None
     }
+    fn recover(&mut self) -> Result<(), String> {
+        Ok(())
+    }
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
         self.parts
             .keys()
