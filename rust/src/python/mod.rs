@@ -3,6 +3,7 @@
 
 mod errors;
 mod node;
+mod store;
 mod wire;
 
 use pyo3::prelude::*;
@@ -12,5 +13,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wire::register(m)?;
     node::register(m)?;
+    store::register(m)?;
     Ok(())
 }

@@ -21,7 +21,7 @@ const SLICE: Duration = Duration::from_millis(100);
 
 static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn seconds(name: &str, v: f64) -> PyResult<Duration> {
+pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(v).map_err(|_| {
         PyValueError::new_err(format!(
             "{name} must be a finite number of seconds >= 0, got {v}"
@@ -33,11 +33,11 @@ fn opt_seconds(name: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
     v.map(|v| seconds(name, v)).transpose()
 }
 
-fn check_signals() -> PyResult<()> {
+pub(super) fn check_signals() -> PyResult<()> {
     Python::attach(|py| py.check_signals())
 }
 
-fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
+pub(super) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (k, v) in s.snapshot() {
         d.set_item(k, v)?;
@@ -46,7 +46,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn node_config(
+pub(super) fn node_config(
     towers: Option<Vec<String>>,
     peers: Option<Vec<String>>,
     wire: &str,
@@ -546,6 +546,12 @@ impl From<Error> for PyErr {
             Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
             Error::Socket { .. } | Error::Zmq(_) | Error::Died(_) => {
                 dafka_error("NodeError", e.to_string())
+            }
+            Error::Log(_) => {
+                let Error::Log(log) = e else {
+                    unreachable!("matched Error::Log above")
+                };
+                PyErr::from(log)
             }
         }
     }

@@ -1,0 +1,203 @@
+//! `dafka.Store`: a store node in-process, over the durable log. A thin PyO3
+//! class: argument parsing, GIL release, conversion.
+
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::node::{node_config, seconds, stats_dict};
+use crate::log::{FsyncPolicy, RecoveryPolicy};
+use crate::node::store::{Store, StoreConfig};
+
+/// A store: persists every partition it hears, ACKs what is durable, serves
+/// FETCHes to late consumers and other stores.
+#[pyclass(module = "dafka._native", name = "Store", frozen)]
+struct PyStore {
+    inner: Store,
+    path: String,
+}
+
+#[pymethods]
+impl PyStore {
+    #[new]
+    #[pyo3(signature = (
+        path, *, towers = None, peers = None, wire = "rfc",
+        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+        sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 2,
+        flush_messages = 100000, segment_bytes = 536870912, retain_hours = Some(168),
+        retain_bytes = None, recovery = "tolerate_tail_corruption", max_record_bytes = 67108864,
+        fetch_retry = 0.5
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        towers: Option<Vec<String>>,
+        peers: Option<Vec<String>>,
+        wire: &str,
+        bind: String,
+        beacon_interval: f64,
+        beacon_timeout: f64,
+        sndhwm: i32,
+        rcvhwm: i32,
+        fsync: &str,
+        flush_interval_ms: u64,
+        flush_messages: u64,
+        segment_bytes: u64,
+        retain_hours: Option<u64>,
+        retain_bytes: Option<u64>,
+        recovery: &str,
+        max_record_bytes: usize,
+        fetch_retry: f64,
+    ) -> PyResult<Self> {
+        let mut cfg = StoreConfig::default();
+        cfg.node = node_config(
+            towers,
+            peers,
+            wire,
+            bind,
+            beacon_interval,
+            beacon_timeout,
+            sndhwm,
+            rcvhwm,
+        )?;
+        cfg.log.fsync = fsync.parse::<FsyncPolicy>().map_err(PyValueError::new_err)?;
+        cfg.log.recovery = recovery
+            .parse::<RecoveryPolicy>()
+            .map_err(PyValueError::new_err)?;
+        cfg.log.flush_interval_ms = flush_interval_ms;
+        cfg.log.flush_messages = flush_messages;
+        cfg.log.segment_bytes = segment_bytes;
+        cfg.log.retain_hours = retain_hours;
+        cfg.log.retain_bytes = retain_bytes;
+        cfg.logic.max_record_bytes = max_record_bytes;
+        cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
+        if cfg.logic.fetch_retry < Duration::from_millis(1) {
+            return Err(PyValueError::new_err("fetch_retry must be at least 0.001 s"));
+        }
+        let display = path.display().to_string();
+        let inner = py.detach(|| Store::open(&path, cfg))?;
+        Ok(Self {
+            inner,
+            path: display,
+        })
+    }
+
+    /// The store's address (32 hex characters), kept in ``PATH/store.id``.
+    #[getter]
+    fn address(&self) -> &str {
+        self.inner.address()
+    }
+    /// The XPUB endpoint other nodes list in ``peers=[...]``.
+    #[getter]
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+    /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
+    fn connect(&self, endpoint: &str) -> PyResult<()> {
+        crate::node::config::check_endpoint("peer", endpoint)?;
+        Ok(self.inner.connect(endpoint)?)
+    }
+
+    /// The partitions held, optionally of one topic: a list of
+    /// ``(topic, partition, first_offset, next_offset, durable_next)``.
+    #[pyo3(signature = (topic = None))]
+    fn partitions(
+        &self,
+        py: Python<'_>,
+        topic: Option<String>,
+    ) -> PyResult<Vec<(String, String, u64, u64, u64)>> {
+        let t = topic.map(String::into_bytes);
+        let infos = py.detach(|| {
+            self.inner.query(move |log| {
+                log.log()
+                    .map(|l| l.partitions(t.as_deref()))
+                    .unwrap_or_default()
+            })
+        })?;
+        Ok(infos
+            .into_iter()
+            .map(|i| {
+                (
+                    String::from_utf8_lossy(&i.topic).into_owned(),
+                    i.partition,
+                    i.first_offset,
+                    i.next_offset,
+                    i.durable_next,
+                )
+            })
+            .collect())
+    }
+
+    /// Counters of the node and the store logic, and ``error``: the current
+    /// storage error (e.g. disk full) or None.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let shared = self.inner.shared();
+        let d = stats_dict(py, &shared.stats)?;
+        let c = shared
+            .counters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for (k, v) in [
+            ("appended", c.appended),
+            ("store_duplicates", c.duplicates),
+            ("held", c.held),
+            ("dropped_oversize", c.dropped_oversize),
+            ("dropped_held_full", c.dropped_held_full),
+            ("store_fetches_sent", c.fetches_sent),
+            ("fetches_answered", c.fetches_answered),
+            ("fetches_unknown", c.fetches_unknown),
+            ("records_served", c.records_served),
+            ("acks_sent", c.acks_sent),
+            ("append_errors", c.append_errors),
+            ("storage_errors", shared.storage_errors.load(std::sync::atomic::Ordering::Relaxed)),
+        ] {
+            d.set_item(k, v)?;
+        }
+        let err = shared
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        d.set_item("error", err)?;
+        Ok(d)
+    }
+
+    /// Raises the node thread's error if it stopped; otherwise returns.
+    fn check(&self) -> PyResult<()> {
+        Ok(self.inner.check()?)
+    }
+
+    /// Stops the store: syncs the log, joins the thread (idempotent).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.close())?;
+        Ok(())
+    }
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Store(path={:?}, address={:?}, endpoint={:?})",
+            self.path,
+            self.inner.address(),
+            self.inner.endpoint()
+        )
+    }
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyStore>()
+}
