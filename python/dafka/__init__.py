@@ -7,6 +7,31 @@ from __future__ import annotations
 
 from dafka import wire
 from dafka._native import __version__
-from dafka.exceptions import DafkaError, WireError
+from dafka.exceptions import (
+    CorruptionError,
+    DafkaError,
+    LogError,
+    LogIOError,
+    LogValueError,
+    OffsetError,
+    UnknownPartitionError,
+    WireError,
+)
+from dafka.log import Log, PartitionInfo
+from dafka.record import Record
 
-__all__ = ["DafkaError", "WireError", "__version__", "wire"]
+__all__ = [
+    "CorruptionError",
+    "DafkaError",
+    "Log",
+    "LogError",
+    "LogIOError",
+    "LogValueError",
+    "OffsetError",
+    "PartitionInfo",
+    "Record",
+    "UnknownPartitionError",
+    "WireError",
+    "__version__",
+    "wire",
+]

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["DafkaError", "WireError"]
+__all__ = [
+    "CorruptionError",
+    "DafkaError",
+    "LogError",
+    "LogIOError",
+    "LogValueError",
+    "OffsetError",
+    "UnknownPartitionError",
+    "WireError",
+]
 
 
 class DafkaError(Exception):
@@ -12,3 +21,32 @@ class DafkaError(Exception):
 class WireError(DafkaError, ValueError):
     """Frames that are not a well-formed Dafka message (or a message that cannot be
     encoded, such as a string field over 255 bytes). The message says what and where."""
+
+
+class LogError(DafkaError):
+    """An error of the durable log (also raised as is for a closed log, a read-only
+    log asked to write, or a partition left unusable by an earlier I/O error: reopen
+    the log to recover it)."""
+
+
+class LogIOError(LogError, OSError):
+    """An operating-system I/O error (disk full, permission, ...); the message names
+    the path. The log stays consistent and a reopen recovers."""
+
+
+class CorruptionError(LogError):
+    """Damaged data that recovery will not silently drop; the message names the file,
+    byte position and offset."""
+
+
+class OffsetError(LogError, ValueError):
+    """An append whose offset is not the partition's next one (a gap or a duplicate),
+    or a read outside the offsets the partition holds."""
+
+
+class UnknownPartitionError(LogError, LookupError):
+    """A topic or partition the log does not hold."""
+
+
+class LogValueError(LogError, ValueError):
+    """An invalid option, topic name, partition name or record size."""

@@ -2,6 +2,7 @@
 //! mapping. No protocol logic lives here.
 
 mod errors;
+mod log;
 mod wire;
 
 use pyo3::prelude::*;
@@ -10,5 +11,6 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wire::register(m)?;
+    log::register(m)?;
     Ok(())
 }
