@@ -165,3 +165,38 @@ def test_sigkill_never_loses_a_durable_record(tmp_path: Path) -> None:
             for r in got:
                 assert r.value == value(r.offset), f"offset {r.offset} differs"
     assert reported > 0
+
+
+def test_disk_full_on_a_tiny_tmpfs(tmp_path: Path) -> None:
+    """A real ENOSPC (needs root and permission to mount; skipped otherwise): the
+    error names the file, nothing partial is visible, and a reopen recovers."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)],
+        capture_output=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        filler = mnt / "filler"
+        filler.write_bytes(b"\0" * 32768)
+        stored = 0
+        with dafka.Log(mnt / "log", fsync="always") as log:
+            with pytest.raises(dafka.LogIOError, match="No space left") as e:
+                for i in range(1000):
+                    log.append("t", P, i, value(i) * 20)
+                    stored = i + 1
+            assert ".log" in str(e.value)
+            assert 0 < stored < 1000
+            assert log.next_offset("t", P) == stored
+            assert len(log.read("t", P, 0, max_records=2000, max_bytes=1 << 30)) == stored
+        filler.unlink()  # room for recovery to rebuild an index
+        with dafka.Log(mnt / "log") as log:
+            got = log.read("t", P, 0, max_records=2000, max_bytes=1 << 30)
+            assert [r.value for r in got] == [value(i) * 20 for i in range(stored)]
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
