@@ -1,22 +1,29 @@
 """dafka: Dafka (ZeroMQ RFC 46), decentralized streaming with no broker.
 
 A Rust core (codec, segment store, node event loops) exposed to Python:
-:class:`Tower`, :class:`Producer`, :class:`Consumer` and the :class:`Record` a
-consumer delivers.
+:class:`Tower`, :class:`Producer`, :class:`Consumer`, :class:`Store`, the
+:class:`Record` a consumer delivers, and :class:`Log` for local tooling.
 """
 
 from __future__ import annotations
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Tower, __version__
+from dafka._native import Consumer, Producer, Store, Tower, __version__
 from dafka.exceptions import (
     BufferFullError,
     ClosedError,
     ConfigError,
+    CorruptionError,
     DafkaError,
+    LogError,
+    LogIOError,
+    LogValueError,
     NodeError,
+    OffsetError,
+    UnknownPartitionError,
     WireError,
 )
+from dafka.log import Log, PartitionInfo
 from dafka.record import Record
 
 __all__ = [
@@ -24,11 +31,20 @@ __all__ = [
     "ClosedError",
     "ConfigError",
     "Consumer",
+    "CorruptionError",
     "DafkaError",
+    "Log",
+    "LogError",
+    "LogIOError",
+    "LogValueError",
     "NodeError",
+    "OffsetError",
+    "PartitionInfo",
     "Producer",
     "Record",
+    "Store",
     "Tower",
+    "UnknownPartitionError",
     "WireError",
     "__version__",
     "wire",

@@ -1,11 +1,22 @@
 """Type stubs for the Rust extension ``dafka._native`` (checked with mypy.stubtest)."""
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Self, final
 
+from dafka.log import PartitionInfo
 from dafka.record import Record
 
-__all__ = ["Consumer", "Producer", "Tower", "__version__", "wire_decode", "wire_encode"]
+__all__ = [
+    "Consumer",
+    "NativeLog",
+    "Producer",
+    "Store",
+    "Tower",
+    "__version__",
+    "wire_decode",
+    "wire_encode",
+]
 
 __version__: str
 
@@ -130,5 +141,81 @@ class Consumer:
     def close(self) -> None: ...
     def __iter__(self) -> Self: ...
     def __next__(self) -> Record: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_exc: object) -> bool: ...
+
+
+class NativeLog:
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        segment_bytes: int,
+        index_interval_bytes: int,
+        retain_hours: int | None,
+        retain_bytes: int | None,
+        flush_messages: int,
+        flush_interval_ms: int,
+        fsync: str,
+        recovery: str,
+        read_only: bool,
+    ) -> NativeLog: ...
+    def append(self, topic: bytes, partition: str, offset: int, value: bytes) -> None: ...
+    def append_many(
+        self, topic: bytes, partition: str, first_offset: int, values: list[bytes]
+    ) -> None: ...
+    def read(
+        self, topic: bytes, partition: str, start: int, max_records: int, max_bytes: int
+    ) -> list[tuple[int, int, bytes]]: ...
+    def partitions(
+        self, topic: bytes | None = None
+    ) -> list[tuple[bytes, str, int, int, int, int, int]]: ...
+    def topics(self) -> list[bytes]: ...
+    def offset_for_time(self, topic: bytes, partition: str, timestamp: int) -> int | None: ...
+    def next_offset(self, topic: bytes, partition: str) -> int | None: ...
+    def first_offset(self, topic: bytes, partition: str) -> int | None: ...
+    def durable_next(self, topic: bytes, partition: str) -> int | None: ...
+    def flush(self) -> None: ...
+    def tick(self) -> None: ...
+    def enforce_retention(self) -> int: ...
+    def close(self) -> None: ...
+    def closed(self) -> bool: ...
+
+@final
+class Store:
+    """A store node over the durable log in ``path``."""
+
+    def __new__(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        towers: list[str] | None = None,
+        peers: list[str] | None = None,
+        wire: str = "rfc",
+        bind: str = ...,
+        beacon_interval: float = 1.0,
+        beacon_timeout: float = 4.0,
+        sndhwm: int = 1000000,
+        rcvhwm: int = 1000000,
+        fsync: str = "interval",
+        flush_interval_ms: int = 2,
+        flush_messages: int = 100000,
+        segment_bytes: int = 536870912,
+        retain_hours: int | None = 168,
+        retain_bytes: int | None = None,
+        recovery: str = "tolerate_tail_corruption",
+        max_record_bytes: int = 67108864,
+        fetch_retry: float = 0.5,
+    ) -> Store: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    def connect(self, endpoint: str) -> None: ...
+    def partitions(self, topic: str | None = None) -> list[PartitionInfo]: ...
+    def stats(self) -> dict[str, int | str | None]: ...
+    def check(self) -> None: ...
+    def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...

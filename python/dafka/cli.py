@@ -5,6 +5,8 @@ line; ``dafka consume TOPIC`` prints records; ``dafka demo`` runs a local cluste
 (tower, producer, two consumers) and checks every record arrives in order.
 ``dafka wire demo`` encodes every Dafka message in both dialects, decodes it back and
 checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on hex frames.
+``dafka log inspect PATH`` lists the partitions of a log directory and ``dafka log dump
+PATH TOPIC PARTITION --from N`` prints records; both open the log read-only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from types import FrameType
 from dafka import wire
 from dafka._native import Consumer, Producer, Tower
 from dafka.exceptions import DafkaError
+from dafka.log import Log
 
 _DEMO_PARTITION = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
 _DEMO_NODE = b"9E51FBAE55A649C1A50C0B360F3FF7AE"
@@ -272,6 +275,42 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
 
 
+def _cmd_log_inspect(args: argparse.Namespace) -> int:
+    with Log(args.path, read_only=True, retain_hours=None) as log:
+        rows = log.partitions()
+    if not rows:
+        print(f"{args.path}: no partitions")
+        return 0
+    print(f"{'TOPIC':<24} {'PARTITION':<34} {'FIRST':>10} {'NEXT':>10} {'BYTES':>12} SEGMENTS")
+    for p in rows:
+        print(
+            f"{p.topic!r:<24} {p.partition:<34} {p.first_offset:>10} {p.next_offset:>10} "
+            f"{p.bytes:>12} {p.segments}"
+        )
+    return 0
+
+
+def _cmd_log_dump(args: argparse.Namespace) -> int:
+    topic = args.topic.encode("utf-8", "surrogateescape")
+    remaining = args.count
+    with Log(args.path, read_only=True, retain_hours=None) as log:
+        start = args.start
+        if start is None:
+            start = log.first_offset(topic, args.partition) or 0
+        while remaining is None or remaining > 0:
+            batch = min(remaining, 1000) if remaining is not None else 1000
+            records = log.read(topic, args.partition, start, max_records=batch)
+            if not records:
+                break
+            for r in records:
+                value = r.value.hex() if args.hex else r.value.decode(errors="backslashreplace")
+                print(f"{r.offset}\t{r.timestamp}\t{value}")
+            start = records[-1].offset + 1
+            if remaining is not None:
+                remaining -= len(records)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dafka", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -328,6 +367,20 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--content")
     enc.add_argument("--subjects", nargs="*")
     enc.set_defaults(func=_cmd_encode)
+
+    lg = sub.add_parser("log", help="inspect a durable log directory (read-only)")
+    lsub = lg.add_subparsers(dest="log_command", required=True)
+    ins = lsub.add_parser("inspect", help="list topics and partitions with their offsets")
+    ins.add_argument("path")
+    ins.set_defaults(func=_cmd_log_inspect)
+    dump = lsub.add_parser("dump", help="print records: offset, timestamp (ms), value")
+    dump.add_argument("path")
+    dump.add_argument("topic")
+    dump.add_argument("partition")
+    dump.add_argument("--from", dest="start", type=int, help="first offset (default: first)")
+    dump.add_argument("--count", type=int, help="at most this many records")
+    dump.add_argument("--hex", action="store_true", help="print values as hex")
+    dump.set_defaults(func=_cmd_log_dump)
     return parser
 
 

@@ -6,8 +6,14 @@ __all__ = [
     "BufferFullError",
     "ClosedError",
     "ConfigError",
+    "CorruptionError",
     "DafkaError",
+    "LogError",
+    "LogIOError",
+    "LogValueError",
     "NodeError",
+    "OffsetError",
+    "UnknownPartitionError",
     "WireError",
 ]
 
@@ -38,3 +44,32 @@ class ClosedError(NodeError):
 class BufferFullError(DafkaError):
     """A producer's unacknowledged buffer (``max_unacked_bytes``) stayed full for the
     whole send timeout: start a store, lower ``min_acks`` or raise the bound."""
+
+
+class LogError(DafkaError):
+    """An error of the durable log (also raised as is for a closed log, a read-only
+    log asked to write, or a partition left unusable by an earlier I/O error: reopen
+    the log to recover it)."""
+
+
+class LogIOError(LogError, OSError):
+    """An operating-system I/O error (disk full, permission, ...); the message names
+    the path. The log stays consistent and a reopen recovers."""
+
+
+class CorruptionError(LogError):
+    """Damaged data that recovery will not silently drop; the message names the file,
+    byte position and offset."""
+
+
+class OffsetError(LogError, ValueError):
+    """An append whose offset is not the partition's next one (a gap or a duplicate),
+    or a read outside the offsets the partition holds."""
+
+
+class UnknownPartitionError(LogError, LookupError):
+    """A topic or partition the log does not hold."""
+
+
+class LogValueError(LogError, ValueError):
+    """An invalid option, topic name, partition name or record size."""

@@ -96,11 +96,16 @@ pub fn record_crc(timestamp: u64, value: &[u8]) -> u32 {
 
 /// Appends one encoded record to `out`.
 pub fn encode_record(out: &mut Vec<u8>, offset: u64, timestamp: u64, value: &[u8]) {
+    encode_record_header(out, offset, timestamp, value);
+    out.extend_from_slice(value);
+}
+
+/// Appends the 24-byte header of a record carrying `value` (not the value).
+pub fn encode_record_header(out: &mut Vec<u8>, offset: u64, timestamp: u64, value: &[u8]) {
     out.extend_from_slice(&offset.to_be_bytes());
     out.extend_from_slice(&(value.len() as u32).to_be_bytes());
     out.extend_from_slice(&record_crc(timestamp, value).to_be_bytes());
     out.extend_from_slice(&timestamp.to_be_bytes());
-    out.extend_from_slice(value);
 }
 
 /// `{base:020}.{ext}`.

@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use super::config::{IoOp, LogConfig};
@@ -46,6 +47,80 @@ pub(crate) fn write_at(
     }
     file.write_all_at(buf, pos)
         .map_err(|e| LogError::io("write", path, e))
+}
+
+/// Writes the concatenation of `parts` at `pos` with `pwritev` (no copying into
+/// one buffer). Like [`write_at`], a failure may leave a prefix in the file.
+pub(crate) fn write_vectored_at(
+    cfg: &LogConfig,
+    file: &File,
+    path: &Path,
+    parts: &[&[u8]],
+    pos: u64,
+) -> Result<()> {
+    if let Err(e) = cfg.fail(IoOp::Write, path) {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let half: Vec<u8> = parts.concat().into_iter().take(total / 2).collect();
+        let _ = file.write_all_at(&half, pos);
+        return Err(LogError::io("write", path, e));
+    }
+    const IOV_MAX: usize = 1024;
+    let fd = file.as_raw_fd();
+    let (mut i, mut off, mut pos) = (0usize, 0usize, pos);
+    let mut iov: Vec<libc::iovec> = Vec::with_capacity(parts.len().min(IOV_MAX));
+    loop {
+        while i < parts.len() && off == parts[i].len() {
+            i += 1;
+            off = 0;
+        }
+        if i == parts.len() {
+            return Ok(());
+        }
+        iov.clear();
+        for (k, p) in parts[i..].iter().take(IOV_MAX).enumerate() {
+            let p = if k == 0 { &p[off..] } else { p };
+            iov.push(libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            });
+        }
+        // SAFETY: every iovec points into a slice borrowed for this call.
+        let n = unsafe {
+            libc::pwritev(
+                fd,
+                iov.as_ptr(),
+                iov.len() as libc::c_int,
+                pos as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(LogError::io("write", path, e));
+        }
+        if n == 0 {
+            return Err(LogError::io(
+                "write",
+                path,
+                std::io::ErrorKind::WriteZero.into(),
+            ));
+        }
+        let mut n = n as usize;
+        pos += n as u64;
+        while n > 0 {
+            let rem = parts[i].len() - off;
+            if n >= rem {
+                n -= rem;
+                i += 1;
+                off = 0;
+            } else {
+                off += n;
+                n = 0;
+            }
+        }
+    }
 }
 
 /// Reads exactly `buf.len()` bytes at `pos`.

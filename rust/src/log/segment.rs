@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::format::{
-    encode_file_header, encode_record, record_crc, segment_file_name, RecordHeader,
+    encode_file_header, encode_record_header, record_crc, segment_file_name, RecordHeader,
     FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, LOG_MAGIC, RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
@@ -211,6 +211,15 @@ impl<'f> SegmentReader<'f> {
     }
 }
 
+/// Values at least this long are written in place rather than copied.
+const COPY_BELOW: usize = 512;
+
+/// A piece of an append: a range of the scratch buffer or the i-th value.
+enum Part {
+    Buf(usize, usize),
+    Value(usize),
+}
+
 /// The segment being appended to, with its open file.
 #[derive(Debug)]
 pub struct Active {
@@ -257,9 +266,14 @@ impl Active {
         buf.clear();
         let mut t = self.seg.tail;
         let mut entries = Vec::new();
+        // Headers and small values are copied into `buf`; large values are
+        // written from where they are (pwritev), saving a copy.
+        let mut parts: Vec<Part> = Vec::new();
+        let mut run_start = 0usize;
+        let mut written = 0u64;
         for (i, v) in values.iter().enumerate() {
             let offset = first + i as u64;
-            let pos = t.size + buf.len() as u64;
+            let pos = t.size + written;
             let max_ts = t.max_ts.max(ts);
             let due = index_due(t.last_indexed, pos, cfg);
             if due {
@@ -270,13 +284,30 @@ impl Active {
                 });
                 t.last_indexed = Some(pos);
             }
-            encode_record(buf, offset, ts, v);
+            encode_record_header(buf, offset, ts, v);
+            if v.len() < COPY_BELOW {
+                buf.extend_from_slice(v);
+            } else {
+                parts.push(Part::Buf(run_start, buf.len()));
+                parts.push(Part::Value(i));
+                run_start = buf.len();
+            }
+            written += (RECORD_HEADER_LEN + v.len()) as u64;
             t.max_ts = max_ts;
             t.last_pos = Some(pos);
             t.next = offset + 1;
         }
-        io::write_at(cfg, &self.file, &self.seg.log_path, buf, t.size)?;
-        t.size += buf.len() as u64;
+        parts.push(Part::Buf(run_start, buf.len()));
+        let slices: Vec<&[u8]> = parts
+            .iter()
+            .map(|p| match *p {
+                Part::Buf(a, b) => &buf[a..b],
+                Part::Value(i) => values[i],
+            })
+            .filter(|s| !s.is_empty())
+            .collect();
+        io::write_vectored_at(cfg, &self.file, &self.seg.log_path, &slices, t.size)?;
+        t.size += written;
         self.seg.tail = t;
         for e in entries {
             push_index(cfg, &mut self.seg.index, e);

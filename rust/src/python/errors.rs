@@ -27,3 +27,18 @@ impl From<crate::wire::WireError> for PyErr {
         dafka_error("WireError", e.to_string())
     }
 }
+
+impl From<crate::log::LogError> for PyErr {
+    fn from(e: crate::log::LogError) -> PyErr {
+        use crate::log::LogError as E;
+        let name = match &e {
+            E::Io { .. } => "LogIOError",
+            E::Corruption { .. } => "CorruptionError",
+            E::OffsetMismatch { .. } | E::OffsetOutOfRange { .. } => "OffsetError",
+            E::UnknownPartition { .. } => "UnknownPartitionError",
+            E::Invalid(_) => "LogValueError",
+            E::Failed { .. } | E::ReadOnly(_) => "LogError",
+        };
+        dafka_error(name, e.to_string())
+    }
+}

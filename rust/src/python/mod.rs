@@ -2,6 +2,7 @@
 //! mapping. No protocol logic lives here.
 
 mod errors;
+mod log;
 mod node;
 mod store;
 mod wire;
@@ -12,6 +13,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wire::register(m)?;
+    log::register(m)?;
     node::register(m)?;
     store::register(m)?;
     Ok(())

@@ -5,11 +5,14 @@ use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
 use super::node::{node_config, seconds, stats_dict};
 use crate::log::{FsyncPolicy, RecoveryPolicy};
 use crate::node::store::{Store, StoreConfig};
+
+static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A store: persists every partition it hears, ACKs what is durable, serves
 /// FETCHes to late consumers and other stores.
@@ -52,18 +55,22 @@ impl PyStore {
         max_record_bytes: usize,
         fetch_retry: f64,
     ) -> PyResult<Self> {
-        let mut cfg = StoreConfig::default();
-        cfg.node = node_config(
-            towers,
-            peers,
-            wire,
-            bind,
-            beacon_interval,
-            beacon_timeout,
-            sndhwm,
-            rcvhwm,
-        )?;
-        cfg.log.fsync = fsync.parse::<FsyncPolicy>().map_err(PyValueError::new_err)?;
+        let mut cfg = StoreConfig {
+            node: node_config(
+                towers,
+                peers,
+                wire,
+                bind,
+                beacon_interval,
+                beacon_timeout,
+                sndhwm,
+                rcvhwm,
+            )?,
+            ..StoreConfig::default()
+        };
+        cfg.log.fsync = fsync
+            .parse::<FsyncPolicy>()
+            .map_err(PyValueError::new_err)?;
         cfg.log.recovery = recovery
             .parse::<RecoveryPolicy>()
             .map_err(PyValueError::new_err)?;
@@ -75,7 +82,9 @@ impl PyStore {
         cfg.logic.max_record_bytes = max_record_bytes;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
         if cfg.logic.fetch_retry < Duration::from_millis(1) {
-            return Err(PyValueError::new_err("fetch_retry must be at least 0.001 s"));
+            return Err(PyValueError::new_err(
+                "fetch_retry must be at least 0.001 s",
+            ));
         }
         let display = path.display().to_string();
         let inner = py.detach(|| Store::open(&path, cfg))?;
@@ -105,14 +114,15 @@ impl PyStore {
         Ok(self.inner.connect(endpoint)?)
     }
 
-    /// The partitions held, optionally of one topic: a list of
-    /// ``(topic, partition, first_offset, next_offset, durable_next)``.
+    /// The partitions held (optionally of one topic), as
+    /// ``dafka.log.PartitionInfo`` (topic, partition, first/next/durable
+    /// offsets, bytes, segments).
     #[pyo3(signature = (topic = None))]
-    fn partitions(
+    fn partitions<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         topic: Option<String>,
-    ) -> PyResult<Vec<(String, String, u64, u64, u64)>> {
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let t = topic.map(String::into_bytes);
         let infos = py.detach(|| {
             self.inner.query(move |log| {
@@ -121,18 +131,27 @@ impl PyStore {
                     .unwrap_or_default()
             })
         })?;
-        Ok(infos
+        let cls = PARTITION_INFO
+            .get_or_try_init(py, || {
+                py.import("dafka.log")?
+                    .getattr("PartitionInfo")
+                    .map(Bound::unbind)
+            })?
+            .bind(py);
+        infos
             .into_iter()
             .map(|i| {
-                (
+                cls.call1((
                     String::from_utf8_lossy(&i.topic).into_owned(),
                     i.partition,
                     i.first_offset,
                     i.next_offset,
                     i.durable_next,
-                )
+                    i.bytes,
+                    i.segments,
+                ))
             })
-            .collect())
+            .collect()
     }
 
     /// Counters of the node and the store logic, and ``error``: the current
@@ -157,7 +176,12 @@ impl PyStore {
             ("records_served", c.records_served),
             ("acks_sent", c.acks_sent),
             ("append_errors", c.append_errors),
-            ("storage_errors", shared.storage_errors.load(std::sync::atomic::Ordering::Relaxed)),
+            (
+                "storage_errors",
+                shared
+                    .storage_errors
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
         ] {
             d.set_item(k, v)?;
         }

@@ -1,0 +1,275 @@
+//! Benchmarks of the durable log (a plain main, no criterion):
+//!
+//! - append: 100 B and 1 KiB records in batches of 1,000 with `fsync=interval`,
+//!   against a raw baseline measured in the same run: the same bytes written
+//!   sequentially in the same chunks with fdatasync at the same cadence (every
+//!   `flush_messages` = 10,000 records, and at the end).
+//! - read: a 1 GB partition read front to back after a cold open (the segment
+//!   files evicted from the page cache with `posix_fadvise(DONTNEED)`).
+//! - rss: 50M 100 B records across 1,000 partitions, in a child process that
+//!   reports its own peak RSS (VmHWM).
+//!
+//! `cargo bench --bench log [-- append|read|rss]` (nothing runs without
+//! `--bench`, so `cargo test --all-targets` skips them). `DAFKA_BENCH_DIR` picks
+//! the directory (default: `target/bench-log`), `DAFKA_BENCH_SCALE` scales the
+//! data sizes (e.g. 0.1 for a quick run).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use _native::log::format::encode_record;
+use _native::log::{FsyncPolicy, Log, LogConfig};
+
+const P: &str = "85E3C6EBDC7B4156AD9C43611EBC09CE";
+const BATCH: usize = 1000;
+const FLUSH_MESSAGES: usize = 10_000;
+
+fn scale() -> f64 {
+    std::env::var("DAFKA_BENCH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1.0)
+}
+
+fn bench_dir(name: &str) -> PathBuf {
+    let base = std::env::var("DAFKA_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/bench-log"));
+    let d = base.join(name);
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).expect("create bench dir");
+    d
+}
+
+fn evict(dir: &Path) {
+    for e in fs::read_dir(dir).expect("list") {
+        let p = e.expect("entry").path();
+        if p.is_dir() {
+            evict(&p);
+        } else {
+            let f = File::open(&p).expect("open");
+            // SAFETY: a plain syscall on an fd we own.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+    }
+}
+
+fn values(size: usize, n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let mut v = vec![(i % 251) as u8; size];
+            v[..8].copy_from_slice(&(i as u64).to_be_bytes());
+            v
+        })
+        .collect()
+}
+
+/// Sequential write + fdatasync of the same bytes in the same chunks.
+fn baseline(dir: &Path, chunks: &[Vec<u8>], rounds: usize) -> f64 {
+    let path = dir.join("baseline.bin");
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .expect("create");
+    let t = Instant::now();
+    let mut bytes = 0usize;
+    for r in 0..rounds {
+        let c = &chunks[r % chunks.len()];
+        f.write_all(c).expect("write");
+        bytes += c.len();
+        if (r + 1) * BATCH % FLUSH_MESSAGES == 0 {
+            f.sync_data().expect("fdatasync");
+        }
+    }
+    f.sync_data().expect("fdatasync");
+    let secs = t.elapsed().as_secs_f64();
+    drop(f);
+    fs::remove_file(&path).expect("remove");
+    bytes as f64 / secs
+}
+
+fn log_append(dir: &Path, vals: &[Vec<u8>], rounds: usize) -> f64 {
+    let d = dir.join("log");
+    let _ = fs::remove_dir_all(&d);
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Interval,
+        flush_messages: FLUSH_MESSAGES as u64,
+        ..LogConfig::default()
+    };
+    let mut log = Log::open(&d, cfg).expect("open");
+    let t = Instant::now();
+    let mut next = 0u64;
+    for _ in 0..rounds {
+        log.append_batch(b"bench", P, next, vals).expect("append");
+        next += vals.len() as u64;
+    }
+    log.sync().expect("sync");
+    let secs = t.elapsed().as_secs_f64();
+    let bytes = log.partition(b"bench", P).expect("partition").bytes;
+    log.close().expect("close");
+    fs::remove_dir_all(&d).expect("remove");
+    bytes as f64 / secs
+}
+
+fn append() {
+    let dir = bench_dir("append");
+    println!("## append, fsync=interval (flush_messages={FLUSH_MESSAGES}), batches of {BATCH}");
+    for size in [100usize, 1024] {
+        let total = (512.0 * 1024.0 * 1024.0 * scale()) as usize;
+        let rounds = (total / (BATCH * (size + 24))).max(10);
+        let vals = values(size, BATCH);
+        let chunks: Vec<Vec<u8>> = (0..4)
+            .map(|c| {
+                let mut buf = Vec::new();
+                for (i, v) in vals.iter().enumerate() {
+                    encode_record(&mut buf, (c * BATCH + i) as u64, 1_700_000_000_000, v);
+                }
+                buf
+            })
+            .collect();
+        let (mut base, mut log) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            base.push(baseline(&dir, &chunks, rounds));
+            log.push(log_append(&dir, &vals, rounds));
+        }
+        base.sort_by(f64::total_cmp);
+        log.sort_by(f64::total_cmp);
+        let (b, l) = (base[1], log[1]);
+        let recs = l / (size + 24) as f64;
+        println!(
+            "{size:>5} B records, {} MiB x3 (median): baseline {:.0} MiB/s, log {:.0} MiB/s = {:.2} M records/s, ratio {:.0}%",
+            (rounds * BATCH * (size + 24)) >> 20,
+            b / 1048576.0,
+            l / 1048576.0,
+            recs / 1e6,
+            100.0 * l / b
+        );
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn read() {
+    let dir = bench_dir("read");
+    let size = 100usize;
+    let total = (1e9 * scale()) as usize;
+    let rounds = total / (BATCH * (size + 24));
+    let vals = values(size, BATCH);
+    {
+        let mut log = Log::open(&dir, LogConfig::default()).expect("open");
+        for r in 0..rounds {
+            log.append_batch(b"bench", P, (r * BATCH) as u64, &vals)
+                .expect("append");
+        }
+        log.close().expect("close");
+    }
+    evict(&dir);
+    let t = Instant::now();
+    let log = Log::open(&dir, LogConfig::default()).expect("open");
+    let opened = t.elapsed();
+    let info = log.partition(b"bench", P).expect("partition");
+    let mut next = 0u64;
+    let mut n = 0u64;
+    while next < info.next_offset {
+        let recs = log
+            .read(b"bench", P, next, usize::MAX, 1 << 20)
+            .expect("read");
+        n += recs.len() as u64;
+        next = recs.last().expect("records").offset + 1;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(n, info.next_offset);
+    println!(
+        "## read, cold open: {n} records of {size} B ({:.2} GB in {} segments), open {:.1} ms, \
+         {:.2} M records/s, {:.0} MB/s",
+        info.bytes as f64 / 1e9,
+        info.segments,
+        opened.as_secs_f64() * 1e3,
+        n as f64 / secs / 1e6,
+        info.bytes as f64 / secs / 1e6
+    );
+    drop(log);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn peak_rss_kib() -> u64 {
+    let s = fs::read_to_string("/proc/self/status").expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+/// Runs in a child process: appends, then prints its peak RSS.
+fn rss_child() {
+    let dir = bench_dir("rss");
+    let parts = 1000usize;
+    let size = 100usize;
+    let total = (50_000_000.0 * scale()) as usize;
+    let rounds = (total / (parts * BATCH)).max(1);
+    let vals = values(size, BATCH);
+    let names: Vec<String> = (0..parts).map(|i| format!("{i:032X}")).collect();
+    let t = Instant::now();
+    let mut log = Log::open(&dir, LogConfig::default()).expect("open");
+    for r in 0..rounds {
+        for name in &names {
+            log.append_batch(b"bench", name, (r * BATCH) as u64, &vals)
+                .expect("append");
+        }
+        log.tick().expect("tick");
+    }
+    log.sync().expect("sync");
+    let secs = t.elapsed().as_secs_f64();
+    let bytes: u64 = log.partitions(None).iter().map(|p| p.bytes).sum();
+    let after_append = peak_rss_kib();
+    drop(log);
+    println!(
+        "## rss: {} records of {size} B across {parts} partitions ({:.2} GB) in {secs:.1} s; \
+         peak RSS {:.1} MiB",
+        rounds * parts * BATCH,
+        bytes as f64 / 1e9,
+        after_append as f64 / 1024.0
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+fn main() {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = raw
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .cloned()
+        .collect();
+    if args.first().map(String::as_str) == Some("rss-child") {
+        rss_child();
+        return;
+    }
+    if !raw.iter().any(|a| a == "--bench") {
+        // `cargo test --all-targets` runs bench targets without `--bench`: these
+        // benchmarks write gigabytes, so they only run under `cargo bench`.
+        println!("log benchmarks: run them with `cargo bench --bench log`");
+        return;
+    }
+    let all = args.is_empty();
+    let want = |n: &str| all || args.iter().any(|a| a == n);
+    if want("append") {
+        append();
+    }
+    if want("read") {
+        read();
+    }
+    if want("rss") {
+        let out = Command::new(std::env::current_exe().expect("exe"))
+            .arg("rss-child")
+            .output()
+            .expect("run the rss child");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "rss child failed");
+    }
+}

@@ -1,0 +1,186 @@
+"""``dafka.Log``: the durable segment store, for local use and tooling.
+
+A directory of topics, each a set of partitions, each an append-only sequence of
+segment files. Offsets are contiguous: every append must carry the partition's
+next offset (:class:`~dafka.exceptions.OffsetError` otherwise); a new partition
+starts at whatever offset its first append carries.
+
+>>> with dafka.Log("data/log", fsync="always") as log:  # doctest: +SKIP
+...     log.append("weather", "85E3C6EBDC7B4156AD9C43611EBC09CE", 0, b"21.5")
+...     log.read("weather", "85E3C6EBDC7B4156AD9C43611EBC09CE", 0)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal
+
+from dafka._native import NativeLog
+from dafka.record import Record
+
+__all__ = ["FsyncPolicy", "Log", "PartitionInfo", "RecoveryPolicy"]
+
+FsyncPolicy = Literal["always", "interval", "never"]
+RecoveryPolicy = Literal["tolerate_tail_corruption", "absolute_consistency"]
+
+MiB = 1024 * 1024
+
+
+def _topic_bytes(topic: str | bytes) -> bytes:
+    return topic if isinstance(topic, bytes) else topic.encode("utf-8", "surrogateescape")
+
+
+def _topic_str(topic: bytes) -> str:
+    return topic.decode("utf-8", "surrogateescape")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """One line of the listing: where a partition stands."""
+
+    topic: str
+    partition: str
+    first_offset: int
+    """First available offset (retention moves it forward)."""
+    next_offset: int
+    """Offset the next append must carry: one past the last record."""
+    durable_next: int
+    """Every offset below this has reached fdatasync."""
+    bytes: int
+    """Bytes in segment files."""
+    segments: int
+    """Number of segment files, the active one included."""
+
+
+class Log:
+    """A durable log directory (see the module docs).
+
+    Options (keyword-only, defaults as ZPER): ``segment_bytes`` (512 MiB) rolls to a
+    new segment; ``retain_hours`` (168, ``None`` keeps forever) and ``retain_bytes``
+    (per partition, ``None``) delete whole old segments; ``fsync`` is ``"always"``
+    (every append call), ``"interval"`` (once ``flush_messages`` records are unsynced
+    or ``flush_interval_ms`` passed, checked on append and :meth:`tick`) or
+    ``"never"`` (only :meth:`flush`); ``recovery`` says what to do with a damaged
+    tail at open; ``read_only`` opens without changing anything.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        segment_bytes: int = 512 * MiB,
+        index_interval_bytes: int = 4096,
+        retain_hours: int | None = 168,
+        retain_bytes: int | None = None,
+        flush_messages: int = 10_000,
+        flush_interval_ms: int = 1_000,
+        fsync: FsyncPolicy = "interval",
+        recovery: RecoveryPolicy = "tolerate_tail_corruption",
+        read_only: bool = False,
+    ) -> None:
+        self.path = os.fspath(path)
+        self._log = NativeLog(
+            self.path,
+            segment_bytes,
+            index_interval_bytes,
+            retain_hours,
+            retain_bytes,
+            flush_messages,
+            flush_interval_ms,
+            fsync,
+            recovery,
+            read_only,
+        )
+
+    def append(self, topic: str | bytes, partition: str, offset: int, value: bytes) -> None:
+        """Appends one record; ``offset`` must be the partition's next offset."""
+        self._log.append(_topic_bytes(topic), partition, offset, value)
+
+    def append_many(
+        self, topic: str | bytes, partition: str, first_offset: int, values: Iterable[bytes]
+    ) -> None:
+        """Appends records at ``first_offset``, ``first_offset + 1``, ... in one call
+        (one write, at most one fdatasync). On error a prefix may be stored:
+        :meth:`next_offset` says where the partition stands."""
+        self._log.append_many(_topic_bytes(topic), partition, first_offset, list(values))
+
+    def read(
+        self,
+        topic: str | bytes,
+        partition: str,
+        start: int,
+        *,
+        max_records: int = 1000,
+        max_bytes: int = 1 * MiB,
+    ) -> list[Record]:
+        """Records from ``start`` on, at most ``max_records`` and ``max_bytes`` of
+        values (one record is returned even if it alone is larger)."""
+        name = _topic_str(_topic_bytes(topic))
+        rows = self._log.read(_topic_bytes(topic), partition, start, max_records, max_bytes)
+        return [Record(name, partition, o, v, timestamp=ts) for o, ts, v in rows]
+
+    def partitions(self, topic: str | bytes | None = None) -> list[PartitionInfo]:
+        """The listing of every partition, or of one topic's."""
+        rows = self._log.partitions(None if topic is None else _topic_bytes(topic))
+        return [
+            PartitionInfo(_topic_str(t), p, first, nxt, durable, size, segments)
+            for t, p, first, nxt, durable, size, segments in rows
+        ]
+
+    def topics(self) -> list[str]:
+        """Every topic in the log."""
+        return [_topic_str(t) for t in self._log.topics()]
+
+    def offset_for_time(self, topic: str | bytes, partition: str, timestamp: int) -> int | None:
+        """The first offset appended at or after ``timestamp`` (ms since the epoch)."""
+        return self._log.offset_for_time(_topic_bytes(topic), partition, timestamp)
+
+    def next_offset(self, topic: str | bytes, partition: str) -> int | None:
+        """The offset the next append must carry (``None`` for an unknown partition)."""
+        return self._log.next_offset(_topic_bytes(topic), partition)
+
+    def first_offset(self, topic: str | bytes, partition: str) -> int | None:
+        """The first available offset (``None`` for an unknown partition)."""
+        return self._log.first_offset(_topic_bytes(topic), partition)
+
+    def durable_next(self, topic: str | bytes, partition: str) -> int | None:
+        """Every offset below this has reached fdatasync."""
+        return self._log.durable_next(_topic_bytes(topic), partition)
+
+    def flush(self) -> None:
+        """fdatasyncs everything appended so far (one sync per partition)."""
+        self._log.flush()
+
+    def tick(self) -> None:
+        """Interval syncs that fell due, and retention when its check is due."""
+        self._log.tick()
+
+    def enforce_retention(self) -> int:
+        """Deletes expired sealed segments now; returns how many."""
+        return self._log.enforce_retention()
+
+    @property
+    def closed(self) -> bool:
+        return self._log.closed()
+
+    def close(self) -> None:
+        """Writes indexes out and syncs everything. Safe to call twice."""
+        self._log.close()
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<dafka.Log {self.path!r} {state}>"
