@@ -123,6 +123,9 @@ pub struct StoreCounters {
     pub duplicates: u64,
     pub held: u64,
     pub dropped_oversize: u64,
+    /// RECORDs and HEADs whose partition name no store could hold (not 1-64
+    /// bytes of ASCII letters, digits, '-' and '_').
+    pub dropped_invalid: u64,
     pub dropped_held_full: u64,
     pub fetches_sent: u64,
     pub fetches_answered: u64,
@@ -147,6 +150,15 @@ struct PartState {
     ack_sent: Option<Instant>,
     /// When the producer was last heard from (RECORD or HEAD).
     last_seen: Option<Instant>,
+}
+
+/// A partition name a store can hold: a Dafka address is 32 hex digits; any
+/// 1-64 ASCII letters, digits, '-' and '_' are accepted (the log's rule), so a
+/// hostile name can never reach the file system.
+pub fn valid_partition(p: &[u8]) -> bool {
+    (1..=64).contains(&p.len())
+        && p.iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_')
 }
 
 /// The FETCH a partition has in flight: `[from, end)`, sent `at`, after
@@ -237,6 +249,10 @@ impl<L: StoreLog> StoreLogic<L> {
         let mut out = Vec::new();
         if content.len() > self.cfg.max_record_bytes {
             self.counters.dropped_oversize += 1;
+            return out;
+        }
+        if !valid_partition(partition) {
+            self.counters.dropped_invalid += 1;
             return out;
         }
         let next = self.log.next_offset(topic, partition);
@@ -386,6 +402,10 @@ impl<L: StoreLog> StoreLogic<L> {
     /// HEAD: the producer's last offset. Fetches anything the store lacks.
     pub fn on_head(&mut self, h: &Head<'_>, now: Instant) -> Vec<Out> {
         let mut out = Vec::new();
+        if !valid_partition(h.address) {
+            self.counters.dropped_invalid += 1;
+            return out;
+        }
         let st = self.part(h.subject, h.address);
         st.known_head = Some(st.known_head.map_or(h.sequence, |k| k.max(h.sequence)));
         st.last_seen = Some(now);

@@ -169,6 +169,7 @@ impl PyStore {
             ("store_duplicates", c.duplicates),
             ("held", c.held),
             ("dropped_oversize", c.dropped_oversize),
+            ("dropped_invalid", c.dropped_invalid),
             ("dropped_held_full", c.dropped_held_full),
             ("store_fetches_sent", c.fetches_sent),
             ("fetches_answered", c.fetches_answered),

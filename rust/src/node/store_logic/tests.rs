@@ -390,4 +390,9 @@ fn oversized_records_and_full_hold_buffer_are_counted() {
     rec(&mut s, 6, now);
     rec(&mut s, 7, now);
     assert_eq!(s.counters().dropped_held_full, 1);
+    for bad in [&b"../../etc"[..], b"", &[b'A'; 65], b"a b"] {
+        assert!(s.on_record(T, bad, 0, b"x", now).is_empty());
+    }
+    assert_eq!(s.counters().dropped_invalid, 4);
+    assert!(s.log().partitions(None).is_empty());
 }

@@ -1,0 +1,379 @@
+"""Store nodes on 127.0.0.1 ephemeral ports: replay to late consumers, SIGKILL
+crashes, two stores with ``min_acks=2``, a full disk, hostile input, and the
+``zproto`` dialect on the wire."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+
+import dafka
+from dafka import Consumer, Producer, Record, Store, Tower, wire
+
+pytestmark = pytest.mark.timeout(180)
+
+HERE = Path(__file__).parent
+LOCAL = "tcp://127.0.0.1:0"
+FAST = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
+
+
+def value(i: int) -> bytes:
+    return (b"%08d" % i).ljust(100, b".")
+
+
+def wait_for(cond: Callable[[], bool], what: str, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def drain(c: Consumer, n: int, within: float = 90.0) -> list[Record]:
+    got: list[Record] = []
+    deadline = time.monotonic() + within
+    while len(got) < n and time.monotonic() < deadline:
+        got.extend(c.poll_many(timeout=0.2))
+    return got
+
+
+def flush_all(p: Producer, within: float = 60.0) -> int:
+    deadline = time.monotonic() + within
+    left = p.flush(1.0)
+    while left and time.monotonic() < deadline:
+        left = p.flush(1.0)
+    return left
+
+
+class StoreProc:
+    """A store in its own process; ``kill()`` is SIGKILL, ``stop()`` a clean close."""
+
+    def __init__(self, path: Path, tower: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "store_procs.py"), "store", str(path), tower],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().split()
+        assert line and line[0] == "READY", line
+        self.address, self.endpoint = line[1], line[2]
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=60) == 0
+
+
+@pytest.fixture
+def tower() -> Iterator[Tower]:
+    with Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t:
+        yield t
+
+
+@pytest.fixture
+def procs() -> Iterator[list[StoreProc]]:
+    started: list[StoreProc] = []
+    yield started
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait(timeout=30)
+
+
+def read_log(path: Path, topic: str, partition: str) -> list[tuple[int, bytes]]:
+    with dafka.Log(path / "log", read_only=True, retain_hours=None) as log:
+        out: list[tuple[int, bytes]] = []
+        start = 0
+        while True:
+            batch = log.read(topic.encode(), partition, start, max_records=10_000)
+            if not batch:
+                return out
+            out.extend((r.offset, r.value) for r in batch)
+            start = batch[-1].offset + 1
+
+
+def test_store_api(tmp_path: Path) -> None:
+    with Store(tmp_path, peers=None) as s:
+        assert len(s.address) == 32
+        assert s.endpoint.startswith("tcp://127.0.0.1:")
+        assert s.partitions() == []
+        assert s.stats()["error"] is None
+        assert (tmp_path / "store.id").read_text().strip() == s.address
+        with Producer("t", peers=[s.endpoint], **FAST) as p:  # type: ignore[arg-type]
+            s.connect(p.endpoint)
+            p.send_many([value(i) for i in range(100)])
+            assert flush_all(p) == 0
+        [info] = s.partitions("t")
+        assert (info.topic, info.first_offset, info.next_offset) == ("t", 0, 100)
+        assert info.durable_next == 100
+        assert s.partitions("other") == []
+    with pytest.raises(ValueError, match="fsync"):
+        Store(tmp_path / "x", fsync="sometimes")
+    with pytest.raises(dafka.ConfigError):
+        Store(tmp_path / "y", peers=["not an endpoint"])
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "store.id").write_text("garbage")
+    with pytest.raises(dafka.ConfigError, match=r"store\.id"):
+        Store(tmp_path / "z")
+
+
+def test_late_consumer_gets_100k_from_the_store_alone(tmp_path: Path, tower: Tower) -> None:
+    n = 100_000
+    with Store(tmp_path, towers=[tower.endpoint], **FAST) as s:  # type: ignore[arg-type]
+        out = subprocess.run(
+            [sys.executable, str(HERE / "store_procs.py"), "producer", tower.endpoint, "t", str(n)],
+            capture_output=True,
+            text=True,
+            timeout=150,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"ACKED {n}" in out.stdout
+        [info] = s.partitions("t")
+        assert info.next_offset == n
+        # The producer is gone: everything comes from the store.
+        with Consumer(["t"], towers=[tower.endpoint], offset_reset="earliest", **FAST) as c:  # type: ignore[arg-type]
+            got = drain(c, n)
+        assert len(got) == n, s.stats()
+        assert [r.offset for r in got] == list(range(n))
+        assert all(r.value == value(r.offset) for r in got)
+        assert {r.partition for r in got} == {info.partition}
+
+
+def test_sigkilled_store_loses_nothing_acked(
+    tmp_path: Path, tower: Tower, procs: list[StoreProc]
+) -> None:
+    store = StoreProc(tmp_path, tower.endpoint)
+    procs.append(store)
+    stop = threading.Event()
+    sent = [0]
+    with Producer("t", towers=[tower.endpoint], head_interval=0.2, **FAST) as p:  # type: ignore[arg-type]
+
+        def stream() -> None:
+            while not stop.is_set() and sent[0] < 200_000:
+                p.send_many([value(i) for i in range(sent[0], sent[0] + 500)])
+                sent[0] += 500
+                time.sleep(0.002)
+
+        t = threading.Thread(target=stream)
+        t.start()
+        try:
+            wait_for(lambda: (p.acked_offset or 0) > 5_000, "the first ACKs")
+            store.kill()
+            acked_at_kill = p.acked_offset
+            assert acked_at_kill is not None
+            time.sleep(0.3)
+            restarted = StoreProc(tmp_path, tower.endpoint)
+            procs.append(restarted)
+            assert restarted.address == store.address, "the store keeps its identity"
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            t.join(timeout=30)
+        total = sent[0]
+        assert flush_all(p, 90) == 0, p.stats()
+        assert p.acked_offset == total - 1
+        partition = p.address
+        with Consumer(["t"], towers=[tower.endpoint], offset_reset="earliest", **FAST) as c:  # type: ignore[arg-type]
+            got = drain(c, total)
+        assert [r.offset for r in got] == list(range(total)), "gap-free stream"
+    restarted.stop()
+    stored = read_log(tmp_path, "t", partition)
+    assert [o for o, _ in stored] == list(range(total))
+    assert all(v == value(o) for o, v in stored), "byte-identical"
+    assert acked_at_kill < total
+
+
+def test_two_stores_min_acks_two(tmp_path: Path, tower: Tower, procs: list[StoreProc]) -> None:
+    a = StoreProc(tmp_path / "a", tower.endpoint)
+    b = StoreProc(tmp_path / "b", tower.endpoint)
+    procs.extend([a, b])
+    with Producer("t", towers=[tower.endpoint], min_acks=2, head_interval=0.2, **FAST) as p:  # type: ignore[arg-type]
+        p.send_many([value(i) for i in range(5000)])
+        assert flush_all(p) == 0
+        assert p.acked_offset == 4999
+        b.kill()
+        p.send_many([value(i) for i in range(5000, 10_000)])
+        time.sleep(1.5)
+        assert p.acked_offset == 4999, "released with one store only"
+        assert p.unacked_bytes > 0
+        b2 = StoreProc(tmp_path / "b", tower.endpoint)
+        procs.append(b2)
+        assert flush_all(p, 90) == 0
+        assert p.acked_offset == 9999
+        partition = p.address
+    b2.stop()
+    a.stop()
+    for d in ("a", "b"):
+        stored = read_log(tmp_path / d, "t", partition)
+        assert [o for o, _ in stored] == list(range(10_000)), d
+        assert all(v == value(o) for o, v in stored)
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+        capture_output=True,
+        timeout=30,
+    )
+    return r.returncode == 0
+
+
+def test_disk_full_stops_acks_and_resumes(tmp_path: Path) -> None:
+    mnt = tmp_path / "small"
+    if not _mount_tmpfs(mnt, "2m"):
+        pytest.skip("cannot mount a small tmpfs here (the Rust failpoint test covers it)")
+    try:
+        s = Store(mnt, segment_bytes=1 << 20, **FAST)  # type: ignore[arg-type]
+        with s, Producer("t", peers=[s.endpoint], head_interval=0.2, **FAST) as p:  # type: ignore[arg-type]
+            s.connect(p.endpoint)
+            big = [i.to_bytes(4, "big") * 256 for i in range(4000)]  # 4 MB in all
+            for i in range(0, len(big), 100):
+                p.send_many(big[i : i + 100])
+            wait_for(lambda: s.stats()["error"] is not None, "the disk-full error")
+            assert "No space left" in str(s.stats()["error"]) or "28" in str(s.stats()["error"])
+            acked = p.acked_offset
+            time.sleep(1.5)
+            assert p.acked_offset == acked, "no ACK while the disk is full"
+            assert acked is not None and acked < len(big) - 1
+            subprocess.run(["mount", "-o", "remount,size=64m", str(mnt)], check=True, timeout=30)
+            assert flush_all(p, 60) == 0, s.stats()
+            wait_for(lambda: s.stats()["error"] is None, "the error to clear")
+            partition = p.address
+        stored = read_log(mnt, "t", partition)
+        assert [o for o, _ in stored] == list(range(len(big)))
+        assert all(v == big[o] for o, v in stored)
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], timeout=30)
+
+
+def test_hostile_input_is_dropped_and_counted(tmp_path: Path) -> None:
+    ctx = zmq.Context.instance()
+    bad = ctx.socket(zmq.XPUB)
+    bad.setsockopt(zmq.LINGER, 0)
+    port = bad.bind_to_random_port("tcp://127.0.0.1")
+    try:
+        with Store(tmp_path, max_record_bytes=1024, **FAST) as s:  # type: ignore[arg-type]
+            s.connect(f"tcp://127.0.0.1:{port}")
+            bad.setsockopt(zmq.RCVTIMEO, 5000)
+            while bad.recv() != b"\x01M":  # the store subscribed to every RECORD
+                pass
+            time.sleep(0.2)
+            P = "A" * 32
+            frames: list[list[bytes]] = [
+                [b"M"],
+                [b"Mt", b"\xaa\xa0M\x01", b""],
+                [b"Mt", b"\xaa\xa5M\x02", b""],
+                [b"Mt", b"\xaa\xa5M\x01\x05", b""],
+                [b"Ft", b"\xaa\xa5F\x01" + b"\xff" * 3],
+                [b"X", b"Y", b"Z", b"W", b"V"],
+                [b"G" + b"\x00" * 3],
+            ]
+            for f in frames:
+                bad.send_multipart(f)
+            # Well-formed but useless or hostile: unknown partition, absurd count,
+            # an oversized record, a partition name that is a path.
+            msgs: list[wire.Message] = [
+                wire.Fetch(
+                    topic=b"NOPE", address=b"C" * 32, subject=b"t", sequence=0, count=2**32 - 1
+                ),
+                wire.Record(topic=b"t", address=P, subject=b"t", sequence=0, content=b"x" * 5000),
+                wire.Record(
+                    topic=b"t", address=b"../../etc", subject=b"t", sequence=0, content=b"x"
+                ),
+                wire.Head(topic=b"t", address=b"../x", subject=b"t", sequence=2**64 - 1),
+            ]
+            for m in msgs:
+                bad.send_multipart(wire.encode(m))
+            wait_for(lambda: s.stats()["malformed"] >= len(frames) - 1, "malformed counted")
+            st = s.stats()
+            assert st["fetches_unknown"] >= 1
+            assert st["dropped_oversize"] >= 1
+            assert st["dropped_invalid"] >= 2
+            assert st["error"] is None
+            assert not any(tmp_path.glob("log/*/..*")), "nothing escaped the log dir"
+            # ... and the store still works.
+            with Producer("t", peers=[s.endpoint], **FAST) as p:  # type: ignore[arg-type]
+                s.connect(p.endpoint)
+                p.send_many([value(i) for i in range(1000)])
+                assert flush_all(p) == 0
+            assert [i.next_offset for i in s.partitions("t")] == [1000]
+    finally:
+        bad.close()
+
+
+def test_zproto_dialect_on_the_wire(tmp_path: Path) -> None:
+    """The store's messages in ``zproto`` have the C reference's layout."""
+    ctx = zmq.Context.instance()
+    pub = ctx.socket(zmq.XPUB)  # we play a producer and a consumer
+    pub.setsockopt(zmq.LINGER, 0)
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.RCVTIMEO, 10_000)
+    P, C = b"85E3C6EBDC7B4156AD9C43611EBC09CE", b"9E51FBAE55A649C1A50C0B360F3FF7AE"
+    try:
+        with Store(tmp_path, wire="zproto", **FAST) as s:  # type: ignore[arg-type]
+            S = s.address.encode()
+            s.connect(f"tcp://127.0.0.1:{port}")
+            for prefix in (b"K" + P, b"L" + C, b"E" + C):
+                sub.setsockopt(zmq.SUBSCRIBE, prefix)
+            sub.connect(s.endpoint)
+            pub.setsockopt(zmq.RCVTIMEO, 5000)
+            while pub.recv() != b"\x01M":
+                pass
+            time.sleep(0.3)
+            for i in range(5):
+                rec = wire.Record(
+                    topic=b"hello", address=P, subject=b"hello", sequence=i, content=b"v%d" % i
+                )
+                pub.send_multipart(wire.encode(rec, "zproto"))
+            seen: list[list[bytes]] = []
+
+            def first(pred: Callable[[list[bytes]], bool]) -> list[bytes]:
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    for msg in seen:
+                        if pred(msg):
+                            return msg
+                    seen.append(sub.recv_multipart())
+                raise AssertionError(f"not received; saw {seen}")
+
+            # ACK: one frame, K + partition + 00 01 + subject + sequence (no address).
+            ack = first(lambda f: f[0][:1] == b"K" and f[0].endswith((4).to_bytes(8, "big")))
+            assert ack == [b"K" + P + b"\x00\x01" + b"\x05hello" + (4).to_bytes(8, "big")]
+            m = wire.decode(ack)
+            assert isinstance(m, wire.Ack)
+            assert m.dialect == "zproto" and m.address is None and m.sequence == 4
+            # A consumer joins: our L+C subscription reached the store's XPUB, which
+            # answered STORE-HELLO; CONSUMER-HELLO then gets a DIRECT-HEAD.
+            hello = first(lambda f: f[0][:1] == b"L")
+            assert hello == [b"L" + C + b"\x00\x01" + b"\x20" + S]
+            pub.send_multipart(
+                wire.encode(wire.ConsumerHello(topic=S, address=C, subjects=(b"hello",)), "zproto")
+            )
+            head = first(lambda f: f[0][:1] == b"E")
+            assert head == [
+                b"E" + C + b"\x00\x01" + b"\x20" + P + b"\x05hello" + (4).to_bytes(8, "big")
+            ]
+    finally:
+        pub.close()
+        sub.close()
