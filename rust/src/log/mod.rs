@@ -91,7 +91,7 @@ use std::sync::Arc;
 
 pub use config::{system_clock_ms, Clock, Failpoint, FsyncPolicy, IoOp, LogConfig};
 pub use error::{LogError, Result};
-pub use partition::{PartitionInfo, StoredRecord};
+pub use partition::{PartitionInfo, PartitionSync, StoredRecord};
 pub use recovery::RecoveryPolicy;
 
 use format::{check_partition_name, escape_name, unescape_name};
@@ -99,6 +99,44 @@ use partition::Partition;
 
 /// A scratch buffer larger than this is released after an append.
 const SCRATCH_KEEP: usize = 4 << 20;
+
+/// (topic, partition name).
+type PartKey = (Vec<u8>, String);
+
+/// What [`Log::begin_sync`] took: run it anywhere, then [`Log::finish_sync`].
+#[derive(Debug)]
+pub struct SyncBatch {
+    cfg: Arc<LogConfig>,
+    parts: Vec<(PartKey, partition::PartitionSync)>,
+    failed: Vec<(PartKey, LogError)>,
+}
+
+/// The outcome of a [`SyncBatch`], per partition.
+#[derive(Debug)]
+pub struct SyncDone {
+    results: Vec<(PartKey, u64, Result<()>)>,
+}
+
+impl SyncBatch {
+    /// True if nothing needs syncing.
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty() && self.failed.is_empty()
+    }
+
+    /// Step 2: the fdatasyncs; call it on any thread.
+    pub fn run(self) -> SyncDone {
+        let mut results: Vec<_> = self
+            .parts
+            .into_iter()
+            .map(|(key, job)| {
+                let r = job.run(&self.cfg);
+                (key, job.target, r)
+            })
+            .collect();
+        results.extend(self.failed.into_iter().map(|(key, e)| (key, 0, Err(e))));
+        SyncDone { results }
+    }
+}
 
 /// A directory of topics and partitions.
 #[derive(Debug)]
@@ -279,6 +317,57 @@ impl Log {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// Group commit off the writer's thread, step 1: takes from every
+    /// partition with unsynced appends what needs syncing (duplicated file
+    /// handles). Run the batch on another thread ([`SyncBatch::run`]) while
+    /// appends go on, then hand the result to [`Log::finish_sync`]. A partition
+    /// that cannot be prepared fails its part of the batch.
+    pub fn begin_sync(&mut self) -> SyncBatch {
+        let mut parts = Vec::new();
+        let mut failed = Vec::new();
+        for (key, p) in self.parts.iter_mut() {
+            match p.begin_sync() {
+                Ok(Some(job)) => parts.push((key.clone(), job)),
+                Ok(None) => {}
+                Err(e) => failed.push((key.clone(), e)),
+            }
+        }
+        SyncBatch {
+            cfg: self.cfg.clone(),
+            parts,
+            failed,
+        }
+    }
+
+    /// Step 3: makes durable what the batch synced; returns the first error
+    /// (those partitions stay unusable until reopen).
+    pub fn finish_sync(&mut self, done: SyncDone) -> Result<()> {
+        let now = self.cfg.now();
+        let mut first_err = None;
+        for (key, target, result) in done.results {
+            if let Some(p) = self.parts.get_mut(&key) {
+                if let Err(e) = p.finish_sync(target, result, now) {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// True if some partition's `flush_messages` / `flush_interval_ms` says a
+    /// sync is due (for owners that sync with [`Log::begin_sync`]).
+    pub fn sync_due(&self) -> bool {
+        let now = self.cfg.now();
+        self.parts.values().any(|p| p.sync_due(now))
+    }
+
+    /// True if any partition has appends that are not yet durable.
+    pub fn has_unsynced(&self) -> bool {
+        self.parts
+            .values()
+            .any(|p| p.durable_next() < p.next_offset())
     }
 
     /// fdatasyncs one partition.

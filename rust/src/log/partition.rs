@@ -47,6 +47,28 @@ pub struct PartitionInfo {
     pub segments: usize,
 }
 
+/// What one partition needs synced, taken by [`Partition::begin_sync`].
+#[derive(Debug)]
+pub struct PartitionSync {
+    files: Vec<(File, PathBuf)>,
+    dirs: Vec<PathBuf>,
+    /// Every offset below this is durable once [`PartitionSync::run`] succeeds.
+    pub target: u64,
+}
+
+impl PartitionSync {
+    /// Step 2, on any thread: the fdatasyncs and directory fsyncs.
+    pub fn run(&self, cfg: &LogConfig) -> Result<()> {
+        for (f, path) in &self.files {
+            io::sync_data(cfg, f, path)?;
+        }
+        for d in &self.dirs {
+            io::sync_dir(cfg, d)?;
+        }
+        Ok(())
+    }
+}
+
 /// One partition.
 #[derive(Debug)]
 pub struct Partition {
@@ -319,6 +341,60 @@ impl Partition {
         self.unsynced_messages = 0;
         self.last_sync_ms = now;
         Ok(())
+    }
+
+    /// Group commit off the writer's thread, step 1: takes what needs an
+    /// fdatasync (duplicated handles of the active segment and of sealed ones
+    /// not yet synced, directories with new entries) and the offset it makes
+    /// durable. Appends may go on while [`PartitionSync::run`] works elsewhere.
+    pub(crate) fn begin_sync(&mut self) -> Result<Option<PartitionSync>> {
+        self.check_usable()?;
+        let next = self.next_offset();
+        if self.durable_next >= next && self.unsynced.is_empty() && self.dirty_dirs.is_empty() {
+            return Ok(None);
+        }
+        let active = self
+            .active
+            .file
+            .try_clone()
+            .map_err(|e| LogError::io("duplicate handle of", &self.active.seg.log_path, e))?;
+        let mut files: Vec<(File, PathBuf)> = self
+            .unsynced
+            .drain(..)
+            .map(|(base, f)| (f, paths(&self.dir, base).0))
+            .collect();
+        files.push((active, self.active.seg.log_path.clone()));
+        self.unsynced_messages = 0;
+        Ok(Some(PartitionSync {
+            files,
+            dirs: std::mem::take(&mut self.dirty_dirs),
+            target: next,
+        }))
+    }
+
+    /// Step 3: records the outcome of [`PartitionSync::run`]. A failure leaves
+    /// the partition unusable until reopen, as an inline sync failure does.
+    pub(crate) fn finish_sync(&mut self, target: u64, result: Result<()>, now: u64) -> Result<()> {
+        match result {
+            Ok(()) => {
+                self.durable_next = self.durable_next.max(target);
+                self.last_sync_ms = now;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// True if `flush_messages` records are unsynced or `flush_interval_ms`
+    /// passed since the last sync while something is unsynced.
+    pub(crate) fn sync_due(&self, now: u64) -> bool {
+        self.failed.is_none()
+            && (self.durable_next < self.next_offset() || !self.unsynced.is_empty())
+            && (self.unsynced_messages >= self.cfg.flush_messages
+                || now.saturating_sub(self.last_sync_ms) >= self.cfg.flush_interval_ms)
     }
 
     /// Syncs if `flush_messages` records are unsynced or `flush_interval_ms` passed.

@@ -13,12 +13,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::log::{system_clock_ms, FsyncPolicy, Log, LogConfig, LogError};
+use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::NodeConfig;
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
@@ -348,27 +348,85 @@ fn run<L: StoreLog>(
 
 // ------------------------------------------------------- the durable store
 
-/// The durable log as the store's storage, reopened in place after an I/O
-/// error: the log refuses a partition after a failed write or fdatasync (the
+/// The durable log as the store's storage.
+///
+/// Group commit runs on a syncer thread: the store thread keeps appending
+/// (into the page cache) while the previous batch is fdatasynced, so ACK
+/// throughput is not bounded by fsync latency; `durable_next` advances only
+/// once a sync of those bytes returned. After an I/O error the log is reopened
+/// in place: it refuses a partition after a failed write or fdatasync (the
 /// kernel may have dropped dirty pages), and a reopen recovers it from what is
 /// really on disk, then syncs, so nothing is reported durable that is not.
 pub struct DurableLog {
     root: PathBuf,
+    /// The log's own config, with `fsync = never`: syncing is done here.
     cfg: LogConfig,
+    /// The store's fsync policy: `interval` (group commit every
+    /// `flush_interval_ms` or `flush_messages`), `always` (after every loop
+    /// turn that appended), `never` (ACK what is written, no fdatasync).
+    policy: FsyncPolicy,
     log: Option<Log>,
     /// Why the last reopen failed, while the log is closed.
     reopen_error: Option<String>,
+    syncer: Syncer,
+    in_flight: bool,
+}
+
+/// The syncer thread: runs [`SyncBatch`]es, returns [`SyncDone`]s.
+struct Syncer {
+    tx: Option<Sender<SyncBatch>>,
+    rx: Receiver<SyncDone>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start() -> Result<Self> {
+        let (tx, jobs) = channel::<SyncBatch>();
+        let (done, rx) = channel::<SyncDone>();
+        let join = std::thread::Builder::new()
+            .name("dafka-store-sync".into())
+            .spawn(move || {
+                for batch in jobs {
+                    if done.send(batch.run()).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| Error::Died(format!("cannot start the sync thread: {e}")))?;
+        Ok(Self {
+            tx: Some(tx),
+            rx,
+            join: Some(join),
+        })
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
 }
 
 impl DurableLog {
     pub fn open(root: impl Into<PathBuf>, cfg: LogConfig) -> Result<Self> {
         let root = root.into();
+        let policy = cfg.fsync;
+        let cfg = LogConfig {
+            fsync: FsyncPolicy::Never,
+            ..cfg
+        };
         let log = Log::open(&root, cfg.clone())?;
         Ok(Self {
             root,
             cfg,
+            policy,
             log: Some(log),
             reopen_error: None,
+            syncer: Syncer::start()?,
+            in_flight: false,
         })
     }
 
@@ -388,6 +446,41 @@ impl DurableLog {
     fn get_mut(&mut self) -> std::result::Result<&mut Log, LogError> {
         let e = self.closed();
         self.log.as_mut().ok_or(e)
+    }
+
+    /// Applies a finished sync, waiting for it up to `wait`.
+    fn collect(&mut self, wait: Duration) -> std::result::Result<(), LogError> {
+        if !self.in_flight {
+            return Ok(());
+        }
+        let done = if wait.is_zero() {
+            self.syncer.rx.try_recv().ok()
+        } else {
+            self.syncer.rx.recv_timeout(wait).ok()
+        };
+        let Some(done) = done else {
+            return Ok(());
+        };
+        self.in_flight = false;
+        match self.log.as_mut() {
+            Some(log) => log.finish_sync(done),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts a sync of everything appended so far on the syncer thread.
+    fn start_sync(&mut self) -> std::result::Result<(), LogError> {
+        let batch = self.get_mut()?.begin_sync();
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match self.syncer.tx.as_ref().map(|tx| tx.send(batch)) {
+            Some(Ok(())) => {
+                self.in_flight = true;
+                Ok(())
+            }
+            _ => Err(LogError::Invalid("the sync thread stopped".into())),
+        }
     }
 }
 
@@ -438,9 +531,13 @@ impl StoreLog for DurableLog {
         }
     }
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        self.log
-            .as_ref()?
-            .durable_next(topic, part_name(partition)?)
+        let log = self.log.as_ref()?;
+        let p = part_name(partition)?;
+        if self.policy == FsyncPolicy::Never {
+            log.next_offset(topic, p)
+        } else {
+            log.durable_next(topic, p)
+        }
     }
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
         let Some(log) = self.log.as_ref() else {
@@ -452,18 +549,48 @@ impl StoreLog for DurableLog {
             .collect()
     }
     fn sync_if_due(&mut self) -> std::result::Result<(), LogError> {
-        self.get_mut()?.tick()
+        self.collect(Duration::ZERO)?;
+        // Retention (the log's own fsync is off, so its tick never syncs).
+        self.get_mut()?.tick()?;
+        if self.in_flight {
+            return Ok(());
+        }
+        let policy = self.policy;
+        let log = self.get_mut()?;
+        let due = match policy {
+            FsyncPolicy::Always => log.has_unsynced(),
+            FsyncPolicy::Interval => log.sync_due(),
+            FsyncPolicy::Never => false,
+        };
+        if due {
+            self.start_sync()?;
+        }
+        Ok(())
     }
     fn sync_all(&mut self) -> std::result::Result<(), LogError> {
+        self.collect(Duration::from_secs(60))?;
         self.get_mut()?.sync()
     }
     fn next_sync(&self) -> Option<Instant> {
-        let at = self.log.as_ref()?.next_deadline();
-        let now_ms = system_clock_ms();
-        Some(Instant::now() + Duration::from_millis(at.saturating_sub(now_ms)))
+        let log = self.log.as_ref()?;
+        if self.in_flight {
+            // The syncer does not wake the loop: look again shortly.
+            return Some(Instant::now() + Duration::from_millis(1));
+        }
+        if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
+            return None;
+        }
+        let wait = match self.policy {
+            FsyncPolicy::Always => 0,
+            _ => self.cfg.flush_interval_ms,
+        };
+        Some(Instant::now() + Duration::from_millis(wait))
     }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
-        // Drop the refused handles first, then recover from the files.
+        // Let a sync in flight end, drop the refused handles, then recover
+        // from the files.
+        let _ = self.collect(Duration::from_secs(60));
+        self.in_flight = false;
         drop(self.log.take());
         let reopened = Log::open(&self.root, self.cfg.clone()).and_then(|mut log| {
             log.sync()?;

@@ -1,0 +1,309 @@
+//! Store benchmarks (a plain main; `cargo bench --bench store`). In one run:
+//!
+//! - baselines: raw `zmq` PUB→SUB of the same RECORD frames (tcp loopback), and
+//!   sequential `write` + `fdatasync` every 2 ms of the same bytes;
+//! - producer → store throughput until every record is durably ACKed, 100 B and
+//!   1 KiB records;
+//! - ACK latency p50/p99 at a fixed offered rate (500k records/s);
+//! - replay: a late consumer served by the store alone;
+//! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M).
+//!
+//! Data goes under `target/bench-store/` (or `DAFKA_BENCH_DIR`) and is removed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use _native::log::{Log, LogConfig};
+use _native::node::{
+    Consumer, ConsumerConfig, NodeConfig, OffsetReset, Producer, ProducerConfig, Store, StoreConfig,
+};
+use _native::wire::{Dialect, FrameBuf, Message, Record};
+
+fn bench_dir(name: &str) -> PathBuf {
+    let root = std::env::var_os("DAFKA_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/bench-store"));
+    let d = root.join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn peers(eps: &[&str]) -> NodeConfig {
+    NodeConfig {
+        peers: eps.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// Raw zmq PUB→SUB of `n` RECORDs of `size` bytes in the rfc framing.
+fn baseline_zmq(n: u64, size: usize) -> f64 {
+    let ctx = zmq::Context::new();
+    let publ = ctx.socket(zmq::PUB).unwrap();
+    publ.set_sndhwm(0).unwrap();
+    publ.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = publ.get_last_endpoint().unwrap().unwrap();
+    let sub = ctx.socket(zmq::SUB).unwrap();
+    sub.set_rcvhwm(0).unwrap();
+    sub.set_subscribe(b"Mt").unwrap();
+    sub.connect(&ep).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let reader = std::thread::spawn(move || {
+        let mut m = zmq::Message::new();
+        let mut got = 0u64;
+        while got < n {
+            sub.recv(&mut m, 0).unwrap();
+            if !m.get_more() {
+                got += 1;
+            }
+        }
+        Instant::now()
+    });
+    let content = vec![7u8; size];
+    let addr = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+    let mut buf = FrameBuf::new();
+    let t0 = Instant::now();
+    for i in 0..n {
+        Message::Record(Record {
+            topic: b"t",
+            address: addr,
+            subject: b"t",
+            sequence: i,
+            content: &content,
+        })
+        .encode_into(Dialect::Rfc, &mut buf)
+        .unwrap();
+        let mut frames = buf.header_frames();
+        publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+        publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+        publ.send(&content[..], 0).unwrap();
+    }
+    let t1 = reader.join().unwrap();
+    n as f64 / (t1 - t0).as_secs_f64()
+}
+
+/// Sequential write of `n` records' bytes (`size` + 24 header) in 1 MiB chunks,
+/// fdatasync every 2 ms: records/s.
+fn baseline_disk(dir: &Path, n: u64, size: usize) -> f64 {
+    let path = dir.join("raw");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let total = n as usize * (size + 24);
+    let chunk = vec![1u8; 1 << 20];
+    let t0 = Instant::now();
+    let mut last_sync = t0;
+    let mut written = 0;
+    while written < total {
+        let k = chunk.len().min(total - written);
+        f.write_all(&chunk[..k]).unwrap();
+        written += k;
+        if last_sync.elapsed() >= Duration::from_millis(2) {
+            f.sync_data().unwrap();
+            last_sync = Instant::now();
+        }
+    }
+    f.sync_data().unwrap();
+    let r = n as f64 / t0.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
+fn start_pair(dir: &Path) -> (Store, Producer) {
+    let s = Store::open(dir, StoreConfig::default()).unwrap();
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            node: peers(&[s.endpoint()]),
+            max_unacked_bytes: 1 << 30,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.connect(p.endpoint()).unwrap();
+    // Wait until the store hears the producer (first record ACKed).
+    p.send(vec![0u8; 8], None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    (s, p)
+}
+
+/// Producer → store, until everything is durably ACKed: records/s.
+fn durable_throughput(dir: &Path, n: u64, size: usize) -> f64 {
+    let (s, p) = start_pair(dir);
+    let value = vec![9u8; size];
+    let t0 = Instant::now();
+    let mut sent = 0;
+    while sent < n {
+        let k = 1000.min(n - sent);
+        p.send_many((0..k).map(|_| value.clone()).collect(), None)
+            .unwrap();
+        sent += k;
+    }
+    let left = p.flush(Duration::from_secs(300)).unwrap();
+    assert_eq!(left, 0, "store stats {:?}", s.shared().stats.snapshot());
+    let rate = n as f64 / t0.elapsed().as_secs_f64();
+    p.close().unwrap();
+    s.close().unwrap();
+    rate
+}
+
+/// ACK latency at `rate` records/s offered for `secs`: (p50, p99) in ms.
+fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> (f64, f64) {
+    let (s, p) = start_pair(dir);
+    let value = vec![9u8; size];
+    let tick = Duration::from_millis(1);
+    let per_tick = rate / 1000;
+    let ticks = secs * 1000;
+    let base = p.next_offset();
+    let mut sent_at: Vec<Instant> = Vec::with_capacity(ticks as usize);
+    let mut lat = Vec::with_capacity(ticks as usize);
+    let t0 = Instant::now();
+    let mut next_check = 0usize;
+    for i in 0..ticks {
+        let due = t0 + tick * i as u32;
+        while Instant::now() < due {
+            // Record ACK arrival times while waiting for the next tick.
+            let acked = p.acked_offset().unwrap_or(0);
+            while next_check < sent_at.len()
+                && acked >= base + (next_check as u64 + 1) * per_tick - 1
+            {
+                lat.push(sent_at[next_check].elapsed().as_secs_f64() * 1e3);
+                next_check += 1;
+            }
+            std::hint::spin_loop();
+        }
+        p.send_many((0..per_tick).map(|_| value.clone()).collect(), None)
+            .unwrap();
+        sent_at.push(Instant::now());
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while next_check < sent_at.len() && Instant::now() < deadline {
+        let acked = p.acked_offset().unwrap_or(0);
+        while next_check < sent_at.len() && acked >= base + (next_check as u64 + 1) * per_tick - 1 {
+            lat.push(sent_at[next_check].elapsed().as_secs_f64() * 1e3);
+            next_check += 1;
+        }
+    }
+    p.close().unwrap();
+    s.close().unwrap();
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let q = |x: f64| lat[((lat.len() as f64 - 1.0) * x) as usize];
+    (q(0.5), q(0.99))
+}
+
+/// A late consumer served by the store alone: records/s.
+fn replay(dir: &Path, n: u64, size: usize) -> f64 {
+    let (s, p) = start_pair(dir);
+    let value = vec![9u8; size];
+    let mut sent = 0;
+    while sent < n {
+        let k = 1000.min(n - sent);
+        p.send_many((0..k).map(|_| value.clone()).collect(), None)
+            .unwrap();
+        sent += k;
+    }
+    assert_eq!(p.flush(Duration::from_secs(300)).unwrap(), 0);
+    p.close().unwrap();
+    drop(p);
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: peers(&[s.endpoint()]),
+            max_fetch: 100_000,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.connect(c.endpoint()).unwrap();
+    let total = n + 1;
+    let t0 = Instant::now();
+    let mut got = 0u64;
+    while got < total {
+        got += c
+            .poll_many(100_000, Duration::from_millis(100))
+            .unwrap()
+            .len() as u64;
+        assert!(
+            t0.elapsed() < Duration::from_secs(600),
+            "replay stalled at {got}"
+        );
+    }
+    let rate = total as f64 / t0.elapsed().as_secs_f64();
+    c.close().unwrap();
+    s.close().unwrap();
+    rate
+}
+
+fn rss_kib() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Store RSS while holding `n` 100 B records (written through the log, then
+/// served by a store that opens it and answers a FETCH for all of them).
+fn store_rss(dir: &Path, n: u64) -> (f64, f64) {
+    let logdir = dir.join("log");
+    {
+        let mut log = Log::open(&logdir, LogConfig::default()).unwrap();
+        let batch: Vec<Vec<u8>> = (0..10_000).map(|_| vec![5u8; 100]).collect();
+        let partition = "85E3C6EBDC7B4156AD9C43611EBC09CE";
+        let mut off = 0;
+        while off < n {
+            log.append_batch(b"t", partition, off, &batch).unwrap();
+            off += batch.len() as u64;
+        }
+        log.close().unwrap();
+    }
+    let before = rss_kib();
+    let s = Store::open(dir, StoreConfig::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let heads = s.heads(None).unwrap();
+    assert_eq!(
+        heads[0].1,
+        n - n % 10_000 + if n % 10_000 == 0 { 0 } else { 10_000 }
+    );
+    let after = rss_kib();
+    s.close().unwrap();
+    (before as f64 / 1024.0, after as f64 / 1024.0)
+}
+
+fn main() {
+    let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
+    let scale = if quick { 10 } else { 1 };
+    let dir = bench_dir("run");
+    println!(
+        "# store benchmarks ({})",
+        if quick { "quick" } else { "full" }
+    );
+    for (size, n) in [(100usize, 2_000_000u64 / scale), (1024, 500_000 / scale)] {
+        let z = baseline_zmq(n, size);
+        let d = baseline_disk(&dir, n, size);
+        let base = z.min(d);
+        let st = durable_throughput(&bench_dir(&format!("tput{size}")), n, size);
+        println!(
+            "durable ACKed {size:>5} B: store {:.2}M rec/s | baseline zmq {:.2}M, disk {:.2}M rec/s | ratio {:.0}% of min",
+            st / 1e6,
+            z / 1e6,
+            d / 1e6,
+            100.0 * st / base
+        );
+    }
+    let (p50, p99) = ack_latency(&bench_dir("lat"), 500_000, if quick { 2 } else { 5 }, 100);
+    println!("ack latency at 500k rec/s offered (100 B): p50 {p50:.2} ms, p99 {p99:.2} ms");
+    let r = replay(&bench_dir("replay"), 1_000_000 / scale, 100);
+    println!("replay to a late consumer (100 B): {:.2}M rec/s", r / 1e6);
+    let n_rss = std::env::var("DAFKA_BENCH_RSS_RECORDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50_000_000 / scale);
+    let (b, a) = store_rss(&bench_dir("rss"), n_rss);
+    println!(
+        "store RSS holding {n_rss} records: {a:.1} MiB (process before the store: {b:.1} MiB)"
+    );
+    let root = dir.parent().unwrap().to_path_buf();
+    let _ = std::fs::remove_dir_all(root);
+}
