@@ -207,6 +207,12 @@ impl Log {
         if self.cfg.read_only {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
+        if first_offset.checked_add(values.len() as u64).is_none() {
+            return Err(LogError::Invalid(format!(
+                "offsets {first_offset} + {} records overflow 64 bits",
+                values.len()
+            )));
+        }
         let key = (topic.to_vec(), partition.to_owned());
         if !self.parts.contains_key(&key) {
             if values.is_empty() {
@@ -305,7 +311,9 @@ impl Log {
                 }
             }
         }
-        if now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms {
+        if !self.cfg.read_only
+            && now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms
+        {
             self.last_retention_ms = now;
             if let Err(e) = self.enforce_retention() {
                 first_err.get_or_insert(e);

@@ -132,6 +132,7 @@ impl Partition {
         let active = recovery::open_active(&cfg, &dir, last)?;
         let next = active.seg.tail.next;
         let now = cfg.now();
+        let cfg_read_only = cfg.read_only;
         let mut p = Partition {
             cfg,
             topic,
@@ -141,7 +142,7 @@ impl Partition {
             active,
             durable_next: next,
             unsynced: Vec::new(),
-            dirty_dirs: vec![dir],
+            dirty_dirs: if cfg_read_only { Vec::new() } else { vec![dir] },
             unsynced_messages: 0,
             last_sync_ms: now,
             failed: None,

@@ -93,6 +93,10 @@ fn append_read_reopen_and_offset_rules() {
         "{gap}"
     );
     assert!(gap.to_string().contains("a gap"));
+    let huge = log
+        .append_batch(b"big", P, u64::MAX, &[b"a", b"b"])
+        .unwrap_err();
+    assert!(huge.to_string().contains("overflow"), "{huge}");
     let dup = log.append(T, P, 159, b"dup").unwrap_err();
     assert!(dup.to_string().contains("already stored"), "{dup}");
     assert!(matches!(
