@@ -68,9 +68,23 @@
 //! # API
 //!
 //! [`Log::open`], [`Log::append`], [`Log::append_batch`], [`Log::read`],
-//! [`Log::sync`], [`Log::tick`], [`Log::durable_next`], [`Log::next_offset`],
-//! [`Log::offset_for_time`], [`Log::enforce_retention`], [`Log::partitions`],
-//! [`Log::topics`], [`Log::close`].
+//! [`Log::sync`], [`Log::tick`], [`Log::next_deadline`], [`Log::durable_next`],
+//! [`Log::next_offset`], [`Log::first_offset`], [`Log::offset_for_time`],
+//! [`Log::enforce_retention`], [`Log::partitions`], [`Log::topics`],
+//! [`Log::close`]. Appends take `&mut self`, reads `&self`.
+//!
+//! ```no_run
+//! use _native::log::{FsyncPolicy, Log, LogConfig};
+//!
+//! let p = "85E3C6EBDC7B4156AD9C43611EBC09CE";
+//! let mut log = Log::open("data/store", LogConfig { fsync: FsyncPolicy::Interval, ..LogConfig::default() })?;
+//! log.append_batch(b"weather", p, 0, &[b"21.5".as_slice(), b"22.0"])?;
+//! // In the event loop: poll with a timeout until `log.next_deadline()`, then
+//! log.tick()?;
+//! let ack_below = log.durable_next(b"weather", p); // ACK only offsets below this
+//! let records = log.read(b"weather", p, 0, 100, 1 << 20)?;
+//! # Ok::<(), _native::log::LogError>(())
+//! ```
 
 mod config;
 mod error;

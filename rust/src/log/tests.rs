@@ -935,3 +935,43 @@ fn config_is_validated() {
     let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
     assert!(err.to_string().contains("segment_bytes"), "{err}");
 }
+
+#[test]
+fn large_values_many_parts_and_oversized_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let cfg = || LogConfig {
+        segment_bytes: 1 << 20,
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    // 1,500 values mixing copied (< 512 B) and in-place ones: over 1,024 iovecs.
+    let vals: Vec<Vec<u8>> = (0..1500u64)
+        .map(|i| vec![(i % 251) as u8; if i % 2 == 0 { 600 } else { 3 }])
+        .collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    // A record larger than a segment and than the read buffer gets a segment of its own.
+    let big = vec![7u8; 3 << 20];
+    log.append(T, P, 1500, &big).unwrap();
+    log.append(T, P, 1501, b"after").unwrap();
+    let check = |log: &Log| {
+        let got = read_all(log);
+        assert_eq!(got.len(), 1502);
+        for (i, (off, v)) in got.iter().enumerate().take(1500) {
+            assert_eq!((*off, v), (i as u64, &vals[i]));
+        }
+        assert_eq!(got[1500].1, big);
+        assert_eq!(got[1501].1, b"after");
+        assert_eq!(
+            log.read(T, P, 1500, 10, 10).unwrap().len(),
+            1,
+            "one record over budget"
+        );
+    };
+    check(&log);
+    let segs = log.partition(T, P).unwrap().segments;
+    assert!(segs >= 3, "{segs}");
+    log.close().unwrap();
+    let log = Log::open(dir.path(), cfg()).unwrap();
+    check(&log);
+}
