@@ -14,7 +14,7 @@ use super::format::{
     parse_segment_file_name, FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
 };
 use super::io;
-use super::recovery;
+use super::recovery::{self, Sealed};
 use super::segment::{finish_index, paths, Active, Next, Segment, SegmentReader};
 
 /// One record read back from the log.
@@ -125,11 +125,26 @@ impl Partition {
             return Ok(None);
         };
         let mut sealed = BTreeMap::new();
+        let mut active_base = last;
         for (i, &base) in rest.iter().enumerate() {
             let next_base = logs[i + 1];
-            sealed.insert(base, recovery::open_sealed(&cfg, &dir, base, next_base)?);
+            match recovery::open_sealed(&cfg, &dir, base, next_base)? {
+                Sealed::Whole(seg) => {
+                    sealed.insert(base, seg);
+                }
+                Sealed::TornTail(e) if next_base == last && !cfg.read_only => {
+                    tracing::warn!(
+                        "{e}; the last sealed segment was torn before it was synced,                          so the segment after it is dropped and it is recovered as the active one"
+                    );
+                    let (log_path, index_path) = paths(&dir, last);
+                    io::remove(&cfg, &log_path)?;
+                    io::remove(&cfg, &index_path)?;
+                    active_base = base;
+                }
+                Sealed::TornTail(e) => return Err(e),
+            }
         }
-        let active = recovery::open_active(&cfg, &dir, last)?;
+        let active = recovery::open_active(&cfg, &dir, active_base)?;
         let next = active.seg.tail.next;
         let now = cfg.now();
         let cfg_read_only = cfg.read_only;
