@@ -294,7 +294,17 @@ impl Partition {
 
     fn roll(&mut self) -> Result<()> {
         let next = self.next_offset();
-        let new = Active::create(&self.cfg, &self.dir, next)?;
+        let new = match Active::create(&self.cfg, &self.dir, next) {
+            Ok(a) => a,
+            Err(e) => {
+                // Appends go on into the current segment; leave no stray segment
+                // file inside its offset range.
+                let (log_path, index_path) = paths(&self.dir, next);
+                let _ = fs::remove_file(log_path);
+                let _ = fs::remove_file(index_path);
+                return Err(e);
+            }
+        };
         let old = std::mem::replace(&mut self.active, new);
         let (seg, file) = old.seal(&self.cfg);
         if self.durable_next < seg.tail.next {

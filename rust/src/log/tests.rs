@@ -1041,3 +1041,48 @@ fn read_all_from(root: &Path) -> Vec<(u64, Vec<u8>)> {
     .unwrap();
     read_all(&log)
 }
+
+#[test]
+fn a_failed_roll_leaves_no_stray_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let fail = Arc::new(AtomicBool::new(false));
+    let f2 = fail.clone();
+    let fp: Failpoint = Arc::new(move |op, path| {
+        let index = path.extension().is_some_and(|e| e == "index");
+        if op == IoOp::Write && index && f2.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+        Ok(())
+    });
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    log.append(T, P, 0, &value(0)).unwrap();
+    fail.store(true, Ordering::SeqCst);
+    let mut n = 1;
+    while n < 40 {
+        match log.append(T, P, n, &value(n)) {
+            Ok(()) => n += 1,
+            Err(e) => {
+                assert!(e.to_string().contains(".index"), "{e}");
+                break;
+            }
+        }
+    }
+    assert!(n < 40, "the roll failed");
+    assert_eq!(
+        seg_files(&pdir(dir.path()), "log").len(),
+        1,
+        "no stray segment"
+    );
+    fail.store(false, Ordering::SeqCst);
+    log.append(T, P, n, &value(n)).unwrap();
+    let all = read_all(&log);
+    drop(log);
+    let log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(read_all(&log), all);
+    assert_eq!(all.len() as u64, n + 1);
+}
