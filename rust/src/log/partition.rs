@@ -134,7 +134,8 @@ impl Partition {
                 }
                 Sealed::TornTail(e) if next_base == last && !cfg.read_only => {
                     tracing::warn!(
-                        "{e}; the last sealed segment was torn before it was synced,                          so the segment after it is dropped and it is recovered as the active one"
+                        "{e}; the last sealed segment was torn before it was synced, so the segment \
+                         after it is dropped and it is recovered as the active one"
                     );
                     let (log_path, index_path) = paths(&dir, last);
                     io::remove(&cfg, &log_path)?;
