@@ -98,7 +98,7 @@ def test_cli_inspect_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         log.append_many("weather", P, 0, [b"21.5", b"22.0", b"\xff"])
     assert main(["log", "inspect", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert P in out and "'weather'" in out
+    assert P in out and "weather " in out
     assert main(["log", "dump", str(tmp_path), "weather", P, "--from", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in lines] == ["1", "2"]
