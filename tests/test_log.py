@@ -72,6 +72,8 @@ def test_errors_are_typed(tmp_path: Path) -> None:
             log.read("nope", P, 0)
         with pytest.raises(dafka.LogValueError, match="partition name"):
             log.append("t", "../x", 0, b"a")
+    with dafka.Log(tmp_path) as log, pytest.raises(dafka.LogError, match="elsewhere"):
+        dafka.Log(tmp_path)
     with pytest.raises(dafka.LogValueError, match="fsync"):
         dafka.Log(tmp_path, fsync="sometimes")  # type: ignore[arg-type]
     with pytest.raises(dafka.LogValueError, match="segment_bytes"):

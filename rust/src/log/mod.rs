@@ -10,6 +10,8 @@
 //!       00000000000000000000.log      segment, named by the offset of its first record
 //!       00000000000000000000.index    its sparse index
 //!       00000000000000004711.log      ...
+//!   .lock                       flock'ed by the one writable Log (read-only opens
+//!                               take no lock)
 //! ```
 //!
 //! # Segment file (`.log`), all integers big-endian
@@ -122,6 +124,32 @@ pub struct Log {
     parts: BTreeMap<(Vec<u8>, String), Partition>,
     scratch: Vec<u8>,
     last_retention_ms: u64,
+    /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
+    _lock: Option<fs::File>,
+}
+
+/// Name of the lock file in the log's root (not a valid escaped topic name).
+pub const LOCK_FILE: &str = ".lock";
+
+/// Takes the exclusive lock that keeps two writers out of one log directory.
+fn lock(root: &Path) -> Result<fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let path = root.join(LOCK_FILE);
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| LogError::io("create", &path, e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            return Err(LogError::Locked(root.to_path_buf()));
+        }
+        return Err(LogError::io("lock", &path, e));
+    }
+    Ok(f)
 }
 
 fn lossy(topic: &[u8]) -> String {
@@ -143,6 +171,11 @@ impl Log {
             }
             io::create_dir_all(&cfg, &root)?;
         }
+        let lock = if cfg.read_only {
+            None
+        } else {
+            Some(lock(&root)?)
+        };
         let cfg = Arc::new(cfg);
         let mut parts = BTreeMap::new();
         for topic_entry in fs::read_dir(&root).map_err(|e| LogError::io("list", &root, e))? {
@@ -175,6 +208,7 @@ impl Log {
             parts,
             scratch: Vec::new(),
             last_retention_ms: now,
+            _lock: lock,
         })
     }
 

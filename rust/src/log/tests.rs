@@ -1086,3 +1086,27 @@ fn a_failed_roll_leaves_no_stray_segment() {
     assert_eq!(read_all(&log), all);
     assert_eq!(all.len() as u64, n + 1);
 }
+
+#[test]
+fn one_writer_per_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    log.append(T, P, 0, b"a").unwrap();
+    let err = Log::open(dir.path(), small(&clock)).unwrap_err();
+    assert!(
+        err.to_string().contains("open for writing elsewhere"),
+        "{err}"
+    );
+    let ro = Log::open(
+        dir.path(),
+        LogConfig {
+            read_only: true,
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    assert_eq!(ro.next_offset(T, P), Some(1));
+    drop(log);
+    Log::open(dir.path(), small(&clock)).unwrap();
+}
