@@ -27,6 +27,8 @@ use _native::log::{FsyncPolicy, Log, LogConfig};
 const P: &str = "85E3C6EBDC7B4156AD9C43611EBC09CE";
 const BATCH: usize = 1000;
 const FLUSH_MESSAGES: usize = 10_000;
+/// Alternating baseline/log repetitions of the append benchmark; medians reported.
+const REPS: usize = 5;
 
 fn scale() -> f64 {
     std::env::var("DAFKA_BENCH_SCALE")
@@ -134,16 +136,16 @@ fn append() {
             })
             .collect();
         let (mut base, mut log) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
+        for _ in 0..REPS {
             base.push(baseline(&dir, &chunks, rounds));
             log.push(log_append(&dir, &vals, rounds));
         }
         base.sort_by(f64::total_cmp);
         log.sort_by(f64::total_cmp);
-        let (b, l) = (base[1], log[1]);
+        let (b, l) = (base[REPS / 2], log[REPS / 2]);
         let recs = l / (size + 24) as f64;
         println!(
-            "{size:>5} B records, {} MiB x3 (median): baseline {:.0} MiB/s, log {:.0} MiB/s = {:.2} M records/s, ratio {:.0}%",
+            "{size:>5} B records, {} MiB x{REPS} (median): baseline {:.0} MiB/s, log {:.0} MiB/s = {:.2} M records/s, ratio {:.0}%",
             (rounds * BATCH * (size + 24)) >> 20,
             b / 1048576.0,
             l / 1048576.0,

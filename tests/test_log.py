@@ -72,6 +72,8 @@ def test_errors_are_typed(tmp_path: Path) -> None:
             log.read("nope", P, 0)
         with pytest.raises(dafka.LogValueError, match="partition name"):
             log.append("t", "../x", 0, b"a")
+    with dafka.Log(tmp_path) as log, pytest.raises(dafka.LogError, match="elsewhere"):
+        dafka.Log(tmp_path)
     with pytest.raises(dafka.LogValueError, match="fsync"):
         dafka.Log(tmp_path, fsync="sometimes")  # type: ignore[arg-type]
     with pytest.raises(dafka.LogValueError, match="segment_bytes"):
@@ -98,7 +100,7 @@ def test_cli_inspect_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         log.append_many("weather", P, 0, [b"21.5", b"22.0", b"\xff"])
     assert main(["log", "inspect", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert P in out and "'weather'" in out
+    assert P in out and "weather " in out
     assert main(["log", "dump", str(tmp_path), "weather", P, "--from", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in lines] == ["1", "2"]

@@ -275,6 +275,14 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
 
 
+def _show_topic(topic: str) -> str:
+    raw = topic.encode("utf-8", "surrogateescape")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return repr(raw)
+
+
 def _cmd_log_inspect(args: argparse.Namespace) -> int:
     with Log(args.path, read_only=True, retain_hours=None) as log:
         rows = log.partitions()
@@ -284,8 +292,8 @@ def _cmd_log_inspect(args: argparse.Namespace) -> int:
     print(f"{'TOPIC':<24} {'PARTITION':<34} {'FIRST':>10} {'NEXT':>10} {'BYTES':>12} SEGMENTS")
     for p in rows:
         print(
-            f"{p.topic!r:<24} {p.partition:<34} {p.first_offset:>10} {p.next_offset:>10} "
-            f"{p.bytes:>12} {p.segments}"
+            f"{_show_topic(p.topic):<24} {p.partition:<34} "
+            f"{p.first_offset:>10} {p.next_offset:>10} {p.bytes:>12} {p.segments}"
         )
     return 0
 

@@ -90,6 +90,12 @@ pub enum LogError {
         /// The earlier error.
         reason: String,
     },
+    /// Another writable `Log` (in this or another process) has the directory.
+    #[error(
+        "the log at {0} is open for writing elsewhere (another process or Log holds its \
+         .lock); close that one first, or open this one read-only"
+    )]
+    Locked(PathBuf),
     /// A write on a log opened read-only.
     #[error("the log at {0} is open read-only")]
     ReadOnly(PathBuf),

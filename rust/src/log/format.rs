@@ -102,10 +102,25 @@ pub fn encode_record(out: &mut Vec<u8>, offset: u64, timestamp: u64, value: &[u8
 
 /// Appends the 24-byte header of a record carrying `value` (not the value).
 pub fn encode_record_header(out: &mut Vec<u8>, offset: u64, timestamp: u64, value: &[u8]) {
-    out.extend_from_slice(&offset.to_be_bytes());
-    out.extend_from_slice(&(value.len() as u32).to_be_bytes());
-    out.extend_from_slice(&record_crc(timestamp, value).to_be_bytes());
-    out.extend_from_slice(&timestamp.to_be_bytes());
+    let ts_crc = crc32c::crc32c(&timestamp.to_be_bytes());
+    encode_record_header_with(out, offset, timestamp, ts_crc, value);
+}
+
+/// [`encode_record_header`] given `ts_crc = crc32c(timestamp bytes)`, computed once
+/// for a batch that shares one timestamp.
+pub fn encode_record_header_with(
+    out: &mut Vec<u8>,
+    offset: u64,
+    timestamp: u64,
+    ts_crc: u32,
+    value: &[u8],
+) {
+    let mut h = [0u8; RECORD_HEADER_LEN];
+    h[0..8].copy_from_slice(&offset.to_be_bytes());
+    h[8..12].copy_from_slice(&(value.len() as u32).to_be_bytes());
+    h[12..16].copy_from_slice(&crc32c::crc32c_append(ts_crc, value).to_be_bytes());
+    h[16..24].copy_from_slice(&timestamp.to_be_bytes());
+    out.extend_from_slice(&h);
 }
 
 /// `{base:020}.{ext}`.

@@ -10,6 +10,8 @@
 //!       00000000000000000000.log      segment, named by the offset of its first record
 //!       00000000000000000000.index    its sparse index
 //!       00000000000000004711.log      ...
+//!   .lock                       flock'ed by the one writable Log (read-only opens
+//!                               take no lock)
 //! ```
 //!
 //! # Segment file (`.log`), all integers big-endian
@@ -68,9 +70,23 @@
 //! # API
 //!
 //! [`Log::open`], [`Log::append`], [`Log::append_batch`], [`Log::read`],
-//! [`Log::sync`], [`Log::tick`], [`Log::durable_next`], [`Log::next_offset`],
-//! [`Log::offset_for_time`], [`Log::enforce_retention`], [`Log::partitions`],
-//! [`Log::topics`], [`Log::close`].
+//! [`Log::sync`], [`Log::tick`], [`Log::next_deadline`], [`Log::durable_next`],
+//! [`Log::next_offset`], [`Log::first_offset`], [`Log::offset_for_time`],
+//! [`Log::enforce_retention`], [`Log::partitions`], [`Log::topics`],
+//! [`Log::close`]. Appends take `&mut self`, reads `&self`.
+//!
+//! ```no_run
+//! use _native::log::{FsyncPolicy, Log, LogConfig};
+//!
+//! let p = "85E3C6EBDC7B4156AD9C43611EBC09CE";
+//! let mut log = Log::open("data/store", LogConfig { fsync: FsyncPolicy::Interval, ..LogConfig::default() })?;
+//! log.append_batch(b"weather", p, 0, &[b"21.5".as_slice(), b"22.0"])?;
+//! // In the event loop: poll with a timeout until `log.next_deadline()`, then
+//! log.tick()?;
+//! let ack_below = log.durable_next(b"weather", p); // ACK only offsets below this
+//! let records = log.read(b"weather", p, 0, 100, 1 << 20)?;
+//! # Ok::<(), _native::log::LogError>(())
+//! ```
 
 mod config;
 mod error;
@@ -146,6 +162,32 @@ pub struct Log {
     parts: BTreeMap<(Vec<u8>, String), Partition>,
     scratch: Vec<u8>,
     last_retention_ms: u64,
+    /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
+    _lock: Option<fs::File>,
+}
+
+/// Name of the lock file in the log's root (not a valid escaped topic name).
+pub const LOCK_FILE: &str = ".lock";
+
+/// Takes the exclusive lock that keeps two writers out of one log directory.
+fn lock(root: &Path) -> Result<fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let path = root.join(LOCK_FILE);
+    let f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| LogError::io("create", &path, e))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            return Err(LogError::Locked(root.to_path_buf()));
+        }
+        return Err(LogError::io("lock", &path, e));
+    }
+    Ok(f)
 }
 
 fn lossy(topic: &[u8]) -> String {
@@ -167,6 +209,11 @@ impl Log {
             }
             io::create_dir_all(&cfg, &root)?;
         }
+        let lock = if cfg.read_only {
+            None
+        } else {
+            Some(lock(&root)?)
+        };
         let cfg = Arc::new(cfg);
         let mut parts = BTreeMap::new();
         for topic_entry in fs::read_dir(&root).map_err(|e| LogError::io("list", &root, e))? {
@@ -199,6 +246,7 @@ impl Log {
             parts,
             scratch: Vec::new(),
             last_retention_ms: now,
+            _lock: lock,
         })
     }
 
@@ -244,6 +292,12 @@ impl Log {
     ) -> Result<()> {
         if self.cfg.read_only {
             return Err(LogError::ReadOnly(self.root.clone()));
+        }
+        if first_offset.checked_add(values.len() as u64).is_none() {
+            return Err(LogError::Invalid(format!(
+                "offsets {first_offset} + {} records overflow 64 bits",
+                values.len()
+            )));
         }
         let key = (topic.to_vec(), partition.to_owned());
         if !self.parts.contains_key(&key) {
@@ -394,7 +448,9 @@ impl Log {
                 }
             }
         }
-        if now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms {
+        if !self.cfg.read_only
+            && now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms
+        {
             self.last_retention_ms = now;
             if let Err(e) = self.enforce_retention() {
                 first_err.get_or_insert(e);

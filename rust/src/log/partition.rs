@@ -14,7 +14,7 @@ use super::format::{
     parse_segment_file_name, FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
 };
 use super::io;
-use super::recovery;
+use super::recovery::{self, Sealed};
 use super::segment::{finish_index, paths, Active, Next, Segment, SegmentReader};
 
 /// One record read back from the log.
@@ -147,13 +147,30 @@ impl Partition {
             return Ok(None);
         };
         let mut sealed = BTreeMap::new();
+        let mut active_base = last;
         for (i, &base) in rest.iter().enumerate() {
             let next_base = logs[i + 1];
-            sealed.insert(base, recovery::open_sealed(&cfg, &dir, base, next_base)?);
+            match recovery::open_sealed(&cfg, &dir, base, next_base)? {
+                Sealed::Whole(seg) => {
+                    sealed.insert(base, seg);
+                }
+                Sealed::TornTail(e) if next_base == last && !cfg.read_only => {
+                    tracing::warn!(
+                        "{e}; the last sealed segment was torn before it was synced, so the segment \
+                         after it is dropped and it is recovered as the active one"
+                    );
+                    let (log_path, index_path) = paths(&dir, last);
+                    io::remove(&cfg, &log_path)?;
+                    io::remove(&cfg, &index_path)?;
+                    active_base = base;
+                }
+                Sealed::TornTail(e) => return Err(e),
+            }
         }
-        let active = recovery::open_active(&cfg, &dir, last)?;
+        let active = recovery::open_active(&cfg, &dir, active_base)?;
         let next = active.seg.tail.next;
         let now = cfg.now();
+        let cfg_read_only = cfg.read_only;
         let mut p = Partition {
             cfg,
             topic,
@@ -163,7 +180,7 @@ impl Partition {
             active,
             durable_next: next,
             unsynced: Vec::new(),
-            dirty_dirs: vec![dir],
+            dirty_dirs: if cfg_read_only { Vec::new() } else { vec![dir] },
             unsynced_messages: 0,
             last_sync_ms: now,
             failed: None,
@@ -300,7 +317,17 @@ impl Partition {
 
     fn roll(&mut self) -> Result<()> {
         let next = self.next_offset();
-        let new = Active::create(&self.cfg, &self.dir, next)?;
+        let new = match Active::create(&self.cfg, &self.dir, next) {
+            Ok(a) => a,
+            Err(e) => {
+                // Appends go on into the current segment; leave no stray segment
+                // file inside its offset range.
+                let (log_path, index_path) = paths(&self.dir, next);
+                let _ = fs::remove_file(log_path);
+                let _ = fs::remove_file(index_path);
+                return Err(e);
+            }
+        };
         let old = std::mem::replace(&mut self.active, new);
         let (seg, file) = old.seal(&self.cfg);
         if self.durable_next < seg.tail.next {

@@ -4,6 +4,12 @@
 //! last index entry: a torn tail is truncated; damage followed by a valid record
 //! is never cut off but reported with path and offset. A missing or inconsistent
 //! index is rebuilt from the segment.
+//!
+//! A torn write can also end the last *sealed* segment, when the machine lost
+//! power soon after a roll with `fsync=interval`: that segment was never synced, so
+//! nothing after it was reported durable. Recovery then truncates it, deletes the
+//! segment after it and appends to it again (not in a read-only open, which
+//! reports the damage instead).
 
 use std::fs::File;
 use std::path::Path;
@@ -176,13 +182,24 @@ fn fresh_index(cfg: &LogConfig, path: &Path, base: u64) -> Result<Index> {
     }
 }
 
+/// A sealed segment as recovery found it.
+pub(crate) enum Sealed {
+    /// Whole.
+    Whole(Segment),
+    /// It ends in a torn write (cut short by the end of the file, zero bytes, or
+    /// records missing at its end). A segment that was synced does not tear, and
+    /// the durable offset only moves past a sealed segment once it is synced, so
+    /// nothing after the tear was ever reported durable. The error describes it.
+    TornTail(LogError),
+}
+
 /// Opens a sealed segment whose successor starts at `next_base`.
 pub(crate) fn open_sealed(
     cfg: &LogConfig,
     dir: &Path,
     base: u64,
     next_base: u64,
-) -> Result<Segment> {
+) -> Result<Sealed> {
     let (log_path, index_path) = paths(dir, base);
     let file = io::open(&log_path, true)?;
     let len = file_len(&file, &log_path)?;
@@ -203,12 +220,12 @@ pub(crate) fn open_sealed(
                         last_pos: Some(u64::from(last.pos)),
                         last_indexed: Some(u64::from(last.pos)),
                     };
-                    return Ok(Segment {
+                    return Ok(Sealed::Whole(Segment {
                         base,
                         log_path,
                         index,
                         tail,
-                    });
+                    }));
                 }
             }
         }
@@ -217,7 +234,8 @@ pub(crate) fn open_sealed(
     let mut index = fresh_index(cfg, &index_path, base)?;
     let s = scan(cfg, &file, &log_path, base, None, len, &mut index)?;
     if let Some(d) = s.damage {
-        return Err(LogError::Corruption {
+        let torn = d.torn || all_zero(&file, &log_path, d.pos, len)?;
+        let e = LogError::Corruption {
             path: log_path,
             position: d.pos,
             offset: s.tail.next,
@@ -225,10 +243,15 @@ pub(crate) fn open_sealed(
                 "{} in a sealed segment, with later segments after it",
                 d.reason
             ),
-        });
+        };
+        return if torn {
+            Ok(Sealed::TornTail(e))
+        } else {
+            Err(e)
+        };
     }
     if s.tail.next != next_base {
-        return Err(LogError::Corruption {
+        return Ok(Sealed::TornTail(LogError::Corruption {
             path: log_path,
             position: len,
             offset: s.tail.next,
@@ -236,7 +259,7 @@ pub(crate) fn open_sealed(
                 "the segment ends before offset {} but the next segment starts at {next_base}",
                 s.tail.next
             ),
-        });
+        }));
     }
     let mut seg = Segment {
         base,
@@ -245,7 +268,7 @@ pub(crate) fn open_sealed(
         tail: s.tail,
     };
     finish_index(cfg, &mut seg);
-    Ok(seg)
+    Ok(Sealed::Whole(seg))
 }
 
 /// Whether every byte in `[from, end)` is zero (a preallocated or zero-filled tail).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::format::{
-    encode_file_header, encode_record_header, record_crc, segment_file_name, RecordHeader,
+    encode_file_header, encode_record_header_with, record_crc, segment_file_name, RecordHeader,
     FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, LOG_MAGIC, RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
@@ -271,6 +271,7 @@ impl Active {
         let mut parts: Vec<Part> = Vec::new();
         let mut run_start = 0usize;
         let mut written = 0u64;
+        let ts_crc = crc32c::crc32c(&ts.to_be_bytes());
         for (i, v) in values.iter().enumerate() {
             let offset = first + i as u64;
             let pos = t.size + written;
@@ -284,7 +285,7 @@ impl Active {
                 });
                 t.last_indexed = Some(pos);
             }
-            encode_record_header(buf, offset, ts, v);
+            encode_record_header_with(buf, offset, ts, ts_crc, v);
             if v.len() < COPY_BELOW {
                 buf.extend_from_slice(v);
             } else {

@@ -93,6 +93,10 @@ fn append_read_reopen_and_offset_rules() {
         "{gap}"
     );
     assert!(gap.to_string().contains("a gap"));
+    let huge = log
+        .append_batch(b"big", P, u64::MAX, &[b"a", b"b"])
+        .unwrap_err();
+    assert!(huge.to_string().contains("overflow"), "{huge}");
     let dup = log.append(T, P, 159, b"dup").unwrap_err();
     assert!(dup.to_string().contains("already stored"), "{dup}");
     assert!(matches!(
@@ -930,4 +934,179 @@ fn config_is_validated() {
     };
     let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
     assert!(err.to_string().contains("segment_bytes"), "{err}");
+}
+
+#[test]
+fn large_values_many_parts_and_oversized_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let cfg = || LogConfig {
+        segment_bytes: 1 << 20,
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    // 1,500 values mixing copied (< 512 B) and in-place ones: over 1,024 iovecs.
+    let vals: Vec<Vec<u8>> = (0..1500u64)
+        .map(|i| vec![(i % 251) as u8; if i % 2 == 0 { 600 } else { 3 }])
+        .collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    // A record larger than a segment and than the read buffer gets a segment of its own.
+    let big = vec![7u8; 3 << 20];
+    log.append(T, P, 1500, &big).unwrap();
+    log.append(T, P, 1501, b"after").unwrap();
+    let check = |log: &Log| {
+        let got = read_all(log);
+        assert_eq!(got.len(), 1502);
+        for (i, (off, v)) in got.iter().enumerate().take(1500) {
+            assert_eq!((*off, v), (i as u64, &vals[i]));
+        }
+        assert_eq!(got[1500].1, big);
+        assert_eq!(got[1501].1, b"after");
+        assert_eq!(
+            log.read(T, P, 1500, 10, 10).unwrap().len(),
+            1,
+            "one record over budget"
+        );
+    };
+    check(&log);
+    let segs = log.partition(T, P).unwrap().segments;
+    assert!(segs >= 3, "{segs}");
+    log.close().unwrap();
+    let log = Log::open(dir.path(), cfg()).unwrap();
+    check(&log);
+}
+
+#[test]
+fn a_torn_last_sealed_segment_is_recovered_as_the_active_one() {
+    let clock = Clock::new(5);
+    let golden = tempfile::tempdir().unwrap();
+    let mut log = Log::open(golden.path(), small(&clock)).unwrap();
+    let vals: Vec<Vec<u8>> = (0..30).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    log.close().unwrap();
+    let segs = seg_files(&pdir(golden.path()), "log");
+    assert!(segs.len() >= 3);
+    let victim = &segs[segs.len() - 2];
+    let len = fs::metadata(victim).unwrap().len();
+    let base_after: u64 = segs[segs.len() - 1]
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Power loss soon after a roll: the sealed segment lost its last bytes.
+    for cut in [
+        len - 1,
+        len - 10,
+        len - (RECORD_HEADER_LEN as u64 + value(base_after - 1).len() as u64),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(golden.path(), dir.path());
+        let seg = pdir(dir.path()).join(victim.file_name().unwrap());
+        OpenOptions::new()
+            .write(true)
+            .open(&seg)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        fs::remove_file(seg.with_extension("index")).unwrap();
+        // A read-only open reports it and changes nothing.
+        let ro = LogConfig {
+            read_only: true,
+            ..small(&clock)
+        };
+        assert!(matches!(
+            Log::open(dir.path(), ro),
+            Err(LogError::Corruption { .. })
+        ));
+        let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+        let got = read_all(&log);
+        assert_eq!(got.len() as u64, base_after - 1, "cut {cut}");
+        assert_eq!(got[..], read_all_from(golden.path())[..got.len()]);
+        assert_eq!(seg_files(&pdir(dir.path()), "log").len(), segs.len() - 1);
+        log.append(T, P, base_after - 1, b"again").unwrap();
+    }
+}
+
+fn read_all_from(root: &Path) -> Vec<(u64, Vec<u8>)> {
+    let clock = Clock::new(5);
+    let log = Log::open(
+        root,
+        LogConfig {
+            read_only: true,
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    read_all(&log)
+}
+
+#[test]
+fn a_failed_roll_leaves_no_stray_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let fail = Arc::new(AtomicBool::new(false));
+    let f2 = fail.clone();
+    let fp: Failpoint = Arc::new(move |op, path| {
+        let index = path.extension().is_some_and(|e| e == "index");
+        if op == IoOp::Write && index && f2.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+        Ok(())
+    });
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    log.append(T, P, 0, &value(0)).unwrap();
+    fail.store(true, Ordering::SeqCst);
+    let mut n = 1;
+    while n < 40 {
+        match log.append(T, P, n, &value(n)) {
+            Ok(()) => n += 1,
+            Err(e) => {
+                assert!(e.to_string().contains(".index"), "{e}");
+                break;
+            }
+        }
+    }
+    assert!(n < 40, "the roll failed");
+    assert_eq!(
+        seg_files(&pdir(dir.path()), "log").len(),
+        1,
+        "no stray segment"
+    );
+    fail.store(false, Ordering::SeqCst);
+    log.append(T, P, n, &value(n)).unwrap();
+    let all = read_all(&log);
+    drop(log);
+    let log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(read_all(&log), all);
+    assert_eq!(all.len() as u64, n + 1);
+}
+
+#[test]
+fn one_writer_per_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    log.append(T, P, 0, b"a").unwrap();
+    let err = Log::open(dir.path(), small(&clock)).unwrap_err();
+    assert!(
+        err.to_string().contains("open for writing elsewhere"),
+        "{err}"
+    );
+    let ro = Log::open(
+        dir.path(),
+        LogConfig {
+            read_only: true,
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    assert_eq!(ro.next_offset(T, P), Some(1));
+    drop(log);
+    Log::open(dir.path(), small(&clock)).unwrap();
 }

@@ -37,7 +37,7 @@ impl From<crate::log::LogError> for PyErr {
             E::OffsetMismatch { .. } | E::OffsetOutOfRange { .. } => "OffsetError",
             E::UnknownPartition { .. } => "UnknownPartitionError",
             E::Invalid(_) => "LogValueError",
-            E::Failed { .. } | E::ReadOnly(_) => "LogError",
+            E::Failed { .. } | E::ReadOnly(_) | E::Locked(_) => "LogError",
         };
         dafka_error(name, e.to_string())
     }
