@@ -536,9 +536,10 @@ fn run(
                 let (s, n) = frames.slices();
                 match decode(&s[..n]) {
                     Ok((Message::Ack(a), _)) => {
-                        Stats::add(&stats.acks_received, 1);
-                        freed += st.on_ack(&a);
-                        if freed == 0 && a.topic != address.as_bytes() {
+                        if a.topic == address.as_bytes() && a.subject == tb {
+                            Stats::add(&stats.acks_received, 1);
+                            freed += st.on_ack(&a);
+                        } else {
                             Stats::add(&stats.ignored, 1);
                         }
                     }
