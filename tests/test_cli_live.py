@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -74,3 +75,51 @@ def test_demo_command() -> None:
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("5000/5000 records, in order") == 2
+
+
+def _interrupt_after_ready(
+    args: list[str], *, ready_on_stderr: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Starts a process, waits for its first output line, sends SIGINT, collects it."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stream = p.stderr if ready_on_stderr else p.stdout
+        assert stream is not None
+        first = stream.readline()
+        time.sleep(0.2)  # let it block in the call under test
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        if ready_on_stderr:
+            return subprocess.CompletedProcess(args, p.returncode, out, first + err)
+        return subprocess.CompletedProcess(args, p.returncode, first + out, err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_ctrl_c_interrupts_blocking_calls() -> None:
+    script = """
+import dafka
+with dafka.Producer("t", max_unacked_bytes=10) as p, dafka.Consumer(["t"]) as c:
+    p.send(b"x" * 10)
+    print("ready", flush=True)
+    for call in (lambda: p.send(b"y" * 10), lambda: c.poll(), lambda: p.flush()):
+        try:
+            call()
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            break
+"""
+    r = _interrupt_after_ready([sys.executable, "-c", script])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ready", "interrupted"]
+
+
+def test_consume_stops_cleanly_on_ctrl_c() -> None:
+    r = _interrupt_after_ready(
+        [*CLI, "consume", "t", "--peer", "tcp://127.0.0.1:9"], ready_on_stderr=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("consuming 't' (latest) as ")
+    assert r.stdout == ""
