@@ -186,6 +186,7 @@ def _cmd_consume(args: argparse.Namespace) -> int:
         _sigterm_as_interrupt(),
         Consumer([args.topic], wire=args.wire, offset_reset=reset, towers=towers, peers=peers) as c,
     ):
+        print(f"consuming {args.topic!r} ({reset}) as {c.address}", file=sys.stderr, flush=True)
         count = 0
         try:
             while args.count is None or count < args.count:

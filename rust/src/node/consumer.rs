@@ -3,7 +3,7 @@
 //! deadline) and decides what to deliver and what to send; [`Consumer`] is the
 //! handle, receiving delivered records over a channel.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -319,7 +319,8 @@ struct ConsumerShared {
 pub struct Consumer {
     actor: Actor<Cmd>,
     shared: Arc<ConsumerShared>,
-    rx: Mutex<Receiver<Delivery>>,
+    /// Batches from the node thread, and what is left of the last one.
+    rx: Mutex<(Receiver<Vec<Delivery>>, VecDeque<Delivery>)>,
     address: String,
     endpoint: String,
     topics: Vec<String>,
@@ -348,7 +349,7 @@ impl Consumer {
         Ok(Self {
             actor,
             shared,
-            rx: Mutex::new(rx),
+            rx: Mutex::new((rx, VecDeque::new())),
             address,
             endpoint,
             topics: topics.to_vec(),
@@ -372,27 +373,35 @@ impl Consumer {
     /// Takes up to `max` records, waiting up to `slice` for the first one.
     /// Never blocks longer than `slice`: callers loop for longer timeouts.
     pub fn poll_slice(&self, max: usize, slice: Duration, into: &mut Vec<Delivery>) -> Result<()> {
-        let rx = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let (rx, left) = &mut *guard;
         let start = into.len();
-        let first = match rx.recv_timeout(slice) {
-            Ok(d) => Some(d),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => {
-                drop(rx);
-                self.actor.check()?;
-                return Err(Error::Closed);
-            }
+        let take = |left: &mut VecDeque<Delivery>, into: &mut Vec<Delivery>| {
+            let n = left.len().min(max - (into.len() - start));
+            into.extend(left.drain(..n));
         };
-        if let Some(d) = first {
-            into.push(d);
-            while into.len() - start < max {
-                match rx.try_recv() {
-                    Ok(d) => into.push(d),
-                    Err(_) => break,
+        if left.is_empty() {
+            match rx.recv_timeout(slice) {
+                Ok(batch) => left.extend(batch),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    drop(guard);
+                    self.actor.check()?;
+                    return Err(Error::Closed);
                 }
             }
         }
-        drop(rx);
+        take(left, into);
+        while into.len() - start < max {
+            match rx.try_recv() {
+                Ok(batch) => {
+                    left.extend(batch);
+                    take(left, into);
+                }
+                Err(_) => break,
+            }
+        }
+        drop(guard);
         let got = into.len() - start;
         if got > 0 {
             self.shared.buffered.fetch_sub(got, SeqCst);
@@ -471,7 +480,7 @@ fn run(
     topics: &[String],
     address: &str,
     shared: &ConsumerShared,
-    tx: Sender<Delivery>,
+    tx: Sender<Vec<Delivery>>,
 ) -> Result<()> {
     let tb: Vec<&[u8]> = topics.iter().map(|t| t.as_bytes()).collect();
     let mut core = Core::open(ctx, &cfg.node, NodeType::Consumer, address, &tb)?;
@@ -481,7 +490,6 @@ fn run(
     let mut frames = Frames::default();
     let mut outs = Vec::new();
     let mut dels = Vec::new();
-    let mut epochs: HashMap<Arc<str>, u64> = HashMap::new();
     core.emit_all(&st.get_heads())?;
     loop {
         if inbox.terminated() {
@@ -491,9 +499,8 @@ fn run(
             match cmd {
                 Cmd::Seek(p, off) => {
                     outs.clear();
-                    if let Some(e) = st.seek(&p, off, Instant::now(), &mut outs) {
-                        epochs.insert(lossy(&p), e);
-                    }
+                    // Unknown partitions have nothing to rewind.
+                    let _epoch = st.seek(&p, off, Instant::now(), &mut outs);
                     core.emit_all(&outs)?;
                 }
                 Cmd::Connect(ep) => core.connect(&ep),
@@ -576,7 +583,7 @@ fn run(
                 }
             }
             core.emit_all(&outs)?;
-            deliver(&tx, shared, &epochs, &mut dels);
+            deliver(&tx, shared, &mut dels);
         }
         if beacon_in {
             core.on_beacons(stats)?;
@@ -596,22 +603,16 @@ fn run(
     }
 }
 
-fn deliver(
-    tx: &Sender<Delivery>,
-    shared: &ConsumerShared,
-    _epochs: &HashMap<Arc<str>, u64>,
-    dels: &mut Vec<Delivery>,
-) {
+fn deliver(tx: &Sender<Vec<Delivery>>, shared: &ConsumerShared, dels: &mut Vec<Delivery>) {
     let n = dels.len();
     if n == 0 {
         return;
     }
     shared.buffered.fetch_add(n, SeqCst);
     Stats::add(&shared.stats.delivered, n as u64);
-    for d in dels.drain(..) {
-        // The handle owns the receiver; if it is gone we are closing anyway.
-        let _ = tx.send(d);
-    }
+    // One channel message per batch; the handle owns the receiver, and if it
+    // is gone we are closing anyway.
+    let _ = tx.send(std::mem::replace(dels, Vec::with_capacity(n)));
 }
 
 #[cfg(test)]

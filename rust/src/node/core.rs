@@ -425,6 +425,27 @@ impl Core {
         r
     }
 
+    /// Sends a DIRECT-RECORD of our own partition to `to` (a FETCH answer,
+    /// straight from the producer's buffer).
+    pub fn send_direct_record(
+        &mut self,
+        to: &[u8],
+        topic: &[u8],
+        sequence: u64,
+        content: &[u8],
+    ) -> Result<()> {
+        let address = std::mem::take(&mut self.address);
+        let r = self.send_message(&Message::DirectRecord(Record {
+            topic: to,
+            address: &address,
+            subject: topic,
+            sequence,
+            content,
+        }));
+        self.address = address;
+        r
+    }
+
     /// Sends one [`Out`], filling in our address where the message carries it.
     pub fn emit(&mut self, out: &Out) -> Result<()> {
         let own = std::mem::take(&mut self.address);

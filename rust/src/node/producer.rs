@@ -138,21 +138,41 @@ impl ProducerState {
         freed
     }
 
-    /// A FETCH for our partition: exactly the requested records we still hold,
-    /// byte-identical, ascending, as DIRECT-RECORDs to the requester.
-    pub fn on_fetch(&self, f: &Fetch<'_>) -> Vec<Out> {
+    /// The offsets of a FETCH that we answer: the requested ones we still
+    /// hold (empty if the FETCH is not for our partition and topic).
+    pub fn fetch_range(&self, f: &Fetch<'_>) -> std::ops::Range<u64> {
         if f.topic != self.address.as_slice() || f.subject != self.topic.as_slice() {
-            return Vec::new();
+            return 0..0;
         }
         let from = f.sequence.max(self.base);
         let to = f.sequence.saturating_add(u64::from(f.count)).min(self.next);
-        (from..to)
-            .map(|off| Out::DirectRecord {
-                to: f.address.to_vec(),
-                partition: self.address.clone(),
-                subject: self.topic.clone(),
-                sequence: off,
-                content: self.buf[(off - self.base) as usize].clone(),
+        from..to.max(from)
+    }
+
+    /// The content of a held record.
+    pub fn get(&self, offset: u64) -> Option<&[u8]> {
+        let i = usize::try_from(offset.checked_sub(self.base)?).ok()?;
+        self.buf.get(i).map(Vec::as_slice)
+    }
+
+    pub fn topic(&self) -> &[u8] {
+        &self.topic
+    }
+
+    /// A FETCH for our partition: exactly the requested records we still hold,
+    /// byte-identical, ascending, as DIRECT-RECORDs to the requester. (The node
+    /// thread sends the same thing straight from the buffer, via
+    /// [`ProducerState::fetch_range`] and [`ProducerState::get`], without copies.)
+    pub fn on_fetch(&self, f: &Fetch<'_>) -> Vec<Out> {
+        self.fetch_range(f)
+            .filter_map(|off| {
+                Some(Out::DirectRecord {
+                    to: f.address.to_vec(),
+                    partition: self.address.clone(),
+                    subject: self.topic.clone(),
+                    sequence: off,
+                    content: self.get(off)?.to_vec(),
+                })
             })
             .collect()
     }
@@ -536,18 +556,22 @@ fn run(
                 let (s, n) = frames.slices();
                 match decode(&s[..n]) {
                     Ok((Message::Ack(a), _)) => {
-                        Stats::add(&stats.acks_received, 1);
-                        freed += st.on_ack(&a);
-                        if freed == 0 && a.topic != address.as_bytes() {
+                        if a.topic == address.as_bytes() && a.subject == tb {
+                            Stats::add(&stats.acks_received, 1);
+                            freed += st.on_ack(&a);
+                        } else {
                             Stats::add(&stats.ignored, 1);
                         }
                     }
                     Ok((Message::Fetch(f), _)) => {
                         Stats::add(&stats.fetches_received, 1);
-                        outs.clear();
-                        outs.extend(st.on_fetch(&f));
-                        Stats::add(&stats.direct_records_sent, outs.len() as u64);
-                        core.emit_all(&outs)?;
+                        let range = st.fetch_range(&f);
+                        Stats::add(&stats.direct_records_sent, range.end - range.start);
+                        for off in range {
+                            if let Some(content) = st.get(off) {
+                                core.send_direct_record(f.address, st.topic(), off, content)?;
+                            }
+                        }
                     }
                     Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
                         outs.clear();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -19,7 +20,7 @@ use crate::node::{
 
 const SLICE: Duration = Duration::from_millis(100);
 
-static RECORD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static RECORD: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
 
 pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(v).map_err(|_| {
@@ -350,13 +351,29 @@ struct PyConsumer {
     inner: Consumer,
 }
 
+/// Builds `dafka.record.Record` objects. A frozen dataclass's `__init__` costs
+/// a microsecond (one `object.__setattr__` per field), so records are made the
+/// way `copy`/`pickle` make them: `object.__new__(Record)` and the fields put
+/// straight into its `__dict__` (the result is indistinguishable).
 fn to_records<'py>(py: Python<'py>, ds: Vec<Delivery>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let cls = RECORD.get_or_try_init(py, || {
-        py.import("dafka.record")?
-            .getattr("Record")
-            .map(|c| c.unbind())
+    let (cls, new) = RECORD.get_or_try_init(py, || -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+        let cls = py.import("dafka.record")?.getattr("Record")?;
+        let new = py
+            .import("builtins")?
+            .getattr("object")?
+            .getattr("__new__")?;
+        Ok((cls.unbind(), new.unbind()))
     })?;
-    let cls = cls.bind(py);
+    let (cls, new) = (cls.bind(py), new.bind(py));
+    let names = [
+        intern!(py, "topic"),
+        intern!(py, "partition"),
+        intern!(py, "offset"),
+        intern!(py, "value"),
+        intern!(py, "timestamp"),
+    ];
+    let dict_name = intern!(py, "__dict__");
+    let none = py.None().into_bound(py);
     let mut out = Vec::with_capacity(ds.len());
     let mut topic: Option<(Arc<str>, Bound<'py, PyString>)> = None;
     let mut part: Option<(Arc<str>, Bound<'py, PyString>)> = None;
@@ -371,7 +388,19 @@ fn to_records<'py>(py: Python<'py>, ds: Vec<Delivery>) -> PyResult<Vec<Bound<'py
     for d in ds {
         let t = cached(&mut topic, &d.topic);
         let p = cached(&mut part, &d.partition);
-        out.push(cls.call1((t, p, d.offset, PyBytes::new(py, &d.value)))?);
+        let obj = new.call1((cls,))?;
+        let Ok(dict) = obj.getattr(dict_name) else {
+            // A Record without __dict__ (slots): the ordinary constructor.
+            out.push(cls.call1((t, p, d.offset, PyBytes::new(py, &d.value)))?);
+            continue;
+        };
+        let dict = dict.cast::<PyDict>()?;
+        dict.set_item(names[0], t)?;
+        dict.set_item(names[1], p)?;
+        dict.set_item(names[2], d.offset)?;
+        dict.set_item(names[3], PyBytes::new(py, &d.value))?;
+        dict.set_item(names[4], &none)?;
+        out.push(obj);
     }
     Ok(out)
 }

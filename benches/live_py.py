@@ -1,0 +1,93 @@
+"""Live-path benchmark through the Python API (run after ``maturin develop --release``):
+
+- ``send`` per record and ``send_many`` (1000-record lists): the producer-side call
+  rate (each is an enqueue onto the node thread), with a consumer attached;
+- end to end: ``send_many`` → ``poll_many`` records/s, producer and consumer in this
+  process (static peers, ``min_acks=0``);
+- ``poll_many`` alone: draining records already delivered to the consumer's buffer
+  into ``dafka.Record`` objects.
+
+``python benches/live_py.py [N]``. Results: benches/RESULTS.md, "Live path".
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from dafka import Consumer, Producer
+
+
+def pair() -> tuple[Producer, Consumer]:
+    p = Producer("bench", min_acks=0, sndhwm=0, rcvhwm=0)
+    c = Consumer(
+        ["bench"],
+        peers=[p.endpoint],
+        offset_reset="latest",
+        max_buffered=1 << 30,
+        sndhwm=0,
+        rcvhwm=0,
+    )
+    p.connect(c.endpoint)
+    while True:  # slow joiner: until the consumer sees a record
+        p.send(b"sync")
+        if c.poll_many(timeout=0.05):
+            break
+    while c.poll_many(timeout=0.1):
+        pass
+    return p, c
+
+
+def drain(c: Consumer, n: int) -> None:
+    got = 0
+    while got < n:
+        got += len(c.poll_many(max_records=65536, timeout=5.0))
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    print("| case | size | records | rec/s |")
+    print("|---|---|---|---|")
+    for size in (100, 1024):
+        m = n if size == 100 else n // 2
+        value = b"\x5a" * size
+        batch = [value] * 1000
+
+        p, c = pair()
+        send = p.send
+        t = time.perf_counter()
+        for _ in range(m):
+            send(value)
+        r = m / (time.perf_counter() - t)
+        print(f"| Python send (call rate) | {size} B | {m} | {r:.0f} |")
+        drain(c, m)
+        p.close()
+        c.close()
+
+        p, c = pair()
+        t = time.perf_counter()
+        for _ in range(m // 1000):
+            p.send_many(batch)
+        r = m / (time.perf_counter() - t)
+        print(f"| Python send_many(1000) (call rate) | {size} B | {m} | {r:.0f} |")
+        drain(c, m)
+        r = m / (time.perf_counter() - t)
+        print(f"| Python send_many → poll_many, end to end | {size} B | {m} | {r:.0f} |")
+        p.close()
+        c.close()
+
+        p, c = pair()
+        for _ in range(m // 1000):
+            p.send_many(batch)
+        while c.stats()["delivered"] < m + 1:
+            time.sleep(0.01)
+        t = time.perf_counter()
+        drain(c, m)
+        r = m / (time.perf_counter() - t)
+        print(f"| Python poll_many (drain to Record objects) | {size} B | {m} | {r:.0f} |")
+        p.close()
+        c.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The ``dafka tower`` / ``produce`` / ``consume`` / ``demo`` commands, as processes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+CLI = [sys.executable, "-m", "dafka.cli"]
+
+
+def test_tower_produce_consume_and_ctrl_c() -> None:
+    tower = subprocess.Popen(
+        [*CLI, "tower", "--beacon-in", "tcp://127.0.0.1:0", "--beacon-out", "tcp://127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    consumer: subprocess.Popen[str] | None = None
+    try:
+        assert tower.stdout is not None
+        endpoint = tower.stdout.readline().split()[1]
+        consumer = subprocess.Popen(
+            [*CLI, "consume", "lines", "--tower", endpoint, "--from-beginning", "--count", "3"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        produced = subprocess.run(
+            [*CLI, "produce", "lines", "--tower", endpoint, "--linger", "3"],
+            input="alpha\nbeta\ngamma\n",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert produced.returncode == 0, produced.stderr
+        assert "sent 3 records" in produced.stderr
+        assert "not acknowledged" in produced.stderr  # no store: min_acks=1 is not met
+        out, err = consumer.communicate(timeout=60)
+        assert consumer.returncode == 0, err
+        assert out.splitlines() == ["alpha", "beta", "gamma"]
+        tower.send_signal(signal.SIGINT)
+        _, err = tower.communicate(timeout=20)
+        assert tower.returncode == 0
+        assert "tower stopped" in err
+    finally:
+        for p in (tower, consumer):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_bad_endpoint_is_a_clear_error() -> None:
+    r = subprocess.run(
+        [*CLI, "consume", "t", "--tower", "localhost:5556", "--timeout", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 1
+    assert "bad tower endpoint" in r.stderr and "tcp://HOST:IN_PORT" in r.stderr
+
+
+def test_demo_command() -> None:
+    r = subprocess.run(
+        [*CLI, "demo", "--records", "5000", "--wire", "zproto"],
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("5000/5000 records, in order") == 2
+
+
+def _interrupt_after_ready(
+    args: list[str], *, ready_on_stderr: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Starts a process, waits for its first output line, sends SIGINT, collects it."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        stream = p.stderr if ready_on_stderr else p.stdout
+        assert stream is not None
+        first = stream.readline()
+        time.sleep(0.2)  # let it block in the call under test
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+        if ready_on_stderr:
+            return subprocess.CompletedProcess(args, p.returncode, out, first + err)
+        return subprocess.CompletedProcess(args, p.returncode, first + out, err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_ctrl_c_interrupts_blocking_calls() -> None:
+    script = """
+import dafka
+with dafka.Producer("t", max_unacked_bytes=10) as p, dafka.Consumer(["t"]) as c:
+    p.send(b"x" * 10)
+    print("ready", flush=True)
+    for call in (lambda: p.send(b"y" * 10), lambda: c.poll(), lambda: p.flush()):
+        try:
+            call()
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            break
+"""
+    r = _interrupt_after_ready([sys.executable, "-c", script])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ready", "interrupted"]
+
+
+def test_consume_stops_cleanly_on_ctrl_c() -> None:
+    r = _interrupt_after_ready(
+        [*CLI, "consume", "t", "--peer", "tcp://127.0.0.1:9"], ready_on_stderr=True
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("consuming 't' (latest) as ")
+    assert r.stdout == ""
