@@ -1,13 +1,14 @@
-"""The record type shared by the log, the consumer and the tools."""
+"""The record type shared by the consumer, the log and the tools."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass
 
 __all__ = ["Record"]
 
 
-@dataclass(frozen=True, slots=True)
+# No __slots__: the consumer fills instances' __dict__ directly (fast path).
+@dataclass(frozen=True)
 class Record:
     """One record of a partition.
 
@@ -22,4 +23,5 @@ class Record:
     partition: str
     offset: int
     value: bytes
-    timestamp: int | None = field(default=None, kw_only=True)
+    _: KW_ONLY
+    timestamp: int | None = None
