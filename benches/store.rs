@@ -272,6 +272,11 @@ fn store_rss(dir: &Path, n: u64) -> (f64, f64) {
 }
 
 fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        // `cargo test --all-targets` runs bench targets without `--bench`.
+        println!("store benchmarks: run them with `cargo bench --bench store`");
+        return;
+    }
     let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
     let scale = if quick { 10 } else { 1 };
     let dir = bench_dir("run");

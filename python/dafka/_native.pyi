@@ -144,7 +144,6 @@ class Consumer:
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
 
-
 class NativeLog:
     def __new__(
         cls,

@@ -2,7 +2,8 @@
 
 ``dafka tower`` runs a tower; ``dafka produce TOPIC`` publishes one record per stdin
 line; ``dafka consume TOPIC`` prints records; ``dafka demo`` runs a local cluster
-(tower, producer, two consumers) and checks every record arrives in order.
+(tower, store, producer, consumer), checks every record arrives in order, then replays
+the topic from the store to a late consumer.
 ``dafka wire demo`` encodes every Dafka message in both dialects, decodes it back and
 checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on hex frames.
 ``dafka log inspect PATH`` lists the partitions of a log directory and ``dafka log dump
@@ -14,13 +15,14 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Tower
+from dafka._native import Consumer, Producer, Store, Tower
 from dafka.exceptions import DafkaError
 from dafka.log import Log
 
@@ -204,62 +206,86 @@ def _cmd_consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drain_check(c: Consumer, n: int, timeout: float) -> tuple[int, bool]:
+    """Reads up to ``n`` records; returns how many arrived and if all were right."""
+    got: list[int] = []
+    ok = True
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        for r in c.poll_many(timeout=0.5):
+            ok = ok and r.value == b"record %d" % r.offset
+            got.append(r.offset)
+    return len(got), ok and got == list(range(n))
+
+
+def _demo_consumer(topic: str, towers: list[str], wire: str) -> Consumer:
+    return Consumer(
+        [topic],
+        towers=towers,
+        wire=wire,
+        offset_reset="earliest",
+        beacon_interval=0.2,
+        beacon_timeout=2.0,
+    )
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     n, topic = args.records, "demo"
-    print(f"starting a local cluster: tower, 2 consumers, 1 producer ({args.wire} dialect)")
-    with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower:
+    print(f"starting a local cluster: tower, store, producer, consumer ({args.wire} dialect)")
+    with (
+        tempfile.TemporaryDirectory(prefix="dafka-demo-") as tmp,
+        Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower,
+    ):
         towers = [tower.endpoint]
+        data = args.data or tmp
         print(f"  tower     {tower.endpoint}")
-        with (
-            Consumer(
-                [topic],
-                towers=towers,
-                wire=args.wire,
-                offset_reset="earliest",
-                beacon_interval=0.2,
-                beacon_timeout=2.0,
-            ) as c1,
-            Consumer(
-                [topic],
-                towers=towers,
-                wire=args.wire,
-                offset_reset="earliest",
-                beacon_interval=0.2,
-                beacon_timeout=2.0,
-            ) as c2,
-            Producer(
-                topic,
-                towers=towers,
-                wire=args.wire,
-                head_interval=0.2,
-                beacon_interval=0.2,
-                beacon_timeout=2.0,
-            ) as p,
-        ):
-            print(f"  consumer  {c1.address} at {c1.endpoint}")
-            print(f"  consumer  {c2.address} at {c2.endpoint}")
-            print(f"  producer  {p.address} at {p.endpoint}")
-            start = time.monotonic()
-            for i in range(0, n, 1000):
-                p.send_many([b"record %d" % j for j in range(i, min(n, i + 1000))])
-            print(f"sent {n} records to {topic!r}")
-            ok = True
-            for name, c in (("consumer 1", c1), ("consumer 2", c2)):
-                got: list[int] = []
-                deadline = time.monotonic() + args.timeout
-                while len(got) < n and time.monotonic() < deadline:
-                    for r in c.poll_many(timeout=0.5):
-                        if r.value != b"record %d" % r.offset:
-                            ok = False
-                        got.append(r.offset)
-                in_order = got == list(range(n))
-                ok = ok and in_order
-                stats = c.stats()
+        with Store(
+            data, towers=towers, wire=args.wire, beacon_interval=0.2, beacon_timeout=2.0
+        ) as store:
+            print(f"  store     {store.address} at {store.endpoint}, data in {data}")
+            with (
+                _demo_consumer(topic, towers, args.wire) as live,
+                Producer(
+                    topic,
+                    towers=towers,
+                    wire=args.wire,
+                    head_interval=0.2,
+                    beacon_interval=0.2,
+                    beacon_timeout=2.0,
+                ) as p,
+            ):
+                print(f"  consumer  {live.address} at {live.endpoint}")
+                print(f"  producer  {p.address} at {p.endpoint}")
+                start = time.monotonic()
+                for i in range(0, n, 1000):
+                    p.send_many([b"record %d" % j for j in range(i, min(n, i + 1000))])
+                left = p.flush(args.timeout)
                 print(
-                    f"{name}: {len(got)}/{n} records, {'in order' if in_order else 'NOT in order'}"
+                    f"sent {n} records to {topic!r}; the store ACKed "
+                    f"{n - left} durably in {time.monotonic() - start:.2f}s"
+                )
+                got, ok = _drain_check(live, n, args.timeout)
+                stats = live.stats()
+                print(
+                    f"live consumer: {got}/{n} records, {'in order' if ok else 'NOT in order'}"
                     f" ({stats['gaps']} gaps repaired by {stats['fetches_sent']} FETCHes)"
                 )
-            print(f"{'ok' if ok else 'FAILED'} in {time.monotonic() - start:.2f}s")
+                ok = ok and left == 0
+            print("producer closed; a late consumer replays the topic from the store alone")
+            start = time.monotonic()
+            with _demo_consumer(topic, towers, args.wire) as late:
+                got, late_ok = _drain_check(late, n, args.timeout)
+            print(
+                f"late consumer: {got}/{n} records from the store, "
+                f"{'in order' if late_ok else 'NOT in order'} in {time.monotonic() - start:.2f}s"
+            )
+            for info in store.partitions(topic):
+                print(
+                    f"store holds {info.topic}/{info.partition}: offsets "
+                    f"{info.first_offset}..{info.next_offset - 1}, {info.bytes} bytes on disk"
+                )
+            ok = ok and late_ok
+    print("ok" if ok else "FAILED")
     return 0 if ok else 1
 
 
@@ -355,7 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     de = sub.add_parser("demo", help="run a local cluster and check every record arrives")
     de.add_argument("--records", type=int, default=100_000)
     de.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
-    de.add_argument("--timeout", type=float, default=60.0, help="per consumer, seconds")
+    de.add_argument("--timeout", type=float, default=60.0, help="per step, seconds")
+    de.add_argument("--data", help="store directory (default: a temporary one)")
     de.set_defaults(func=_cmd_demo)
 
     w = sub.add_parser("wire", help="encode and decode Dafka messages")
