@@ -74,7 +74,10 @@ def test_demo_command() -> None:
         timeout=100,
     )
     assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.count("5000/5000 records, in order") == 2
+    assert "live consumer: 5000/5000 records, in order" in r.stdout
+    assert "late consumer: 5000/5000 records from the store, in order" in r.stdout
+    assert "the store ACKed 5000 durably" in r.stdout
+    assert r.stdout.rstrip().endswith("ok")
 
 
 def _interrupt_after_ready(
