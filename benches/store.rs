@@ -234,18 +234,19 @@ fn replay(dir: &Path, n: u64, size: usize) -> f64 {
     rate
 }
 
-fn rss_kib() -> u64 {
+fn status_kib(key: &str) -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
     s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(key))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
-/// Store RSS while holding `n` 100 B records (written through the log, then
-/// served by a store that opens it and answers a FETCH for all of them).
-fn store_rss(dir: &Path, n: u64) -> (f64, f64) {
+/// In a child process (so nothing else inflates its RSS): writes `n` 100 B
+/// records through the log, then opens a store on them, lets it serve a late
+/// consumer's FETCH of the first 100k, and prints its RSS and peak RSS.
+fn rss_child(dir: &Path, n: u64) {
     let logdir = dir.join("log");
     {
         let mut log = Log::open(&logdir, LogConfig::default()).unwrap();
@@ -258,23 +259,72 @@ fn store_rss(dir: &Path, n: u64) -> (f64, f64) {
         }
         log.close().unwrap();
     }
-    let before = rss_kib();
     let s = Store::open(dir, StoreConfig::default()).unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: peers(&[s.endpoint()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.connect(c.endpoint()).unwrap();
+    let mut got = 0;
+    let t0 = Instant::now();
+    while got < 100_000 && t0.elapsed() < Duration::from_secs(120) {
+        got += c
+            .poll_many(100_000, Duration::from_millis(100))
+            .unwrap()
+            .len();
+    }
     let heads = s.heads(None).unwrap();
-    assert_eq!(
+    println!(
+        "RSS {} {} {} {}",
+        status_kib("VmRSS:"),
+        status_kib("VmHWM:"),
         heads[0].1,
-        n - n % 10_000 + if n % 10_000 == 0 { 0 } else { 10_000 }
+        got
     );
-    let after = rss_kib();
+    c.close().unwrap();
     s.close().unwrap();
-    (before as f64 / 1024.0, after as f64 / 1024.0)
+}
+
+/// Store RSS while holding `n` records: (RSS MiB, records held, records served).
+fn store_rss(dir: &Path, n: u64) -> (f64, f64, u64, usize) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--bench", "rss-child", &n.to_string()])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("RSS "))
+        .unwrap_or_else(|| {
+            panic!(
+                "rss child failed: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (
+        f[1].parse::<f64>().unwrap() / 1024.0,
+        f[2].parse::<f64>().unwrap() / 1024.0,
+        f[3].parse().unwrap(),
+        f[4].parse().unwrap(),
+    )
 }
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         // `cargo test --all-targets` runs bench targets without `--bench`.
         println!("store benchmarks: run them with `cargo bench --bench store`");
+        return;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "rss-child") {
+        rss_child(Path::new(&args[i + 2]), args[i + 1].parse().unwrap());
         return;
     }
     let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
@@ -305,9 +355,10 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(50_000_000 / scale);
-    let (b, a) = store_rss(&bench_dir("rss"), n_rss);
+    let (rss, peak, held, served) = store_rss(&bench_dir("rss"), n_rss);
     println!(
-        "store RSS holding {n_rss} records: {a:.1} MiB (process before the store: {b:.1} MiB)"
+        "store process holding {held} records (100 B), after serving {served} to a late \
+         consumer: RSS {rss:.1} MiB, peak {peak:.1} MiB"
     );
     let root = dir.parent().unwrap().to_path_buf();
     let _ = std::fs::remove_dir_all(root);

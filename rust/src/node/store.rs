@@ -370,6 +370,35 @@ pub struct DurableLog {
     reopen_error: Option<String>,
     syncer: Syncer,
     in_flight: bool,
+    pending: Pending,
+}
+
+/// Appends of one partition gathered during a loop turn and written with one
+/// `append_batch` (one write call instead of one per record) before the turn
+/// syncs, ACKs or reads.
+#[derive(Default)]
+struct Pending {
+    topic: Vec<u8>,
+    partition: String,
+    first: u64,
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// Pending appends are written once they hold this many bytes.
+const PENDING_BYTES: usize = 4 << 20;
+
+impl Pending {
+    fn next(&self) -> u64 {
+        self.first + self.ends.len() as u64
+    }
+    fn holds(&self, topic: &[u8], partition: &str) -> bool {
+        !self.ends.is_empty() && self.topic == topic && self.partition == partition
+    }
+    fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
 }
 
 /// The syncer thread: runs [`SyncBatch`]es, returns [`SyncDone`]s.
@@ -427,6 +456,7 @@ impl DurableLog {
             reopen_error: None,
             syncer: Syncer::start()?,
             in_flight: false,
+            pending: Pending::default(),
         })
     }
 
@@ -446,6 +476,35 @@ impl DurableLog {
     fn get_mut(&mut self) -> std::result::Result<&mut Log, LogError> {
         let e = self.closed();
         self.log.as_mut().ok_or(e)
+    }
+
+    /// Writes the gathered appends. On error a prefix may be stored; the
+    /// partition's `next_offset` says where it stands, and the store fetches
+    /// the rest again.
+    fn flush_pending(&mut self) -> std::result::Result<(), LogError> {
+        if self.pending.ends.is_empty() {
+            return Ok(());
+        }
+        let pend = std::mem::take(&mut self.pending);
+        let mut start = 0;
+        let values: Vec<&[u8]> = pend
+            .ends
+            .iter()
+            .map(|&end| {
+                let v = &pend.data[start..end];
+                start = end;
+                v
+            })
+            .collect();
+        let r = match self.log.as_mut() {
+            Some(log) => log.append_batch(&pend.topic, &pend.partition, pend.first, &values),
+            None => Err(self.closed()),
+        };
+        drop(values);
+        // Keep the buffers' capacity for the next turn.
+        self.pending = pend;
+        self.pending.clear();
+        r
     }
 
     /// Applies a finished sync, waiting for it up to `wait`.
@@ -508,7 +567,29 @@ impl StoreLog for DurableLog {
     ) -> std::result::Result<(), LogError> {
         let p = part_name(partition)
             .ok_or_else(|| LogError::Invalid("partition name is not UTF-8".into()))?;
-        self.get_mut()?.append(topic, p, offset, content)
+        if !(self.pending.holds(topic, p) && offset == self.pending.next()) {
+            self.flush_pending()?;
+            let log = self.get_mut()?;
+            if let Some(expected) = log.next_offset(topic, p).filter(|&e| e != offset) {
+                return Err(LogError::OffsetMismatch {
+                    topic: String::from_utf8_lossy(topic).into_owned(),
+                    partition: p.to_string(),
+                    expected,
+                    got: offset,
+                });
+            }
+            self.pending.topic.clear();
+            self.pending.topic.extend_from_slice(topic);
+            self.pending.partition.clear();
+            self.pending.partition.push_str(p);
+            self.pending.first = offset;
+        }
+        self.pending.data.extend_from_slice(content);
+        self.pending.ends.push(self.pending.data.len());
+        if self.pending.data.len() >= PENDING_BYTES {
+            self.flush_pending()?;
+        }
+        Ok(())
     }
     fn read(
         &self,
@@ -543,12 +624,22 @@ impl StoreLog for DurableLog {
         let Some(log) = self.log.as_ref() else {
             return Vec::new();
         };
-        log.partitions(topic)
+        let mut keys: Vec<PartKey> = log
+            .partitions(topic)
             .into_iter()
             .map(|i| (i.topic, i.partition.into_bytes()))
-            .collect()
+            .collect();
+        let pend = &self.pending;
+        if !pend.ends.is_empty()
+            && topic.is_none_or(|t| t == pend.topic.as_slice())
+            && log.next_offset(&pend.topic, &pend.partition).is_none()
+        {
+            keys.push((pend.topic.clone(), pend.partition.clone().into_bytes()));
+        }
+        keys
     }
     fn sync_if_due(&mut self) -> std::result::Result<(), LogError> {
+        self.flush_pending()?;
         self.collect(Duration::ZERO)?;
         // Retention (the log's own fsync is off, so its tick never syncs).
         self.get_mut()?.tick()?;
@@ -568,6 +659,7 @@ impl StoreLog for DurableLog {
         Ok(())
     }
     fn sync_all(&mut self) -> std::result::Result<(), LogError> {
+        self.flush_pending()?;
         self.collect(Duration::from_secs(60))?;
         self.get_mut()?.sync()
     }
@@ -591,6 +683,7 @@ impl StoreLog for DurableLog {
         // from the files.
         let _ = self.collect(Duration::from_secs(60));
         self.in_flight = false;
+        self.pending.clear();
         drop(self.log.take());
         let reopened = Log::open(&self.root, self.cfg.clone()).and_then(|mut log| {
             log.sync()?;

@@ -186,7 +186,8 @@ pub struct StoreLogic<L: StoreLog> {
     address: Vec<u8>,
     log: L,
     cfg: StoreLogicConfig,
-    parts: HashMap<PartKey, PartState>,
+    /// topic → partition → state.
+    parts: HashMap<Vec<u8>, HashMap<Vec<u8>, PartState>>,
     replies: VecDeque<ReplyJob>,
     counters: StoreCounters,
     /// The last storage error, kept until an append succeeds again.
@@ -231,10 +232,17 @@ impl<L: StoreLog> StoreLogic<L> {
         !self.replies.is_empty()
     }
 
+    /// The partition's state; looks up by borrowed slices and allocates keys
+    /// only for a partition seen for the first time (this runs per record).
     fn part(&mut self, topic: &[u8], partition: &[u8]) -> &mut PartState {
-        self.parts
-            .entry((topic.to_vec(), partition.to_vec()))
-            .or_default()
+        if !self.parts.contains_key(topic) {
+            self.parts.insert(topic.to_vec(), HashMap::new());
+        }
+        let parts = self.parts.get_mut(topic).expect("inserted above");
+        if !parts.contains_key(partition) {
+            parts.insert(partition.to_vec(), PartState::default());
+        }
+        parts.get_mut(partition).expect("inserted above")
     }
 
     /// RECORD or DIRECT-RECORD: `partition` is the producer's address.
@@ -570,7 +578,11 @@ impl<L: StoreLog> StoreLogic<L> {
     /// re-send FETCHes whose retry time passed.
     pub fn tick(&mut self, now: Instant) -> Vec<Out> {
         let mut out = Vec::new();
-        let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
+        let keys: Vec<PartKey> = self
+            .parts
+            .iter()
+            .flat_map(|(t, ps)| ps.keys().map(move |p| (t.clone(), p.clone())))
+            .collect();
         for (topic, partition) in keys {
             if let Some(durable) = self.log.durable_next(&topic, &partition) {
                 let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
@@ -611,7 +623,7 @@ impl<L: StoreLog> StoreLogic<L> {
 
     /// When the next tick is due: a FETCH retry, an ACK repeat, or a sync.
     pub fn next_deadline(&self) -> Option<Instant> {
-        let parts = self.parts.values().flat_map(|p| {
+        let parts = self.parts.values().flat_map(HashMap::values).flat_map(|p| {
             [
                 p.fetch.map(|f| f.at + self.cfg.fetch_retry),
                 p.ack_sent.map(|t| t + self.cfg.ack_refresh),
