@@ -152,7 +152,7 @@ class Consumer:
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
 
-
+@final
 class NativeLog:
     def __new__(
         cls,
@@ -208,7 +208,7 @@ class Store:
         flush_interval_ms: int = 2,
         flush_messages: int = 100000,
         segment_bytes: int = 536870912,
-        retain_hours: int | None = 168,
+        retain_hours: int | None = ...,
         retain_bytes: int | None = None,
         recovery: str = "tolerate_tail_corruption",
         max_record_bytes: int = 67108864,
