@@ -220,8 +220,12 @@ fn bad_flags_are_usage_errors() {
         EXIT_USAGE
     );
     assert_eq!(
-        tower_main("dafka-tower", vec!["--help".into()], &mut never),
-        EXIT_OK
+        tower_main(
+            "dafka-tower",
+            vec!["--beacon-in".into(), "x".into()],
+            &mut never
+        ),
+        EXIT_USAGE
     );
     assert_eq!(
         store_main(
