@@ -10,7 +10,7 @@
 //! file.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -486,6 +486,7 @@ pub fn init_logging(level: Option<&str>) -> Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
     Ok(())
@@ -629,7 +630,7 @@ pub fn run_tower(settings: &TowerSettings, stop: &mut dyn FnMut() -> bool) -> Re
         tower.beacon_out()
     ));
     tracing::info!(
-        "tower relaying beacons: in {} (bound {}), out {} (bound {})",
+        "tower relaying beacons: in {} (at {}), out {} (at {})",
         settings.config.beacon_in,
         tower.beacon_in(),
         settings.config.beacon_out,
