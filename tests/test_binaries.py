@@ -169,6 +169,38 @@ def test_store_binary_acks_serves_and_stops_cleanly(procs: Procs, tmp_path: Path
     assert "tower stopped" in tower.stderr()
 
 
+def test_sigterm_mid_stream_keeps_every_acked_record(procs: Procs, tmp_path: Path) -> None:
+    tower = procs.start("tower", [str(TOWER_BIN), "--beacon-in", LOCAL, "--beacon-out", LOCAL])
+    endpoint = tower.fields["endpoint"]
+    store_dir = tmp_path / "store"
+    store = procs.start("store", [str(STORE_BIN), str(store_dir), "--tower", endpoint, *FAST])
+    values = [b"mid-%08d" % i for i in range(200_000)]
+    with dafka.Producer(
+        "mid", towers=[endpoint], head_interval=0.2, beacon_interval=0.2, beacon_timeout=3.0
+    ) as p:
+        sent = 0
+        deadline = time.monotonic() + 60
+        # Stream until the store has ACKed a good part, then stop it while records flow.
+        while (
+            sent < 190_000
+            and (p.acked_offset is None or p.acked_offset < 20_000)
+            and time.monotonic() < deadline
+        ):
+            p.send_many(values[sent : sent + 1000], timeout=30)
+            sent += 1000
+            p.poll(0.001)
+        p.send_many(values[sent : sent + 5000], timeout=30)
+        sent += 5000
+        assert store.stop(signal.SIGTERM) == 0, store.stderr()
+        acked = p.acked_offset
+        assert acked is not None and acked >= 20_000
+        partition = p.address
+    logged = read_log(store_dir, "mid")[partition]
+    assert len(logged) > acked
+    assert logged == values[: len(logged)]
+    assert tower.stop() == 0
+
+
 def test_config_file_is_honoured_and_flags_win(procs: Procs, tmp_path: Path) -> None:
     tower_cfg = tmp_path / "tower.toml"
     tower_cfg.write_text(
