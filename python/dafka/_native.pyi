@@ -14,11 +14,19 @@ __all__ = [
     "Store",
     "Tower",
     "__version__",
+    "run_store_cli",
+    "run_tower_cli",
     "wire_decode",
     "wire_encode",
 ]
 
 __version__: str
+
+def run_store_cli(argv: list[str]) -> int:
+    """Runs ``dafka-store`` with ``argv`` until Ctrl-C; returns the exit code."""
+
+def run_tower_cli(argv: list[str]) -> int:
+    """Runs ``dafka-tower`` with ``argv`` until Ctrl-C; returns the exit code."""
 
 def wire_encode(
     kind: str,

@@ -1,6 +1,8 @@
 """The ``dafka`` command line.
 
-``dafka tower`` runs a tower; ``dafka produce TOPIC`` publishes one record per stdin
+``dafka tower`` runs a tower and ``dafka store [DIR]`` a store until Ctrl-C or SIGTERM (the
+same Rust code as the ``dafka-tower`` and ``dafka-store`` binaries: ``dafka store --help``
+lists their flags and ``--config FILE``); ``dafka produce TOPIC`` publishes one record per stdin
 line; ``dafka consume TOPIC`` prints records; ``dafka demo`` runs a local cluster
 (tower, store, producer, consumer), checks every record arrives in order, then replays
 the topic from the store to a late consumer.
@@ -22,7 +24,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Store, Tower
+from dafka._native import Consumer, Producer, Store, Tower, run_store_cli, run_tower_cli
 from dafka.exceptions import DafkaError
 from dafka.log import Log
 
@@ -137,20 +139,17 @@ def _discovery(args: argparse.Namespace) -> tuple[list[str] | None, list[str] | 
     return towers, peers
 
 
-def _cmd_tower(args: argparse.Namespace) -> int:
-    with _sigterm_as_interrupt(), Tower(beacon_in=args.beacon_in, beacon_out=args.beacon_out) as t:
-        print(f"tower {t.endpoint}", flush=True)
-        try:
-            while True:
-                time.sleep(0.2)
-        except KeyboardInterrupt:
-            stats = t.stats()
-            print(
-                f"tower stopped: {stats['beacons']} beacons relayed, "
-                f"{stats['malformed']} malformed dropped",
-                file=sys.stderr,
-            )
-    return 0
+_NATIVE_COMMANDS = {"store": run_store_cli, "tower": run_tower_cli}
+
+
+def _run_native(command: str, argv: list[str]) -> int:
+    """``dafka store`` / ``dafka tower``: the Rust command line, SIGTERM acting as Ctrl-C."""
+    with _sigterm_as_interrupt():
+        return _NATIVE_COMMANDS[command](argv)
+
+
+def _cmd_native(args: argparse.Namespace) -> int:
+    return _run_native(args.command, list(args.args))
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
@@ -350,10 +349,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dafka", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    tw = sub.add_parser("tower", help="run a tower until Ctrl-C")
-    tw.add_argument("--beacon-in", default="tcp://*:5556", help="XSUB for node beacons")
-    tw.add_argument("--beacon-out", default="tcp://*:5557", help="XPUB towards nodes")
-    tw.set_defaults(func=_cmd_tower)
+    # Parsed by the Rust command line: `main` hands everything after the name over.
+    for name, what in (("tower", "a tower"), ("store", "a store")):
+        native = sub.add_parser(
+            name, help=f"run {what} until Ctrl-C (see dafka {name} --help)", add_help=False
+        )
+        native.add_argument("args", nargs=argparse.REMAINDER)
+        native.set_defaults(func=_cmd_native)
 
     pr = sub.add_parser("produce", help="publish one record per stdin line")
     _add_node_args(pr)
@@ -421,6 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _NATIVE_COMMANDS:
+        try:
+            return _run_native(argv[0], argv[1:])
+        except KeyboardInterrupt:
+            return 130
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

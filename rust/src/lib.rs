@@ -6,8 +6,11 @@
 //! - [`log`]: the durable segment store (no sockets).
 //! - [`node`]: towers, producers, consumers and stores, one thread each.
 //! - [`error`]: the crate error type.
+//! - [`cli`]: the `dafka-store` / `dafka-tower` command lines and config file,
+//!   shared by the binaries and the Python `dafka store` / `dafka tower`.
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.
 
+pub mod cli;
 pub mod error;
 pub mod log;
 pub mod node;

@@ -1,6 +1,7 @@
 //! PyO3 bindings: argument parsing, GIL release, conversion and one error
 //! mapping. No protocol logic lives here.
 
+mod cli;
 mod errors;
 mod log;
 mod node;
@@ -16,5 +17,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log::register(m)?;
     node::register(m)?;
     store::register(m)?;
+    cli::register(m)?;
     Ok(())
 }

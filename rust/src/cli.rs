@@ -1,0 +1,687 @@
+//! The command lines of `dafka-store` and `dafka-tower`, shared by the
+//! standalone binaries (`rust/src/bin/`) and the Python package's
+//! `dafka store` / `dafka tower` (`rust/src/python/cli.rs`): the clap flags,
+//! the TOML config file (with the C reference's key names as aliases), the
+//! merge defaults < file < flags into [`StoreConfig`] / [`TowerConfig`], the
+//! logging set-up, and the loops that run a node until asked to stop.
+//!
+//! Exit codes: 0 after a clean stop (and for `--help`/`--version`), 1 when the
+//! node cannot start or fails while running, 2 for bad flags or a bad config
+//! file.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::log::{FsyncPolicy, RecoveryPolicy};
+use crate::node::config::{TowerAddr, TowerConfig, DEFAULT_TOWER_IN, DEFAULT_TOWER_OUT};
+use crate::node::store::{Store, StoreConfig};
+use crate::node::Tower;
+use crate::wire::Dialect;
+
+/// The store directory when neither `DIR` nor `store.db` is given (the C
+/// reference's `store/db` default).
+pub const DEFAULT_STORE_DIR: &str = "storedb";
+/// The tower a store uses when neither towers nor peers are configured: the
+/// default tower on this machine.
+pub const DEFAULT_TOWER: &str = "tcp://127.0.0.1:5556,5557";
+/// Log filter when neither `--log-level`, the file's `log_level`, `verbose`
+/// nor `RUST_LOG` says otherwise.
+pub const DEFAULT_LOG_LEVEL: &str = "info";
+
+/// How often the run loops look at the stop condition and the node's health.
+const TICK: Duration = Duration::from_millis(50);
+/// How often a running store logs its counters (at `debug`).
+const STATS_EVERY: Duration = Duration::from_secs(10);
+
+/// Exit code after a clean stop.
+pub const EXIT_OK: i32 = 0;
+/// Exit code when the node cannot start or fails.
+pub const EXIT_FAILED: i32 = 1;
+/// Exit code for bad flags or a bad config file.
+pub const EXIT_USAGE: i32 = 2;
+
+// ---------------------------------------------------------------------------
+// The config file
+// ---------------------------------------------------------------------------
+
+/// A config file for either binary. Every key is optional; unknown keys are
+/// errors, so a typo does not go unnoticed. Durations are integers in ms, as in
+/// the C reference.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// A `tracing` filter, e.g. `"info"` or `"dafka=debug"`.
+    pub log_level: Option<String>,
+    #[serde(default)]
+    pub node: NodeSection,
+    #[serde(default)]
+    pub beacon: BeaconSection,
+    #[serde(default)]
+    pub store: StoreSection,
+    #[serde(default)]
+    pub tower: TowerSection,
+}
+
+/// `[node]`: how the store's node binds and finds its peers.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSection {
+    pub bind: Option<String>,
+    pub towers: Option<Vec<String>>,
+    pub peers: Option<Vec<String>>,
+    pub wire: Option<String>,
+    pub advertise_host: Option<String>,
+    pub sndhwm: Option<i32>,
+    pub rcvhwm: Option<i32>,
+}
+
+/// `[beacon]`: the C reference's `beacon/*` keys.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BeaconSection {
+    /// `beacon/interval`, ms.
+    pub interval: Option<u64>,
+    /// `beacon/timeout`, ms.
+    pub timeout: Option<u64>,
+    /// `beacon/sub_address`: the tower's XSUB a node connects to.
+    pub sub_address: Option<String>,
+    /// `beacon/pub_address`: the tower's XPUB a node connects to.
+    pub pub_address: Option<String>,
+    /// `beacon/verbose`: non-zero logs at `debug`.
+    pub verbose: Option<u8>,
+}
+
+/// `[store]`: the store's directory (`store/db`) and its log's settings.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSection {
+    /// `store/db`: the store's directory.
+    #[serde(alias = "dir")]
+    pub db: Option<PathBuf>,
+    pub fsync: Option<String>,
+    pub flush_interval_ms: Option<u64>,
+    pub flush_messages: Option<u64>,
+    pub segment_bytes: Option<u64>,
+    /// 0 keeps records forever.
+    pub retain_hours: Option<u64>,
+    /// 0 sets no size limit.
+    pub retain_bytes: Option<u64>,
+    pub recovery: Option<String>,
+    pub max_record_bytes: Option<usize>,
+    pub fetch_retry_ms: Option<u64>,
+    /// `store/verbose`: non-zero logs at `debug`.
+    pub verbose: Option<u8>,
+}
+
+/// `[tower]`: the C reference's `tower/*` keys.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TowerSection {
+    /// `tower/sub_address`: the XSUB node beacons come in on.
+    #[serde(alias = "sub_address")]
+    pub beacon_in: Option<String>,
+    /// `tower/pub_address`: the XPUB towards nodes.
+    #[serde(alias = "pub_address")]
+    pub beacon_out: Option<String>,
+    /// `tower/verbose`: non-zero logs at `debug`.
+    pub verbose: Option<u8>,
+}
+
+impl FileConfig {
+    /// Parses TOML text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Self> {
+        toml::from_str(text).map_err(|e| Error::Config(format!("{origin}: {e}")))
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("cannot read config {}: {e}", path.display())))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// The file's towers: `[node] towers`, plus the one `[beacon]
+    /// sub_address`/`pub_address` name (the C reference's way).
+    fn towers(&self) -> Result<Option<Vec<String>>> {
+        let mut towers = self.node.towers.clone();
+        let b = &self.beacon;
+        let beacon = match (&b.sub_address, &b.pub_address) {
+            (None, None) => None,
+            (Some(s), None) => Some(s.clone()),
+            (None, Some(_)) => {
+                return Err(Error::Config(
+                    "[beacon] pub_address needs sub_address too".into(),
+                ))
+            }
+            (Some(s), Some(p)) => {
+                let sub = TowerAddr::parse(s)?;
+                let pb = TowerAddr::parse(p)?;
+                let (sh, _) = sub.beacon_in.rsplit_once(':').unwrap_or_default();
+                let (ph, pport) = pb.beacon_in.rsplit_once(':').unwrap_or_default();
+                if sh != ph {
+                    return Err(Error::Config(format!(
+                        "[beacon] sub_address {s:?} and pub_address {p:?} must name the same host"
+                    )));
+                }
+                Some(format!("{},{pport}", sub.beacon_in))
+            }
+        };
+        if let Some(t) = beacon {
+            TowerAddr::parse(&t)?;
+            towers.get_or_insert_with(Vec::new).push(t);
+        }
+        Ok(towers)
+    }
+}
+
+fn load_file(path: Option<&Path>) -> Result<FileConfig> {
+    path.map_or_else(|| Ok(FileConfig::default()), FileConfig::load)
+}
+
+/// `Some("debug")` when any `verbose` the binary reads is non-zero.
+fn verbose_level(flags: &[Option<u8>]) -> Option<String> {
+    flags
+        .iter()
+        .any(|v| v.unwrap_or(0) != 0)
+        .then(|| "debug".to_string())
+}
+
+fn parse_named<T: std::str::FromStr<Err = String>>(key: &str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|e: String| Error::Config(format!("{key}: {e}")))
+}
+
+fn ms(key: &str, v: u64) -> Result<Duration> {
+    if v == 0 {
+        return Err(Error::Config(format!("{key} must be at least 1 ms")));
+    }
+    Ok(Duration::from_millis(v))
+}
+
+// ---------------------------------------------------------------------------
+// dafka-store
+// ---------------------------------------------------------------------------
+
+/// Flags of `dafka-store`. Each overrides the config file's key.
+#[derive(Debug, Clone, Default, Parser)]
+#[command(
+    name = "dafka-store",
+    version,
+    about = "A Dafka store: persists every partition it hears, ACKs what is durable, \
+             answers FETCHes from late consumers and other stores. Runs until SIGINT or \
+             SIGTERM, then syncs its log and exits 0.",
+    after_help = "Prints one line to stdout once running: \
+                  `dafka-store address=ADDRESS endpoint=ENDPOINT`; logs go to stderr."
+)]
+pub struct StoreArgs {
+    /// The store's directory: its address in store.id, its log in log/
+    /// [file: store.db; default: storedb]
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// A TOML config file; flags override its keys
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A tower to find peers through, tcp://HOST:IN[,OUT]; repeatable
+    /// [default: tcp://127.0.0.1:5556,5557 unless a peer is given]
+    #[arg(long = "tower", value_name = "ENDPOINT")]
+    pub towers: Vec<String>,
+    /// A static peer's XPUB endpoint; repeatable
+    #[arg(long = "peer", value_name = "ENDPOINT")]
+    pub peers: Vec<String>,
+    /// Where the store's XPUB binds (port 0 or * = ephemeral) [default: tcp://127.0.0.1:*]
+    #[arg(long, value_name = "ENDPOINT")]
+    pub bind: Option<String>,
+    /// Host announced in beacons [default: the bound host]
+    #[arg(long, value_name = "HOST")]
+    pub advertise_host: Option<String>,
+    /// The dialect the store sends in (it receives both) [default: rfc]
+    #[arg(long, value_name = "rfc|zproto")]
+    pub wire: Option<Dialect>,
+    /// Beacon interval in ms [default: 1000]
+    #[arg(long, value_name = "MS")]
+    pub beacon_interval: Option<u64>,
+    /// Forget a peer silent this long, ms [default: 4000]
+    #[arg(long, value_name = "MS")]
+    pub beacon_timeout: Option<u64>,
+    /// When the log fdatasyncs: always, interval (group commit) or never [default: interval]
+    #[arg(long, value_name = "POLICY")]
+    pub fsync: Option<FsyncPolicy>,
+    /// With fsync=interval: sync at most this often, ms [default: 2]
+    #[arg(long, value_name = "MS")]
+    pub flush_interval_ms: Option<u64>,
+    /// With fsync=interval: sync once this many records are unsynced [default: 100000]
+    #[arg(long, value_name = "N")]
+    pub flush_messages: Option<u64>,
+    /// Roll to a new segment at this size [default: 536870912]
+    #[arg(long, value_name = "BYTES")]
+    pub segment_bytes: Option<u64>,
+    /// Delete sealed segments older than this; 0 keeps them forever [default: 168]
+    #[arg(long, value_name = "HOURS")]
+    pub retain_hours: Option<u64>,
+    /// Keep at most this many bytes per partition; 0 = no limit [default: 0]
+    #[arg(long, value_name = "BYTES")]
+    pub retain_bytes: Option<u64>,
+    /// Damage found at open: tolerate_tail_corruption or absolute_consistency
+    /// [default: tolerate_tail_corruption]
+    #[arg(long, value_name = "POLICY")]
+    pub recovery: Option<RecoveryPolicy>,
+    /// Records longer than this are dropped and counted [default: 67108864]
+    #[arg(long, value_name = "BYTES")]
+    pub max_record_bytes: Option<usize>,
+    /// Repeat an unanswered FETCH after this long, ms [default: 500]
+    #[arg(long, value_name = "MS")]
+    pub fetch_retry_ms: Option<u64>,
+    /// A tracing filter such as info, debug or dafka=trace [default: $RUST_LOG, else info]
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// What `dafka-store` runs with, after merging defaults, file and flags.
+#[derive(Debug, Clone)]
+pub struct StoreSettings {
+    pub dir: PathBuf,
+    pub config: StoreConfig,
+    /// `None`: `RUST_LOG`, else [`DEFAULT_LOG_LEVEL`].
+    pub log_level: Option<String>,
+}
+
+/// Merges defaults < `file` < `args` and validates the node settings.
+pub fn store_settings(args: &StoreArgs, file: &FileConfig) -> Result<StoreSettings> {
+    let mut cfg = StoreConfig::default();
+    let (n, b, s) = (&file.node, &file.beacon, &file.store);
+
+    let node = &mut cfg.node;
+    if let Some(v) = args.bind.as_ref().or(n.bind.as_ref()) {
+        node.bind = v.clone();
+    }
+    let file_towers = file.towers()?;
+    node.towers = if args.towers.is_empty() {
+        file_towers.unwrap_or_default()
+    } else {
+        args.towers.clone()
+    };
+    node.peers = if args.peers.is_empty() {
+        n.peers.clone().unwrap_or_default()
+    } else {
+        args.peers.clone()
+    };
+    if node.towers.is_empty() && node.peers.is_empty() {
+        node.towers.push(DEFAULT_TOWER.to_string());
+    }
+    node.wire = match (args.wire, &n.wire) {
+        (Some(w), _) => w,
+        (None, Some(w)) => parse_named("[node] wire", w)?,
+        (None, None) => node.wire,
+    };
+    if let Some(h) = args.advertise_host.as_ref().or(n.advertise_host.as_ref()) {
+        node.advertise_host = Some(h.clone());
+    }
+    if let Some(v) = n.sndhwm {
+        node.sndhwm = v;
+    }
+    if let Some(v) = n.rcvhwm {
+        node.rcvhwm = v;
+    }
+    if let Some(v) = args.beacon_interval.or(b.interval) {
+        node.beacon_interval = ms("beacon interval", v)?;
+    }
+    if let Some(v) = args.beacon_timeout.or(b.timeout) {
+        node.beacon_timeout = ms("beacon timeout", v)?;
+    }
+    node.validate()?;
+
+    let log = &mut cfg.log;
+    log.fsync = match (args.fsync, &s.fsync) {
+        (Some(f), _) => f,
+        (None, Some(f)) => parse_named("[store] fsync", f)?,
+        (None, None) => log.fsync,
+    };
+    log.recovery = match (args.recovery, &s.recovery) {
+        (Some(r), _) => r,
+        (None, Some(r)) => parse_named("[store] recovery", r)?,
+        (None, None) => log.recovery,
+    };
+    if let Some(v) = args.flush_interval_ms.or(s.flush_interval_ms) {
+        log.flush_interval_ms = v;
+    }
+    if let Some(v) = args.flush_messages.or(s.flush_messages) {
+        log.flush_messages = v;
+    }
+    if let Some(v) = args.segment_bytes.or(s.segment_bytes) {
+        log.segment_bytes = v;
+    }
+    if let Some(v) = args.retain_hours.or(s.retain_hours) {
+        log.retain_hours = (v != 0).then_some(v);
+    }
+    if let Some(v) = args.retain_bytes.or(s.retain_bytes) {
+        log.retain_bytes = (v != 0).then_some(v);
+    }
+    log.validate()?;
+
+    if let Some(v) = args.max_record_bytes.or(s.max_record_bytes) {
+        if v == 0 {
+            return Err(Error::Config("max_record_bytes must be > 0".into()));
+        }
+        cfg.logic.max_record_bytes = v;
+    }
+    if let Some(v) = args.fetch_retry_ms.or(s.fetch_retry_ms) {
+        cfg.logic.fetch_retry = ms("fetch_retry_ms", v)?;
+    }
+
+    let dir = args
+        .dir
+        .clone()
+        .or_else(|| s.db.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_STORE_DIR));
+    let log_level = args
+        .log_level
+        .clone()
+        .or_else(|| file.log_level.clone())
+        .or_else(|| verbose_level(&[b.verbose, s.verbose]));
+    Ok(StoreSettings {
+        dir,
+        config: cfg,
+        log_level,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// dafka-tower
+// ---------------------------------------------------------------------------
+
+/// Flags of `dafka-tower`. Each overrides the config file's key.
+#[derive(Debug, Clone, Default, Parser)]
+#[command(
+    name = "dafka-tower",
+    version,
+    about = "A Dafka tower: relays beacons so producers, consumers and stores find each \
+             other. Runs until SIGINT or SIGTERM, then exits 0.",
+    after_help = "Prints one line to stdout once running: `dafka-tower endpoint=TOWER \
+                  beacon_in=ENDPOINT beacon_out=ENDPOINT`, where TOWER is what nodes pass \
+                  as a tower; logs go to stderr."
+)]
+pub struct TowerArgs {
+    /// A TOML config file; flags override its keys
+    #[arg(short, long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// XSUB for node beacons (port 0 or * = ephemeral) [file: tower.sub_address;
+    /// default: tcp://*:5556]
+    #[arg(long, visible_alias = "sub-address", value_name = "ENDPOINT")]
+    pub beacon_in: Option<String>,
+    /// XPUB towards nodes [file: tower.pub_address; default: tcp://*:5557]
+    #[arg(long, visible_alias = "pub-address", value_name = "ENDPOINT")]
+    pub beacon_out: Option<String>,
+    /// A tracing filter such as info, debug or dafka=trace [default: $RUST_LOG, else info]
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// What `dafka-tower` runs with.
+#[derive(Debug, Clone)]
+pub struct TowerSettings {
+    pub config: TowerConfig,
+    pub log_level: Option<String>,
+}
+
+/// Merges defaults < `file` < `args` and checks both endpoints.
+pub fn tower_settings(args: &TowerArgs, file: &FileConfig) -> Result<TowerSettings> {
+    let t = &file.tower;
+    let pick = |flag: &Option<String>, key: &Option<String>, default: &str| {
+        flag.clone()
+            .or_else(|| key.clone())
+            .unwrap_or_else(|| default.to_string())
+    };
+    let config = TowerConfig {
+        beacon_in: pick(&args.beacon_in, &t.beacon_in, DEFAULT_TOWER_IN),
+        beacon_out: pick(&args.beacon_out, &t.beacon_out, DEFAULT_TOWER_OUT),
+    };
+    crate::node::config::check_endpoint("beacon_in", &config.beacon_in)?;
+    crate::node::config::check_endpoint("beacon_out", &config.beacon_out)?;
+    let log_level = args
+        .log_level
+        .clone()
+        .or_else(|| file.log_level.clone())
+        .or_else(|| verbose_level(&[t.verbose]));
+    Ok(TowerSettings { config, log_level })
+}
+
+// ---------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------
+
+/// Parses `args` (without the program name) for `bin_name`. `Err` carries the
+/// exit code after clap printed help, the version or the usage error.
+fn parse_args<P: Parser>(bin_name: &str, args: Vec<OsString>) -> std::result::Result<P, i32> {
+    let argv = std::iter::once(OsString::from(bin_name)).chain(args);
+    P::try_parse_from(argv).map_err(|e| {
+        let _ = e.print();
+        if e.use_stderr() {
+            EXIT_USAGE
+        } else {
+            EXIT_OK
+        }
+    })
+}
+
+/// Sets up `tracing` to stderr: `level` if given, else `RUST_LOG`, else
+/// [`DEFAULT_LOG_LEVEL`]. A process that already has a subscriber (a second
+/// run inside one Python process) keeps it.
+pub fn init_logging(level: Option<&str>) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        match level {
+            Some(l) => EnvFilter::try_new(l)
+                .map_err(|e| Error::Config(format!("bad log level {l:?}: {e}")))?,
+            None => EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_LEVEL)),
+        };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+    Ok(())
+}
+
+/// Prints the machine-readable start-up line and flushes it.
+fn announce(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn fail(bin_name: &str, code: i32, e: &dyn std::fmt::Display) -> i32 {
+    eprintln!("{bin_name}: {e}");
+    code
+}
+
+/// Runs `dafka-store` with `args` (without the program name) until `stop`
+/// returns true, which it is asked every few tens of ms; returns the exit code.
+pub fn store_main(bin_name: &str, args: Vec<OsString>, stop: &mut dyn FnMut() -> bool) -> i32 {
+    let args: StoreArgs = match parse_args(bin_name, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let settings = match load_file(args.config.as_deref()).and_then(|f| store_settings(&args, &f)) {
+        Ok(s) => s,
+        Err(e) => return fail(bin_name, EXIT_USAGE, &e),
+    };
+    if let Err(e) = init_logging(settings.log_level.as_deref()) {
+        return fail(bin_name, EXIT_USAGE, &e);
+    }
+    match run_store(&settings, stop) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            tracing::error!("{e}");
+            fail(bin_name, EXIT_FAILED, &e)
+        }
+    }
+}
+
+/// Opens the store, announces it, waits for `stop` (or the node failing),
+/// then closes it: the log is synced before this returns `Ok`.
+pub fn run_store(settings: &StoreSettings, stop: &mut dyn FnMut() -> bool) -> Result<()> {
+    let dir = &settings.dir;
+    let store = Store::open(dir, settings.config.clone())?;
+    announce(&format!(
+        "dafka-store address={} endpoint={}",
+        store.address(),
+        store.endpoint()
+    ));
+    let node = &settings.config.node;
+    tracing::info!(
+        "store {} in {} at {}, towers {:?}, peers {:?}, wire {}, fsync {:?} every {} ms",
+        store.address(),
+        dir.display(),
+        store.endpoint(),
+        node.towers,
+        node.peers,
+        node.wire.name(),
+        settings.config.log.fsync,
+        settings.config.log.flush_interval_ms,
+    );
+    tracing::debug!("settings: {:?}", settings.config);
+    let shared = store.shared();
+    let mut last_error: Option<String> = None;
+    let mut next_stats = Instant::now() + STATS_EVERY;
+    let outcome = loop {
+        if stop() {
+            break Ok(());
+        }
+        if let Err(e) = store.check() {
+            break Err(e);
+        }
+        let err = shared
+            .last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if err != last_error {
+            match &err {
+                Some(e) => tracing::error!("storage error, not ACKing until it clears: {e}"),
+                None => tracing::info!("storage error cleared, ACKing again"),
+            }
+            last_error = err;
+        }
+        if Instant::now() >= next_stats {
+            let c = shared.counters.lock().unwrap_or_else(|p| p.into_inner());
+            tracing::debug!("{c:?}");
+            next_stats += STATS_EVERY;
+        }
+        std::thread::sleep(TICK);
+    };
+    tracing::info!("stopping: syncing the log");
+    let closed = store.close();
+    let c = shared
+        .counters
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    tracing::info!(
+        "store stopped: {} records appended, {} duplicates, {} FETCHes answered, {} ACKs sent",
+        c.appended,
+        c.duplicates,
+        c.fetches_answered,
+        c.acks_sent
+    );
+    outcome.and(closed)
+}
+
+/// Runs `dafka-tower` with `args` (without the program name) until `stop`
+/// returns true; returns the exit code.
+pub fn tower_main(bin_name: &str, args: Vec<OsString>, stop: &mut dyn FnMut() -> bool) -> i32 {
+    let args: TowerArgs = match parse_args(bin_name, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let settings = match load_file(args.config.as_deref()).and_then(|f| tower_settings(&args, &f)) {
+        Ok(s) => s,
+        Err(e) => return fail(bin_name, EXIT_USAGE, &e),
+    };
+    if let Err(e) = init_logging(settings.log_level.as_deref()) {
+        return fail(bin_name, EXIT_USAGE, &e);
+    }
+    match run_tower(&settings, stop) {
+        Ok(()) => EXIT_OK,
+        Err(e) => {
+            tracing::error!("{e}");
+            fail(bin_name, EXIT_FAILED, &e)
+        }
+    }
+}
+
+/// Starts the tower, announces it, waits for `stop` (or the tower failing),
+/// then closes it.
+pub fn run_tower(settings: &TowerSettings, stop: &mut dyn FnMut() -> bool) -> Result<()> {
+    let tower = Tower::new(settings.config.clone())?;
+    announce(&format!(
+        "dafka-tower endpoint={} beacon_in={} beacon_out={}",
+        tower.endpoint(),
+        tower.beacon_in(),
+        tower.beacon_out()
+    ));
+    tracing::info!(
+        "tower relaying beacons: in {} (at {}), out {} (at {})",
+        settings.config.beacon_in,
+        tower.beacon_in(),
+        settings.config.beacon_out,
+        tower.beacon_out()
+    );
+    let outcome = loop {
+        if stop() {
+            break Ok(());
+        }
+        if let Err(e) = tower.check() {
+            break Err(e);
+        }
+        std::thread::sleep(TICK);
+    };
+    let closed = tower.close();
+    let s = tower.stats();
+    tracing::info!(
+        "tower stopped: {} beacons relayed, {} malformed dropped",
+        s.beacons.load(Relaxed),
+        s.malformed.load(Relaxed)
+    );
+    outcome.and(closed)
+}
+
+/// For the standalone binaries: a flag set by the first SIGINT or SIGTERM; a
+/// second one exits at once with status 1.
+pub fn signal_flag() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        let io = |e: std::io::Error| Error::Config(format!("cannot handle signal {sig}: {e}"));
+        flag::register_conditional_shutdown(sig, EXIT_FAILED, stop.clone()).map_err(io)?;
+        flag::register(sig, stop.clone()).map_err(io)?;
+    }
+    Ok(stop)
+}
+
+/// The standalone binaries' `main`: runs `entry` (one of [`store_main`],
+/// [`tower_main`]) with the process's arguments until SIGINT or SIGTERM.
+pub fn binary_main(
+    bin_name: &str,
+    entry: fn(&str, Vec<OsString>, &mut dyn FnMut() -> bool) -> i32,
+) -> i32 {
+    let stop = match signal_flag() {
+        Ok(s) => s,
+        Err(e) => return fail(bin_name, EXIT_FAILED, &e),
+    };
+    let args = std::env::args_os().skip(1).collect();
+    entry(bin_name, args, &mut || stop.load(Relaxed))
+}
+
+#[cfg(test)]
+mod tests;

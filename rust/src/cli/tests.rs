@@ -1,0 +1,285 @@
+//! Config parsing and merging for the binaries: defaults, the C reference's
+//! key names, flags over file, and the errors bad input gets.
+
+use std::time::Duration;
+
+use clap::Parser;
+
+use super::*;
+
+fn store_args(argv: &[&str]) -> StoreArgs {
+    StoreArgs::try_parse_from(std::iter::once("dafka-store").chain(argv.iter().copied())).unwrap()
+}
+
+fn tower_args(argv: &[&str]) -> TowerArgs {
+    TowerArgs::try_parse_from(std::iter::once("dafka-tower").chain(argv.iter().copied())).unwrap()
+}
+
+fn file(text: &str) -> FileConfig {
+    FileConfig::parse(text, "test.toml").unwrap()
+}
+
+fn err_text(r: Result<impl std::fmt::Debug>) -> String {
+    r.unwrap_err().to_string()
+}
+
+#[test]
+fn store_defaults_work_with_no_config() {
+    let s = store_settings(&store_args(&[]), &FileConfig::default()).unwrap();
+    assert_eq!(s.dir, PathBuf::from(DEFAULT_STORE_DIR));
+    assert_eq!(s.config.node.towers, vec![DEFAULT_TOWER.to_string()]);
+    assert!(s.config.node.peers.is_empty());
+    assert_eq!(s.config.node.bind, "tcp://127.0.0.1:*");
+    assert_eq!(s.config.node.beacon_interval, Duration::from_millis(1000));
+    assert_eq!(s.config.node.beacon_timeout, Duration::from_millis(4000));
+    assert_eq!(s.config.log.fsync, FsyncPolicy::Interval);
+    assert_eq!(s.config.log.flush_interval_ms, 2);
+    assert_eq!(s.config.log.retain_hours, Some(168));
+    assert_eq!(s.log_level, None);
+    // A peer alone means no default tower.
+    let s = store_settings(&store_args(&["--peer", "tcp://127.0.0.1:7000"]), &file("")).unwrap();
+    assert!(s.config.node.towers.is_empty());
+}
+
+#[test]
+fn c_reference_keys_are_understood() {
+    let f = file(
+        r#"
+        [beacon]
+        interval = 250
+        timeout = 3000
+        sub_address = "tcp://10.0.0.5:6000"
+        pub_address = "tcp://10.0.0.5:6100"
+        verbose = 1
+
+        [store]
+        db = "/var/lib/dafka"
+
+        [tower]
+        sub_address = "tcp://*:6000"
+        pub_address = "tcp://*:6100"
+        "#,
+    );
+    let s = store_settings(&store_args(&[]), &f).unwrap();
+    assert_eq!(s.dir, PathBuf::from("/var/lib/dafka"));
+    assert_eq!(s.config.node.beacon_interval, Duration::from_millis(250));
+    assert_eq!(s.config.node.beacon_timeout, Duration::from_millis(3000));
+    assert_eq!(s.config.node.towers, vec!["tcp://10.0.0.5:6000,6100"]);
+    assert_eq!(s.log_level.as_deref(), Some("debug"));
+    let t = tower_settings(&tower_args(&[]), &f).unwrap();
+    assert_eq!(t.config.beacon_in, "tcp://*:6000");
+    assert_eq!(t.config.beacon_out, "tcp://*:6100");
+    // tower/verbose is the tower's own switch; beacon/verbose is not.
+    assert_eq!(t.log_level, None);
+    // sub_address alone means OUT = IN + 1, like a tower given as tcp://HOST:IN.
+    let f = file("[beacon]\nsub_address = \"tcp://h:5556\"\n[store]\ndir = \"d\"");
+    let s = store_settings(&store_args(&[]), &f).unwrap();
+    assert_eq!(s.config.node.towers, vec!["tcp://h:5556"]);
+    assert_eq!(s.dir, PathBuf::from("d"));
+}
+
+#[test]
+fn flags_override_the_file() {
+    let f = file(
+        r#"
+        log_level = "warn"
+        [node]
+        towers = ["tcp://127.0.0.1:4000,4001"]
+        peers = ["tcp://127.0.0.1:4100"]
+        wire = "zproto"
+        bind = "tcp://127.0.0.1:4200"
+        sndhwm = 10
+        [beacon]
+        interval = 100
+        [store]
+        db = "from-file"
+        fsync = "never"
+        flush_interval_ms = 50
+        retain_hours = 0
+        retain_bytes = 1000000
+        max_record_bytes = 1000
+        fetch_retry_ms = 20
+        recovery = "absolute_consistency"
+        "#,
+    );
+    let s = store_settings(&store_args(&[]), &f).unwrap();
+    assert_eq!(s.dir, PathBuf::from("from-file"));
+    assert_eq!(s.config.node.towers, vec!["tcp://127.0.0.1:4000,4001"]);
+    assert_eq!(s.config.node.peers, vec!["tcp://127.0.0.1:4100"]);
+    assert_eq!(s.config.node.wire, Dialect::Zproto);
+    assert_eq!(s.config.node.sndhwm, 10);
+    assert_eq!(s.config.log.fsync, FsyncPolicy::Never);
+    assert_eq!(s.config.log.retain_hours, None);
+    assert_eq!(s.config.log.retain_bytes, Some(1_000_000));
+    assert_eq!(s.config.log.recovery, RecoveryPolicy::AbsoluteConsistency);
+    assert_eq!(s.config.logic.max_record_bytes, 1000);
+    assert_eq!(s.config.logic.fetch_retry, Duration::from_millis(20));
+    assert_eq!(s.log_level.as_deref(), Some("warn"));
+
+    let a = store_args(&[
+        "flag-dir",
+        "--tower",
+        "tcp://127.0.0.1:5000,5001",
+        "--wire",
+        "rfc",
+        "--fsync",
+        "always",
+        "--beacon-interval",
+        "300",
+        "--flush-interval-ms",
+        "7",
+        "--retain-hours",
+        "5",
+        "--log-level",
+        "debug",
+    ]);
+    let s = store_settings(&a, &f).unwrap();
+    assert_eq!(s.dir, PathBuf::from("flag-dir"));
+    assert_eq!(s.config.node.towers, vec!["tcp://127.0.0.1:5000,5001"]);
+    // Not given as a flag: still the file's.
+    assert_eq!(s.config.node.peers, vec!["tcp://127.0.0.1:4100"]);
+    assert_eq!(s.config.node.wire, Dialect::Rfc);
+    assert_eq!(s.config.log.fsync, FsyncPolicy::Always);
+    assert_eq!(s.config.node.beacon_interval, Duration::from_millis(300));
+    assert_eq!(s.config.log.flush_interval_ms, 7);
+    assert_eq!(s.config.log.retain_hours, Some(5));
+    assert_eq!(s.log_level.as_deref(), Some("debug"));
+
+    let f = file("[tower]\nbeacon_in = \"tcp://127.0.0.1:0\"\nbeacon_out = \"tcp://127.0.0.1:0\"");
+    let t = tower_settings(&tower_args(&["--beacon-out", "tcp://127.0.0.1:9000"]), &f).unwrap();
+    assert_eq!(t.config.beacon_in, "tcp://127.0.0.1:0");
+    assert_eq!(t.config.beacon_out, "tcp://127.0.0.1:9000");
+    let t = tower_settings(&tower_args(&["--sub-address", "tcp://*:1"]), &file("")).unwrap();
+    assert_eq!(t.config.beacon_in, "tcp://*:1");
+    assert_eq!(t.config.beacon_out, DEFAULT_TOWER_OUT);
+}
+
+#[test]
+fn bad_files_say_what_is_wrong() {
+    let e = err_text(FileConfig::parse("[store]\nfsynk = \"always\"", "my.toml"));
+    assert!(e.contains("my.toml") && e.contains("fsynk"), "{e}");
+    let e = err_text(FileConfig::parse(
+        "[beacon]\ninterval = \"fast\"",
+        "my.toml",
+    ));
+    assert!(e.contains("interval"), "{e}");
+    let e = err_text(FileConfig::parse(
+        "[producer]\nhead_interval = 1",
+        "my.toml",
+    ));
+    assert!(e.contains("producer"), "{e}");
+    let e = err_text(FileConfig::parse("not toml", "my.toml"));
+    assert!(e.contains("my.toml"), "{e}");
+    let e = err_text(FileConfig::load(Path::new("/nonexistent/dafka.toml")));
+    assert!(e.contains("/nonexistent/dafka.toml"), "{e}");
+
+    let none = store_args(&[]);
+    for (text, needle) in [
+        ("[store]\nfsync = \"sometimes\"", "fsync"),
+        ("[store]\nrecovery = \"pray\"", "recovery"),
+        ("[node]\nwire = \"json\"", "wire"),
+        ("[node]\ntowers = [\"localhost:5556\"]", "tower endpoint"),
+        ("[node]\nbind = \"127.0.0.1:1\"", "bind"),
+        ("[beacon]\ninterval = 0", "interval"),
+        (
+            "[beacon]\ninterval = 5000\ntimeout = 4000",
+            "beacon_timeout",
+        ),
+        ("[beacon]\npub_address = \"tcp://h:1\"", "sub_address"),
+        (
+            "[beacon]\nsub_address = \"tcp://a:1\"\npub_address = \"tcp://b:2\"",
+            "same host",
+        ),
+        ("[store]\nsegment_bytes = 1", "segment_bytes"),
+        ("[store]\nmax_record_bytes = 0", "max_record_bytes"),
+        ("[store]\nfetch_retry_ms = 0", "fetch_retry_ms"),
+    ] {
+        let e = err_text(store_settings(&none, &file(text)));
+        assert!(e.contains(needle), "{text}: {e}");
+    }
+    let e = err_text(tower_settings(
+        &tower_args(&[]),
+        &file("[tower]\nsub_address = \"x\""),
+    ));
+    assert!(e.contains("beacon_in"), "{e}");
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    let parse = |argv: &[&str]| {
+        StoreArgs::try_parse_from(std::iter::once("dafka-store").chain(argv.iter().copied()))
+    };
+    assert!(parse(&["--fsync", "sometimes"]).is_err());
+    assert!(parse(&["--wire", "json"]).is_err());
+    assert!(parse(&["--beacon-interval", "-1"]).is_err());
+    assert!(parse(&["--no-such-flag"]).is_err());
+    assert!(parse(&["a", "b"]).is_err());
+    let mut never = || false;
+    assert_eq!(
+        store_main("dafka-store", vec!["--bogus".into()], &mut never),
+        EXIT_USAGE
+    );
+    assert_eq!(
+        tower_main(
+            "dafka-tower",
+            vec!["--beacon-in".into(), "x".into()],
+            &mut never
+        ),
+        EXIT_USAGE
+    );
+    assert_eq!(
+        store_main(
+            "dafka-store",
+            vec!["--config".into(), "/nonexistent/dafka.toml".into()],
+            &mut never
+        ),
+        EXIT_USAGE
+    );
+}
+
+#[test]
+fn the_sample_config_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/store.toml");
+    let f = FileConfig::load(&path).unwrap();
+    let s = store_settings(&store_args(&[]), &f).unwrap();
+    assert_eq!(s.config.log.fsync, FsyncPolicy::Interval);
+    tower_settings(&tower_args(&[]), &f).unwrap();
+}
+
+#[test]
+fn store_runs_until_stopped_and_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = store_args(&[
+        dir.path().to_str().unwrap(),
+        "--peer",
+        "tcp://127.0.0.1:1",
+        "--bind",
+        "tcp://127.0.0.1:0",
+    ]);
+    let s = store_settings(&a, &FileConfig::default()).unwrap();
+    let mut polls = 0;
+    run_store(&s, &mut || {
+        polls += 1;
+        polls > 3
+    })
+    .unwrap();
+    assert!(polls > 3);
+    let id = std::fs::read_to_string(dir.path().join(crate::node::store::IDENTITY_FILE)).unwrap();
+    assert_eq!(id.trim().len(), 32);
+    assert!(dir.path().join(crate::node::store::LOG_DIR).is_dir());
+
+    let t = tower_args(&[
+        "--beacon-in",
+        "tcp://127.0.0.1:0",
+        "--beacon-out",
+        "tcp://127.0.0.1:0",
+    ]);
+    let t = tower_settings(&t, &FileConfig::default()).unwrap();
+    let mut polls = 0;
+    run_tower(&t, &mut || {
+        polls += 1;
+        polls > 2
+    })
+    .unwrap();
+    assert!(polls > 2);
+}
