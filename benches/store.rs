@@ -141,6 +141,13 @@ fn durable_throughput(dir: &Path, n: u64, size: usize) -> f64 {
     let left = p.flush(Duration::from_secs(300)).unwrap();
     assert_eq!(left, 0, "store stats {:?}", s.shared().stats.snapshot());
     let rate = n as f64 / t0.elapsed().as_secs_f64();
+    if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
+        println!(
+            "  store counters: {:?}",
+            s.shared().counters.lock().unwrap()
+        );
+        println!("  producer stats: {:?}", p.stats().snapshot());
+    }
     p.close().unwrap();
     s.close().unwrap();
     rate
@@ -346,6 +353,9 @@ fn main() {
             d / 1e6,
             100.0 * st / base
         );
+    }
+    if std::env::var_os("DAFKA_BENCH_TPUT_ONLY").is_some() {
+        return;
     }
     let (p50, p99) = ack_latency(&bench_dir("lat"), 500_000, if quick { 2 } else { 5 }, 100);
     println!("ack latency at 500k rec/s offered (100 B): p50 {p50:.2} ms, p99 {p99:.2} ms");

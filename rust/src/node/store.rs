@@ -551,12 +551,16 @@ impl StoreLog for DurableLog {
     type Error = LogError;
 
     fn next_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        self.log.as_ref()?.next_offset(topic, part_name(partition)?)
+        let p = part_name(partition)?;
+        if self.pending.holds(topic, p) {
+            return Some(self.pending.next());
+        }
+        self.log.as_ref()?.next_offset(topic, p)
     }
     fn first_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        self.log
-            .as_ref()?
-            .first_offset(topic, part_name(partition)?)
+        let p = part_name(partition)?;
+        let held = self.log.as_ref()?.first_offset(topic, p);
+        held.or_else(|| self.pending.holds(topic, p).then_some(self.pending.first))
     }
     fn append(
         &mut self,

@@ -240,3 +240,29 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
     p.close().unwrap();
     s.close().unwrap();
 }
+
+#[test]
+fn live_records_reach_the_store_in_order_without_fetching() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), &[]);
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send(value(0), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    let before = s.shared().counters.lock().unwrap().clone();
+    p.send_many((1..2001).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    let after = s.shared().counters.lock().unwrap().clone();
+    assert_eq!(after.appended - before.appended, 2000);
+    assert_eq!(
+        (
+            after.held - before.held,
+            after.fetches_sent - before.fetches_sent
+        ),
+        (0, 0),
+        "live records were held or fetched: {after:?}; producer {:?}",
+        p.stats().snapshot()
+    );
+    p.close().unwrap();
+    s.close().unwrap();
+}
