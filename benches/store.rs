@@ -176,7 +176,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> (f64, f64) {
                 lat.push(sent_at[next_check].elapsed().as_secs_f64() * 1e3);
                 next_check += 1;
             }
-            std::hint::spin_loop();
+            std::thread::sleep(Duration::from_micros(50));
         }
         p.send_many((0..per_tick).map(|_| value.clone()).collect(), None)
             .unwrap();
@@ -184,6 +184,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> (f64, f64) {
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while next_check < sent_at.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_micros(50));
         let acked = p.acked_offset().unwrap_or(0);
         while next_check < sent_at.len() && acked >= base + (next_check as u64 + 1) * per_tick - 1 {
             lat.push(sent_at[next_check].elapsed().as_secs_f64() * 1e3);
