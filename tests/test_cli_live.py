@@ -24,7 +24,9 @@ def test_tower_produce_consume_and_ctrl_c() -> None:
     consumer: subprocess.Popen[str] | None = None
     try:
         assert tower.stdout is not None
-        endpoint = tower.stdout.readline().split()[1]
+        # "dafka-tower endpoint=tcp://H:IN,OUT beacon_in=... beacon_out=..."
+        fields = dict(f.split("=", 1) for f in tower.stdout.readline().split()[1:])
+        endpoint = fields["endpoint"]
         consumer = subprocess.Popen(
             [*CLI, "consume", "lines", "--tower", endpoint, "--from-beginning", "--count", "3"],
             stdout=subprocess.PIPE,

@@ -191,6 +191,7 @@ fn run<L: StoreLog>(
     let mut frames = Frames::default();
     let mut blocked_until: Option<Instant> = None;
     let mut sync_error: Option<String> = None;
+    let mut error_mark = 0u64;
     let mut last_recover = Instant::now();
     loop {
         if inbox.terminated() {
@@ -293,15 +294,22 @@ fn run<L: StoreLog>(
             core.on_beacons(stats)?;
         }
 
-        // Group commit, then ACK what is durable, retry FETCHes.
+        // Group commit, then ACK what is durable, retry FETCHes. A storage
+        // error stays reported until records appended after it were written.
         match logic.log_mut().sync_if_due() {
-            Ok(()) => sync_error = None,
+            Ok(()) => {
+                if sync_error.is_some() && logic.counters().appended > error_mark {
+                    tracing::info!("store writes succeed again");
+                    sync_error = None;
+                }
+            }
             Err(e) => {
                 if sync_error.is_none() {
                     tracing::error!("store sync failed: {e}");
                 }
                 shared.storage_errors.fetch_add(1, Relaxed);
                 sync_error = Some(format!("sync failed: {e}"));
+                error_mark = logic.counters().appended;
             }
         }
         // After a storage error (disk full, I/O): stop ACKing (nothing new is
@@ -313,9 +321,11 @@ fn run<L: StoreLog>(
             last_recover = now;
             match logic.log_mut().recover() {
                 Ok(()) => {
-                    tracing::info!("store log recovered after a storage error");
-                    sync_error = None;
+                    if let Some(e) = logic.last_error() {
+                        sync_error.get_or_insert_with(|| e.to_string());
+                    }
                     logic.clear_error();
+                    error_mark = logic.counters().appended;
                 }
                 Err(e) => {
                     sync_error = Some(format!("recovery failed: {e}"));
