@@ -2,6 +2,7 @@
 //! mapping. No protocol logic lives here.
 
 mod errors;
+mod fetch;
 mod log;
 mod node;
 mod store;
@@ -16,5 +17,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log::register(m)?;
     node::register(m)?;
     store::register(m)?;
+    fetch::register(m)?;
     Ok(())
 }

@@ -1,0 +1,382 @@
+"""The ``dafka`` Python data source (``spark.dataSource.register``).
+
+Writing (batch ``df.write`` and streaming ``writeStream``): options ``topic``,
+``towers`` and/or ``peers`` (comma separated), ``minAcks`` (default 1),
+``flushTimeout`` seconds (default 120). The DataFrame needs a ``value`` column of
+binary or string. Each task is one producer (its own partition) and flushes until
+acknowledged before it commits; a failed or retried task re-sends into a new
+partition, so delivery is at-least-once (see :mod:`dafka.spark._produce`).
+
+Reading (batch ``spark.read`` for a bounded range, streaming ``readStream``):
+options ``subscribe`` (comma-separated topics), ``towers`` (stores must discover
+the executors' read clients, so reads need towers), ``startingOffsets``
+(``earliest`` | ``latest`` | JSON ``{partition: offset}``, -2 = earliest, -1 =
+latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
+``endingOffsets`` (``latest`` | JSON), streaming ``maxOffsetsPerTrigger``,
+``failOnDataLoss`` (default true: raise when retention removed records a range
+needs), ``fetchTimeout`` and ``headsTimeout`` seconds. Schema: ``topic string,
+partition string, offset long, value binary``. Offsets are JSON
+``{partition: next_offset}``; partitions are producer addresses, unique across
+topics. The driver asks stores for heads (GET-HEADS); every executor task reads its
+``[start, end)`` range straight from stores (FETCH), not through the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from dafka._native import fetch_range, heads
+from dafka.spark._produce import ProducerSettings, TaskResult, encode_value, finish
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.datasource import ReadLimit
+    from pyspark.sql.types import StructType
+
+__all__ = ["DafkaDataSource"]
+
+SCHEMA = "topic string, partition string, offset long, value binary"
+EARLIEST, LATEST = -2, -1
+
+
+@dataclass
+class DafkaCommit(WriterCommitMessage):
+    """What a writer task delivered (acknowledged by ``minAcks`` stores)."""
+
+    partition: str
+    first: int | None
+    last: int | None
+    count: int
+
+
+@dataclass
+class RangePartition(InputPartition):
+    """``[start, end)`` of one dafka partition, read by one Spark task."""
+
+    topic: str
+    partition: str
+    start: int
+    end: int
+
+
+def _flag(options: dict[str, str], key: str, default: bool) -> bool:
+    v = options.get(key)
+    if v is None:
+        return default
+    if v.lower() in ("true", "1", "yes"):
+        return True
+    if v.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {key} must be true or false, got {v!r}")
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """Read options, parsed once on the driver (picklable)."""
+
+    topics: tuple[str, ...]
+    towers: tuple[str, ...]
+    peers: tuple[str, ...]
+    fail_on_data_loss: bool
+    fetch_timeout: float
+    heads_timeout: float
+    beacon_interval: float
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> ReadSettings:
+        topics = tuple(t.strip() for t in options.get("subscribe", "").split(",") if t.strip())
+        if not topics:
+            raise ValueError('reading dafka needs option("subscribe", "topic1,topic2")')
+        towers = tuple(e.strip() for e in options.get("towers", "").split(",") if e.strip())
+        peers = tuple(e.strip() for e in options.get("peers", "").split(",") if e.strip())
+        if not towers:
+            raise ValueError(
+                'reading dafka needs option("towers", ...): stores find the read clients '
+                "through discovery"
+            )
+        return cls(
+            topics=topics,
+            towers=towers,
+            peers=peers,
+            fail_on_data_loss=_flag(options, "failOnDataLoss", True),
+            fetch_timeout=float(options.get("fetchTimeout", "60")),
+            heads_timeout=float(options.get("headsTimeout", "10")),
+            beacon_interval=float(options.get("beaconInterval", "1.0")),
+        )
+
+    def heads(self) -> dict[str, tuple[str, int]]:
+        """``{partition: (topic, next_offset)}`` over every subscribed topic."""
+        out: dict[str, tuple[str, int]] = {}
+        for t in self.topics:
+            got = heads(
+                t,
+                towers=list(self.towers),
+                peers=list(self.peers) or None,
+                timeout=self.heads_timeout,
+                beacon_interval=self.beacon_interval,
+            )
+            for p, n in got.items():
+                out[p] = (t, n)
+        return out
+
+    def read(self, r: RangePartition) -> Iterator[tuple[str, str, int, bytes]]:
+        records, _lost = fetch_range(
+            r.topic,
+            r.partition,
+            r.start,
+            r.end,
+            towers=list(self.towers),
+            peers=list(self.peers) or None,
+            timeout=self.fetch_timeout,
+            fail_on_loss=self.fail_on_data_loss,
+            beacon_interval=self.beacon_interval,
+        )
+        for off, value in records:
+            yield (r.topic, r.partition, off, value)
+
+
+def parse_offsets(spec: str, option: str) -> str | dict[str, int]:
+    """``earliest`` / ``latest`` or a JSON object ``{partition: offset}``."""
+    s = spec.strip()
+    if s in ("earliest", "latest"):
+        return s
+    try:
+        d = json.loads(s)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f'{option} must be "earliest", "latest" or JSON {{"partition": offset}}: {e}'
+        ) from None
+    if not isinstance(d, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= -2 for k, v in d.items()
+    ):
+        raise ValueError(f"{option} JSON must map partition names to offsets >= -2, got {s!r}")
+    return d
+
+
+def resolve(
+    spec: str | dict[str, int], hs: dict[str, tuple[str, int]], default: int
+) -> dict[str, int]:
+    """Concrete offsets for every known partition. ``default`` (EARLIEST or
+    LATEST) applies to partitions a JSON spec does not name."""
+    out: dict[str, int] = {}
+    for p, (_t, head) in hs.items():
+        if spec == "earliest":
+            v = 0
+        elif spec == "latest":
+            v = head
+        else:
+            assert isinstance(spec, dict)
+            v = spec.get(p, default)
+            v = 0 if v == EARLIEST else head if v == LATEST else v
+        out[p] = min(v, head)
+    if isinstance(spec, dict):
+        # Partitions named but not (yet) seen keep their offset.
+        for p, v in spec.items():
+            if p not in out and v >= 0:
+                out[p] = v
+    return out
+
+
+def plan(
+    settings: ReadSettings, start: dict[str, int], end: dict[str, int], topics: dict[str, str]
+) -> list[RangePartition]:
+    parts = []
+    for p, e in sorted(end.items()):
+        s = start.get(p, 0)
+        if e > s and p in topics:
+            parts.append(RangePartition(topics[p], p, s, e))
+    return parts
+
+
+class DafkaBatchReader(DataSourceReader):
+    """A bounded read: ``startingOffsets`` (default earliest) to ``endingOffsets``
+    (default latest, as the stores report when the query is planned)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.settings = ReadSettings.from_options(options)
+        self.starting = parse_offsets(options.get("startingOffsets", "earliest"), "startingOffsets")
+        self.ending = parse_offsets(options.get("endingOffsets", "latest"), "endingOffsets")
+
+    def partitions(self) -> list[RangePartition]:
+        hs = self.settings.heads()
+        start = resolve(self.starting, hs, EARLIEST)
+        end = resolve(self.ending, hs, LATEST)
+        return plan(self.settings, start, end, {p: t for p, (t, _) in hs.items()})
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+        assert isinstance(partition, RangePartition)
+        return self.settings.read(partition)
+
+
+class DafkaStreamReader(DataSourceStreamReader):
+    """The streaming source: each micro-batch reads, per partition, from the last
+    batch's end to the heads stores report (capped by ``maxOffsetsPerTrigger``)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.settings = ReadSettings.from_options(options)
+        self.starting = parse_offsets(options.get("startingOffsets", "latest"), "startingOffsets")
+        mx = options.get("maxOffsetsPerTrigger")
+        self.max_per_trigger = int(mx) if mx is not None else None
+        if self.max_per_trigger is not None and self.max_per_trigger < 1:
+            raise ValueError("maxOffsetsPerTrigger must be >= 1")
+        self.topics: dict[str, str] = {}
+
+    def _heads(self) -> dict[str, tuple[str, int]]:
+        hs = self.settings.heads()
+        self.topics.update({p: t for p, (t, _) in hs.items()})
+        return hs
+
+    def initialOffset(self) -> dict[str, int]:
+        return resolve(self.starting, self._heads(), EARLIEST)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        if self.max_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.max_per_trigger)
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        hs = self._heads()
+        # New partitions (appeared after the query started) are read from 0.
+        latest = {p: max(head, start.get(p, 0)) for p, (_t, head) in hs.items()}
+        for p, v in start.items():
+            latest.setdefault(p, v)
+        if not isinstance(limit, ReadMaxRows):
+            return latest
+        budget = limit.max_rows
+        out = dict(start)
+        # Fair share: repeatedly give every partition with data an equal slice.
+        backlog = {p: latest[p] - start.get(p, 0) for p in latest if latest[p] > start.get(p, 0)}
+        for p in latest:
+            out.setdefault(p, start.get(p, 0))
+        while budget > 0 and backlog:
+            share = max(1, budget // len(backlog))
+            for p in sorted(backlog):
+                take = min(share, backlog[p], budget)
+                out[p] += take
+                backlog[p] -= take
+                budget -= take
+                if budget == 0:
+                    break
+            backlog = {p: n for p, n in backlog.items() if n > 0}
+        return out
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        return None
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
+        if any(p not in self.topics for p in end):
+            self._heads()
+        return plan(self.settings, start, end, self.topics)
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+        assert isinstance(partition, RangePartition)
+        return self.settings.read(partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Nothing to release: stores keep records by their own retention."""
+
+    def stop(self) -> None:
+        """No long-lived resources: every read opens and closes its own client."""
+
+
+def _write_task(settings: ProducerSettings, rows: Iterator[Any]) -> DafkaCommit:
+    with settings.open() as p:
+        first: int | None = None
+        count = 0
+        batch: list[bytes] = []
+
+        def send() -> None:
+            nonlocal first, count, batch
+            last = p.send_many(batch)
+            if first is None and last is not None:
+                first = last - len(batch) + 1
+            count += len(batch)
+            batch = []
+
+        for row in rows:
+            v = row["value"]
+            if v is None:
+                raise ValueError("the dafka sink got a null value: filter nulls first")
+            batch.append(encode_value(v, "str" if isinstance(v, str) else "bytes"))
+            if len(batch) >= 10000:
+                send()
+        if batch:
+            send()
+        r: TaskResult = finish(p, settings, first, count)
+    return DafkaCommit(r.partition, r.first, r.last, r.count)
+
+
+def _check_write_schema(schema: StructType) -> None:
+    names = [f.name for f in schema.fields]
+    if "value" not in names:
+        raise ValueError(
+            f"the dafka sink needs a 'value' column (binary or string); got columns {names}"
+        )
+
+
+class DafkaBatchWriter(DataSourceWriter):
+    """Batch writes: every task flushes until acknowledged before committing."""
+
+    def __init__(self, settings: ProducerSettings) -> None:
+        self.settings = settings
+
+    def write(self, iterator: Iterator[Any]) -> DafkaCommit:
+        return _write_task(self.settings, iterator)
+
+
+class DafkaStreamWriter(DataSourceStreamWriter):
+    """Streaming sink: every micro-batch task flushes until acknowledged before it
+    commits; a failed batch is re-run into new partitions (at-least-once)."""
+
+    def __init__(self, settings: ProducerSettings) -> None:
+        self.settings = settings
+
+    def write(self, iterator: Iterator[Any]) -> DafkaCommit:
+        return _write_task(self.settings, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are durable once each task returned; nothing else to publish."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Acknowledged records cannot be withdrawn; the retried batch re-sends."""
+
+
+class DafkaDataSource(DataSource):
+    """``format("dafka")``: see the module documentation for options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "dafka"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DafkaBatchReader:
+        return DafkaBatchReader(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> DafkaStreamReader:
+        return DafkaStreamReader(dict(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:
+        _check_write_schema(schema)
+        return DafkaBatchWriter(ProducerSettings.from_options(dict(self.options)))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DafkaStreamWriter:
+        _check_write_schema(schema)
+        return DafkaStreamWriter(ProducerSettings.from_options(dict(self.options)))
