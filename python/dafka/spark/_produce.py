@@ -19,7 +19,7 @@ the data-source writer's commit messages name them).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,32 @@ class DeliveryError(DafkaError):
     the producer's towers, or lower ``min_acks``."""
 
 
+class Options(dict[str, str]):
+    """Data-source options; Spark hands them over with lower-cased keys, so
+    lookups ignore case (``startingOffsets`` finds ``startingoffsets``)."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        super().__init__((k.lower(), v) for k, v in options.items())
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return super().get(key.lower(), default)
+
+
+def split_endpoints(spec: str) -> list[str]:
+    """Endpoints from an option: separated by commas, semicolons or spaces. A
+    tower's ``tcp://HOST:IN,OUT`` keeps its comma (a piece without ``://`` continues
+    the endpoint before it)."""
+    out: list[str] = []
+    for piece in spec.replace(";", " ").replace(",", " , ").split():
+        if piece == ",":
+            continue
+        if "://" not in piece and out and out[-1].count(",") == 0 and piece.isdigit():
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 @dataclass(frozen=True)
 class ProducerSettings:
     """Everything an executor needs to open a producer (picklable)."""
@@ -76,17 +102,16 @@ class ProducerSettings:
             raise ValueError(f"flush_timeout must be > 0 seconds, got {self.flush_timeout}")
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> ProducerSettings:
+    def from_options(cls, options: Mapping[str, str]) -> ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
         separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``."""
+        options = Options(options)
         topic = options.get("topic")
         if not topic:
             raise ValueError('the dafka sink needs option("topic", NAME)')
 
-        def endpoints(key: str) -> list[str]:
-            return [e.strip() for e in options.get(key, "").split(",") if e.strip()]
-
-        towers, peers = endpoints("towers"), endpoints("peers")
+        towers = split_endpoints(options.get("towers", ""))
+        peers = split_endpoints(options.get("peers", ""))
         if not towers and not peers:
             raise ValueError('the dafka sink needs option("towers", ...) or option("peers", ...)')
         return cls(

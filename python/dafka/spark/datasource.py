@@ -37,9 +37,17 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from dafka._native import fetch_range, heads
-from dafka.spark._produce import ProducerSettings, TaskResult, encode_value, finish
+from dafka.spark._produce import (
+    Options,
+    ProducerSettings,
+    TaskResult,
+    encode_value,
+    finish,
+    split_endpoints,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.datasource import ReadLimit
@@ -99,8 +107,8 @@ class ReadSettings:
         topics = tuple(t.strip() for t in options.get("subscribe", "").split(",") if t.strip())
         if not topics:
             raise ValueError('reading dafka needs option("subscribe", "topic1,topic2")')
-        towers = tuple(e.strip() for e in options.get("towers", "").split(",") if e.strip())
-        peers = tuple(e.strip() for e in options.get("peers", "").split(",") if e.strip())
+        towers = tuple(split_endpoints(options.get("towers", "")))
+        peers = tuple(split_endpoints(options.get("peers", "")))
         if not towers:
             raise ValueError(
                 'reading dafka needs option("towers", ...): stores find the read clients '
@@ -204,7 +212,7 @@ class DafkaBatchReader(DataSourceReader):
     """A bounded read: ``startingOffsets`` (default earliest) to ``endingOffsets``
     (default latest, as the stores report when the query is planned)."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Options) -> None:
         self.settings = ReadSettings.from_options(options)
         self.starting = parse_offsets(options.get("startingOffsets", "earliest"), "startingOffsets")
         self.ending = parse_offsets(options.get("endingOffsets", "latest"), "endingOffsets")
@@ -220,11 +228,12 @@ class DafkaBatchReader(DataSourceReader):
         return self.settings.read(partition)
 
 
-class DafkaStreamReader(DataSourceStreamReader):
+class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The streaming source: each micro-batch reads, per partition, from the last
-    batch's end to the heads stores report (capped by ``maxOffsetsPerTrigger``)."""
+    batch's end to the heads stores report (capped by ``maxOffsetsPerTrigger``).
+    With ``trigger(availableNow=True)`` the heads at query start are the target."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Options) -> None:
         self.settings = ReadSettings.from_options(options)
         self.starting = parse_offsets(options.get("startingOffsets", "latest"), "startingOffsets")
         mx = options.get("maxOffsetsPerTrigger")
@@ -232,9 +241,13 @@ class DafkaStreamReader(DataSourceStreamReader):
         if self.max_per_trigger is not None and self.max_per_trigger < 1:
             raise ValueError("maxOffsetsPerTrigger must be >= 1")
         self.topics: dict[str, str] = {}
+        self.target: dict[str, tuple[str, int]] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self.settings.heads()
 
     def _heads(self) -> dict[str, tuple[str, int]]:
-        hs = self.settings.heads()
+        hs = self.target if self.target is not None else self.settings.heads()
         self.topics.update({p: t for p, (t, _) in hs.items()})
         return hs
 
@@ -368,15 +381,15 @@ class DafkaDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DafkaBatchReader:
-        return DafkaBatchReader(dict(self.options))
+        return DafkaBatchReader(Options(self.options))
 
     def streamReader(self, schema: StructType) -> DafkaStreamReader:
-        return DafkaStreamReader(dict(self.options))
+        return DafkaStreamReader(Options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:
         _check_write_schema(schema)
-        return DafkaBatchWriter(ProducerSettings.from_options(dict(self.options)))
+        return DafkaBatchWriter(ProducerSettings.from_options(Options(self.options)))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DafkaStreamWriter:
         _check_write_schema(schema)
-        return DafkaStreamWriter(ProducerSettings.from_options(dict(self.options)))
+        return DafkaStreamWriter(ProducerSettings.from_options(Options(self.options)))
