@@ -33,7 +33,7 @@ def spark() -> Iterator[Any]:
     import dafka.spark
 
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,4]")  # 2 cores, a task may fail 3 times
         .appName("dafka-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

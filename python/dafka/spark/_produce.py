@@ -57,7 +57,7 @@ class Options(dict[str, str]):
     def __init__(self, options: Mapping[str, str]) -> None:
         super().__init__((k.lower(), v) for k, v in options.items())
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         return super().get(key.lower(), default)
 
 
