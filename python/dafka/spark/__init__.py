@@ -24,6 +24,7 @@ Reading and writing with the data source, after :func:`register`::
 
 from __future__ import annotations
 
+from dafka.spark._local import local_cluster, local_session
 from dafka.spark._produce import (
     OFFSETS_SCHEMA,
     DeliveryError,
@@ -51,6 +52,8 @@ __all__ = [
     "encode_value",
     "foreach_partition_writer",
     "json_value",
+    "local_cluster",
+    "local_session",
     "produce_arrow",
     "produce_arrow_batches",
     "produce_rows",
