@@ -89,6 +89,9 @@ class ProducerSettings:
     max_unacked_bytes: int = 268435456
     beacon_interval: float = 1.0
     beacon_timeout: float = 4.0
+    #: The producer's XPUB bind; on a cluster use ``tcp://*:0`` so stores on other
+    #: hosts can reach executors.
+    bind: str = "tcp://127.0.0.1:*"
     #: Wait this long after start-up for a store to connect before sending (the
     #: first records are otherwise fetched by stores from the producer's buffer).
     connect_wait: float = 0.0
@@ -104,7 +107,7 @@ class ProducerSettings:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
-        separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``."""
+        separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``, ``bind``."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:
@@ -123,6 +126,7 @@ class ProducerSettings:
             wire=options.get("wire", "rfc"),
             beacon_interval=float(options.get("beaconInterval", "1.0")),
             beacon_timeout=float(options.get("beaconTimeout", "4.0")),
+            bind=options.get("bind", "tcp://127.0.0.1:*"),
         )
 
     def open(self) -> Producer:
@@ -136,6 +140,7 @@ class ProducerSettings:
             send_timeout=self.flush_timeout,
             beacon_interval=self.beacon_interval,
             beacon_timeout=self.beacon_timeout,
+            bind=self.bind,
         )
         if self.connect_wait > 0:
             import time

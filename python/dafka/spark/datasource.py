@@ -14,7 +14,9 @@ the executors' read clients, so reads need towers), ``startingOffsets``
 latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
 ``endingOffsets`` (``latest`` | JSON), streaming ``maxOffsetsPerTrigger``,
 ``failOnDataLoss`` (default true: raise when retention removed records a range
-needs), ``fetchTimeout`` and ``headsTimeout`` seconds. Schema: ``topic string,
+needs), ``fetchTimeout`` and ``headsTimeout`` seconds. Both sides take ``bind``
+(default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
+reach the executors) and ``beaconInterval``. Schema: ``topic string,
 partition string, offset long, value binary``. Offsets are JSON
 ``{partition: next_offset}``; partitions are producer addresses, unique across
 topics. The driver asks stores for heads (GET-HEADS); every executor task reads its
@@ -101,6 +103,7 @@ class ReadSettings:
     fetch_timeout: float
     heads_timeout: float
     beacon_interval: float
+    bind: str
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ReadSettings:
@@ -122,6 +125,7 @@ class ReadSettings:
             fetch_timeout=float(options.get("fetchTimeout", "60")),
             heads_timeout=float(options.get("headsTimeout", "10")),
             beacon_interval=float(options.get("beaconInterval", "1.0")),
+            bind=options.get("bind", "tcp://127.0.0.1:*"),
         )
 
     def heads(self) -> dict[str, tuple[str, int]]:
@@ -134,6 +138,7 @@ class ReadSettings:
                 peers=list(self.peers) or None,
                 timeout=self.heads_timeout,
                 beacon_interval=self.beacon_interval,
+                bind=self.bind,
             )
             for p, n in got.items():
                 out[p] = (t, n)
@@ -150,6 +155,7 @@ class ReadSettings:
             timeout=self.fetch_timeout,
             fail_on_loss=self.fail_on_data_loss,
             beacon_interval=self.beacon_interval,
+            bind=self.bind,
         )
         for off, value in records:
             yield (r.topic, r.partition, off, value)
