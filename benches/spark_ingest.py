@@ -5,7 +5,9 @@ commit) vs the same DataFrame into Spark's ``noop`` sink, in the same run.
     python benches/spark_ingest.py                   # 10M rows of 100 B
     python benches/spark_ingest.py --rows 1000000 --partitions 8
 
-Paths: ``noop`` (the DataFrame generated and discarded), ``arrow`` (mapInArrow,
+Paths: ``noop`` (the DataFrame generated and discarded), ``arrow-discard``
+(mapInArrow with a function that only counts rows: what moving the batches to
+Python workers costs, without dafka), ``arrow`` (mapInArrow,
 whole Arrow batches to Rust with Producer.send_buffers), ``foreach``
 (foreachPartition, send_many of Python bytes). Each dafka path ends when every
 task's records are acknowledged. Not part of scripts/test.sh.
@@ -19,6 +21,7 @@ import platform
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from dafka.spark import (
@@ -38,13 +41,20 @@ def frame(spark: Any, rows: int, size: int, parts: int) -> Any:
     )
 
 
+def count_rows(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    n = sum(b.num_rows for b in batches)
+    yield pa.RecordBatch.from_pydict({"n": [n]})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--paths", default="noop,arrow,foreach")
+    ap.add_argument("--paths", default="noop,arrow-discard,arrow,foreach")
     ap.add_argument("--dir", help="store directory parent (default: a temp dir)")
     args = ap.parse_args()
 
@@ -74,15 +84,18 @@ def main() -> int:
                 start = time.monotonic()
                 if path == "noop":
                     df.write.format("noop").mode("overwrite").save()
+                elif path == "arrow-discard":
+                    got = df.mapInArrow(count_rows, "n long").collect()
+                    assert sum(r["n"] for r in got) == args.rows
                 elif path == "arrow":
                     got = produce_arrow(df, settings).collect()
                     assert sum(r["count"] for r in got) == args.rows, got
                 elif path == "foreach":
                     df.foreachPartition(foreach_partition_writer(settings))
                 else:
-                    raise SystemExit(f"unknown path {path!r}: use noop, arrow, foreach")
+                    raise SystemExit(f"unknown path {path!r}: noop, arrow-discard, arrow, foreach")
                 took = time.monotonic() - start
-                if path != "noop":
+                if path in ("arrow", "foreach"):
                     held = sum(i.next_offset for i in store.partitions(f"bench-{path}"))
                     assert held == args.rows, (held, args.rows)
         finally:
