@@ -309,8 +309,7 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
         true,
         ok,
     )
-    .err()
-    .expect("no store left to answer");
+    .expect_err("no store left to answer");
     assert!(matches!(err, Error::Timeout(_)), "{err}");
     let err = heads(&node, "t", Duration::from_millis(700), secs(1), ok)
         .expect_err("no store left to answer");
