@@ -120,3 +120,32 @@ def test_arrow_path_rejects_nulls_and_wrong_types(spark: Any, cluster: tuple[Tow
         produce_arrow(df, settings(tower, "bad")).collect()
     with pytest.raises(KeyError, match="no column 'nope'"):
         produce_arrow(df, settings(tower, "bad"), column="nope")
+
+
+def test_udf_helpers(spark: Any, cluster: tuple[Tower, Store]) -> None:
+    import json
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from dafka.spark import arrow_ipc_udf, json_value, produce_udf
+
+    tower, store = cluster
+    df = spark.range(0, 1000, 1, 2).selectExpr("id", "concat('n', id) AS name")
+    encoded = df.select(
+        json_value("id", "name").alias("js"),
+        arrow_ipc_udf()(F.struct("id", "name")).alias("ipc"),
+    ).collect()
+    assert sorted(json.loads(r.js)["id"] for r in encoded) == list(range(1000))
+    decoded = [pa.ipc.open_stream(r.ipc).read_all().to_pylist()[0] for r in encoded]
+    assert sorted(d["id"] for d in decoded) == list(range(1000))
+    # produce_udf: one offset per value, each acknowledged before it is returned.
+    out = df.select(json_value("id").alias("value")).select(
+        produce_udf(settings(tower, "udf"))("value").alias("offset")
+    )
+    offsets = [r.offset for r in out.collect()]
+    assert len(offsets) == 1000
+    held = sum(i.next_offset for i in store.partitions("udf"))
+    assert held >= 1000
+    got = consume(tower, "udf", 1000)
+    assert sorted(json.loads(r.value)["id"] for r in got) == list(range(1000))

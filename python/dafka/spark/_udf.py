@@ -75,7 +75,6 @@ def arrow_ipc_udf() -> Callable[..., Column]:
     import pyarrow as pa
     from pyspark.sql.pandas.functions import pandas_udf
 
-    @pandas_udf("binary")  # type: ignore[call-overload, untyped-decorator]
     def to_ipc(rows: pd.DataFrame) -> pd.Series:
         table = pa.Table.from_pandas(rows, preserve_index=False)
         out = []
@@ -86,36 +85,40 @@ def arrow_ipc_udf() -> Callable[..., Column]:
             out.append(sink.getvalue().to_pybytes())
         return pd.Series(out, dtype=object)
 
-    return to_ipc  # type: ignore[no-any-return]
+    # PySpark reads the hints to pick the UDF kind; resolve them here (this module
+    # postpones annotations and imports pandas lazily).
+    to_ipc.__annotations__ = {"rows": pd.DataFrame, "return": pd.Series}
+    return pandas_udf("binary")(to_ipc)  # type: ignore[call-overload, no-any-return]
 
 
-_PRODUCERS: dict[ProducerSettings, Producer] = {}
+_PRODUCERS: dict[str, Producer] = {}
 _LOCK = threading.Lock()
 
 
 def _worker_producer(settings: ProducerSettings) -> Producer:
     """One producer per Python worker process and settings (kept across UDF
     batches, closed when the worker exits)."""
+    key = repr(settings)  # the settings hold lists: not hashable
     with _LOCK:
-        p = _PRODUCERS.get(settings)
+        p = _PRODUCERS.get(key)
         if p is None:
             p = settings.open()
-            _PRODUCERS[settings] = p
+            _PRODUCERS[key] = p
         return p
 
 
 def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
     """A pandas UDF that produces a binary/string column and returns each value's
-    offset (long): ``df.select(produce_udf(s)("value"))``. Every batch is flushed
-    until acknowledged before the offsets are returned (a DeliveryError fails the
-    task). Producers live per Python worker, so the partition is the worker's;
-    pair the offsets with ``partition_of_worker`` semantics by reading them from
-    the store, or prefer :func:`produce_arrow` which returns partitions."""
+    offset (long): ``df.select(produce_udf(s)("value"))``. Each batch is flushed
+    until acknowledged before its offsets are returned (a DeliveryError fails the
+    task, and Spark retries it). The producer lives as long as the Python worker
+    (one partition per worker, shared by the tasks it runs), so offsets are unique
+    per worker, not per task; use :func:`produce_arrow` when you need each task's
+    partition."""
     import pandas as pd
     import pyarrow as pa
     from pyspark.sql.pandas.functions import pandas_udf
 
-    @pandas_udf("long")  # type: ignore[call-overload, untyped-decorator]
     def produce(values: pd.Series) -> pd.Series:
         from dafka.spark._produce import send_arrow
 
@@ -136,7 +139,8 @@ def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
             return pd.Series([], dtype="int64")
         return pd.Series(range(got[0], got[1] + 1), dtype="int64")
 
-    return produce  # type: ignore[no-any-return]
+    produce.__annotations__ = {"values": pd.Series, "return": pd.Series}
+    return pandas_udf("long")(produce)  # type: ignore[call-overload, no-any-return]
 
 
 def register(spark: SparkSession) -> None:
