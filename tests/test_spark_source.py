@@ -232,3 +232,31 @@ def test_read_options_are_checked(spark: Any, cluster: Cluster) -> None:
         reader(spark, cluster, "b", False, startingOffsets="{oops").collect()
     with pytest.raises(dafka.FetchTimeoutError, match="towers"):
         dafka.heads("b", towers=["tcp://127.0.0.1:1,2"], timeout=0.5)
+
+
+def test_data_source_is_auto_discovered(tmp_path: Path) -> None:
+    """A fresh SparkSession finds format("dafka") without register() (through the
+    top-level ``pyspark_dafka`` module PySpark scans for)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import os, sys
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+        from pyspark.sql import SparkSession
+        s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+        s = s.getOrCreate()
+        try:
+            s.read.format("dafka").option("subscribe", "x").load().collect()
+        except Exception as e:
+            print("ERROR:", e)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
+    # The dafka reader itself answered: it wants towers.
+    assert 'option("towers"' in out.stdout, out.stdout + out.stderr[-2000:]
