@@ -122,6 +122,10 @@ def test_batch_read_bounded_range(spark: Any, cluster: Cluster) -> None:
         )
     )
     assert got == {r for r in held if (r[1] == a and r[2] >= 1000) or (r[1] == b and r[2] < 500)}
+    # Ranges split over several tasks read the same records.
+    df = reader(spark, cluster, "b", False, maxRecordsPerTask="700")
+    assert df.rdd.getNumPartitions() == 5 + 3
+    assert rows(df) == held
 
 
 def test_stream_available_now_restart_from_checkpoint(

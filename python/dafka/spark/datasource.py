@@ -14,7 +14,9 @@ the executors' read clients, so reads need towers), ``startingOffsets``
 latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
 ``endingOffsets`` (``latest`` | JSON), streaming ``maxOffsetsPerTrigger``,
 ``failOnDataLoss`` (default true: raise when retention removed records a range
-needs), ``fetchTimeout`` and ``headsTimeout`` seconds. Both sides take ``bind``
+needs), ``fetchTimeout`` and ``headsTimeout`` seconds, ``maxRecordsPerTask``
+(default 500,000: longer ranges are split over several Spark tasks, each holding its
+range in memory while it reads). Both sides take ``bind``
 (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
 reach the executors) and ``beaconInterval``. Schema: ``topic string,
 partition string, offset long, value binary``. Offsets are JSON
@@ -92,6 +94,17 @@ def _flag(options: dict[str, str], key: str, default: bool) -> bool:
     raise ValueError(f"option {key} must be true or false, got {v!r}")
 
 
+def _positive(options: dict[str, str], key: str, default: int) -> int:
+    v = options.get(key)
+    try:
+        n = default if v is None else int(v)
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer, got {v!r}") from None
+    if n < 1:
+        raise ValueError(f"option {key} must be >= 1, got {n}")
+    return n
+
+
 @dataclass(frozen=True)
 class ReadSettings:
     """Read options, parsed once on the driver (picklable)."""
@@ -104,6 +117,7 @@ class ReadSettings:
     heads_timeout: float
     beacon_interval: float
     bind: str
+    max_records_per_task: int
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ReadSettings:
@@ -126,6 +140,7 @@ class ReadSettings:
             heads_timeout=float(options.get("headsTimeout", "10")),
             beacon_interval=float(options.get("beaconInterval", "1.0")),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
+            max_records_per_task=_positive(options, "maxRecordsPerTask", 500_000),
         )
 
     def heads(self) -> dict[str, tuple[str, int]]:
@@ -206,11 +221,16 @@ def resolve(
 def plan(
     settings: ReadSettings, start: dict[str, int], end: dict[str, int], topics: dict[str, str]
 ) -> list[RangePartition]:
+    """One Spark input partition per ``settings.max_records_per_task`` offsets of
+    each dafka partition (a task holds its range in memory while it reads)."""
     parts = []
+    step = settings.max_records_per_task
     for p, e in sorted(end.items()):
         s = start.get(p, 0)
-        if e > s and p in topics:
-            parts.append(RangePartition(topics[p], p, s, e))
+        if p not in topics:
+            continue
+        for lo in range(s, e, step):
+            parts.append(RangePartition(topics[p], p, lo, min(lo + step, e)))
     return parts
 
 
