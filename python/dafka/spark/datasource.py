@@ -44,12 +44,12 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from dafka._native import fetch_range, heads
+from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
     Options,
     ProducerSettings,
-    TaskResult,
     encode_value,
-    finish,
+    produce_rows,
     split_endpoints,
 )
 
@@ -228,6 +228,11 @@ def plan(
     for p, e in sorted(end.items()):
         s = start.get(p, 0)
         if p not in topics:
+            if e > s and settings.fail_on_data_loss:
+                raise DataLossError(
+                    f"partition {p} (offsets [{s}, {e})) is no longer held by any store; "
+                    "set failOnDataLoss=false to skip it"
+                )
             continue
         for lo in range(s, e, step):
             parts.append(RangePartition(topics[p], p, lo, min(lo + step, e)))
@@ -334,30 +339,13 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """No long-lived resources: every read opens and closes its own client."""
 
 
+def _value_bytes(v: Any) -> bytes:
+    """The sink's ``value`` column: binary as is, strings as UTF-8."""
+    return v.encode() if isinstance(v, str) else encode_value(v, "bytes")
+
+
 def _write_task(settings: ProducerSettings, rows: Iterator[Any]) -> DafkaCommit:
-    with settings.open() as p:
-        first: int | None = None
-        count = 0
-        batch: list[bytes] = []
-
-        def send() -> None:
-            nonlocal first, count, batch
-            last = p.send_many(batch)
-            if first is None and last is not None:
-                first = last - len(batch) + 1
-            count += len(batch)
-            batch = []
-
-        for row in rows:
-            v = row["value"]
-            if v is None:
-                raise ValueError("the dafka sink got a null value: filter nulls first")
-            batch.append(encode_value(v, "str" if isinstance(v, str) else "bytes"))
-            if len(batch) >= 10000:
-                send()
-        if batch:
-            send()
-        r: TaskResult = finish(p, settings, first, count)
+    r = produce_rows(rows, settings, column="value", encoder=_value_bytes)
     return DafkaCommit(r.partition, r.first, r.last, r.count)
 
 
