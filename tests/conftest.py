@@ -1,8 +1,12 @@
-"""Shared fixtures: the golden vectors and a timeout on every test."""
+"""Shared fixtures: the golden vectors, and one SparkSession for every Spark test
+(started on first use: it takes ~10 s)."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,3 +18,31 @@ DATA = Path(__file__).parent / "data"
 @pytest.fixture(scope="session")
 def vectors() -> list[dict[str, Any]]:
     return json.loads((DATA / "zproto-vectors.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession (2 cores) for the whole run, with the ``dafka`` data
+    source registered. PySpark is a test dependency (scripts/setup.sh installs it):
+    if it is missing the Spark tests fail rather than skip."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    import dafka.spark
+
+    session = (
+        SparkSession.builder.master("local[2,4]")  # 2 cores, a task may fail 3 times
+        .appName("dafka-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    dafka.spark.register(session)
+    yield session
+    session.stop()

@@ -8,13 +8,15 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 from __future__ import annotations
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Store, Tower, __version__
+from dafka._native import Consumer, Producer, Store, Tower, __version__, fetch_range, heads
 from dafka.exceptions import (
     BufferFullError,
     ClosedError,
     ConfigError,
     CorruptionError,
     DafkaError,
+    DataLossError,
+    FetchTimeoutError,
     LogError,
     LogIOError,
     LogValueError,
@@ -33,6 +35,8 @@ __all__ = [
     "Consumer",
     "CorruptionError",
     "DafkaError",
+    "DataLossError",
+    "FetchTimeoutError",
     "Log",
     "LogError",
     "LogIOError",
@@ -47,5 +51,7 @@ __all__ = [
     "UnknownPartitionError",
     "WireError",
     "__version__",
+    "fetch_range",
+    "heads",
     "wire",
 ]

@@ -2,7 +2,9 @@
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Self, final
+from typing import Literal, Self, final
+
+from typing_extensions import Buffer
 
 from dafka.log import PartitionInfo
 from dafka.record import Record
@@ -14,6 +16,8 @@ __all__ = [
     "Store",
     "Tower",
     "__version__",
+    "fetch_range",
+    "heads",
     "run_store_cli",
     "run_tower_cli",
     "wire_decode",
@@ -52,6 +56,33 @@ def wire_decode(
     bytes | None,
     list[bytes] | None,
 ]: ...
+def heads(
+    topic: str,
+    *,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    timeout: float = 10.0,
+    settle: float = 0.5,
+    bind: str = ...,
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+) -> dict[str, int]: ...
+def fetch_range(
+    topic: str,
+    partition: str,
+    start: int,
+    end: int,
+    *,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    timeout: float = 60.0,
+    fail_on_loss: bool = True,
+    bind: str = ...,
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]: ...
 
 @final
 class Tower:
@@ -67,7 +98,7 @@ class Tower:
     def stats(self) -> dict[str, int]: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> bool: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...
 
 @final
 class Producer:
@@ -93,6 +124,9 @@ class Producer:
     ) -> Producer: ...
     def send(self, value: bytes, *, timeout: float | None = None) -> int: ...
     def send_many(self, values: Iterable[bytes], *, timeout: float | None = None) -> int | None: ...
+    def send_buffers(
+        self, data: Buffer, offsets: Buffer, *, large: bool = False, timeout: float | None = None
+    ) -> tuple[int, int] | None: ...
     def flush(self, timeout: float | None = None) -> int: ...
     def poll(self, timeout: float = 0.0) -> int: ...
     @property
@@ -111,7 +145,7 @@ class Producer:
     def stats(self) -> dict[str, int]: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> bool: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...
 
 @final
 class Consumer:
@@ -150,7 +184,7 @@ class Consumer:
     def __iter__(self) -> Self: ...
     def __next__(self) -> Record: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> bool: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...
 
 @final
 class NativeLog:
@@ -226,4 +260,4 @@ class Store:
     def check(self) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> bool: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...

@@ -8,6 +8,8 @@ __all__ = [
     "ConfigError",
     "CorruptionError",
     "DafkaError",
+    "DataLossError",
+    "FetchTimeoutError",
     "LogError",
     "LogIOError",
     "LogValueError",
@@ -73,3 +75,14 @@ class UnknownPartitionError(LogError, LookupError):
 
 class LogValueError(LogError, ValueError):
     """An invalid option, topic name, partition name or record size."""
+
+
+class DataLossError(DafkaError):
+    """A bounded read (``fetch_range``, the Spark source with ``failOnDataLoss``)
+    needed records that retention already removed from every store; the message
+    names the range. Read from a later offset, or allow skipping them."""
+
+
+class FetchTimeoutError(DafkaError, TimeoutError):
+    """A bounded read or heads query got no (complete) answer in time: no store
+    reachable through the towers holds the partition, or it holds fewer records."""

@@ -32,6 +32,12 @@ pub enum Error {
     /// The durable log failed (I/O, corruption, a bad offset).
     #[error(transparent)]
     Log(#[from] crate::log::LogError),
+    /// Records a bounded read needed are gone from every store (retention).
+    #[error("{0}")]
+    DataLoss(String),
+    /// A bounded read or a heads query got no (complete) answer in time.
+    #[error("{0}")]
+    Timeout(String),
     /// A blocking call was interrupted by the caller's check (Ctrl-C from Python).
     #[error("interrupted")]
     Interrupted,

@@ -9,6 +9,7 @@ pub mod beacon;
 pub mod config;
 pub mod consumer;
 pub mod core;
+pub mod fetcher;
 pub mod producer;
 pub mod store;
 pub mod store_logic;

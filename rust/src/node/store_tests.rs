@@ -266,3 +266,79 @@ fn live_records_reach_the_store_in_order_without_fetching() {
     p.close().unwrap();
     s.close().unwrap();
 }
+
+// The bounded read client: heads from the store, an exact range spanning
+// several FETCH windows, and a timeout when nothing answers.
+#[test]
+fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
+    use super::fetcher::{fetch_range, heads};
+    use crate::error::Error;
+    let dir = tempfile::tempdir().unwrap();
+    let t = Tower::new(TowerConfig {
+        beacon_in: "tcp://127.0.0.1:0".into(),
+        beacon_out: "tcp://127.0.0.1:0".into(),
+    })
+    .unwrap();
+    let node = NodeConfig {
+        towers: vec![t.endpoint()],
+        beacon_interval: Duration::from_millis(100),
+        beacon_timeout: Duration::from_millis(2000),
+        ..Default::default()
+    };
+    let s = Store::open(
+        dir.path(),
+        StoreConfig {
+            node: node.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            node: node.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.send_many((0..25_000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(60)).unwrap(), 0);
+    let part = p.address().to_string();
+    p.close().unwrap();
+
+    let secs = Duration::from_secs;
+    let ok = || Ok::<(), Error>(());
+    let h = heads(&node, "t", secs(20), Duration::from_millis(300), ok).unwrap();
+    assert_eq!(
+        h.into_iter().collect::<Vec<_>>(),
+        vec![(part.clone(), 25_000)]
+    );
+    let got = fetch_range(&node, "t", &part, 100, 20_100, secs(30), true, ok).unwrap();
+    assert!(got.lost.is_empty());
+    assert_eq!(got.records.len(), 20_000);
+    assert!(got
+        .records
+        .iter()
+        .enumerate()
+        .all(|(i, (o, v))| *o == 100 + i as u64 && *v == value(100 + i as u32)));
+    let empty = fetch_range(&node, "t", &part, 7, 7, secs(1), true, ok).unwrap();
+    assert!(empty.records.is_empty());
+    s.close().unwrap();
+
+    let err = fetch_range(
+        &node,
+        "t",
+        &part,
+        0,
+        10,
+        Duration::from_millis(700),
+        true,
+        ok,
+    )
+    .expect_err("no store left to answer");
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    let err = heads(&node, "t", Duration::from_millis(700), secs(1), ok)
+        .expect_err("no store left to answer");
+    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    t.close().unwrap();
+}

@@ -3,6 +3,7 @@
 
 mod cli;
 mod errors;
+mod fetch;
 mod log;
 mod node;
 mod store;
@@ -18,5 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     node::register(m)?;
     store::register(m)?;
     cli::register(m)?;
+
+    fetch::register(m)?;
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -243,6 +244,60 @@ impl PyProducer {
         }
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
         py.detach(|| self.inner.send_many_with(batch, t, check_signals))
+    }
+
+    /// Publishes the values of an Arrow ``binary``/``string`` array straight
+    /// from its buffers: ``data`` is the value buffer, ``offsets`` the raw bytes
+    /// of its ``n + 1`` value offsets (native-endian int32, or int64 with
+    /// ``large=True`` for ``large_binary``/``large_string``); both any object with
+    /// the buffer protocol, e.g. ``pyarrow.Buffer``. No Python call per value.
+    /// Returns ``(first_offset, last_offset)``, or None when there are no values.
+    #[pyo3(signature = (data, offsets, *, large = false, timeout = None))]
+    fn send_buffers(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        offsets: &Bound<'_, PyAny>,
+        large: bool,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<(u64, u64)>> {
+        let data = ByteView::get(py, data, "data")?;
+        let offs = ByteView::get(py, offsets, "offsets")?;
+        let (values, raw) = (data.bytes(), offs.bytes());
+        let width = if large { 8 } else { 4 };
+        if raw.len() % width != 0 {
+            return Err(PyValueError::new_err(format!(
+                "offsets holds {} bytes, not a whole number of {width}-byte offsets \
+                 (large={large})",
+                raw.len()
+            )));
+        }
+        let bounds: Vec<i64> = raw
+            .chunks_exact(width)
+            .map(|c| match c.try_into() {
+                Ok(b) => i64::from_ne_bytes(b),
+                Err(_) => i64::from(i32::from_ne_bytes(c.try_into().expect("width is 4"))),
+            })
+            .collect();
+        let mut batch = Vec::with_capacity(bounds.len().saturating_sub(1));
+        for w in bounds.windows(2) {
+            let ok = 0 <= w[0] && w[0] <= w[1] && w[1] as u64 <= values.len() as u64;
+            if !ok {
+                return Err(PyValueError::new_err(format!(
+                    "offsets must be non-decreasing and within the {}-byte data buffer, \
+                     got [{}, {})",
+                    values.len(),
+                    w[0],
+                    w[1]
+                )));
+            }
+            batch.push(values[w[0] as usize..w[1] as usize].to_vec());
+        }
+        drop((data, offs));
+        let n = batch.len() as u64;
+        let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
+        let last = py.detach(|| self.inner.send_many_with(batch, t, check_signals))?;
+        Ok(last.map(|l| (l + 1 - n, l)))
     }
 
     /// Waits (GIL released) until every record sent is acknowledged by
@@ -565,6 +620,51 @@ impl PyConsumer {
     }
 }
 
+/// The bytes of an object with the buffer protocol, as unsigned (`B`, bytes) or
+/// signed (`b`, how pyarrow exports its buffers) bytes.
+enum ByteView {
+    Unsigned(PyBuffer<u8>),
+    Signed(PyBuffer<i8>),
+}
+
+impl ByteView {
+    fn get(_py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
+        let v = if let Ok(b) = PyBuffer::<u8>::get(obj) {
+            Self::Unsigned(b)
+        } else if let Ok(b) = PyBuffer::<i8>::get(obj) {
+            Self::Signed(b)
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "{what} must be a bytes-like buffer (bytes, memoryview, pyarrow.Buffer)"
+            )));
+        };
+        let contiguous = match &v {
+            Self::Unsigned(b) => b.is_c_contiguous(),
+            Self::Signed(b) => b.is_c_contiguous(),
+        };
+        if !contiguous {
+            return Err(PyValueError::new_err(format!(
+                "{what} must be a contiguous buffer"
+            )));
+        }
+        Ok(v)
+    }
+
+    fn bytes(&self) -> &[u8] {
+        let (ptr, len) = match self {
+            Self::Unsigned(b) => (b.buf_ptr().cast::<u8>(), b.item_count()),
+            Self::Signed(b) => (b.buf_ptr().cast::<u8>(), b.item_count()),
+        };
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: the buffer is C-contiguous with `len` one-byte items, and
+        // `self` holds the exporter's buffer (memory pinned) while borrowed; the
+        // caller holds the GIL throughout.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         use crate::python::errors::dafka_error;
@@ -572,6 +672,8 @@ impl From<Error> for PyErr {
             Error::Config(_) => dafka_error("ConfigError", e.to_string()),
             Error::BufferFull(_) => dafka_error("BufferFullError", e.to_string()),
             Error::Closed => dafka_error("ClosedError", e.to_string()),
+            Error::DataLoss(_) => dafka_error("DataLossError", e.to_string()),
+            Error::Timeout(_) => dafka_error("FetchTimeoutError", e.to_string()),
             Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
             Error::Socket { .. } | Error::Zmq(_) | Error::Died(_) => {
                 dafka_error("NodeError", e.to_string())

@@ -1,0 +1,114 @@
+"""Spark bulk ingest benchmark: N rows of B-byte values into a dafka topic (a store
+running in this process, ACKs only for durable records: fsync interval, group
+commit) vs the same DataFrame into Spark's ``noop`` sink, in the same run.
+
+    python benches/spark_ingest.py                   # 10M rows of 100 B
+    python benches/spark_ingest.py --rows 1000000 --partitions 8
+
+Paths: ``noop`` (the DataFrame generated and discarded), ``arrow-discard``
+(mapInArrow with a function that only counts rows: what moving the batches to
+Python workers costs, without dafka), ``arrow`` (mapInArrow,
+whole Arrow batches to Rust with Producer.send_buffers), ``foreach``
+(foreachPartition, send_many of Python bytes). Each dafka path ends when every
+task's records are acknowledged. Not part of scripts/test.sh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from dafka.spark import (
+    ProducerSettings,
+    foreach_partition_writer,
+    local_cluster,
+    local_session,
+    produce_arrow,
+)
+
+
+def frame(spark: Any, rows: int, size: int, parts: int) -> Any:
+    from pyspark.sql import functions as F
+
+    return spark.range(0, rows, 1, parts).select(
+        F.rpad(F.format_string("%012d:", "id"), size, "x").cast("binary").alias("value")
+    )
+
+
+def count_rows(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    n = sum(b.num_rows for b in batches)
+    yield pa.RecordBatch.from_pydict({"n": [n]})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--value-bytes", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--paths", default="noop,arrow-discard,arrow,foreach")
+    ap.add_argument("--dir", help="store directory parent (default: a temp dir)")
+    args = ap.parse_args()
+
+    spark = local_session(
+        "dafka-bench",
+        args.master,
+        **{"spark.sql.execution.arrow.maxRecordsPerBatch": "100000"},
+    )
+    df = frame(spark, args.rows, args.value_bytes, args.partitions)
+    mb = args.rows * args.value_bytes / 1e6
+    print(
+        f"# {args.rows:,} rows x {args.value_bytes} B = {mb:,.0f} MB, "
+        f"{args.partitions} Spark partitions, master {args.master}, "
+        f"{os.cpu_count()} CPUs, {platform.python_version()}"
+    )
+    results: dict[str, float] = {}
+    for path in args.paths.split(","):
+        base = tempfile.mkdtemp(prefix="dafka-bench-", dir=args.dir)
+        try:
+            with local_cluster(os.path.join(base, "store")) as (tower, store):
+                settings = ProducerSettings(
+                    f"bench-{path}",
+                    towers=[tower.endpoint],
+                    beacon_interval=0.2,
+                    flush_timeout=600.0,
+                )
+                start = time.monotonic()
+                if path == "noop":
+                    df.write.format("noop").mode("overwrite").save()
+                elif path == "arrow-discard":
+                    got = df.mapInArrow(count_rows, "n long").collect()
+                    assert sum(r["n"] for r in got) == args.rows
+                elif path == "arrow":
+                    got = produce_arrow(df, settings).collect()
+                    assert sum(r["count"] for r in got) == args.rows, got
+                elif path == "foreach":
+                    df.foreachPartition(foreach_partition_writer(settings))
+                else:
+                    raise SystemExit(f"unknown path {path!r}: noop, arrow-discard, arrow, foreach")
+                took = time.monotonic() - start
+                if path in ("arrow", "foreach"):
+                    held = sum(i.next_offset for i in store.partitions(f"bench-{path}"))
+                    assert held == args.rows, (held, args.rows)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        results[path] = took
+        rate = args.rows / took
+        rel = f", {took and results.get('noop', 0) / took:.0%} of noop" if "noop" in results else ""
+        print(
+            f"{path:8} {took:7.1f} s  {rate:>12,.0f} rows/s  {mb / took:8.1f} MB/s{rel}", flush=True
+        )
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""PySpark integration: bulk ingest from DataFrames, UDF encoders, and the
+``dafka`` data source (batch and streaming reads and writes).
+
+PySpark and pyarrow are imported lazily (install the ``dafka[spark]`` extra); this
+module imports without them.
+
+Producing (see :mod:`dafka.spark._produce` for retry semantics):
+
+- :func:`foreach_partition_writer` → a function for ``df.foreachPartition(fn)``:
+  one producer per task (its own partition), flushed until ``min_acks`` stores
+  ACKed; a failure raises so Spark retries the task (at-least-once).
+- :func:`produce_arrow` → ``mapInArrow`` that hands whole Arrow batches to Rust
+  (``Producer.send_buffers``) and returns a DataFrame of per-task
+  ``(partition, first_offset, last_offset, count)``.
+- :func:`json_value`, :func:`arrow_ipc_udf`, :func:`produce_udf`: encoders and a
+  producing UDF.
+
+Reading and writing with the data source, after :func:`register`::
+
+    dafka.spark.register(spark)
+    df.write.format("dafka").option("topic", "t").option("towers", tower).save()
+    spark.readStream.format("dafka").option("subscribe", "t").option("towers", tower).load()
+"""
+
+from __future__ import annotations
+
+from dafka.spark._local import local_cluster, local_session
+from dafka.spark._produce import (
+    OFFSETS_SCHEMA,
+    DeliveryError,
+    ProducerSettings,
+    TaskResult,
+    encode_value,
+    produce_arrow_batches,
+    produce_rows,
+)
+from dafka.spark._udf import (
+    arrow_ipc_udf,
+    foreach_partition_writer,
+    json_value,
+    produce_arrow,
+    produce_udf,
+    register,
+)
+
+__all__ = [
+    "OFFSETS_SCHEMA",
+    "DeliveryError",
+    "ProducerSettings",
+    "TaskResult",
+    "arrow_ipc_udf",
+    "encode_value",
+    "foreach_partition_writer",
+    "json_value",
+    "local_cluster",
+    "local_session",
+    "produce_arrow",
+    "produce_arrow_batches",
+    "produce_rows",
+    "produce_udf",
+    "register",
+]

@@ -1,0 +1,337 @@
+"""Producing from Spark tasks: one :class:`dafka.Producer` per task.
+
+Every task (a ``foreachPartition`` call, a ``mapInArrow`` call, a data-source
+writer task) opens its own producer, so each task writes its own dafka
+partition (the producer's address). It sends, then flushes until ``min_acks``
+stores have acknowledged every record, and raises if they do not within
+``flush_timeout``, so Spark retries the task.
+
+Retries and duplicates: a retried task (or a speculative copy) is a new
+producer, hence a **new partition**, and sends all of its rows again; records the
+failed attempt got acknowledged stay in the old partition. Delivery is
+therefore at-least-once. To deduplicate downstream, put a stable key in each
+value (a row id, or ``(spark_partition_id, row_index)``) and drop repeated keys
+when reading, or read only partitions whose task committed (the
+``(partition, first_offset, last_offset)`` rows returned by the Arrow path and
+the data-source writer's commit messages name them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dafka._native import Producer
+from dafka.exceptions import DafkaError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "DeliveryError",
+    "ProducerSettings",
+    "TaskResult",
+    "encode_value",
+    "produce_arrow_batches",
+    "produce_rows",
+]
+
+#: How a row becomes record bytes: ``"bytes"``, ``"str"`` (UTF-8), ``"json"`` (the
+#: whole row as a JSON object), ``"arrow"`` (the row as a one-row Arrow IPC stream)
+#: or a function of the row returning bytes.
+Encoder = str | Callable[[Any], bytes]
+
+
+class DeliveryError(DafkaError):
+    """Stores did not acknowledge a task's records within ``flush_timeout``; the task
+    fails so Spark retries it (at-least-once). Check that a store runs and reaches
+    the producer's towers, or lower ``min_acks``."""
+
+
+class Options(dict[str, str]):
+    """Data-source options; Spark hands them over with lower-cased keys, so
+    lookups ignore case (``startingOffsets`` finds ``startingoffsets``)."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        super().__init__((k.lower(), v) for k, v in options.items())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+
+def split_endpoints(spec: str) -> list[str]:
+    """Endpoints from an option: separated by commas, semicolons or spaces. A
+    tower's ``tcp://HOST:IN,OUT`` keeps its comma (a piece without ``://`` continues
+    the endpoint before it)."""
+    out: list[str] = []
+    for piece in spec.replace(";", " ").replace(",", " , ").split():
+        if piece == ",":
+            continue
+        if "://" not in piece and out and out[-1].count(",") == 0 and piece.isdigit():
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    """Everything an executor needs to open a producer (picklable)."""
+
+    topic: str
+    towers: list[str] = field(default_factory=list)
+    peers: list[str] = field(default_factory=list)
+    min_acks: int = 1
+    flush_timeout: float = 120.0
+    wire: str = "rfc"
+    max_unacked_bytes: int = 268435456
+    beacon_interval: float = 1.0
+    beacon_timeout: float = 4.0
+    #: The producer's XPUB bind; on a cluster use ``tcp://*:0`` so stores on other
+    #: hosts can reach executors.
+    bind: str = "tcp://127.0.0.1:*"
+    #: Wait this long after start-up for a store to connect before sending (the
+    #: first records are otherwise fetched by stores from the producer's buffer).
+    connect_wait: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.topic:
+            raise ValueError("topic must be a non-empty string")
+        if self.min_acks < 0:
+            raise ValueError(f"min_acks must be >= 0, got {self.min_acks}")
+        if self.flush_timeout <= 0:
+            raise ValueError(f"flush_timeout must be > 0 seconds, got {self.flush_timeout}")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ProducerSettings:
+        """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
+        separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``, ``bind``."""
+        options = Options(options)
+        topic = options.get("topic")
+        if not topic:
+            raise ValueError('the dafka sink needs option("topic", NAME)')
+
+        towers = split_endpoints(options.get("towers", ""))
+        peers = split_endpoints(options.get("peers", ""))
+        if not towers and not peers:
+            raise ValueError('the dafka sink needs option("towers", ...) or option("peers", ...)')
+        return cls(
+            topic=topic,
+            towers=towers,
+            peers=peers,
+            min_acks=int(options.get("minAcks", "1")),
+            flush_timeout=float(options.get("flushTimeout", "120")),
+            wire=options.get("wire", "rfc"),
+            beacon_interval=float(options.get("beaconInterval", "1.0")),
+            beacon_timeout=float(options.get("beaconTimeout", "4.0")),
+            bind=options.get("bind", "tcp://127.0.0.1:*"),
+        )
+
+    def open(self) -> Producer:
+        p = Producer(
+            self.topic,
+            towers=self.towers or None,
+            peers=self.peers or None,
+            wire=self.wire,
+            min_acks=self.min_acks,
+            max_unacked_bytes=self.max_unacked_bytes,
+            send_timeout=self.flush_timeout,
+            beacon_interval=self.beacon_interval,
+            beacon_timeout=self.beacon_timeout,
+            bind=self.bind,
+        )
+        if self.connect_wait > 0:
+            import time
+
+            time.sleep(self.connect_wait)
+        return p
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What one task produced: its partition and the offsets it sent (``first`` and
+    ``last`` are None when it sent nothing)."""
+
+    partition: str
+    first: int | None
+    last: int | None
+    count: int
+
+
+def finish(p: Producer, s: ProducerSettings, first: int | None, count: int) -> TaskResult:
+    """Flushes until every record is acknowledged; raises DeliveryError if not."""
+    left = p.flush(s.flush_timeout) if count else 0
+    if left:
+        raise DeliveryError(
+            f"{left} of {count} records of partition {p.address} (topic {s.topic!r}) were not "
+            f"acknowledged by {s.min_acks} store(s) within {s.flush_timeout}s: is a store "
+            "running and reachable through the towers? Spark will retry the task"
+        )
+    last = None if not count else p.next_offset - 1
+    return TaskResult(p.address, first, last, count)
+
+
+def _row_dict(row: Any) -> dict[str, Any]:
+    if hasattr(row, "asDict"):
+        return row.asDict(recursive=True)  # type: ignore[no-any-return]
+    if isinstance(row, dict):
+        return row
+    raise TypeError(f"the json/arrow encoders take Spark Rows or dicts, got {type(row).__name__}")
+
+
+def encode_value(value: Any, encoder: Encoder) -> bytes:
+    """Turns one value (a column value, or a Row for ``json``/``arrow``) into bytes."""
+    if callable(encoder):
+        out = encoder(value)
+        if not isinstance(out, bytes | bytearray | memoryview):
+            raise TypeError(f"the encoder must return bytes, got {type(out).__name__}")
+        return bytes(out)
+    if encoder == "bytes":
+        if isinstance(value, bytes | bytearray | memoryview):
+            return bytes(value)
+        raise TypeError(
+            f"column value is {type(value).__name__}, not bytes: use encoder='str' or 'json'"
+        )
+    if encoder == "str":
+        if isinstance(value, str):
+            return value.encode()
+        raise TypeError(f"column value is {type(value).__name__}, not str")
+    if encoder == "json":
+        return json.dumps(_row_dict(value), separators=(",", ":"), default=str).encode()
+    if encoder == "arrow":
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist([_row_dict(value)])
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        return bytes(sink.getvalue().to_pybytes())
+    raise ValueError(
+        f"encoder must be 'bytes', 'str', 'json', 'arrow' or a function, got {encoder!r}"
+    )
+
+
+def produce_rows(
+    rows: Iterable[Any],
+    settings: ProducerSettings,
+    *,
+    column: str | None = "value",
+    encoder: Encoder = "bytes",
+    batch: int = 10000,
+) -> TaskResult:
+    """Sends every row of one task through a new producer and flushes. ``column``
+    picks a field of each Row (None: the whole row goes to the encoder)."""
+    if batch < 1:
+        raise ValueError("batch must be >= 1")
+    with settings.open() as p:
+        first: int | None = None
+        count = 0
+        buf: list[bytes] = []
+        for row in rows:
+            v = row if column is None else row[column]
+            if v is None:
+                raise ValueError(f"column {column!r} is null in a row: filter nulls first")
+            buf.append(encode_value(v, encoder))
+            if len(buf) >= batch:
+                last = p.send_many(buf)
+                if first is None and last is not None:
+                    first = last - len(buf) + 1
+                count += len(buf)
+                buf = []
+        if buf:
+            last = p.send_many(buf)
+            if first is None and last is not None:
+                first = last - len(buf) + 1
+            count += len(buf)
+        return finish(p, settings, first, count)
+
+
+def _value_array(batch: pa.RecordBatch, column: str) -> pa.Array:
+    import pyarrow as pa
+
+    try:
+        arr = batch.column(column)
+    except KeyError:
+        raise KeyError(
+            f"no column {column!r} in {batch.schema.names}: select or alias the value column"
+        ) from None
+    if arr.null_count:
+        raise ValueError(f"column {column!r} has {arr.null_count} nulls: filter them first")
+    t = arr.type
+    if not (
+        pa.types.is_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_large_string(t)
+    ):
+        raise TypeError(
+            f"column {column!r} is {t}, not binary or string: cast it or use an encoder UDF"
+        )
+    return arr
+
+
+def send_arrow(p: Producer, arr: pa.Array) -> tuple[int, int] | None:
+    """Sends an Arrow binary/string array from its buffers (no per-row Python)."""
+    n = len(arr)
+    if n == 0:
+        return None
+    import pyarrow as pa
+
+    _validity, offsets, data = arr.buffers()
+    large = pa.types.is_large_binary(arr.type) or pa.types.is_large_string(arr.type)
+    width = 8 if large else 4
+    offs = offsets.slice(arr.offset * width, (n + 1) * width)
+    if data is None:  # every value empty
+        data = b""
+    return p.send_buffers(data, offs, large=large)
+
+
+def produce_arrow_batches(
+    batches: Iterator[pa.RecordBatch],
+    settings: ProducerSettings,
+    *,
+    column: str = "value",
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function body: one producer for the task, every batch's
+    ``column`` sent from its buffers, then a flush; yields one row
+    ``(partition, first_offset, last_offset, count)``."""
+    import pyarrow as pa
+
+    with settings.open() as p:
+        first: int | None = None
+        count = 0
+        for b in batches:
+            got = send_arrow(p, _value_array(b, column))
+            if got is not None:
+                if first is None:
+                    first = got[0]
+                count += got[1] - got[0] + 1
+        r = finish(p, settings, first, count)
+    yield pa.RecordBatch.from_pydict(
+        {
+            "partition": [r.partition],
+            "first_offset": [r.first],
+            "last_offset": [r.last],
+            "count": [r.count],
+        },
+        schema=OFFSETS_ARROW_SCHEMA(),
+    )
+
+
+def OFFSETS_ARROW_SCHEMA() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("partition", pa.string()),
+            ("first_offset", pa.int64()),
+            ("last_offset", pa.int64()),
+            ("count", pa.int64()),
+        ]
+    )
+
+
+#: The Spark schema of the per-task offsets rows.
+OFFSETS_SCHEMA = "partition string, first_offset long, last_offset long, count long"

@@ -1,0 +1,150 @@
+"""DataFrame-level helpers: the foreachPartition writer, the mapInArrow bulk
+path, encoder UDFs, a producing UDF, and data-source registration."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from dafka.spark._produce import (
+    OFFSETS_SCHEMA,
+    DeliveryError,
+    Encoder,
+    ProducerSettings,
+    produce_arrow_batches,
+    produce_rows,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from dafka._native import Producer
+
+
+def foreach_partition_writer(
+    settings: ProducerSettings,
+    *,
+    column: str | None = "value",
+    encoder: Encoder = "bytes",
+) -> Callable[[Iterable[Any]], None]:
+    """A function for ``df.foreachPartition(fn)`` (or ``rdd.foreachPartition``):
+    each task opens a producer (its own dafka partition), sends ``column`` of every
+    row encoded by ``encoder`` (``"bytes"``, ``"str"``, ``"json"``, ``"arrow"`` or a
+    function; with ``column=None`` the encoder gets the whole Row), flushes until
+    ``settings.min_acks`` stores ACKed, and raises :class:`DeliveryError` otherwise
+    so Spark retries the task. A retry is a new partition: at-least-once."""
+
+    def write(rows: Iterable[Any]) -> None:
+        produce_rows(rows, settings, column=column, encoder=encoder)
+
+    return write
+
+
+def produce_arrow(df: DataFrame, settings: ProducerSettings, *, column: str = "value") -> DataFrame:
+    """The columnar bulk path: ``df.mapInArrow`` hands each task's Arrow batches to
+    Rust (``Producer.send_buffers``, no Python call per row). ``column`` must be
+    binary or string without nulls. Returns a DataFrame with one row per task,
+    ``partition string, first_offset long, last_offset long, count long``; nothing
+    runs until an action (e.g. ``.collect()``) is called on it."""
+    if column not in df.columns:
+        raise KeyError(f"no column {column!r} in {df.columns}")
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return produce_arrow_batches(batches, settings, column=column)
+
+    return df.select(column).mapInArrow(run, OFFSETS_SCHEMA)
+
+
+def json_value(*cols: str | Column) -> Column:
+    """A binary column holding each row's ``cols`` as a JSON object (Spark's own
+    ``to_json``, no Python worker involved)."""
+    from pyspark.sql import functions as F
+
+    if not cols:
+        raise ValueError("json_value needs at least one column")
+    return F.to_json(F.struct(*cols)).cast("binary")
+
+
+def arrow_ipc_udf() -> Callable[..., Column]:
+    """A pandas UDF taking a struct column and returning, per row, that row as a
+    one-row Arrow IPC stream (binary): ``df.select(arrow_ipc_udf()(F.struct(...)))``.
+    Readers decode with ``pyarrow.ipc.open_stream(value).read_all()``."""
+    import pandas as pd
+    import pyarrow as pa
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    def to_ipc(rows: pd.DataFrame) -> pd.Series:
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        out = []
+        for i in range(table.num_rows):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema) as w:
+                w.write_table(table.slice(i, 1))
+            out.append(sink.getvalue().to_pybytes())
+        return pd.Series(out, dtype=object)
+
+    # PySpark reads the hints to pick the UDF kind; resolve them here (this module
+    # postpones annotations and imports pandas lazily).
+    to_ipc.__annotations__ = {"rows": pd.DataFrame, "return": pd.Series}
+    return pandas_udf("binary")(to_ipc)  # type: ignore[call-overload, no-any-return]
+
+
+_PRODUCERS: dict[str, Producer] = {}
+_LOCK = threading.Lock()
+
+
+def _worker_producer(settings: ProducerSettings) -> Producer:
+    """One producer per Python worker process and settings (kept across UDF
+    batches, closed when the worker exits)."""
+    key = repr(settings)  # the settings hold lists: not hashable
+    with _LOCK:
+        p = _PRODUCERS.get(key)
+        if p is None:
+            p = settings.open()
+            _PRODUCERS[key] = p
+        return p
+
+
+def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
+    """A pandas UDF that produces a binary/string column and returns each value's
+    offset (long): ``df.select(produce_udf(s)("value"))``. Each batch is flushed
+    until acknowledged before its offsets are returned (a DeliveryError fails the
+    task, and Spark retries it). The producer lives as long as the Python worker
+    (one partition per worker, shared by the tasks it runs), so offsets are unique
+    per worker, not per task; use :func:`produce_arrow` when you need each task's
+    partition."""
+    import pandas as pd
+    import pyarrow as pa
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    def produce(values: pd.Series) -> pd.Series:
+        from dafka.spark._produce import send_arrow
+
+        p = _worker_producer(settings)
+        arr = pa.array(values, from_pandas=True)
+        if arr.null_count:
+            raise ValueError("produce_udf got nulls: filter them first")
+        if not (pa.types.is_binary(arr.type) or pa.types.is_string(arr.type)):
+            raise TypeError(f"produce_udf takes a binary or string column, got {arr.type}")
+        got = send_arrow(p, arr)
+        left = p.flush(settings.flush_timeout)
+        if left:
+            raise DeliveryError(
+                f"{left} records of partition {p.address} were not acknowledged within "
+                f"{settings.flush_timeout}s; Spark will retry the task"
+            )
+        if got is None:
+            return pd.Series([], dtype="int64")
+        return pd.Series(range(got[0], got[1] + 1), dtype="int64")
+
+    produce.__annotations__ = {"values": pd.Series, "return": pd.Series}
+    return pandas_udf("long")(produce)  # type: ignore[call-overload, no-any-return]
+
+
+def register(spark: SparkSession) -> None:
+    """Registers the ``dafka`` data source with ``spark`` (format ``"dafka"``)."""
+    from dafka.spark.datasource import DafkaDataSource
+
+    spark.dataSource.register(DafkaDataSource)

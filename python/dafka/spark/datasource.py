@@ -1,0 +1,409 @@
+"""The ``dafka`` Python data source (``spark.dataSource.register``).
+
+Writing (batch ``df.write`` and streaming ``writeStream``): options ``topic``,
+``towers`` and/or ``peers`` (comma separated), ``minAcks`` (default 1),
+``flushTimeout`` seconds (default 120). The DataFrame needs a ``value`` column of
+binary or string. Each task is one producer (its own partition) and flushes until
+acknowledged before it commits; a failed or retried task re-sends into a new
+partition, so delivery is at-least-once (see :mod:`dafka.spark._produce`).
+
+Reading (batch ``spark.read`` for a bounded range, streaming ``readStream``):
+options ``subscribe`` (comma-separated topics), ``towers`` (stores must discover
+the executors' read clients, so reads need towers), ``startingOffsets``
+(``earliest`` | ``latest`` | JSON ``{partition: offset}``, -2 = earliest, -1 =
+latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
+``endingOffsets`` (``latest`` | JSON), streaming ``maxOffsetsPerTrigger``,
+``failOnDataLoss`` (default true: raise when retention removed records a range
+needs), ``fetchTimeout`` and ``headsTimeout`` seconds, ``maxRecordsPerTask``
+(default 500,000: longer ranges are split over several Spark tasks, each holding its
+range in memory while it reads). Both sides take ``bind``
+(default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
+reach the executors) and ``beaconInterval``. Schema: ``topic string,
+partition string, offset long, value binary``. Offsets are JSON
+``{partition: next_offset}``; partitions are producer addresses, unique across
+topics. The driver asks stores for heads (GET-HEADS); every executor task reads its
+``[start, end)`` range straight from stores (FETCH), not through the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from dafka._native import fetch_range, heads
+from dafka.exceptions import DataLossError
+from dafka.spark._produce import (
+    Options,
+    ProducerSettings,
+    encode_value,
+    produce_rows,
+    split_endpoints,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.datasource import ReadLimit
+    from pyspark.sql.types import StructType
+
+__all__ = ["DafkaDataSource"]
+
+SCHEMA = "topic string, partition string, offset long, value binary"
+EARLIEST, LATEST = -2, -1
+
+
+@dataclass
+class DafkaCommit(WriterCommitMessage):
+    """What a writer task delivered (acknowledged by ``minAcks`` stores)."""
+
+    partition: str
+    first: int | None
+    last: int | None
+    count: int
+
+
+@dataclass
+class RangePartition(InputPartition):
+    """``[start, end)`` of one dafka partition, read by one Spark task."""
+
+    topic: str
+    partition: str
+    start: int
+    end: int
+
+
+def _flag(options: dict[str, str], key: str, default: bool) -> bool:
+    v = options.get(key)
+    if v is None:
+        return default
+    if v.lower() in ("true", "1", "yes"):
+        return True
+    if v.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {key} must be true or false, got {v!r}")
+
+
+def _positive(options: dict[str, str], key: str, default: int) -> int:
+    v = options.get(key)
+    try:
+        n = default if v is None else int(v)
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer, got {v!r}") from None
+    if n < 1:
+        raise ValueError(f"option {key} must be >= 1, got {n}")
+    return n
+
+
+@dataclass(frozen=True)
+class ReadSettings:
+    """Read options, parsed once on the driver (picklable)."""
+
+    topics: tuple[str, ...]
+    towers: tuple[str, ...]
+    peers: tuple[str, ...]
+    fail_on_data_loss: bool
+    fetch_timeout: float
+    heads_timeout: float
+    beacon_interval: float
+    bind: str
+    max_records_per_task: int
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> ReadSettings:
+        topics = tuple(t.strip() for t in options.get("subscribe", "").split(",") if t.strip())
+        if not topics:
+            raise ValueError('reading dafka needs option("subscribe", "topic1,topic2")')
+        towers = tuple(split_endpoints(options.get("towers", "")))
+        peers = tuple(split_endpoints(options.get("peers", "")))
+        if not towers:
+            raise ValueError(
+                'reading dafka needs option("towers", ...): stores find the read clients '
+                "through discovery"
+            )
+        return cls(
+            topics=topics,
+            towers=towers,
+            peers=peers,
+            fail_on_data_loss=_flag(options, "failOnDataLoss", True),
+            fetch_timeout=float(options.get("fetchTimeout", "60")),
+            heads_timeout=float(options.get("headsTimeout", "10")),
+            beacon_interval=float(options.get("beaconInterval", "1.0")),
+            bind=options.get("bind", "tcp://127.0.0.1:*"),
+            max_records_per_task=_positive(options, "maxRecordsPerTask", 500_000),
+        )
+
+    def heads(self) -> dict[str, tuple[str, int]]:
+        """``{partition: (topic, next_offset)}`` over every subscribed topic."""
+        out: dict[str, tuple[str, int]] = {}
+        for t in self.topics:
+            got = heads(
+                t,
+                towers=list(self.towers),
+                peers=list(self.peers) or None,
+                timeout=self.heads_timeout,
+                beacon_interval=self.beacon_interval,
+                bind=self.bind,
+            )
+            for p, n in got.items():
+                out[p] = (t, n)
+        return out
+
+    def read(self, r: RangePartition) -> Iterator[tuple[str, str, int, bytes]]:
+        records, _lost = fetch_range(
+            r.topic,
+            r.partition,
+            r.start,
+            r.end,
+            towers=list(self.towers),
+            peers=list(self.peers) or None,
+            timeout=self.fetch_timeout,
+            fail_on_loss=self.fail_on_data_loss,
+            beacon_interval=self.beacon_interval,
+            bind=self.bind,
+        )
+        for off, value in records:
+            yield (r.topic, r.partition, off, value)
+
+
+def parse_offsets(spec: str, option: str) -> str | dict[str, int]:
+    """``earliest`` / ``latest`` or a JSON object ``{partition: offset}``."""
+    s = spec.strip()
+    if s in ("earliest", "latest"):
+        return s
+    try:
+        d = json.loads(s)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f'{option} must be "earliest", "latest" or JSON {{"partition": offset}}: {e}'
+        ) from None
+    if not isinstance(d, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= -2 for k, v in d.items()
+    ):
+        raise ValueError(f"{option} JSON must map partition names to offsets >= -2, got {s!r}")
+    return d
+
+
+def resolve(
+    spec: str | dict[str, int], hs: dict[str, tuple[str, int]], default: int
+) -> dict[str, int]:
+    """Concrete offsets for every known partition. ``default`` (EARLIEST or
+    LATEST) applies to partitions a JSON spec does not name."""
+    out: dict[str, int] = {}
+    for p, (_t, head) in hs.items():
+        if spec == "earliest":
+            v = 0
+        elif spec == "latest":
+            v = head
+        else:
+            assert isinstance(spec, dict)
+            v = spec.get(p, default)
+            v = 0 if v == EARLIEST else head if v == LATEST else v
+        out[p] = min(v, head)
+    if isinstance(spec, dict):
+        # Partitions named but not (yet) seen keep their offset.
+        for p, v in spec.items():
+            if p not in out and v >= 0:
+                out[p] = v
+    return out
+
+
+def plan(
+    settings: ReadSettings, start: dict[str, int], end: dict[str, int], topics: dict[str, str]
+) -> list[RangePartition]:
+    """One Spark input partition per ``settings.max_records_per_task`` offsets of
+    each dafka partition (a task holds its range in memory while it reads)."""
+    parts = []
+    step = settings.max_records_per_task
+    for p, e in sorted(end.items()):
+        s = start.get(p, 0)
+        if p not in topics:
+            if e > s and settings.fail_on_data_loss:
+                raise DataLossError(
+                    f"partition {p} (offsets [{s}, {e})) is no longer held by any store; "
+                    "set failOnDataLoss=false to skip it"
+                )
+            continue
+        for lo in range(s, e, step):
+            parts.append(RangePartition(topics[p], p, lo, min(lo + step, e)))
+    return parts
+
+
+class DafkaBatchReader(DataSourceReader):
+    """A bounded read: ``startingOffsets`` (default earliest) to ``endingOffsets``
+    (default latest, as the stores report when the query is planned)."""
+
+    def __init__(self, options: Options) -> None:
+        self.settings = ReadSettings.from_options(options)
+        self.starting = parse_offsets(options.get("startingOffsets", "earliest"), "startingOffsets")
+        self.ending = parse_offsets(options.get("endingOffsets", "latest"), "endingOffsets")
+
+    def partitions(self) -> list[RangePartition]:
+        hs = self.settings.heads()
+        start = resolve(self.starting, hs, EARLIEST)
+        end = resolve(self.ending, hs, LATEST)
+        return plan(self.settings, start, end, {p: t for p, (t, _) in hs.items()})
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+        assert isinstance(partition, RangePartition)
+        return self.settings.read(partition)
+
+
+class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming source: each micro-batch reads, per partition, from the last
+    batch's end to the heads stores report (capped by ``maxOffsetsPerTrigger``).
+    With ``trigger(availableNow=True)`` the heads at query start are the target."""
+
+    def __init__(self, options: Options) -> None:
+        self.settings = ReadSettings.from_options(options)
+        self.starting = parse_offsets(options.get("startingOffsets", "latest"), "startingOffsets")
+        mx = options.get("maxOffsetsPerTrigger")
+        self.max_per_trigger = int(mx) if mx is not None else None
+        if self.max_per_trigger is not None and self.max_per_trigger < 1:
+            raise ValueError("maxOffsetsPerTrigger must be >= 1")
+        self.topics: dict[str, str] = {}
+        self.target: dict[str, tuple[str, int]] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.target = self.settings.heads()
+
+    def _heads(self) -> dict[str, tuple[str, int]]:
+        hs = self.target if self.target is not None else self.settings.heads()
+        self.topics.update({p: t for p, (t, _) in hs.items()})
+        return hs
+
+    def initialOffset(self) -> dict[str, int]:
+        return resolve(self.starting, self._heads(), EARLIEST)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        if self.max_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.max_per_trigger)
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        hs = self._heads()
+        # New partitions (appeared after the query started) are read from 0.
+        latest = {p: max(head, start.get(p, 0)) for p, (_t, head) in hs.items()}
+        for p, v in start.items():
+            latest.setdefault(p, v)
+        if not isinstance(limit, ReadMaxRows):
+            return latest
+        budget = limit.max_rows
+        out = dict(start)
+        # Fair share: repeatedly give every partition with data an equal slice.
+        backlog = {p: latest[p] - start.get(p, 0) for p in latest if latest[p] > start.get(p, 0)}
+        for p in latest:
+            out.setdefault(p, start.get(p, 0))
+        while budget > 0 and backlog:
+            share = max(1, budget // len(backlog))
+            for p in sorted(backlog):
+                take = min(share, backlog[p], budget)
+                out[p] += take
+                backlog[p] -= take
+                budget -= take
+                if budget == 0:
+                    break
+            backlog = {p: n for p, n in backlog.items() if n > 0}
+        return out
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        return None
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
+        if any(p not in self.topics for p in end):
+            self._heads()
+        return plan(self.settings, start, end, self.topics)
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+        assert isinstance(partition, RangePartition)
+        return self.settings.read(partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        """Nothing to release: stores keep records by their own retention."""
+
+    def stop(self) -> None:
+        """No long-lived resources: every read opens and closes its own client."""
+
+
+def _value_bytes(v: Any) -> bytes:
+    """The sink's ``value`` column: binary as is, strings as UTF-8."""
+    return v.encode() if isinstance(v, str) else encode_value(v, "bytes")
+
+
+def _write_task(settings: ProducerSettings, rows: Iterator[Any]) -> DafkaCommit:
+    r = produce_rows(rows, settings, column="value", encoder=_value_bytes)
+    return DafkaCommit(r.partition, r.first, r.last, r.count)
+
+
+def _check_write_schema(schema: StructType) -> None:
+    names = [f.name for f in schema.fields]
+    if "value" not in names:
+        raise ValueError(
+            f"the dafka sink needs a 'value' column (binary or string); got columns {names}"
+        )
+
+
+class DafkaBatchWriter(DataSourceWriter):
+    """Batch writes: every task flushes until acknowledged before committing."""
+
+    def __init__(self, settings: ProducerSettings) -> None:
+        self.settings = settings
+
+    def write(self, iterator: Iterator[Any]) -> DafkaCommit:
+        return _write_task(self.settings, iterator)
+
+
+class DafkaStreamWriter(DataSourceStreamWriter):
+    """Streaming sink: every micro-batch task flushes until acknowledged before it
+    commits; a failed batch is re-run into new partitions (at-least-once)."""
+
+    def __init__(self, settings: ProducerSettings) -> None:
+        self.settings = settings
+
+    def write(self, iterator: Iterator[Any]) -> DafkaCommit:
+        return _write_task(self.settings, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are durable once each task returned; nothing else to publish."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Acknowledged records cannot be withdrawn; the retried batch re-sends."""
+
+
+class DafkaDataSource(DataSource):
+    """``format("dafka")``: see the module documentation for options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "dafka"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DafkaBatchReader:
+        return DafkaBatchReader(Options(self.options))
+
+    def streamReader(self, schema: StructType) -> DafkaStreamReader:
+        return DafkaStreamReader(Options(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:
+        _check_write_schema(schema)
+        return DafkaBatchWriter(ProducerSettings.from_options(Options(self.options)))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DafkaStreamWriter:
+        _check_write_schema(schema)
+        return DafkaStreamWriter(ProducerSettings.from_options(Options(self.options)))

@@ -1,0 +1,346 @@
+//! A bounded, blocking read client for batch jobs (Spark executors): [`heads`]
+//! asks stores and producers for a topic's partitions and their next offsets
+//! (GET-HEADS → DIRECT-HEAD), [`fetch_range`] reads exactly `[start, end)` of
+//! one partition with FETCH → DIRECT-RECORD and stops. Both run in the calling
+//! thread with their own short-lived node (subscribed only to messages
+//! addressed to it), so nothing outlives the call.
+//!
+//! Stores learn about the client through discovery (towers) and connect to its
+//! XPUB; a store listed only in `peers` cannot answer unless it also lists the
+//! client, so reads should name `towers`.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::node::config::NodeConfig;
+use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::wire::{decode, Kind, Message, NodeType, Subscription};
+
+/// How often an unanswered GET-HEADS or FETCH is repeated.
+const RETRY: Duration = Duration::from_millis(200);
+/// FETCH rounds whose answers all start past the wanted offset before the
+/// missing records count as deleted by retention.
+const LOSS_ROUNDS: u32 = 3;
+/// The most records one FETCH asks for.
+const MAX_FETCH: u64 = 10_000;
+/// Slice of a blocking wait between caller checks (Ctrl-C).
+const SLICE: Duration = Duration::from_millis(100);
+
+/// What [`fetch_range`] read.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// `(offset, value)` in offset order, each offset once.
+    pub records: Vec<(u64, Vec<u8>)>,
+    /// Ranges `[from, to)` no store holds any more (only with `fail_on_loss` off).
+    pub lost: Vec<(u64, u64)>,
+}
+
+struct Client {
+    core: Core,
+    frames: Frames,
+    stats: Stats,
+}
+
+impl Client {
+    fn open(cfg: &NodeConfig) -> Result<Self> {
+        let ctx = zmq::Context::new();
+        let address = new_address();
+        let core = Core::open(&ctx, cfg, NodeType::Consumer, &address, &[])?;
+        Ok(Self {
+            core,
+            frames: Frames::default(),
+            stats: Stats::default(),
+        })
+    }
+
+    /// Waits up to `until` (at most one slice) for input; hands every XPUB
+    /// subscription and decoded SUB message to `on_sub` / `on_msg`.
+    fn step(
+        &mut self,
+        until: Instant,
+        on_sub: &mut dyn FnMut(Kind, &[u8]),
+        on_msg: &mut dyn FnMut(&Message<'_>),
+    ) -> Result<()> {
+        let now = Instant::now();
+        let cap = Some(until.min(now + SLICE));
+        let timeout = poll_timeout(now, [cap, self.core.disc.next_deadline()]);
+        let (xpub_in, sub_in, beacon_in) = {
+            let mut items = vec![
+                self.core.xpub.as_poll_item(zmq::POLLIN),
+                self.core.sub.as_poll_item(zmq::POLLIN),
+            ];
+            if let Some(b) = self.core.disc.poll_item() {
+                items.push(b);
+            }
+            zmq::poll(&mut items, timeout)?;
+            let b = items.get(2).is_some_and(|i| i.is_readable());
+            (items[0].is_readable(), items[1].is_readable(), b)
+        };
+        if xpub_in {
+            while self.frames.recv(&self.core.xpub)? {
+                let (s, n) = self.frames.slices();
+                if n != 1 {
+                    continue;
+                }
+                if let Ok(sub) = Subscription::decode(s[0]) {
+                    if let (true, Some((kind, key))) = (sub.subscribe, sub.target()) {
+                        on_sub(kind, key);
+                    }
+                }
+            }
+        }
+        if sub_in {
+            for _ in 0..4096 {
+                if !self.frames.recv(&self.core.sub)? {
+                    break;
+                }
+                if self.frames.too_long() {
+                    continue;
+                }
+                let (s, n) = self.frames.slices();
+                if let Ok((m, _)) = decode(&s[..n]) {
+                    on_msg(&m);
+                }
+            }
+        }
+        if beacon_in {
+            self.core.on_beacons(&self.stats)?;
+        }
+        let now = Instant::now();
+        if self.core.disc.next_deadline().is_some_and(|d| d <= now) {
+            self.core.on_timer(now, &self.stats)?;
+        }
+        Ok(())
+    }
+}
+
+/// The partitions of `topic` that stores (and live producers) hold, each with
+/// its next offset (last offset + 1). Asks until `settle` has passed with no
+/// new answer after the first peer that answers GET-HEADS connected; fails
+/// with [`Error::Timeout`] when none connected within `timeout`.
+pub fn heads<E: From<Error>>(
+    cfg: &NodeConfig,
+    topic: &str,
+    timeout: Duration,
+    settle: Duration,
+    mut check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<BTreeMap<String, u64>, E> {
+    let mut c = Client::open(cfg)?;
+    let own = c.core.address.clone();
+    let deadline = Instant::now() + timeout;
+    let mut heads: BTreeMap<String, u64> = BTreeMap::new();
+    let mut first_peer: Option<Instant> = None;
+    let mut last_news = Instant::now();
+    let mut next_ask = Instant::now();
+    let ask = Out::GetHeads {
+        topic: topic.as_bytes().to_vec(),
+    };
+    loop {
+        let now = Instant::now();
+        if let Some(t) = first_peer {
+            if now >= t + settle && now >= last_news + settle {
+                return Ok(heads);
+            }
+        }
+        if now >= deadline {
+            return match first_peer {
+                Some(_) => Ok(heads),
+                None => Err(Error::Timeout(format!(
+                    "no store or producer of topic {topic:?} answered within {:.1}s: check \
+                     `towers` (reads need discovery, so stores can reach this client)",
+                    timeout.as_secs_f64()
+                ))
+                .into()),
+            };
+        }
+        if first_peer.is_some() && now >= next_ask {
+            c.core.emit(&ask)?;
+            next_ask = now + RETRY;
+        }
+        let mut outs: Vec<Out> = Vec::new();
+        let mut peer = false;
+        let mut news = false;
+        c.step(
+            deadline,
+            &mut |kind, key| {
+                if kind == Kind::GetHeads && (key.is_empty() || key == topic.as_bytes()) {
+                    peer = true;
+                }
+            },
+            &mut |m| match m {
+                Message::DirectHead(h)
+                    if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
+                {
+                    let p = String::from_utf8_lossy(h.address).into_owned();
+                    let next = h.sequence.saturating_add(1);
+                    let e = heads.entry(p).or_insert(0);
+                    if next > *e {
+                        *e = next;
+                        news = true;
+                    }
+                }
+                Message::StoreHello(s) if s.topic == own.as_slice() => {
+                    outs.push(Out::ConsumerHello {
+                        to: s.address.to_vec(),
+                        subjects: vec![topic.as_bytes().to_vec()],
+                    });
+                }
+                _ => {}
+            },
+        )?;
+        let now = Instant::now();
+        if peer {
+            first_peer.get_or_insert(now);
+            last_news = now;
+            next_ask = now;
+        }
+        if news {
+            last_news = now;
+        }
+        c.core.emit_all(&outs)?;
+        check()?;
+    }
+}
+
+/// Reads exactly the records `[start, end)` of `partition` of `topic` from
+/// stores (and the live producer), in offset order. Records retention removed
+/// from every store fail with [`Error::DataLoss`] when `fail_on_loss`, else are
+/// skipped and reported in [`Fetched::lost`]. Fails with [`Error::Timeout`]
+/// when the range is not complete within `timeout`.
+#[allow(clippy::too_many_arguments)]
+pub fn fetch_range<E: From<Error>>(
+    cfg: &NodeConfig,
+    topic: &str,
+    partition: &str,
+    start: u64,
+    end: u64,
+    timeout: Duration,
+    fail_on_loss: bool,
+    mut check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<Fetched, E> {
+    let mut out = Fetched::default();
+    if start >= end {
+        return Ok(out);
+    }
+    let want = usize::try_from(end - start).unwrap_or(usize::MAX);
+    out.records.reserve(want.min(1 << 20));
+    let mut c = Client::open(cfg)?;
+    let own = c.core.address.clone();
+    let deadline = Instant::now() + timeout;
+    let mut next = start;
+    let mut pending: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    // FETCH is sent once some peer that answers FETCH for the partition is connected.
+    let mut connected = false;
+    let mut next_ask: Option<Instant> = None;
+    let mut short_rounds = 0u32;
+    let mut progressed = false;
+    let mut requested_to = start;
+    while next < end {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(Error::Timeout(format!(
+                "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
+                 {:.1}s; no store answered for the rest (check `towers`, that a store holds \
+                 the partition, or retention if failOnDataLoss is off)",
+                timeout.as_secs_f64()
+            ))
+            .into());
+        }
+        if connected && next_ask.is_none_or(|t| now >= t) {
+            if next_ask.is_some() {
+                // A whole retry round passed: did answers start past `next`?
+                if !progressed && pending.keys().next().is_some_and(|&k| k > next) {
+                    short_rounds += 1;
+                } else {
+                    short_rounds = 0;
+                }
+                progressed = false;
+                if short_rounds >= LOSS_ROUNDS {
+                    let first = *pending.keys().next().expect("checked non-empty");
+                    if fail_on_loss {
+                        return Err(Error::DataLoss(format!(
+                            "records [{next}, {first}) of {topic}/{partition} are gone from \
+                             every store (retention); set failOnDataLoss=false to skip them"
+                        ))
+                        .into());
+                    }
+                    out.lost.push((next, first));
+                    next = first;
+                    drain(&mut pending, &mut next, end, &mut out.records);
+                    short_rounds = 0;
+                    continue;
+                }
+            }
+            let count = (end - next).min(MAX_FETCH) as u32;
+            c.core.emit(&Out::Fetch {
+                partition: partition.as_bytes().to_vec(),
+                subject: topic.as_bytes().to_vec(),
+                sequence: next,
+                count,
+            })?;
+            next_ask = Some(now + RETRY);
+            requested_to = next + u64::from(count);
+        }
+        let mut peer = false;
+        let before = next;
+        c.step(
+            deadline,
+            &mut |kind, key| {
+                if kind == Kind::Fetch && (key.is_empty() || key == partition.as_bytes()) {
+                    peer = true;
+                }
+            },
+            &mut |m| {
+                if let Message::DirectRecord(r) = m {
+                    if r.topic == own.as_slice()
+                        && r.address == partition.as_bytes()
+                        && r.subject == topic.as_bytes()
+                        && r.sequence >= next
+                        && r.sequence < end
+                    {
+                        pending
+                            .entry(r.sequence)
+                            .or_insert_with(|| r.content.to_vec());
+                    }
+                }
+            },
+        )?;
+        drain(&mut pending, &mut next, end, &mut out.records);
+        if next > before {
+            progressed = true;
+            // Ask for the next window as soon as this one is in; while records
+            // of this one flow, hold the retry back.
+            next_ask = Some(if next >= requested_to {
+                Instant::now()
+            } else {
+                Instant::now() + RETRY
+            });
+        }
+        if peer && !connected {
+            connected = true;
+            next_ask = None;
+        } else if peer {
+            next_ask = Some(Instant::now());
+        }
+        check()?;
+    }
+    Ok(out)
+}
+
+fn drain(
+    pending: &mut BTreeMap<u64, Vec<u8>>,
+    next: &mut u64,
+    end: u64,
+    into: &mut Vec<(u64, Vec<u8>)>,
+) {
+    while *next < end {
+        match pending.remove(next) {
+            Some(v) => {
+                into.push((*next, v));
+                *next += 1;
+            }
+            None => break,
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! `dafka._native.heads` and `dafka._native.fetch_range`: the bounded read
+//! client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
+
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::node::fetcher;
+use crate::python::node::{check_signals, node_config, seconds};
+
+/// The partitions of ``topic`` held by stores (and live producers), each with
+/// its next offset: ``{partition: last_offset + 1}``.
+#[pyfunction]
+#[pyo3(signature = (
+    topic, *, towers = None, peers = None, wire = "rfc", timeout = 10.0, settle = 0.5,
+    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0
+))]
+#[allow(clippy::too_many_arguments)]
+fn heads(
+    py: Python<'_>,
+    topic: String,
+    towers: Option<Vec<String>>,
+    peers: Option<Vec<String>>,
+    wire: &str,
+    timeout: f64,
+    settle: f64,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+) -> PyResult<std::collections::BTreeMap<String, u64>> {
+    let cfg = node_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        1_000_000,
+        1_000_000,
+    )?;
+    let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
+    py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
+}
+
+/// Reads exactly ``[start, end)`` of one partition from stores; returns
+/// ``(records, lost)`` with ``records`` a list of ``(offset, value)`` in order
+/// and ``lost`` the ``(from, to)`` ranges retention removed (raises
+/// DataLossError instead when ``fail_on_loss``).
+#[pyfunction]
+#[pyo3(signature = (
+    topic, partition, start, end, *, towers = None, peers = None, wire = "rfc",
+    timeout = 60.0, fail_on_loss = true, bind = "tcp://127.0.0.1:*".to_string(),
+    beacon_interval = 1.0, beacon_timeout = 4.0
+))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn fetch_range<'py>(
+    py: Python<'py>,
+    topic: String,
+    partition: String,
+    start: u64,
+    end: u64,
+    towers: Option<Vec<String>>,
+    peers: Option<Vec<String>>,
+    wire: &str,
+    timeout: f64,
+    fail_on_loss: bool,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+) -> PyResult<(Vec<(u64, Bound<'py, PyBytes>)>, Vec<(u64, u64)>)> {
+    let cfg = node_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        1_000_000,
+        1_000_000,
+    )?;
+    let t = seconds("timeout", timeout)?;
+    let got = py.detach(|| {
+        fetcher::fetch_range::<PyErr>(
+            &cfg,
+            &topic,
+            &partition,
+            start,
+            end,
+            t,
+            fail_on_loss,
+            check_signals,
+        )
+    })?;
+    let records = got
+        .records
+        .into_iter()
+        .map(|(o, v)| (o, PyBytes::new(py, &v)))
+        .collect();
+    Ok((records, got.lost))
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(heads, m)?)?;
+    m.add_function(wrap_pyfunction!(fetch_range, m)?)?;
+    Ok(())
+}

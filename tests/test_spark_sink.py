@@ -1,0 +1,161 @@
+"""The ``dafka`` data source write side: batch writes, a streaming sink fed by a
+file stream and by the rate source, and a task that fails once and is retried."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dafka
+from dafka import Consumer, Store, Tower
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+FAST = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[Tower, Store]]:
+    with (
+        Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower,
+        Store(tmp_path / "store", towers=[tower.endpoint], **FAST) as store,
+    ):
+        yield tower, store
+
+
+def consume(tower: Tower, topic: str, n: int, within: float = 60.0) -> list[dafka.Record]:
+    got: list[dafka.Record] = []
+    with Consumer([topic], towers=[tower.endpoint], offset_reset="earliest", **FAST) as c:
+        deadline = time.monotonic() + within
+        while len(got) < n and time.monotonic() < deadline:
+            got.extend(c.poll_many(timeout=0.2))
+        got.extend(c.poll_many(timeout=1.0))
+    return got
+
+
+def sink(w: Any, tower: Tower, topic: str) -> Any:
+    return (
+        w.format("dafka")
+        .option("topic", topic)
+        .option("towers", tower.endpoint)
+        .option("beaconInterval", "0.2")
+        .option("flushTimeout", "60")
+    )
+
+
+def test_batch_write(spark: Any, cluster: tuple[Tower, Store]) -> None:
+    tower, store = cluster
+    df = spark.range(0, 20000, 1, 3).selectExpr("cast(id AS string) AS value")
+    sink(df.write, tower, "bw").mode("append").save()
+    got = consume(tower, "bw", 20000)
+    assert Counter(r.value for r in got) == Counter(str(i).encode() for i in range(20000))
+    assert len(store.partitions("bw")) == 3
+
+
+def test_write_needs_value_column_and_topic(spark: Any, cluster: tuple[Tower, Store]) -> None:
+    tower, _ = cluster
+    df = spark.range(3).selectExpr("cast(id AS string) AS v")
+    with pytest.raises(Exception, match="'value' column"):
+        sink(df.write, tower, "x").mode("append").save()
+    df = spark.range(3).selectExpr("cast(id AS string) AS value")
+    with pytest.raises(Exception, match="topic"):
+        df.write.format("dafka").option("towers", tower.endpoint).mode("append").save()
+
+
+def test_stream_sink_from_files_arrives_completely(
+    spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
+) -> None:
+    tower, _ = cluster
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in range(4):
+        lines = [json.dumps({"value": f"f{f}-{i}"}) for i in range(2500)]
+        (src / f"part-{f}.json").write_text("\n".join(lines) + "\n")
+    stream = spark.readStream.schema("value string").option("maxFilesPerTrigger", 2).json(str(src))
+    q = (
+        sink(stream.writeStream, tower, "ss")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(240)
+    assert q.exception() is None
+    got = consume(tower, "ss", 10000)
+    want = Counter(f"f{f}-{i}".encode() for f in range(4) for i in range(2500))
+    assert Counter(r.value for r in got) == want
+
+
+def test_stream_sink_from_rate_source(
+    spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
+) -> None:
+    tower, _ = cluster
+    stream = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", 500)
+        .option("numPartitions", 2)
+        .load()
+        .selectExpr("cast(value AS string) AS value")
+    )
+    q = (
+        sink(stream.writeStream, tower, "rate")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while (q.lastProgress is None or q.lastProgress["batchId"] < 3) and (
+            time.monotonic() < deadline
+        ):
+            assert q.exception() is None
+            time.sleep(0.2)
+    finally:
+        q.stop()
+    done = sum(p["numInputRows"] for p in q.recentProgress)
+    assert done >= 1500
+    got = consume(tower, "rate", done)
+    values = Counter(int(r.value) for r in got)
+    # Every committed batch arrived; a batch cut by stop() may have arrived too.
+    assert all(values[i] >= 1 for i in range(done)), "records of committed batches are missing"
+    assert max(values.values()) == 1
+
+
+def test_failed_task_is_retried_without_loss(
+    spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
+) -> None:
+    """The first attempt of one task dies half-way through its rows; Spark
+    retries it (local[2,4] allows retries) into a new partition: every record
+    arrives (what the failed attempt sent may arrive twice: at-least-once)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.functions import udf
+
+    tower, store = cluster
+    marker = str(tmp_path / "failed-once")
+
+    @udf("string")
+    def fail_first_attempt(v):  # type: ignore[no-untyped-def]  # no hints: a plain UDF
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        assert ctx is not None
+        if ctx.partitionId() == 0 and ctx.attemptNumber() == 0 and v == "2000":
+            Path(marker).touch()
+            raise RuntimeError("injected failure")
+        return v
+
+    df = spark.range(0, 8000, 1, 2).select(
+        fail_first_attempt(F.col("id").cast("string")).alias("value")
+    )
+    sink(df.write, tower, "retry").mode("append").save()
+    got = consume(tower, "retry", 8000)
+    values = Counter(int(r.value) for r in got)
+    assert Path(marker).exists(), "the injected failure did not happen"
+    assert set(values) == set(range(8000))
+    # Two tasks, plus the failed attempt's partition if it got anything acknowledged.
+    assert len(store.partitions("retry")) in (2, 3)

@@ -1,0 +1,266 @@
+"""The ``dafka`` data source read side: a bounded batch read and the streaming
+source (availableNow, checkpoint restart, maxOffsetsPerTrigger, startingOffsets,
+failOnDataLoss), each against a tower and a store on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dafka
+from dafka import Log, Producer, Store, Tower
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+FAST = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
+
+
+class Cluster:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.tower = Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0")
+        self.store_path = tmp / "store"
+        self.store: Store | None = Store(self.store_path, towers=[self.tower.endpoint], **FAST)
+
+    def produce(self, topic: str, values: list[bytes], producer: Producer | None = None) -> str:
+        """Sends ``values`` through ``producer`` (or a new one, closed after) and
+        waits until the store ACKed them; returns the partition."""
+        p = producer or Producer(topic, towers=[self.tower.endpoint], **FAST)
+        try:
+            p.send_many(values)
+            assert p.flush(60.0) == 0
+            return p.address
+        finally:
+            if producer is None:
+                p.close()
+
+    def held(self, topic: str) -> set[tuple[str, str, int, bytes]]:
+        """Every record the store holds for ``topic``."""
+        assert self.store is not None
+        out = set()
+        with Log(self.store_path / "log", read_only=True, retain_hours=None) as log:
+            for info in self.store.partitions(topic):
+                at = info.first_offset
+                while at < info.next_offset:
+                    recs = log.read(topic, info.partition, at, max_records=10_000)
+                    out.update((topic, r.partition, r.offset, r.value) for r in recs)
+                    at = recs[-1].offset + 1
+        return out
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+        self.tower.close()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def reader(spark: Any, c: Cluster, topic: str, stream: bool, **options: str) -> Any:
+    r = spark.readStream if stream else spark.read
+    r = (
+        r.format("dafka")
+        .option("subscribe", topic)
+        .option("towers", c.tower.endpoint)
+        .option("beaconInterval", "0.2")
+        .option("fetchTimeout", "20")
+    )
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def rows(df: Any) -> set[tuple[str, str, int, bytes]]:
+    got = [(r.topic, r.partition, r.offset, bytes(r.value)) for r in df.collect()]
+    assert len(got) == len(set(got)), "duplicate records"
+    return set(got)
+
+
+def vals(prefix: str, n: int) -> list[bytes]:
+    return [b"%s-%05d" % (prefix.encode(), i) for i in range(n)]
+
+
+def run_available_now(spark: Any, c: Cluster, topic: str, out: Path, ckpt: Path, **opt: str) -> Any:
+    q = (
+        reader(spark, c, topic, True, **opt)
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(ckpt))
+        .trigger(availableNow=True)
+        .start()
+    )
+    q.awaitTermination(240)
+    assert q.exception() is None, q.exception()
+    return q
+
+
+def test_batch_read_bounded_range(spark: Any, cluster: Cluster) -> None:
+    a = cluster.produce("b", vals("a", 3000))
+    b = cluster.produce("b", vals("b", 2000))
+    held = cluster.held("b")
+    assert len(held) == 5000
+    assert rows(reader(spark, cluster, "b", False)) == held
+    # A bounded range: partition a from 1000, partition b up to 500.
+    got = rows(
+        reader(
+            spark,
+            cluster,
+            "b",
+            False,
+            startingOffsets=json.dumps({a: 1000}),
+            endingOffsets=json.dumps({a: -1, b: 500}),
+        )
+    )
+    assert got == {r for r in held if (r[1] == a and r[2] >= 1000) or (r[1] == b and r[2] < 500)}
+    # Ranges split over several tasks read the same records.
+    df = reader(spark, cluster, "b", False, maxRecordsPerTask="700")
+    assert df.rdd.getNumPartitions() == 5 + 3
+    assert rows(df) == held
+
+
+def test_stream_available_now_restart_from_checkpoint(
+    spark: Any, cluster: Cluster, tmp_path: Path
+) -> None:
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    with Producer("s", towers=[cluster.tower.endpoint], **FAST) as p1:
+        cluster.produce("s", vals("x", 2500), p1)
+        cluster.produce("s", vals("y", 1500))
+        run_available_now(spark, cluster, "s", out, ckpt, startingOffsets="earliest")
+        first = rows(spark.read.parquet(str(out)))
+        assert first == cluster.held("s")
+        # More records, one more partition; the restarted query reads only those.
+        cluster.produce("s", vals("x2", 700), p1)
+        cluster.produce("s", vals("z", 300))
+    run_available_now(spark, cluster, "s", out, ckpt, startingOffsets="earliest")
+    everything = rows(spark.read.parquet(str(out)))  # asserts no repeats
+    assert everything == cluster.held("s")
+    assert len(everything) == 2500 + 1500 + 700 + 300
+
+
+def test_stream_max_offsets_per_trigger(spark: Any, cluster: Cluster, tmp_path: Path) -> None:
+    cluster.produce("m", vals("a", 1500))
+    cluster.produce("m", vals("b", 900))
+    q = run_available_now(
+        spark,
+        cluster,
+        "m",
+        tmp_path / "out",
+        tmp_path / "ckpt",
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="500",
+    )
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert sum(sizes) == 2400
+    assert max(sizes) <= 500
+    assert len(sizes) >= 5
+    assert rows(spark.read.parquet(str(tmp_path / "out"))) == cluster.held("m")
+
+
+def test_stream_starting_offsets_latest_and_json(
+    spark: Any, cluster: Cluster, tmp_path: Path
+) -> None:
+    with Producer("l", towers=[cluster.tower.endpoint], **FAST) as p:
+        part = cluster.produce("l", vals("old", 400), p)
+        # latest: the first run starts at the heads and reads nothing...
+        run_available_now(spark, cluster, "l", tmp_path / "o1", tmp_path / "c1")
+        cluster.produce("l", vals("new", 100), p)
+    # ...the restart reads only what came after.
+    run_available_now(spark, cluster, "l", tmp_path / "o1", tmp_path / "c1")
+    got = rows(spark.read.parquet(str(tmp_path / "o1")))
+    assert sorted(r[2] for r in got) == list(range(400, 500))
+    # JSON: from offset 450 of that partition.
+    run_available_now(
+        spark,
+        cluster,
+        "l",
+        tmp_path / "o2",
+        tmp_path / "c2",
+        startingOffsets=json.dumps({part: 450}),
+    )
+    got = rows(spark.read.parquet(str(tmp_path / "o2")))
+    assert sorted(r[2] for r in got) == list(range(450, 500))
+
+
+def test_fail_on_data_loss(spark: Any, cluster: Cluster, tmp_path: Path) -> None:
+    # A store with tiny segments, so retention can drop the oldest ones.
+    assert cluster.store is not None
+    cluster.store.close()
+    cluster.store_path = tmp_path / "small"
+    cluster.store = Store(
+        cluster.store_path, towers=[cluster.tower.endpoint], segment_bytes=16384, **FAST
+    )
+    part = cluster.produce("r", [b"%0100d" % i for i in range(3000)])
+    cluster.store.close()
+    cluster.store = None
+    with Log(cluster.store_path / "log", segment_bytes=16384, retain_bytes=100_000) as log:
+        assert log.enforce_retention() > 0
+    cluster.store = Store(
+        cluster.store_path, towers=[cluster.tower.endpoint], segment_bytes=16384, **FAST
+    )
+    (info,) = cluster.store.partitions("r")
+    first = info.first_offset
+    assert 0 < first < 3000
+    with pytest.raises(Exception, match="gone from every store") as e:
+        run_available_now(
+            spark, cluster, "r", tmp_path / "o1", tmp_path / "c1", startingOffsets="earliest"
+        )
+    assert "DataLossError" in str(e.value) or "failOnDataLoss" in str(e.value)
+    run_available_now(
+        spark,
+        cluster,
+        "r",
+        tmp_path / "o2",
+        tmp_path / "c2",
+        startingOffsets="earliest",
+        failOnDataLoss="false",
+    )
+    got = rows(spark.read.parquet(str(tmp_path / "o2")))
+    assert sorted(r[2] for r in got) == list(range(first, 3000))
+    assert {r[1] for r in got} == {part}
+
+
+def test_read_options_are_checked(spark: Any, cluster: Cluster) -> None:
+    with pytest.raises(Exception, match="subscribe"):
+        spark.read.format("dafka").option("towers", cluster.tower.endpoint).load().collect()
+    with pytest.raises(Exception, match="startingOffsets"):
+        reader(spark, cluster, "b", False, startingOffsets="{oops").collect()
+    with pytest.raises(dafka.FetchTimeoutError, match="towers"):
+        dafka.heads("b", towers=["tcp://127.0.0.1:1,2"], timeout=0.5)
+
+
+def test_data_source_is_auto_discovered(tmp_path: Path) -> None:
+    """A fresh SparkSession finds format("dafka") without register() (through the
+    top-level ``pyspark_dafka`` module PySpark scans for)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import os, sys
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+        from pyspark.sql import SparkSession
+        s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+        s = s.getOrCreate()
+        try:
+            s.read.format("dafka").option("subscribe", "x").load().collect()
+        except Exception as e:
+            print("ERROR:", e)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
+    # The dafka reader itself answered: it wants towers.
+    assert 'option("towers"' in out.stdout, out.stdout + out.stderr[-2000:]
