@@ -515,25 +515,8 @@ fn run(
         }
         let now = Instant::now();
         let timeout = poll_timeout(now, [st.next_deadline(), core.disc.next_deadline()]);
-        let (xpub_in, sub_in, beacon_in) = {
-            let mut items = vec![
-                inbox.poll_item(),
-                core.xpub.as_poll_item(zmq::POLLIN),
-                core.sub.as_poll_item(if full {
-                    zmq::PollEvents::empty()
-                } else {
-                    zmq::POLLIN
-                }),
-            ];
-            if let Some(b) = core.disc.poll_item() {
-                items.push(b);
-            }
-            let t = inbox.before_poll(timeout);
-            zmq::poll(&mut items, t)?;
-            let b = items.get(3).is_some_and(|i| i.is_readable());
-            (items[1].is_readable(), items[2].is_readable(), b)
-        };
-        inbox.after_poll();
+        let r = core.poll(inbox, timeout, !full)?;
+        let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
         if xpub_in {
             // A peer that answers GET-HEADS for our topic just subscribed: ask now.

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::node::actor::Inbox;
 use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig};
 use crate::wire::{
@@ -460,6 +461,44 @@ impl Core {
             self.emit(o)?;
         }
         Ok(())
+    }
+}
+
+/// Which of a node's sockets [`Core::poll`] found readable.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Readable {
+    pub xpub: bool,
+    pub sub: bool,
+    pub beacon: bool,
+}
+
+impl Core {
+    /// One wait of a node's loop, up to `timeout_ms`: the command pipe, the XPUB
+    /// (subscriptions), the SUB (unless `read_sub` is false, e.g. while the
+    /// application is behind) and the beacon socket.
+    pub fn poll<C>(&self, inbox: &Inbox<C>, timeout_ms: i64, read_sub: bool) -> Result<Readable> {
+        let sub_events = if read_sub {
+            zmq::POLLIN
+        } else {
+            zmq::PollEvents::empty()
+        };
+        let mut items = vec![
+            inbox.poll_item(),
+            self.xpub.as_poll_item(zmq::POLLIN),
+            self.sub.as_poll_item(sub_events),
+        ];
+        if let Some(b) = self.disc.poll_item() {
+            items.push(b);
+        }
+        let t = inbox.before_poll(timeout_ms);
+        let polled = zmq::poll(&mut items, t);
+        inbox.after_poll();
+        polled?;
+        Ok(Readable {
+            xpub: items[1].is_readable(),
+            sub: items[2].is_readable(),
+            beacon: items.get(3).is_some_and(|i| i.is_readable()),
+        })
     }
 }
 

@@ -523,21 +523,8 @@ fn run(
         } else {
             poll_timeout(now, [st.next_head(), core.disc.next_deadline()])
         };
-        let (xpub_in, sub_in, beacon_in) = {
-            let mut items = vec![
-                inbox.poll_item(),
-                core.xpub.as_poll_item(zmq::POLLIN),
-                core.sub.as_poll_item(zmq::POLLIN),
-            ];
-            if let Some(b) = core.disc.poll_item() {
-                items.push(b);
-            }
-            let t = inbox.before_poll(timeout);
-            zmq::poll(&mut items, t)?;
-            let b = items.get(3).is_some_and(|i| i.is_readable());
-            (items[1].is_readable(), items[2].is_readable(), b)
-        };
-        inbox.after_poll();
+        let r = core.poll(inbox, timeout, true)?;
+        let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
         if xpub_in {
             // Subscriptions: nothing to do for a producer but to drain them.
