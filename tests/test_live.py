@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from nodes_util import drain
 
 import dafka
 from dafka import Consumer, Producer, Record, Tower
@@ -18,22 +18,6 @@ pytestmark = pytest.mark.timeout(120)
 
 HERE = Path(__file__).parent
 LOCAL = "tcp://127.0.0.1:0"
-
-
-def wait_for(cond: Callable[[], bool], what: str, within: float = 20.0) -> None:
-    deadline = time.monotonic() + within
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def drain(c: Consumer, n: int, within: float = 60.0) -> list[Record]:
-    got: list[Record] = []
-    deadline = time.monotonic() + within
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(c.poll_many(timeout=0.2))
-    return got
 
 
 @pytest.fixture

@@ -8,30 +8,15 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import zmq
+from nodes_util import drain, wait_for
 
 from dafka import Consumer, Producer, Record, Tower, wire
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def wait_for(cond: Callable[[], bool], what: str, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
-def drain(c: Consumer, n: int, within: float = 90.0) -> list[Record]:
-    got: list[Record] = []
-    deadline = time.monotonic() + within
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(c.poll_many(timeout=0.2))
-    return got
 
 
 @pytest.fixture

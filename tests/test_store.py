@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import zmq
+from nodes_util import drain, wait_for
 
 import dafka
-from dafka import Consumer, Producer, Record, Store, Tower, wire
+from dafka import Consumer, Producer, Store, Tower, wire
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -29,22 +30,6 @@ FAST = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
 
 def value(i: int) -> bytes:
     return (b"%08d" % i).ljust(100, b".")
-
-
-def wait_for(cond: Callable[[], bool], what: str, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def drain(c: Consumer, n: int, within: float = 90.0) -> list[Record]:
-    got: list[Record] = []
-    deadline = time.monotonic() + within
-    while len(got) < n and time.monotonic() < deadline:
-        got.extend(c.poll_many(timeout=0.2))
-    return got
 
 
 def flush_all(p: Producer, within: float = 60.0) -> int:
