@@ -417,11 +417,9 @@ impl Log {
         self.parts.values().any(|p| p.sync_due(now))
     }
 
-    /// True if any partition has appends that are not yet durable.
+    /// True if any usable partition has appends that are not yet durable.
     pub fn has_unsynced(&self) -> bool {
-        self.parts
-            .values()
-            .any(|p| p.durable_next() < p.next_offset())
+        self.parts.values().any(|p| p.needs_sync())
     }
 
     /// fdatasyncs one partition.

@@ -418,10 +418,16 @@ impl Partition {
     /// True if `flush_messages` records are unsynced or `flush_interval_ms`
     /// passed since the last sync while something is unsynced.
     pub(crate) fn sync_due(&self, now: u64) -> bool {
-        self.failed.is_none()
-            && (self.durable_next < self.next_offset() || !self.unsynced.is_empty())
+        self.needs_sync()
             && (self.unsynced_messages >= self.cfg.flush_messages
                 || now.saturating_sub(self.last_sync_ms) >= self.cfg.flush_interval_ms)
+    }
+
+    /// True if appends (or rolled segments) are not yet durable and the
+    /// partition is usable (a failed one waits for recovery).
+    pub(crate) fn needs_sync(&self) -> bool {
+        self.failed.is_none()
+            && (self.durable_next < self.next_offset() || !self.unsynced.is_empty())
     }
 
     /// Syncs if `flush_messages` records are unsynced or `flush_interval_ms` passed.

@@ -43,11 +43,31 @@ impl ActorState {
     }
 }
 
+/// The write end of a node's wake pipe, shared by the handle and any helper
+/// thread of the node (e.g. the store's syncer) that must wake its poll.
+pub struct Waker(Mutex<Option<zmq::Socket>>);
+
+impl Waker {
+    /// Writes a wake byte: the node's next (or current) poll returns at once.
+    /// A no-op once the node is closing.
+    pub fn wake(&self) {
+        let guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(sock) = guard.as_ref() {
+            // A full pipe already holds enough wake-ups.
+            let _ = sock.send(&b"w"[..], zmq::DONTWAIT);
+        }
+    }
+
+    fn shut(&self) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
 /// The handle side: owns the command sender, the wake socket and the thread.
 pub struct Actor<C> {
     tx: Sender<C>,
     state: Arc<ActorState>,
-    wake: Mutex<Option<zmq::Socket>>,
+    wake: Arc<Waker>,
     join: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -56,6 +76,7 @@ pub struct Inbox<C> {
     rx: Receiver<C>,
     pipe: zmq::Socket,
     state: Arc<ActorState>,
+    waker: Arc<Waker>,
 }
 
 /// Given to the thread body; [`Ready::send`] unblocks [`Actor::spawn`].
@@ -92,10 +113,12 @@ impl<C: Send + 'static> Actor<C> {
         let state = Arc::new(ActorState::default());
         state.alive.store(true, SeqCst);
         let (rtx, rrx) = mpsc::sync_channel(1);
+        let wake = Arc::new(Waker(Mutex::new(Some(wake))));
         let mut inbox = Inbox {
             rx,
             pipe,
             state: state.clone(),
+            waker: wake.clone(),
         };
         let st = state.clone();
         let join = std::thread::Builder::new()
@@ -123,7 +146,7 @@ impl<C: Send + 'static> Actor<C> {
         let actor = Actor {
             tx,
             state,
-            wake: Mutex::new(Some(wake)),
+            wake,
             join: Mutex::new(Some(join)),
         };
         match rrx.recv() {
@@ -159,11 +182,7 @@ impl<C: Send + 'static> Actor<C> {
     /// Writes a wake byte unconditionally: the next (or current) poll of the
     /// thread returns at once.
     pub fn wake(&self) {
-        let guard = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(sock) = guard.as_ref() {
-            // A full pipe already holds enough wake-ups.
-            let _ = sock.send(&b"w"[..], zmq::DONTWAIT);
-        }
+        self.wake.wake();
     }
 
     fn error(&self) -> Option<Error> {
@@ -197,7 +216,7 @@ impl<C: Send + 'static> Actor<C> {
         self.state.term.store(true, SeqCst);
         self.wake();
         self.join_thread();
-        self.wake.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.wake.shut();
         match self.error() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -208,9 +227,8 @@ impl<C: Send + 'static> Actor<C> {
 impl<C> Drop for Actor<C> {
     fn drop(&mut self) {
         self.state.term.store(true, SeqCst);
-        if let Some(sock) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = sock.send(&b"w"[..], zmq::DONTWAIT);
-        }
+        self.wake.wake();
+        self.wake.shut();
         if let Some(h) = self.join.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = h.join();
         }
@@ -233,6 +251,11 @@ impl<C> Inbox<C> {
     /// Commands waiting.
     pub fn pending(&self) -> usize {
         self.state.queued.load(SeqCst)
+    }
+
+    /// The node's waker, for helper threads that must wake its poll.
+    pub fn waker(&self) -> Arc<Waker> {
+        self.waker.clone()
     }
 
     /// The poll item for the wake pipe (POLLIN).

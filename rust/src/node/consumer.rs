@@ -9,6 +9,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap;
+
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::{ConsumerConfig, OffsetReset};
@@ -49,7 +51,7 @@ pub struct ConsumerState {
     retry: Duration,
     max_fetch: u32,
     max_pending: usize,
-    parts: HashMap<Vec<u8>, Part>,
+    parts: FxHashMap<Vec<u8>, Part>,
     /// Counters: duplicates dropped, gaps seen, FETCHes sent.
     pub duplicates: u64,
     pub gaps: u64,
@@ -69,7 +71,7 @@ impl ConsumerState {
             retry: cfg.fetch_retry,
             max_fetch: cfg.max_fetch,
             max_pending: cfg.max_pending,
-            parts: HashMap::new(),
+            parts: FxHashMap::default(),
             duplicates: 0,
             gaps: 0,
             fetches: 0,
@@ -116,6 +118,20 @@ impl ConsumerState {
 
     fn part(&mut self, partition: &[u8], subject: &[u8], first: Option<u64>) -> &mut Part {
         let reset = self.reset;
+        // Look up without building a key: a key is made once per partition.
+        if !self.parts.contains_key(partition) {
+            self.add_part(partition, subject, first, reset);
+        }
+        self.parts.get_mut(partition).expect("added above")
+    }
+
+    fn add_part(
+        &mut self,
+        partition: &[u8],
+        subject: &[u8],
+        first: Option<u64>,
+        reset: OffsetReset,
+    ) {
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let next = match (reset, first) {
                 (OffsetReset::Earliest, _) => 0,
@@ -132,7 +148,7 @@ impl ConsumerState {
                 pending: BTreeMap::new(),
                 epoch: 0,
             }
-        })
+        });
     }
 
     /// A RECORD (or DIRECT-RECORD, `direct`): delivers what is now in order,
@@ -215,27 +231,36 @@ impl ConsumerState {
         self.maybe_fetch(h.address, now, out);
     }
 
-    /// Sends a FETCH for the first missing range beyond what is requested,
-    /// when nothing is in flight.
+    /// Sends a FETCH for the first missing range beyond what is requested.
+    /// FETCHes are pipelined: once half of the window in flight arrived, the
+    /// next window is asked for, so a long catch-up does not wait a round
+    /// trip per window. At most about 1.5 windows are outstanding.
     fn maybe_fetch(&mut self, partition: &[u8], now: Instant, out: &mut Vec<Out>) {
         let (retry, max_fetch) = (self.retry, self.max_fetch);
         let Some(p) = self.parts.get_mut(partition) else {
             return;
         };
-        if p.requested > p.next {
-            return; // a FETCH is in flight; the retry timer covers it
-        }
-        if p.next >= p.known {
+        let from = if p.requested > p.next {
+            // In flight; the retry timer covers it. Pipeline the next window?
+            if p.requested - p.next > u64::from(max_fetch / 2) || p.requested >= p.known {
+                return;
+            }
+            p.requested
+        } else if p.next >= p.known {
             p.retry_at = None;
             return;
-        }
-        let from = p.next;
+        } else {
+            p.next
+        };
         let end = p
             .pending
             .range(from..)
             .next()
             .map_or(p.known, |(k, _)| *k)
             .min(from + u64::from(max_fetch));
+        if end <= from {
+            return; // held records follow what is in flight
+        }
         let count = u32::try_from(end - from).unwrap_or(max_fetch);
         p.requested = end;
         p.retry_at = Some(now + retry);
@@ -724,6 +749,48 @@ mod tests {
         r.subject = b"hello2";
         st.on_record(&r, false, Instant::now(), &mut d, &mut o);
         assert!(d.is_empty() && o.is_empty());
+    }
+
+    #[test]
+    fn long_catch_up_pipelines_fetch_windows() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        let h = Head {
+            topic: b"hello",
+            address: P,
+            subject: b"hello",
+            sequence: 24_999,
+        };
+        st.on_head(&h, false, t0, &mut o);
+        let fetches = |o: &[Out]| -> Vec<(u64, u32)> {
+            o.iter()
+                .filter_map(|m| match m {
+                    Out::Fetch {
+                        sequence, count, ..
+                    } => Some((*sequence, *count)),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(fetches(&o), vec![(0, 10_000)]);
+        o.clear();
+        let mut answers = Vec::new();
+        for seq in 0..25_000u64 {
+            let mut dr = rec(seq, b"v");
+            dr.topic = ME;
+            st.on_record(&dr, true, t0, &mut d, &mut o);
+            answers.extend(fetches(&o).into_iter().map(|f| (seq, f)));
+            o.clear();
+        }
+        // The next window is asked for once half of the one in flight
+        // arrived, never more than one extra window, and the tail is exact.
+        assert_eq!(
+            answers,
+            vec![(4_999, (10_000, 10_000)), (14_999, (20_000, 5_000))]
+        );
+        assert_eq!(d.len(), 25_000);
+        assert_eq!(st.fetches, 3);
     }
 
     #[test]

@@ -14,12 +14,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
-use crate::node::actor::{Actor, Inbox, Ready};
+use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::config::NodeConfig;
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
 use crate::node::store_logic::{PartKey, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig};
@@ -187,6 +187,7 @@ fn run<L: StoreLog>(
     ready.send(core.endpoint.clone());
     let own = address.as_bytes().to_vec();
     let mut logic = StoreLogic::new(own.clone(), log, logic_cfg);
+    logic.log_mut().set_waker(inbox.waker());
     let stats = &shared.stats;
     let mut frames = Frames::default();
     let mut blocked_until: Option<Instant> = None;
@@ -214,7 +215,7 @@ fn run<L: StoreLog>(
             poll_timeout(
                 now,
                 [
-                    logic.next_deadline(),
+                    logic.next_deadline(now),
                     core.disc.next_deadline(),
                     blocked_until.filter(|_| logic.has_replies()),
                 ],
@@ -367,6 +368,10 @@ pub struct DurableLog {
     reopen_error: Option<String>,
     syncer: Syncer,
     in_flight: bool,
+    /// When the last sync started: `interval` syncs start at most every
+    /// `flush_interval_ms`, counted from one start to the next, so a record
+    /// waits at most one interval plus one fdatasync.
+    last_sync_start: Option<Instant>,
     pending: Pending,
 }
 
@@ -398,10 +403,12 @@ impl Pending {
     }
 }
 
-/// The syncer thread: runs [`SyncBatch`]es, returns [`SyncDone`]s.
+/// The syncer thread: runs [`SyncBatch`]es, returns [`SyncDone`]s and wakes
+/// the store loop (once it gave its waker) after each.
 struct Syncer {
     tx: Option<Sender<SyncBatch>>,
     rx: Receiver<SyncDone>,
+    waker: Arc<OnceLock<Arc<Waker>>>,
     join: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -409,6 +416,8 @@ impl Syncer {
     fn start() -> Result<Self> {
         let (tx, jobs) = channel::<SyncBatch>();
         let (done, rx) = channel::<SyncDone>();
+        let waker = Arc::new(OnceLock::<Arc<Waker>>::new());
+        let wake = waker.clone();
         let join = std::thread::Builder::new()
             .name("dafka-store-sync".into())
             .spawn(move || {
@@ -416,12 +425,16 @@ impl Syncer {
                     if done.send(batch.run()).is_err() {
                         return;
                     }
+                    if let Some(w) = wake.get() {
+                        w.wake();
+                    }
                 }
             })
             .map_err(|e| Error::Died(format!("cannot start the sync thread: {e}")))?;
         Ok(Self {
             tx: Some(tx),
             rx,
+            waker,
             join: Some(join),
         })
     }
@@ -453,6 +466,7 @@ impl DurableLog {
             reopen_error: None,
             syncer: Syncer::start()?,
             in_flight: false,
+            last_sync_start: None,
             pending: Pending::default(),
         })
     }
@@ -524,6 +538,16 @@ impl DurableLog {
         }
     }
 
+    fn interval(&self) -> Duration {
+        Duration::from_millis(self.cfg.flush_interval_ms)
+    }
+
+    /// True if no sync started within the last `flush_interval_ms`.
+    fn interval_passed(&self, now: Instant) -> bool {
+        self.last_sync_start
+            .is_none_or(|t| now.duration_since(t) >= self.interval())
+    }
+
     /// Starts a sync of everything appended so far on the syncer thread.
     fn start_sync(&mut self) -> std::result::Result<(), LogError> {
         let batch = self.get_mut()?.begin_sync();
@@ -533,6 +557,7 @@ impl DurableLog {
         match self.syncer.tx.as_ref().map(|tx| tx.send(batch)) {
             Some(Ok(())) => {
                 self.in_flight = true;
+                self.last_sync_start = Some(Instant::now());
                 Ok(())
             }
             _ => Err(LogError::Invalid("the sync thread stopped".into())),
@@ -647,11 +672,12 @@ impl StoreLog for DurableLog {
         if self.in_flight {
             return Ok(());
         }
-        let policy = self.policy;
+        let (policy, interval_passed) = (self.policy, self.interval_passed(Instant::now()));
         let log = self.get_mut()?;
         let due = match policy {
             FsyncPolicy::Always => log.has_unsynced(),
-            FsyncPolicy::Interval => log.sync_due(),
+            // `sync_due` adds the `flush_messages` bound.
+            FsyncPolicy::Interval => log.has_unsynced() && (interval_passed || log.sync_due()),
             FsyncPolicy::Never => false,
         };
         if due {
@@ -667,17 +693,23 @@ impl StoreLog for DurableLog {
     fn next_sync(&self) -> Option<Instant> {
         let log = self.log.as_ref()?;
         if self.in_flight {
-            // The syncer does not wake the loop: look again shortly.
-            return Some(Instant::now() + Duration::from_millis(1));
+            // The syncer wakes the loop when it is done; without a waker
+            // (a loop that never gave one) look again shortly.
+            return match self.syncer.waker.get() {
+                Some(_) => None,
+                None => Some(Instant::now() + Duration::from_millis(1)),
+            };
         }
         if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
             return None;
         }
-        let wait = match self.policy {
-            FsyncPolicy::Always => 0,
-            _ => self.cfg.flush_interval_ms,
-        };
-        Some(Instant::now() + Duration::from_millis(wait))
+        match (self.policy, self.last_sync_start) {
+            (FsyncPolicy::Interval, Some(t)) => Some(t + self.interval()),
+            _ => Some(Instant::now()),
+        }
+    }
+    fn set_waker(&mut self, waker: Arc<Waker>) {
+        let _ = self.syncer.waker.set(waker);
     }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
         // Let a sync in flight end, drop the refused handles, then recover

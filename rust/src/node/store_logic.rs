@@ -17,6 +17,8 @@
 //!   ([`StoreLogic::next_replies`]) so a large FETCH never buffers unboundedly.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
 use crate::node::core::Out;
@@ -65,6 +67,9 @@ pub trait StoreLog {
     /// After an I/O error: bring the storage back to a consistent, durable
     /// state from what is really stored (the log reopens and recovers).
     fn recover(&mut self) -> Result<(), Self::Error>;
+    /// Given the node's waker once its loop runs: storage that syncs on
+    /// another thread wakes the loop when a sync ends, so ACKs follow at once.
+    fn set_waker(&mut self, _waker: std::sync::Arc<crate::node::actor::Waker>) {}
 }
 
 /// Tunables of the store logic, with their defaults.
@@ -187,7 +192,8 @@ pub struct StoreLogic<L: StoreLog> {
     log: L,
     cfg: StoreLogicConfig,
     /// topic → partition → state.
-    parts: HashMap<Vec<u8>, HashMap<Vec<u8>, PartState>>,
+    /// topic → partition → state (Fx hashing: keys are short and ours).
+    parts: FxHashMap<Vec<u8>, FxHashMap<Vec<u8>, PartState>>,
     replies: VecDeque<ReplyJob>,
     counters: StoreCounters,
     /// The last storage error, kept until an append succeeds again.
@@ -200,7 +206,7 @@ impl<L: StoreLog> StoreLogic<L> {
             address,
             log,
             cfg,
-            parts: HashMap::new(),
+            parts: FxHashMap::default(),
             replies: VecDeque::new(),
             counters: StoreCounters::default(),
             last_error: None,
@@ -236,7 +242,7 @@ impl<L: StoreLog> StoreLogic<L> {
     /// only for a partition seen for the first time (this runs per record).
     fn part(&mut self, topic: &[u8], partition: &[u8]) -> &mut PartState {
         if !self.parts.contains_key(topic) {
-            self.parts.insert(topic.to_vec(), HashMap::new());
+            self.parts.insert(topic.to_vec(), FxHashMap::default());
         }
         let parts = self.parts.get_mut(topic).expect("inserted above");
         if !parts.contains_key(partition) {
@@ -267,6 +273,23 @@ impl<L: StoreLog> StoreLogic<L> {
         let st = self.part(topic, partition);
         st.known_head = Some(st.known_head.map_or(sequence, |h| h.max(sequence)));
         st.last_seen = Some(now);
+        // The live case: the next record in order, nothing held, nothing
+        // fetched, nothing known beyond it. Same outcome as the general path
+        // below, with one partition lookup instead of several.
+        let in_order = next.map_or(sequence == 0, |n| n == sequence);
+        if in_order && st.held.is_empty() && st.fetch.is_none() && st.known_head == Some(sequence) {
+            match self.log.append(topic, partition, sequence, content) {
+                Ok(()) => {
+                    self.last_error = None;
+                    self.counters.appended += 1;
+                }
+                Err(e) => {
+                    self.append_failed(e);
+                    self.fetch_gap(topic, partition, now, &mut out);
+                }
+            }
+            return out;
+        }
         match next {
             Some(n) if sequence < n => {
                 self.counters.duplicates += 1;
@@ -436,9 +459,20 @@ impl<L: StoreLog> StoreLogic<L> {
         if start >= end {
             return Vec::new();
         }
-        // One job per requester and partition: a repeated FETCH replaces it.
-        self.replies
-            .retain(|j| !(j.to == f.address && j.partition == f.topic && j.topic == f.subject));
+        // One job per requester and partition. A FETCH that overlaps or
+        // continues the job in progress (a consumer pipelining its windows,
+        // or retrying from where it stands) widens it; any other replaces it.
+        let same =
+            |j: &ReplyJob| j.to == f.address && j.partition == f.topic && j.topic == f.subject;
+        if let Some(j) = self.replies.iter_mut().find(|j| same(j)) {
+            if start <= j.end && j.next <= end {
+                j.next = j.next.min(start);
+                j.end = j.end.max(end);
+                self.counters.fetches_answered += 1;
+                return Vec::new();
+            }
+        }
+        self.replies.retain(|j| !same(j));
         if self.replies.len() >= self.cfg.max_reply_jobs {
             self.replies.pop_front();
         }
@@ -622,12 +656,17 @@ impl<L: StoreLog> StoreLogic<L> {
     }
 
     /// When the next tick is due: a FETCH retry, an ACK repeat, or a sync.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
         let parts = self.parts.values().flat_map(HashMap::values).flat_map(|p| {
-            [
-                p.fetch.map(|f| f.at + self.cfg.fetch_retry),
-                p.ack_sent.map(|t| t + self.cfg.ack_refresh),
-            ]
+            // An ACK is repeated only while its producer was heard within the
+            // window (see `tick`): once it was not, no deadline (a deadline
+            // `tick` would not act on makes the loop spin).
+            let repeat = match (p.acked, p.ack_sent, p.last_seen) {
+                (Some(_), Some(sent), Some(seen)) if now < seen + window => Some(sent + refresh),
+                _ => None,
+            };
+            [p.fetch.map(|f| f.at + self.cfg.fetch_retry), repeat]
         });
         parts.chain([self.log.next_sync()]).flatten().min()
     }

@@ -143,11 +143,15 @@ fn in_order_records_append_and_ack_only_when_durable() {
     // No repeat ACK until more is durable, or a second passed while the
     // producer is alive (it may have missed the first).
     assert!(s.tick(now).is_empty());
-    assert_eq!(s.tick(now + Duration::from_millis(1100)), out);
-    assert!(
-        s.tick(now + Duration::from_secs(30)).is_empty(),
-        "producer gone"
-    );
+    assert_eq!(s.next_deadline(now), Some(now + Duration::from_secs(1)));
+    let later = now + Duration::from_millis(1100);
+    assert_eq!(s.tick(later), out);
+    assert_eq!(s.next_deadline(later), Some(later + Duration::from_secs(1)));
+    let gone = now + Duration::from_secs(30);
+    assert!(s.tick(gone).is_empty(), "producer gone");
+    // ... and no deadline is left that the loop would wake for (a past one
+    // made the store thread spin once its producer had gone).
+    assert_eq!(s.next_deadline(gone), None);
     let Message::Ack(a) = out[0].as_message(ME) else {
         panic!()
     };
@@ -182,7 +186,10 @@ fn unanswered_fetch_is_retried_after_the_retry_interval() {
     assert!(fetch_of(&s.tick(t0 + Duration::from_millis(10))).is_empty());
     let later = t0 + Duration::from_millis(600);
     assert_eq!(fetch_of(&s.tick(later)), vec![(1, 4)]);
-    assert_eq!(s.next_deadline(), Some(later + Duration::from_millis(500)));
+    assert_eq!(
+        s.next_deadline(later),
+        Some(later + Duration::from_millis(500))
+    );
 }
 
 #[test]
@@ -226,6 +233,58 @@ fn late_joining_store_fetches_from_zero_then_gives_up_on_lost_history() {
     }
     let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
     assert_eq!(got, vec![10, 11], "started at the earliest offset held");
+}
+
+#[test]
+fn pipelined_fetch_continues_the_answer_in_progress() {
+    let mut s = StoreLogic::new(
+        ME.to_vec(),
+        MemLog::default(),
+        StoreLogicConfig {
+            reply_batch_records: 3,
+            ..Default::default()
+        },
+    );
+    let now = Instant::now();
+    for i in 0..20 {
+        rec(&mut s, i, now);
+    }
+    let f = Fetch {
+        topic: P,
+        address: C,
+        subject: T,
+        sequence: 0,
+        count: 6,
+    };
+    let mut sent = Vec::new();
+    let mut take_slice = |s: &mut StoreLogic<MemLog>| {
+        for o in s.next_replies() {
+            if let Out::DirectRecord { sequence, .. } = o {
+                sent.push(sequence);
+            }
+        }
+    };
+    s.on_fetch(&f);
+    take_slice(&mut s);
+    // The consumer asks for the next window before this one is answered:
+    // the rest of the first window still goes out, then the second.
+    s.on_fetch(&Fetch {
+        sequence: 6,
+        count: 6,
+        ..f
+    });
+    take_slice(&mut s);
+    // A retry from an earlier offset rewinds the same answer.
+    s.on_fetch(&Fetch {
+        sequence: 4,
+        count: 2,
+        ..f
+    });
+    while s.has_replies() {
+        take_slice(&mut s);
+    }
+    assert_eq!(sent, [0, 1, 2, 3, 4, 5, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert_eq!(s.counters().fetches_answered, 3);
 }
 
 #[test]
