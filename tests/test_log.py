@@ -92,7 +92,9 @@ def test_non_utf8_topics_round_trip(tmp_path: Path) -> None:
     with dafka.Log(tmp_path) as log:
         (topic,) = log.topics()
         assert topic.encode("utf-8", "surrogateescape") == raw
-        assert log.read(topic, P, 0)[0].value == b"v"
+        (rec,) = log.read(topic, P, 0)
+        assert rec.value == b"v" and rec.topic.encode("utf-8", "surrogateescape") == raw
+        assert rec == dafka.Record(topic, P, 0, b"v", timestamp=rec.timestamp)
 
 
 def test_cli_inspect_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,17 +2,17 @@
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, Self, final
+from typing import Any, Literal, Self, final
 
 from typing_extensions import Buffer
 
 from dafka.log import PartitionInfo
-from dafka.record import Record
 
 __all__ = [
     "Consumer",
     "NativeLog",
     "Producer",
+    "Record",
     "Store",
     "Tower",
     "__version__",
@@ -83,6 +83,42 @@ def fetch_range(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
 ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]: ...
+
+@final
+class Record:
+    """One record of a partition.
+
+    ``topic`` is the topic name (bytes that are not UTF-8 are kept as surrogate
+    escapes, so ``topic.encode("utf-8", "surrogateescape")`` gives them back),
+    ``partition`` the partition's name (the producer's address), ``offset`` its
+    position in the partition, ``value`` its content, and ``timestamp`` the time
+    a store appended it, in ms since the epoch, when known.
+    """
+
+    __match_args__ = ("topic", "partition", "offset", "value")
+    def __new__(
+        cls,
+        topic: str,
+        partition: str,
+        offset: int,
+        value: bytes,
+        *,
+        timestamp: int | None = None,
+    ) -> Record: ...
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def value(self) -> bytes: ...
+    @property
+    def timestamp(self) -> int | None: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
 
 @final
 class Tower:

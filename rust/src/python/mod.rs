@@ -6,6 +6,7 @@ mod errors;
 mod fetch;
 mod log;
 mod node;
+mod record;
 mod store;
 mod wire;
 
@@ -15,6 +16,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wire::register(m)?;
+    record::register(m)?;
     log::register(m)?;
     node::register(m)?;
     store::register(m)?;

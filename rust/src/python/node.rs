@@ -3,14 +3,11 @@
 //! slices, checking for signals in between, so Ctrl-C works.
 
 use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::error::Error;
@@ -18,10 +15,9 @@ use crate::node::core::Stats;
 use crate::node::{
     Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower, TowerConfig,
 };
+use crate::python::record::{PartitionNames, PyRecord};
 
 const SLICE: Duration = Duration::from_millis(100);
-
-static RECORD: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
 
 pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(v).map_err(|_| {
@@ -404,60 +400,7 @@ impl PyProducer {
 #[pyclass(module = "dafka._native", name = "Consumer", frozen)]
 struct PyConsumer {
     inner: Consumer,
-}
-
-/// Builds `dafka.record.Record` objects. A frozen dataclass's `__init__` costs
-/// a microsecond (one `object.__setattr__` per field), so records are made the
-/// way `copy`/`pickle` make them: `object.__new__(Record)` and the fields put
-/// straight into its `__dict__` (the result is indistinguishable).
-fn to_records<'py>(py: Python<'py>, ds: Vec<Delivery>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let (cls, new) = RECORD.get_or_try_init(py, || -> PyResult<(Py<PyAny>, Py<PyAny>)> {
-        let cls = py.import("dafka.record")?.getattr("Record")?;
-        let new = py
-            .import("builtins")?
-            .getattr("object")?
-            .getattr("__new__")?;
-        Ok((cls.unbind(), new.unbind()))
-    })?;
-    let (cls, new) = (cls.bind(py), new.bind(py));
-    let names = [
-        intern!(py, "topic"),
-        intern!(py, "partition"),
-        intern!(py, "offset"),
-        intern!(py, "value"),
-        intern!(py, "timestamp"),
-    ];
-    let dict_name = intern!(py, "__dict__");
-    let none = py.None().into_bound(py);
-    let mut out = Vec::with_capacity(ds.len());
-    let mut topic: Option<(Arc<str>, Bound<'py, PyString>)> = None;
-    let mut part: Option<(Arc<str>, Bound<'py, PyString>)> = None;
-    let cached = |slot: &mut Option<(Arc<str>, Bound<'py, PyString>)>, s: &Arc<str>| match slot {
-        Some((k, v)) if Arc::ptr_eq(k, s) => v.clone(),
-        _ => {
-            let v = PyString::new(py, s);
-            *slot = Some((s.clone(), v.clone()));
-            v
-        }
-    };
-    for d in ds {
-        let t = cached(&mut topic, &d.topic);
-        let p = cached(&mut part, &d.partition);
-        let obj = new.call1((cls,))?;
-        let Ok(dict) = obj.getattr(dict_name) else {
-            // A Record without __dict__ (slots): the ordinary constructor.
-            out.push(cls.call1((t, p, d.offset, PyBytes::new(py, &d.value)))?);
-            continue;
-        };
-        let dict = dict.cast::<PyDict>()?;
-        dict.set_item(names[0], t)?;
-        dict.set_item(names[1], p)?;
-        dict.set_item(names[2], d.offset)?;
-        dict.set_item(names[3], PyBytes::new(py, &d.value))?;
-        dict.set_item(names[4], &none)?;
-        out.push(obj);
-    }
-    Ok(out)
+    names: PartitionNames,
 }
 
 impl PyConsumer {
@@ -537,32 +480,31 @@ impl PyConsumer {
             max_buffered,
         };
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
-        Ok(Self { inner })
+        Ok(Self {
+            inner,
+            names: PartitionNames::default(),
+        })
     }
 
     /// The next record, waiting up to ``timeout`` seconds (None = until one
     /// arrives); None on timeout.
     #[pyo3(signature = (timeout = None))]
-    fn poll<'py>(
-        &self,
-        py: Python<'py>,
-        timeout: Option<f64>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn poll(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyRecord>>> {
         let ds = self.take(py, 1, timeout)?;
-        Ok(to_records(py, ds)?.into_iter().next())
+        Ok(self.names.records(py, ds)?.into_iter().next())
     }
 
     /// Up to ``max_records`` records in one call, waiting up to ``timeout``
     /// seconds (None = until at least one arrives) for the first.
     #[pyo3(signature = (max_records = 10000, timeout = None))]
-    fn poll_many<'py>(
+    fn poll_many(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         max_records: usize,
         timeout: Option<f64>,
-    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    ) -> PyResult<Vec<Py<PyRecord>>> {
         let ds = self.take(py, max_records, timeout)?;
-        to_records(py, ds)
+        self.names.records(py, ds)
     }
 
     /// Restarts ``partition`` (a producer address) at ``offset``.
@@ -597,9 +539,11 @@ impl PyConsumer {
         slf
     }
     /// Blocks until the next record; stops when the consumer is closed.
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyRecord>> {
         match self.take(py, 1, None) {
-            Ok(ds) => to_records(py, ds)?
+            Ok(ds) => self
+                .names
+                .records(py, ds)?
                 .into_iter()
                 .next()
                 .ok_or_else(|| PyStopIteration::new_err(())),
