@@ -342,6 +342,21 @@ impl Log {
             .read(start, max_records, max_bytes)
     }
 
+    /// [`Log::read`] without building records: `f(offset, timestamp, value)`
+    /// sees each record in order, the value borrowed. Returns how many.
+    pub fn read_with(
+        &self,
+        topic: &[u8],
+        partition: &str,
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+        f: impl FnMut(u64, u64, &[u8]),
+    ) -> Result<usize> {
+        self.part(topic, partition)?
+            .read_with(start, max_records, max_bytes, f)
+    }
+
     /// The offset the next append to this partition must carry, if it exists.
     pub fn next_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
         self.part(topic, partition).ok().map(Partition::next_offset)

@@ -474,6 +474,27 @@ impl Partition {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<Vec<StoredRecord>> {
+        let mut out = Vec::new();
+        self.read_with(start, max_records, max_bytes, |offset, timestamp, value| {
+            out.push(StoredRecord {
+                offset,
+                timestamp,
+                value: value.to_vec(),
+            })
+        })?;
+        Ok(out)
+    }
+
+    /// [`Partition::read`] without building records: `f(offset, timestamp,
+    /// value)` sees each record in order, the value borrowed from the read
+    /// buffer. Returns how many records it saw.
+    pub fn read_with(
+        &self,
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+        mut f: impl FnMut(u64, u64, &[u8]),
+    ) -> Result<usize> {
         let (first, next) = (self.first_offset(), self.next_offset());
         if start < first || start > next {
             return Err(LogError::OffsetOutOfRange {
@@ -484,9 +505,9 @@ impl Partition {
                 next,
             });
         }
-        let mut out = Vec::new();
+        let mut count = 0usize;
         if start == next || max_records == 0 {
-            return Ok(out);
+            return Ok(count);
         }
         let seg_start = self
             .sealed
@@ -528,17 +549,12 @@ impl Partition {
                         if header.offset < cur {
                             continue;
                         }
-                        if out.len() >= max_records
-                            || (!out.is_empty() && bytes + value.len() > max_bytes)
-                        {
-                            return Ok(out);
+                        if count >= max_records || (count > 0 && bytes + value.len() > max_bytes) {
+                            return Ok(count);
                         }
                         bytes += value.len();
-                        out.push(StoredRecord {
-                            offset: header.offset,
-                            timestamp: header.timestamp,
-                            value: value.to_vec(),
-                        });
+                        f(header.offset, header.timestamp, value);
+                        count += 1;
                         cur += 1;
                     }
                     Next::End => break,
@@ -553,7 +569,7 @@ impl Partition {
                 }
             }
         }
-        Ok(out)
+        Ok(count)
     }
 
     /// The first offset whose append time is at or after `ts`, if any.

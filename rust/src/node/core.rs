@@ -392,7 +392,8 @@ impl Core {
         self.apply(ev, stats)
     }
 
-    fn send_message(&mut self, msg: &Message<'_>) -> Result<()> {
+    /// Encodes and sends one message (DONTWAIT: a full queue is EAGAIN).
+    pub fn send_message(&mut self, msg: &Message<'_>) -> Result<()> {
         msg.encode_into(self.dialect, &mut self.buf)
             .map_err(|e| Error::Config(format!("cannot encode {}: {e}", msg.kind().name())))?;
         let content = msg.content();

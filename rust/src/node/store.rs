@@ -22,8 +22,10 @@ use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::config::NodeConfig;
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
-use crate::node::store_logic::{PartKey, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig};
-use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
+use crate::node::store_logic::{
+    PartKey, ReplySlice, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig,
+};
+use crate::wire::{decode, topic_matches, Message, NodeType, Record, Subscription};
 
 /// Messages handled per loop turn before the loop syncs, ACKs and answers.
 const BATCH: usize = 4096;
@@ -148,6 +150,26 @@ fn send_all<L: StoreLog>(core: &mut Core, logic: &mut StoreLogic<L>, outs: &[Out
     Ok(true)
 }
 
+/// Sends a slice of FETCH answers until the requester's queue is full:
+/// how many went out.
+fn send_slice(core: &mut Core, slice: &ReplySlice) -> Result<usize> {
+    for i in 0..slice.len() {
+        let rec = Record {
+            topic: &slice.to,
+            address: &slice.partition,
+            subject: &slice.topic,
+            sequence: slice.first + i as u64,
+            content: slice.content(i),
+        };
+        match core.send_message(&Message::DirectRecord(rec)) {
+            Ok(()) => {}
+            Err(Error::Zmq(zmq::Error::EAGAIN)) => return Ok(i),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(slice.len())
+}
+
 /// `ZMQ_XPUB_NODROP`: a full subscriber queue makes `send` fail with EAGAIN
 /// instead of silently dropping (the `zmq` crate has no setter for it).
 fn set_xpub_nodrop(sock: &mut zmq::Socket) -> Result<()> {
@@ -190,6 +212,7 @@ fn run<L: StoreLog>(
     logic.log_mut().set_waker(inbox.waker());
     let stats = &shared.stats;
     let mut frames = Frames::default();
+    let mut slice = ReplySlice::default();
     let mut blocked_until: Option<Instant> = None;
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
@@ -327,11 +350,12 @@ fn run<L: StoreLog>(
         if logic.has_replies() && blocked_until.is_none_or(|t| t <= now) {
             blocked_until = None;
             for _ in 0..8 {
-                let outs = logic.next_replies();
-                if outs.is_empty() {
+                if !logic.next_reply_slice(&mut slice) {
                     break;
                 }
-                if !send_all(&mut core, &mut logic, &outs)? {
+                let sent = send_slice(&mut core, &slice)?;
+                if sent < slice.len() {
+                    logic.requeue_slice(&slice, sent);
                     blocked_until = Some(Instant::now() + BACKOFF);
                     break;
                 }
@@ -633,6 +657,37 @@ impl StoreLog for DurableLog {
             // Retention removed it meanwhile, or it is past the end: nothing.
             Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
                 Ok(Vec::new())
+            }
+            Err(e) => Err(e),
+        }
+    }
+    fn read_into(
+        &self,
+        topic: &[u8],
+        partition: &[u8],
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+        data: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> std::result::Result<Option<u64>, LogError> {
+        data.clear();
+        ends.clear();
+        let (Some(log), Some(p)) = (self.log.as_ref(), part_name(partition)) else {
+            return Ok(None);
+        };
+        let mut first = None;
+        let r = log.read_with(topic, p, start, max_records, max_bytes, |offset, _, v| {
+            first.get_or_insert(offset);
+            data.extend_from_slice(v);
+            ends.push(data.len());
+        });
+        match r {
+            Ok(_) => Ok(first),
+            // Retention removed it meanwhile, or it is past the end: nothing.
+            Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
+                ends.clear();
+                Ok(None)
             }
             Err(e) => Err(e),
         }

@@ -53,6 +53,34 @@ pub trait StoreLog {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, Self::Error>;
+    /// Like `read`, but the contents go back to back into `data`, each one's
+    /// end into `ends` (both cleared first), so a FETCH answer allocates
+    /// nothing per record. Returns the offset of the first record read; the
+    /// rest follow it contiguously.
+    #[allow(clippy::too_many_arguments)]
+    fn read_into(
+        &self,
+        topic: &[u8],
+        partition: &[u8],
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+        data: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<Option<u64>, Self::Error> {
+        data.clear();
+        ends.clear();
+        let records = self.read(topic, partition, start, max_records, max_bytes)?;
+        let first = records.first().map(|r| r.0);
+        for (i, (offset, content)) in records.into_iter().enumerate() {
+            if Some(offset) != first.map(|f| f + i as u64) {
+                break;
+            }
+            data.extend_from_slice(&content);
+            ends.push(data.len());
+        }
+        Ok(first)
+    }
     /// The offset after the last record that reached stable storage.
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
     /// Every (topic, partition) held, optionally for one topic.
@@ -174,6 +202,33 @@ struct InFlight {
     end: u64,
     at: Instant,
     tries: u32,
+}
+
+/// One slice of a FETCH answer: records `first..first + len()` of a
+/// partition for one requester, contents back to back. The store loop reuses
+/// one, so answering allocates nothing per record.
+#[derive(Debug, Default)]
+pub struct ReplySlice {
+    pub to: Vec<u8>,
+    pub topic: Vec<u8>,
+    pub partition: Vec<u8>,
+    pub first: u64,
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl ReplySlice {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+    /// The content of the `i`-th record (offset `first + i`).
+    pub fn content(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.data[start..self.ends[i]]
+    }
 }
 
 /// A FETCH being answered slice by slice.
@@ -487,45 +542,74 @@ impl<L: StoreLog> StoreLogic<L> {
         Vec::new()
     }
 
-    /// The next slice of FETCH answers (round robin over jobs). The loop calls it
-    /// while its XPUB can take more, so a slow peer cannot make the store buffer.
-    pub fn next_replies(&mut self) -> Vec<Out> {
+    /// Fills `slice` with the next slice of FETCH answers (round robin over
+    /// jobs); false if there is nothing to send now. The loop calls it while
+    /// its XPUB can take more, so a slow peer cannot make the store buffer.
+    pub fn next_reply_slice(&mut self, slice: &mut ReplySlice) -> bool {
         let Some(mut job) = self.replies.pop_front() else {
-            return Vec::new();
+            return false;
         };
         let want = ((job.end - job.next) as usize).min(self.cfg.reply_batch_records);
-        let records = match self.log.read(
+        let first = match self.log.read_into(
             &job.topic,
             &job.partition,
             job.next,
             want,
             self.cfg.reply_batch_bytes,
+            &mut slice.data,
+            &mut slice.ends,
         ) {
-            Ok(r) => r,
+            Ok(first) => first,
             Err(e) => {
                 self.last_error = Some(e.to_string());
-                return Vec::new();
+                return false;
             }
         };
-        let mut out = Vec::with_capacity(records.len());
-        for (offset, content) in records {
-            if offset != job.next || offset >= job.end {
-                break;
-            }
-            job.next += 1;
-            self.counters.records_served += 1;
-            out.push(Out::DirectRecord {
-                to: job.to.clone(),
-                partition: job.partition.clone(),
-                subject: job.topic.clone(),
-                sequence: offset,
-                content,
-            });
+        if first != Some(job.next) || slice.ends.is_empty() {
+            // Nothing (left) at the job's offset: it is done.
+            slice.ends.clear();
+            return false;
         }
-        if !out.is_empty() && job.next < job.end {
+        slice.ends.truncate(want);
+        let n = slice.ends.len() as u64;
+        slice.to.clone_from(&job.to);
+        slice.topic.clone_from(&job.topic);
+        slice.partition.clone_from(&job.partition);
+        slice.first = job.next;
+        job.next += n;
+        self.counters.records_served += n;
+        if job.next < job.end {
             self.replies.push_back(job);
         }
-        out
+        true
+    }
+
+    /// The next slice of FETCH answers as messages (see `next_reply_slice`).
+    pub fn next_replies(&mut self) -> Vec<Out> {
+        let mut slice = ReplySlice::default();
+        if !self.next_reply_slice(&mut slice) {
+            return Vec::new();
+        }
+        (0..slice.len())
+            .map(|i| Out::DirectRecord {
+                to: slice.to.clone(),
+                partition: slice.partition.clone(),
+                subject: slice.topic.clone(),
+                sequence: slice.first + i as u64,
+                content: slice.content(i).to_vec(),
+            })
+            .collect()
+    }
+
+    /// Puts back the records of `slice` from its `sent`-th on (the
+    /// requester's queue was full).
+    pub fn requeue_slice(&mut self, slice: &ReplySlice, sent: usize) {
+        if sent >= slice.len() {
+            return;
+        }
+        let from = slice.first + sent as u64;
+        let end = slice.first + slice.len() as u64;
+        self.requeue_range(&slice.to, &slice.topic, &slice.partition, from, end);
     }
 
     /// Puts back FETCH answers that could not be sent (the requester's queue
@@ -541,29 +625,35 @@ impl<L: StoreLog> StoreLogic<L> {
         else {
             return;
         };
-        let from = *sequence;
+        let end = match unsent.last() {
+            Some(Out::DirectRecord { sequence, .. }) => sequence + 1,
+            _ => sequence + 1,
+        };
+        let (to, subject, partition) = (to.clone(), subject.clone(), partition.clone());
+        self.requeue_range(&to, &subject, &partition, *sequence, end);
+    }
+
+    /// Answers `from..end` again first (they could not be sent), within the
+    /// requester's job for the partition if it still has one.
+    fn requeue_range(&mut self, to: &[u8], topic: &[u8], partition: &[u8], from: u64, end: u64) {
         if let Some(i) = self
             .replies
             .iter()
-            .position(|j| &j.to == to && &j.partition == partition && &j.topic == subject)
+            .position(|j| j.to == to && j.partition == partition && j.topic == topic)
         {
             let mut job = self.replies.remove(i).expect("index is valid");
             job.next = job.next.min(from);
             self.replies.push_front(job);
         } else {
-            let end = match unsent.last() {
-                Some(Out::DirectRecord { sequence, .. }) => sequence + 1,
-                _ => from + 1,
-            };
             self.replies.push_front(ReplyJob {
-                to: to.clone(),
-                topic: subject.clone(),
-                partition: partition.clone(),
+                to: to.to_vec(),
+                topic: topic.to_vec(),
+                partition: partition.to_vec(),
                 next: from,
                 end,
             });
         }
-        self.counters.records_served -= unsent.len() as u64;
+        self.counters.records_served -= end - from;
     }
 
     /// GET-HEADS for a topic: a DIRECT-HEAD per partition held.
