@@ -17,6 +17,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap;
+
 use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready, Waker};
@@ -399,11 +401,22 @@ pub struct DurableLog {
     pending: Pending,
 }
 
-/// Appends of one partition gathered during a loop turn and written with one
-/// `append_batch` (one write call instead of one per record) before the turn
-/// syncs, ACKs or reads.
+/// Appends gathered during a loop turn, one batch per partition, each
+/// written with one `append_batch` (one write call instead of one per record)
+/// before the turn syncs, ACKs or reads. Per partition, so records of
+/// several producers arriving interleaved still make one write each.
 #[derive(Default)]
 struct Pending {
+    /// topic → partition → index into `batches`.
+    index: FxHashMap<Vec<u8>, FxHashMap<String, usize>>,
+    /// `batches[..live]` are in use; the rest keep their buffers.
+    batches: Vec<Batch>,
+    live: usize,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Batch {
     topic: Vec<u8>,
     partition: String,
     first: u64,
@@ -414,16 +427,55 @@ struct Pending {
 /// Pending appends are written once they hold this many bytes.
 const PENDING_BYTES: usize = 4 << 20;
 
-impl Pending {
+impl Batch {
     fn next(&self) -> u64 {
         self.first + self.ends.len() as u64
     }
-    fn holds(&self, topic: &[u8], partition: &str) -> bool {
-        !self.ends.is_empty() && self.topic == topic && self.partition == partition
+}
+
+impl Pending {
+    fn find(&self, topic: &[u8], partition: &str) -> Option<usize> {
+        self.index.get(topic)?.get(partition).copied()
+    }
+    fn get(&self, topic: &[u8], partition: &str) -> Option<&Batch> {
+        self.find(topic, partition).map(|i| &self.batches[i])
+    }
+    fn in_use(&self) -> &[Batch] {
+        &self.batches[..self.live]
+    }
+    /// A new batch for a partition that has none this turn.
+    fn start(&mut self, topic: &[u8], partition: &str, first: u64) -> usize {
+        if self.live == self.batches.len() {
+            self.batches.push(Batch::default());
+        }
+        let i = self.live;
+        self.live += 1;
+        let b = &mut self.batches[i];
+        b.topic.clear();
+        b.topic.extend_from_slice(topic);
+        b.partition.clear();
+        b.partition.push_str(partition);
+        b.first = first;
+        self.index
+            .entry(topic.to_vec())
+            .or_default()
+            .insert(partition.to_string(), i);
+        i
+    }
+    fn push(&mut self, i: usize, content: &[u8]) {
+        let b = &mut self.batches[i];
+        b.data.extend_from_slice(content);
+        b.ends.push(b.data.len());
+        self.bytes += content.len();
     }
     fn clear(&mut self) {
-        self.data.clear();
-        self.ends.clear();
+        for b in &mut self.batches[..self.live] {
+            b.data.clear();
+            b.ends.clear();
+        }
+        self.index.clear();
+        self.live = 0;
+        self.bytes = 0;
     }
 }
 
@@ -517,29 +569,31 @@ impl DurableLog {
     /// partition's `next_offset` says where it stands, and the store fetches
     /// the rest again.
     fn flush_pending(&mut self) -> std::result::Result<(), LogError> {
-        if self.pending.ends.is_empty() {
+        if self.pending.live == 0 {
             return Ok(());
         }
-        let pend = std::mem::take(&mut self.pending);
-        let mut start = 0;
-        let values: Vec<&[u8]> = pend
-            .ends
-            .iter()
-            .map(|&end| {
-                let v = &pend.data[start..end];
+        let mut first_err = None;
+        let mut values: Vec<&[u8]> = Vec::new();
+        for b in self.pending.in_use() {
+            let mut start = 0;
+            values.clear();
+            values.extend(b.ends.iter().map(|&end| {
+                let v = &b.data[start..end];
                 start = end;
                 v
-            })
-            .collect();
-        let r = match self.log.as_mut() {
-            Some(log) => log.append_batch(&pend.topic, &pend.partition, pend.first, &values),
-            None => Err(self.closed()),
-        };
+            }));
+            let r = match self.log.as_mut() {
+                Some(log) => log.append_batch(&b.topic, &b.partition, b.first, &values),
+                None => Err(self.closed()),
+            };
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
         drop(values);
-        // Keep the buffers' capacity for the next turn.
-        self.pending = pend;
+        // Keeps the buffers' capacity for the next turn.
         self.pending.clear();
-        r
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Applies a finished sync, waiting for it up to `wait`.
@@ -598,15 +652,15 @@ impl StoreLog for DurableLog {
 
     fn next_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
         let p = part_name(partition)?;
-        if self.pending.holds(topic, p) {
-            return Some(self.pending.next());
+        if let Some(b) = self.pending.get(topic, p) {
+            return Some(b.next());
         }
         self.log.as_ref()?.next_offset(topic, p)
     }
     fn first_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
         let p = part_name(partition)?;
         let held = self.log.as_ref()?.first_offset(topic, p);
-        held.or_else(|| self.pending.holds(topic, p).then_some(self.pending.first))
+        held.or_else(|| self.pending.get(topic, p).map(|b| b.first))
     }
     fn append(
         &mut self,
@@ -617,8 +671,14 @@ impl StoreLog for DurableLog {
     ) -> std::result::Result<(), LogError> {
         let p = part_name(partition)
             .ok_or_else(|| LogError::Invalid("partition name is not UTF-8".into()))?;
-        if !(self.pending.holds(topic, p) && offset == self.pending.next()) {
+        let mut at = self.pending.find(topic, p);
+        if at.is_some_and(|i| self.pending.batches[i].next() != offset) {
+            // Not the next of this partition's batch: write what is gathered,
+            // then the log says what it expects.
             self.flush_pending()?;
+            at = None;
+        }
+        if at.is_none() {
             let log = self.get_mut()?;
             if let Some(expected) = log.next_offset(topic, p).filter(|&e| e != offset) {
                 return Err(LogError::OffsetMismatch {
@@ -628,15 +688,10 @@ impl StoreLog for DurableLog {
                     got: offset,
                 });
             }
-            self.pending.topic.clear();
-            self.pending.topic.extend_from_slice(topic);
-            self.pending.partition.clear();
-            self.pending.partition.push_str(p);
-            self.pending.first = offset;
+            at = Some(self.pending.start(topic, p, offset));
         }
-        self.pending.data.extend_from_slice(content);
-        self.pending.ends.push(self.pending.data.len());
-        if self.pending.data.len() >= PENDING_BYTES {
+        self.pending.push(at.expect("set above"), content);
+        if self.pending.bytes >= PENDING_BYTES {
             self.flush_pending()?;
         }
         Ok(())
@@ -710,12 +765,12 @@ impl StoreLog for DurableLog {
             .into_iter()
             .map(|i| (i.topic, i.partition.into_bytes()))
             .collect();
-        let pend = &self.pending;
-        if !pend.ends.is_empty()
-            && topic.is_none_or(|t| t == pend.topic.as_slice())
-            && log.next_offset(&pend.topic, &pend.partition).is_none()
-        {
-            keys.push((pend.topic.clone(), pend.partition.clone().into_bytes()));
+        for b in self.pending.in_use() {
+            if topic.is_none_or(|t| t == b.topic.as_slice())
+                && log.next_offset(&b.topic, &b.partition).is_none()
+            {
+                keys.push((b.topic.clone(), b.partition.clone().into_bytes()));
+            }
         }
         keys
     }
