@@ -174,14 +174,7 @@ fn durable_throughput_two(dir: &Path, n: u64, size: usize) -> Rate {
         std::thread::scope(|scope| {
             for p in &ps {
                 scope.spawn(|| {
-                    let value = vec![9u8; size];
-                    let mut sent = 0;
-                    while sent < n / 2 {
-                        let k = 1000.min(n / 2 - sent);
-                        p.send_many((0..k).map(|_| value.clone()).collect(), None)
-                            .unwrap();
-                        sent += k;
-                    }
+                    send_n(p, n / 2, size);
                     assert_eq!(p.flush(Duration::from_secs(300)).unwrap(), 0);
                 });
             }
@@ -194,18 +187,23 @@ fn durable_throughput_two(dir: &Path, n: u64, size: usize) -> Rate {
     rate
 }
 
+/// Sends `n` records of `size` bytes with `send_many` of 1000 at a time.
+fn send_n(p: &Producer, n: u64, size: usize) {
+    let value = vec![9u8; size];
+    let mut sent = 0;
+    while sent < n {
+        let k = 1000.min(n - sent);
+        p.send_many((0..k).map(|_| value.clone()).collect(), None)
+            .unwrap();
+        sent += k;
+    }
+}
+
 /// Producer → store, until everything is durably ACKed.
 fn durable_throughput(dir: &Path, n: u64, size: usize) -> Rate {
     let (s, p) = start_pair(dir);
-    let value = vec![9u8; size];
     let rate = Rate::measure(n, || {
-        let mut sent = 0;
-        while sent < n {
-            let k = 1000.min(n - sent);
-            p.send_many((0..k).map(|_| value.clone()).collect(), None)
-                .unwrap();
-            sent += k;
-        }
+        send_n(&p, n, size);
         let left = p.flush(Duration::from_secs(300)).unwrap();
         assert_eq!(left, 0, "store stats {:?}", s.shared().stats.snapshot());
     });
@@ -270,14 +268,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
 /// A late consumer served by the store alone: records/s.
 fn replay(dir: &Path, n: u64, size: usize) -> f64 {
     let (s, p) = start_pair(dir);
-    let value = vec![9u8; size];
-    let mut sent = 0;
-    while sent < n {
-        let k = 1000.min(n - sent);
-        p.send_many((0..k).map(|_| value.clone()).collect(), None)
-            .unwrap();
-        sent += k;
-    }
+    send_n(&p, n, size);
     assert_eq!(p.flush(Duration::from_secs(300)).unwrap(), 0);
     p.close().unwrap();
     drop(p);

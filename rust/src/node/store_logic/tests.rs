@@ -102,7 +102,11 @@ impl StoreLog for MemLog {
 }
 
 fn store() -> StoreLogic<MemLog> {
-    StoreLogic::new(ME.to_vec(), MemLog::default(), StoreLogicConfig::default())
+    store_with(StoreLogicConfig::default())
+}
+
+fn store_with(cfg: StoreLogicConfig) -> StoreLogic<MemLog> {
+    StoreLogic::new(ME.to_vec(), MemLog::default(), cfg)
 }
 
 fn rec(s: &mut StoreLogic<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
@@ -237,14 +241,10 @@ fn late_joining_store_fetches_from_zero_then_gives_up_on_lost_history() {
 
 #[test]
 fn pipelined_fetch_continues_the_answer_in_progress() {
-    let mut s = StoreLogic::new(
-        ME.to_vec(),
-        MemLog::default(),
-        StoreLogicConfig {
-            reply_batch_records: 3,
-            ..Default::default()
-        },
-    );
+    let mut s = store_with(StoreLogicConfig {
+        reply_batch_records: 3,
+        ..Default::default()
+    });
     let now = Instant::now();
     for i in 0..20 {
         rec(&mut s, i, now);
@@ -289,14 +289,10 @@ fn pipelined_fetch_continues_the_answer_in_progress() {
 
 #[test]
 fn fetch_is_answered_exactly_in_ascending_slices() {
-    let mut s = StoreLogic::new(
-        ME.to_vec(),
-        MemLog::default(),
-        StoreLogicConfig {
-            reply_batch_records: 3,
-            ..Default::default()
-        },
-    );
+    let mut s = store_with(StoreLogicConfig {
+        reply_batch_records: 3,
+        ..Default::default()
+    });
     let now = Instant::now();
     for i in 0..10 {
         rec(&mut s, i, now);
