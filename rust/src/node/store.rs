@@ -134,22 +134,18 @@ fn publish(shared: &StoreShared, logic: &StoreLogic<impl StoreLog>, sync_error: 
         sync_error.or(logic.last_error()).map(str::to_string);
 }
 
-/// Sends `outs`; true if all went. EAGAIN (a full requester queue) stops the
-/// sending and requeues the rest when they are FETCH answers.
-fn send_all<L: StoreLog>(core: &mut Core, logic: &mut StoreLogic<L>, outs: &[Out]) -> Result<bool> {
-    for (i, o) in outs.iter().enumerate() {
+/// Sends `outs` (ACKs, FETCHes, DIRECT-HEADs, STORE-HELLOs); EAGAIN (a full
+/// peer queue) stops the sending: those are repeated by their own timers or
+/// requests. FETCH answers go through `send_slice`.
+fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
+    for o in outs {
         match core.emit(o) {
             Ok(()) => {}
-            Err(Error::Zmq(zmq::Error::EAGAIN)) => {
-                if matches!(o, Out::DirectRecord { .. }) {
-                    logic.requeue(&outs[i..]);
-                }
-                return Ok(false);
-            }
+            Err(Error::Zmq(zmq::Error::EAGAIN)) => return Ok(()),
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Sends a slice of FETCH answers until the requester's queue is full:
@@ -256,7 +252,7 @@ fn run<L: StoreLog>(
                 match Subscription::decode(s[0]) {
                     Ok(sub) if n == 1 && sub.subscribe => {
                         let outs = logic.on_subscribe(sub.prefix);
-                        send_all(&mut core, &mut logic, &outs)?;
+                        send_all(&mut core, &outs)?;
                     }
                     Ok(_) => {}
                     Err(_) => Stats::add(&stats.malformed, 1),
@@ -300,7 +296,7 @@ fn run<L: StoreLog>(
                         Vec::new()
                     }
                 };
-                send_all(&mut core, &mut logic, &outs)?;
+                send_all(&mut core, &outs)?;
             }
         }
         if beacon_in {
@@ -346,7 +342,7 @@ fn run<L: StoreLog>(
             }
         }
         let outs = logic.tick(now);
-        send_all(&mut core, &mut logic, &outs)?;
+        send_all(&mut core, &outs)?;
 
         // FETCH answers: a few slices per turn, between receives.
         if logic.has_replies() && blocked_until.is_none_or(|t| t <= now) {
@@ -695,26 +691,6 @@ impl StoreLog for DurableLog {
             self.flush_pending()?;
         }
         Ok(())
-    }
-    fn read(
-        &self,
-        topic: &[u8],
-        partition: &[u8],
-        start: u64,
-        max_records: usize,
-        max_bytes: usize,
-    ) -> std::result::Result<Vec<(u64, Vec<u8>)>, LogError> {
-        let (Some(log), Some(p)) = (self.log.as_ref(), part_name(partition)) else {
-            return Ok(Vec::new());
-        };
-        match log.read(topic, p, start, max_records, max_bytes) {
-            Ok(recs) => Ok(recs.into_iter().map(|r| (r.offset, r.value)).collect()),
-            // Retention removed it meanwhile, or it is past the end: nothing.
-            Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
-                Ok(Vec::new())
-            }
-            Err(e) => Err(e),
-        }
     }
     fn read_into(
         &self,

@@ -14,7 +14,7 @@
 //! - ACKs are cumulative per partition and never run ahead of what the log reports
 //!   durable.
 //! - FETCHes are answered from the log in ascending order, in bounded slices
-//!   ([`StoreLogic::next_replies`]) so a large FETCH never buffers unboundedly.
+//!   ([`StoreLogic::next_reply_slice`]) so a large FETCH never buffers unboundedly.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -43,20 +43,11 @@ pub trait StoreLog {
         content: &[u8],
     ) -> Result<(), Self::Error>;
     /// Reads up to `max_records` contiguous records from `start`, within about
-    /// `max_bytes` (at least one record if any exists at `start`).
-    #[allow(clippy::type_complexity)]
-    fn read(
-        &self,
-        topic: &[u8],
-        partition: &[u8],
-        start: u64,
-        max_records: usize,
-        max_bytes: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, Self::Error>;
-    /// Like `read`, but the contents go back to back into `data`, each one's
-    /// end into `ends` (both cleared first), so a FETCH answer allocates
-    /// nothing per record. Returns the offset of the first record read; the
-    /// rest follow it contiguously.
+    /// `max_bytes` (at least one record if any exists at `start`): the
+    /// contents go back to back into `data`, each one's end into `ends` (both
+    /// cleared first), so a FETCH answer allocates nothing per record. Returns
+    /// the offset of the first record read (`None` if none); the rest follow
+    /// it contiguously.
     #[allow(clippy::too_many_arguments)]
     fn read_into(
         &self,
@@ -67,19 +58,40 @@ pub trait StoreLog {
         max_bytes: usize,
         data: &mut Vec<u8>,
         ends: &mut Vec<usize>,
-    ) -> Result<Option<u64>, Self::Error> {
-        data.clear();
-        ends.clear();
-        let records = self.read(topic, partition, start, max_records, max_bytes)?;
-        let first = records.first().map(|r| r.0);
-        for (i, (offset, content)) in records.into_iter().enumerate() {
-            if Some(offset) != first.map(|f| f + i as u64) {
-                break;
-            }
-            data.extend_from_slice(&content);
-            ends.push(data.len());
-        }
-        Ok(first)
+    ) -> Result<Option<u64>, Self::Error>;
+    /// `read_into` as (offset, content) pairs.
+    #[allow(clippy::type_complexity)]
+    fn read(
+        &self,
+        topic: &[u8],
+        partition: &[u8],
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>, Self::Error> {
+        let (mut data, mut ends) = (Vec::new(), Vec::new());
+        let read = self.read_into(
+            topic,
+            partition,
+            start,
+            max_records,
+            max_bytes,
+            &mut data,
+            &mut ends,
+        )?;
+        let Some(first) = read else {
+            return Ok(Vec::new());
+        };
+        let mut from = 0;
+        Ok(ends
+            .iter()
+            .enumerate()
+            .map(|(i, &end)| {
+                let content = data[from..end].to_vec();
+                from = end;
+                (first + i as u64, content)
+            })
+            .collect())
     }
     /// The offset after the last record that reached stable storage.
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
@@ -584,62 +596,20 @@ impl<L: StoreLog> StoreLogic<L> {
         true
     }
 
-    /// The next slice of FETCH answers as messages (see `next_reply_slice`).
-    pub fn next_replies(&mut self) -> Vec<Out> {
-        let mut slice = ReplySlice::default();
-        if !self.next_reply_slice(&mut slice) {
-            return Vec::new();
-        }
-        (0..slice.len())
-            .map(|i| Out::DirectRecord {
-                to: slice.to.clone(),
-                partition: slice.partition.clone(),
-                subject: slice.topic.clone(),
-                sequence: slice.first + i as u64,
-                content: slice.content(i).to_vec(),
-            })
-            .collect()
-    }
-
     /// Puts back the records of `slice` from its `sent`-th on (the
-    /// requester's queue was full).
+    /// requester's queue was full): they are answered again first, within the
+    /// requester's job for the partition if it still has one.
     pub fn requeue_slice(&mut self, slice: &ReplySlice, sent: usize) {
         if sent >= slice.len() {
             return;
         }
         let from = slice.first + sent as u64;
         let end = slice.first + slice.len() as u64;
-        self.requeue_range(&slice.to, &slice.topic, &slice.partition, from, end);
-    }
-
-    /// Puts back FETCH answers that could not be sent (the requester's queue
-    /// was full): `unsent` is the tail of a `next_replies` slice, in order.
-    pub fn requeue(&mut self, unsent: &[Out]) {
-        let Some(Out::DirectRecord {
-            to,
-            partition,
-            subject,
-            sequence,
-            ..
-        }) = unsent.first()
-        else {
-            return;
-        };
-        let end = match unsent.last() {
-            Some(Out::DirectRecord { sequence, .. }) => sequence + 1,
-            _ => sequence + 1,
-        };
-        let (to, subject, partition) = (to.clone(), subject.clone(), partition.clone());
-        self.requeue_range(&to, &subject, &partition, *sequence, end);
-    }
-
-    /// Answers `from..end` again first (they could not be sent), within the
-    /// requester's job for the partition if it still has one.
-    fn requeue_range(&mut self, to: &[u8], topic: &[u8], partition: &[u8], from: u64, end: u64) {
+        let (to, topic, partition) = (&slice.to, &slice.topic, &slice.partition);
         if let Some(i) = self
             .replies
             .iter()
-            .position(|j| j.to == to && j.partition == partition && j.topic == topic)
+            .position(|j| &j.to == to && &j.partition == partition && &j.topic == topic)
         {
             let mut job = self.replies.remove(i).expect("index is valid");
             job.next = job.next.min(from);

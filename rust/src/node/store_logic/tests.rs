@@ -50,29 +50,32 @@ impl StoreLog for MemLog {
         e.1.push(c.to_vec());
         Ok(())
     }
-    fn read(
+    fn read_into(
         &self,
         t: &[u8],
         p: &[u8],
         start: u64,
         max_records: usize,
         max_bytes: usize,
-    ) -> Result<Vec<(u64, Vec<u8>)>, String> {
+        data: &mut Vec<u8>,
+        ends: &mut Vec<usize>,
+    ) -> Result<Option<u64>, String> {
+        data.clear();
+        ends.clear();
         let Some((first, recs, _)) = self.parts.get(&(t.to_vec(), p.to_vec())) else {
-            return Ok(vec![]);
+            return Ok(None);
         };
-        let mut out = Vec::new();
-        let mut bytes = 0;
-        let mut o = start.max(*first);
+        let from = start.max(*first);
+        let mut o = from;
         while let Some(r) = recs.get((o - first) as usize) {
-            if out.len() >= max_records || (!out.is_empty() && bytes + r.len() > max_bytes) {
+            if ends.len() >= max_records || (!ends.is_empty() && data.len() + r.len() > max_bytes) {
                 break;
             }
-            bytes += r.len();
-            out.push((o, r.clone()));
+            data.extend_from_slice(r);
+            ends.push(data.len());
             o += 1;
         }
-        Ok(out)
+        Ok((!ends.is_empty()).then_some(from))
     }
     fn durable_next(&self, t: &[u8], p: &[u8]) -> Option<u64> {
         self.parts
@@ -111,6 +114,23 @@ fn store_with(cfg: StoreLogicConfig) -> StoreLogic<MemLog> {
 
 fn rec(s: &mut StoreLogic<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
     s.on_record(T, P, seq, format!("r{seq}").as_bytes(), now)
+}
+
+/// The next slice of FETCH answers as messages.
+fn replies(s: &mut StoreLogic<MemLog>) -> Vec<Out> {
+    let mut slice = ReplySlice::default();
+    if !s.next_reply_slice(&mut slice) {
+        return Vec::new();
+    }
+    (0..slice.len())
+        .map(|i| Out::DirectRecord {
+            to: slice.to.clone(),
+            partition: slice.partition.clone(),
+            subject: slice.topic.clone(),
+            sequence: slice.first + i as u64,
+            content: slice.content(i).to_vec(),
+        })
+        .collect()
 }
 
 fn fetch_of(out: &[Out]) -> Vec<(u64, u32)> {
@@ -258,7 +278,7 @@ fn pipelined_fetch_continues_the_answer_in_progress() {
     };
     let mut sent = Vec::new();
     let mut take_slice = |s: &mut StoreLogic<MemLog>| {
-        for o in s.next_replies() {
+        for o in replies(s) {
             if let Out::DirectRecord { sequence, .. } = o {
                 sent.push(sequence);
             }
@@ -307,7 +327,7 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
     assert!(s.on_fetch(&f).is_empty());
     let mut seqs = Vec::new();
     while s.has_replies() {
-        for o in s.next_replies() {
+        for o in replies(&mut s) {
             let Message::DirectRecord(r) = o.as_message(ME) else {
                 panic!()
             };
@@ -319,11 +339,12 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
     assert_eq!(seqs, (2..9).collect::<Vec<_>>(), "exactly count records");
     // A slice that could not go out (full queue) is sent again, in order.
     s.on_fetch(&Fetch { count: 5, ..f });
-    let first = s.next_replies();
-    s.requeue(&first[1..]);
+    let mut first = ReplySlice::default();
+    assert!(s.next_reply_slice(&mut first));
+    s.requeue_slice(&first, 1);
     let mut again: Vec<u64> = Vec::new();
     while s.has_replies() {
-        for o in s.next_replies() {
+        for o in replies(&mut s) {
             if let Out::DirectRecord { sequence, .. } = o {
                 again.push(sequence);
             }
@@ -336,7 +357,7 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
         count: 100,
         ..f
     });
-    let n: usize = std::iter::from_fn(|| s.has_replies().then(|| s.next_replies().len())).sum();
+    let n: usize = std::iter::from_fn(|| s.has_replies().then(|| replies(&mut s).len())).sum();
     assert_eq!(n, 2);
     s.on_fetch(&Fetch {
         topic: b"NOPE",
