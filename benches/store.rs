@@ -4,7 +4,9 @@
 //!   sequential `write` + `fdatasync` every 2 ms of the same bytes;
 //! - producer → store throughput until every record is durably ACKed, 100 B and
 //!   1 KiB records;
-//! - ACK latency p50/p99 at a fixed offered rate (500k records/s);
+//! - ACK latency p50/p99 at fixed offered rates (100k and 500k records/s),
+//!   next to the raw disk's: the same bytes written every 1 ms and fdatasynced
+//!   every 2 ms, timed until a sync covers them;
 //! - replay: a late consumer served by the store alone;
 //! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M).
 //!
@@ -15,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use _native::log::{Log, LogConfig};
+use _native::node::store::SyncTimes;
 use _native::node::{
     Consumer, ConsumerConfig, NodeConfig, OffsetReset, Producer, ProducerConfig, Store, StoreConfig,
 };
@@ -141,6 +144,83 @@ fn baseline_disk(dir: &Path, n: u64, size: usize) -> f64 {
     r
 }
 
+/// The latency baseline: the same bytes as `ack_latency` offers (`rate`
+/// records/s of `size` + 24 B, written every 1 ms) appended to a file by one
+/// thread while another fdatasyncs every 2 ms (start to start), as the
+/// store's group commit does. Per 1 ms write: the time until a sync that
+/// covers it returned. No network, no CPU work: the floor the disk sets for
+/// ACK latency in this run.
+fn baseline_durable_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+
+    let path = dir.join("raw-latency");
+    let f = std::fs::File::create(&path).unwrap();
+    let chunk = vec![1u8; (rate / 1000) as usize * (size + 24)];
+    let ticks = secs * 1000;
+    let written = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    // (when the write ended, bytes written after it), per write.
+    let mut writes: Vec<(Instant, u64)> = Vec::with_capacity(ticks as usize);
+    // (when the sync returned, bytes it covers), per sync.
+    let mut syncs: Vec<(Instant, u64)> = Vec::new();
+    std::thread::scope(|scope| {
+        let syncer = scope.spawn(|| {
+            let mut out = Vec::new();
+            while !stop.load(SeqCst) {
+                let start = Instant::now();
+                let covers = written.load(SeqCst);
+                f.sync_data().unwrap();
+                out.push((Instant::now(), covers));
+                let next = start + Duration::from_millis(2);
+                if let Some(wait) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            out
+        });
+        let t0 = Instant::now();
+        let mut pos = 0u64;
+        for i in 0..ticks {
+            let due = t0 + Duration::from_millis(i);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            f.write_all_at(&chunk, pos).unwrap();
+            pos += chunk.len() as u64;
+            written.store(pos, SeqCst);
+            writes.push((Instant::now(), pos));
+        }
+        // Let the last writes be covered.
+        let end = Instant::now() + Duration::from_millis(50);
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stop.store(true, SeqCst);
+        syncs = syncer.join().unwrap();
+    });
+    let _ = std::fs::remove_file(&path);
+    let mut lat = Vec::with_capacity(writes.len());
+    let mut j = 0;
+    for (at, end) in writes {
+        while j < syncs.len() && (syncs[j].1 < end || syncs[j].0 < at) {
+            j += 1;
+        }
+        match syncs.get(j) {
+            Some((done, _)) => lat.push(done.duration_since(at).as_secs_f64() * 1e3),
+            None => break,
+        }
+    }
+    quantiles(lat)
+}
+
+/// p50, p99, p99.9 and max of `lat` (ms).
+fn quantiles(mut lat: Vec<f64>) -> [f64; 4] {
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let q = |x: f64| lat[((lat.len() as f64 - 1.0) * x) as usize];
+    [q(0.5), q(0.99), q(0.999), q(1.0)]
+}
+
 fn start_pair(dir: &Path) -> (Store, Producer) {
     let s = Store::open(dir, StoreConfig::default()).unwrap();
     let p = add_producer(&s);
@@ -259,10 +339,45 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
         }
     }
     p.close().unwrap();
+    if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
+        // The worst latency per 100 ms of sending: are slow ACKs one stall or
+        // a backlog that builds up?
+        let line: Vec<String> = lat
+            .chunks(100)
+            .map(|w| format!("{:.0}", w.iter().copied().fold(0.0, f64::max)))
+            .collect();
+        println!("  worst ACK latency (ms) per 100 ms: {}", line.join(" "));
+    }
+    print_sync_times(&s);
     s.close().unwrap();
-    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let q = |x: f64| lat[((lat.len() as f64 - 1.0) * x) as usize];
-    [q(0.5), q(0.99), q(0.999), q(1.0)]
+    quantiles(lat)
+}
+
+/// The store's group-commit durations so far (what ACK latency waits on).
+fn print_sync_times(s: &Store) {
+    let t = s
+        .shared()
+        .sync_times
+        .as_ref()
+        .expect("a durable store")
+        .snapshot();
+    let mut hist = String::new();
+    let mut lo = 0.0;
+    for (i, n) in t.buckets.iter().enumerate() {
+        if *n > 0 {
+            match SyncTimes::BOUNDS_MS.get(i) {
+                Some(hi) => hist += &format!(" [{lo}-{hi} ms) {n}"),
+                None => hist += &format!(" [{lo} ms-) {n}"),
+            }
+        }
+        lo = SyncTimes::BOUNDS_MS.get(i).copied().unwrap_or(lo);
+    }
+    println!(
+        "  store syncs: {}, mean {:.2} ms, max {:.2} ms;{hist}",
+        t.count,
+        t.micros as f64 / 1e3 / t.count.max(1) as f64,
+        t.max_micros as f64 / 1e3
+    );
 }
 
 /// A late consumer served by the store alone: records/s.
@@ -441,11 +556,14 @@ fn main() {
         Vec::new()
     };
     for rate in rates {
-        let [p50, p99, p999, max] =
-            ack_latency(&bench_dir("lat"), rate, if quick { 2 } else { 5 }, 100);
+        let secs = if quick { 2 } else { 5 };
+        let [b50, b99, b999, bmax] =
+            baseline_durable_latency(&bench_dir("lat-raw"), rate, secs, 100);
+        let [p50, p99, p999, max] = ack_latency(&bench_dir("lat"), rate, secs, 100);
         println!(
             "ack latency at {}k rec/s offered (100 B): p50 {p50:.2} ms, p99 {p99:.2} ms, \
-             p99.9 {p999:.2} ms, max {max:.2} ms",
+             p99.9 {p999:.2} ms, max {max:.2} ms | baseline disk (write, fdatasync every \
+             2 ms) p50 {b50:.2}, p99 {b99:.2}, p99.9 {b999:.2}, max {bmax:.2} ms",
             rate / 1000
         );
     }

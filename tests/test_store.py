@@ -108,6 +108,9 @@ def test_store_api(tmp_path: Path) -> None:
         assert (info.topic, info.first_offset, info.next_offset) == ("t", 0, 100)
         assert info.durable_next == 100
         assert s.partitions("other") == []
+        st = s.stats()
+        assert st["syncs"] >= 1, st
+        assert 0 < st["sync_micros_max"] <= st["sync_micros_total"], st
     with pytest.raises(ValueError, match="fsync"):
         Store(tmp_path / "x", fsync="sometimes")
     with pytest.raises(dafka.ConfigError):

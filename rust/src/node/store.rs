@@ -50,6 +50,8 @@ pub struct StoreShared {
     pub last_error: Mutex<Option<String>>,
     /// Storage errors seen (appends or syncs that failed).
     pub storage_errors: AtomicU64,
+    /// How long group commits take, when the storage syncs (the durable log).
+    pub sync_times: Option<Arc<SyncTimes>>,
 }
 
 /// A running store node over any [`StoreLog`].
@@ -64,7 +66,10 @@ impl<L: StoreLog + Send + 'static> StoreNode<L> {
     /// Starts the node thread with `log`; returns once the XPUB is bound.
     pub fn start(address: &str, log: L, node: NodeConfig, logic: StoreLogicConfig) -> Result<Self> {
         node.validate()?;
-        let shared = Arc::new(StoreShared::default());
+        let shared = Arc::new(StoreShared {
+            sync_times: log.sync_times(),
+            ..Default::default()
+        });
         let ctx = zmq::Context::new();
         let (a, sh) = (address.to_string(), shared.clone());
         let (actor, endpoint) = Actor::spawn("dafka-store", &ctx.clone(), move |inbox, ready| {
@@ -475,12 +480,63 @@ impl Pending {
     }
 }
 
+/// How long the syncer's group commits took (each one every partition's
+/// fdatasyncs), counted on the syncer thread: what an operator looks at when
+/// ACKs are slow.
+#[derive(Default)]
+pub struct SyncTimes {
+    count: AtomicU64,
+    micros: AtomicU64,
+    max_micros: AtomicU64,
+    /// Counts per [`SyncTimes::BOUNDS_MS`] bucket (the last: longer).
+    buckets: [AtomicU64; 8],
+}
+
+/// A copy of [`SyncTimes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncTimesSnapshot {
+    pub count: u64,
+    pub micros: u64,
+    pub max_micros: u64,
+    /// `buckets[i]` counts syncs shorter than `BOUNDS_MS[i]` (and not
+    /// shorter than the bound before); the last counts the rest.
+    pub buckets: [u64; 8],
+}
+
+impl SyncTimes {
+    /// Upper bounds of the buckets, in milliseconds.
+    pub const BOUNDS_MS: [f64; 7] = [0.5, 1.0, 2.0, 5.0, 10.0, 50.0, 200.0];
+
+    fn record(&self, took: Duration) {
+        let us = took.as_micros().min(u64::MAX as u128) as u64;
+        self.count.fetch_add(1, Relaxed);
+        self.micros.fetch_add(us, Relaxed);
+        self.max_micros.fetch_max(us, Relaxed);
+        let ms = took.as_secs_f64() * 1e3;
+        let i = Self::BOUNDS_MS
+            .iter()
+            .position(|&b| ms < b)
+            .unwrap_or(Self::BOUNDS_MS.len());
+        self.buckets[i].fetch_add(1, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> SyncTimesSnapshot {
+        SyncTimesSnapshot {
+            count: self.count.load(Relaxed),
+            micros: self.micros.load(Relaxed),
+            max_micros: self.max_micros.load(Relaxed),
+            buckets: std::array::from_fn(|i| self.buckets[i].load(Relaxed)),
+        }
+    }
+}
+
 /// The syncer thread: runs [`SyncBatch`]es, returns [`SyncDone`]s and wakes
 /// the store loop (once it gave its waker) after each.
 struct Syncer {
     tx: Option<Sender<SyncBatch>>,
     rx: Receiver<SyncDone>,
     waker: Arc<OnceLock<Arc<Waker>>>,
+    times: Arc<SyncTimes>,
     join: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -490,11 +546,16 @@ impl Syncer {
         let (done, rx) = channel::<SyncDone>();
         let waker = Arc::new(OnceLock::<Arc<Waker>>::new());
         let wake = waker.clone();
+        let times = Arc::new(SyncTimes::default());
+        let timed = times.clone();
         let join = std::thread::Builder::new()
             .name("dafka-store-sync".into())
             .spawn(move || {
                 for batch in jobs {
-                    if done.send(batch.run()).is_err() {
+                    let start = Instant::now();
+                    let result = batch.run();
+                    timed.record(start.elapsed());
+                    if done.send(result).is_err() {
                         return;
                     }
                     if let Some(w) = wake.get() {
@@ -507,6 +568,7 @@ impl Syncer {
             tx: Some(tx),
             rx,
             waker,
+            times,
             join: Some(join),
         })
     }
@@ -797,6 +859,9 @@ impl StoreLog for DurableLog {
     fn set_waker(&mut self, waker: Arc<Waker>) {
         let _ = self.syncer.waker.set(waker);
     }
+    fn sync_times(&self) -> Option<Arc<SyncTimes>> {
+        Some(self.syncer.times.clone())
+    }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
         // Let a sync in flight end, drop the refused handles, then recover
         // from the files.
@@ -896,5 +961,24 @@ impl StoreNode<DurableLog> {
         let address = store_identity(dir)?;
         let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
         Self::start(&address, log, cfg.node, cfg.logic)
+    }
+}
+
+#[cfg(test)]
+mod sync_times_tests {
+    use super::*;
+
+    #[test]
+    fn sync_times_bucket_by_duration_and_keep_the_maximum() {
+        let t = SyncTimes::default();
+        for us in [100, 499, 500, 1_500, 7_000, 250_000] {
+            t.record(Duration::from_micros(us));
+        }
+        let s = t.snapshot();
+        assert_eq!(s.count, 6);
+        assert_eq!(s.micros, 100 + 499 + 500 + 1_500 + 7_000 + 250_000);
+        assert_eq!(s.max_micros, 250_000);
+        // [0,0.5) [0.5,1) [1,2) [2,5) [5,10) [10,50) [50,200) [200,-)
+        assert_eq!(s.buckets, [2, 1, 1, 0, 1, 0, 0, 1]);
     }
 }

@@ -110,6 +110,10 @@ pub trait StoreLog {
     /// Given the node's waker once its loop runs: storage that syncs on
     /// another thread wakes the loop when a sync ends, so ACKs follow at once.
     fn set_waker(&mut self, _waker: std::sync::Arc<crate::node::actor::Waker>) {}
+    /// Timings of the storage's syncs, if it keeps them (read by the handle).
+    fn sync_times(&self) -> Option<std::sync::Arc<crate::node::store::SyncTimes>> {
+        None
+    }
 }
 
 /// Tunables of the store logic, with their defaults.

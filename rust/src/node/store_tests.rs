@@ -77,6 +77,11 @@ fn store_acks_durably_and_serves_a_late_consumer_alone() {
         s.shared().last_error.lock().unwrap(),
         p.stats().snapshot()
     );
+    // The ACKs waited for group commits, and the handle sees their timings.
+    let syncs = s.shared().sync_times.as_ref().unwrap().snapshot();
+    assert!(syncs.count >= 1, "{syncs:?}");
+    assert_eq!(syncs.buckets.iter().sum::<u64>(), syncs.count, "{syncs:?}");
+    assert!(syncs.max_micros <= syncs.micros, "{syncs:?}");
     let heads = s.heads(Some(b"t".to_vec())).unwrap();
     assert_eq!(heads.len(), 1);
     assert_eq!(heads[0].0 .1, p.address().as_bytes());

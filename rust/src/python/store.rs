@@ -155,7 +155,9 @@ impl PyStore {
     }
 
     /// Counters of the node and the store logic, and ``error``: the current
-    /// storage error (e.g. disk full) or None.
+    /// storage error (e.g. disk full) or None. ``syncs``, ``sync_micros_total``
+    /// and ``sync_micros_max`` time the group commits (fdatasyncs) that ACKs
+    /// wait for: a high maximum means the disk stalls.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let shared = self.inner.shared();
         let d = stats_dict(py, &shared.stats)?;
@@ -185,6 +187,12 @@ impl PyStore {
             ),
         ] {
             d.set_item(k, v)?;
+        }
+        if let Some(t) = &shared.sync_times {
+            let t = t.snapshot();
+            d.set_item("syncs", t.count)?;
+            d.set_item("sync_micros_total", t.micros)?;
+            d.set_item("sync_micros_max", t.max_micros)?;
         }
         let err = shared
             .last_error
