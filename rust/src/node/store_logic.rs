@@ -16,7 +16,7 @@
 //! - FETCHes are answered from the log in ascending order, in bounded slices
 //!   ([`StoreLogic::next_reply_slice`]) so a large FETCH never buffers unboundedly.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
@@ -199,6 +199,8 @@ struct PartState {
     ack_sent: Option<Instant>,
     /// When the producer was last heard from (RECORD or HEAD).
     last_seen: Option<Instant>,
+    /// Listed in `StoreLogic::active` (visited by `tick`).
+    active: bool,
 }
 
 /// A partition name a store can hold: a Dafka address is 32 hex digits; any
@@ -262,9 +264,14 @@ pub struct StoreLogic<L: StoreLog> {
     address: Vec<u8>,
     log: L,
     cfg: StoreLogicConfig,
-    /// topic → partition → state.
     /// topic → partition → state (Fx hashing: keys are short and ours).
     parts: FxHashMap<Vec<u8>, FxHashMap<Vec<u8>, PartState>>,
+    /// The partitions `tick` visits: every one touched since it last had
+    /// nothing to do (no ACK or sync pending, no gap, no held records, its
+    /// producer silent for `ack_refresh_window`). A store keeps every
+    /// partition it ever saw (each Spark task makes one); the loop's work per
+    /// turn must not grow with them.
+    active: Vec<PartKey>,
     replies: VecDeque<ReplyJob>,
     counters: StoreCounters,
     /// The last storage error, kept until an append succeeds again.
@@ -278,6 +285,7 @@ impl<L: StoreLog> StoreLogic<L> {
             log,
             cfg,
             parts: FxHashMap::default(),
+            active: Vec::new(),
             replies: VecDeque::new(),
             counters: StoreCounters::default(),
             last_error: None,
@@ -304,6 +312,10 @@ impl<L: StoreLog> StoreLogic<L> {
     pub fn clear_error(&mut self) {
         self.last_error = None;
     }
+    /// How many partitions `tick` visits (of all the store knows).
+    pub fn active_partitions(&self) -> usize {
+        self.active.len()
+    }
     /// True while FETCH answers are waiting to be sent.
     pub fn has_replies(&self) -> bool {
         !self.replies.is_empty()
@@ -319,7 +331,12 @@ impl<L: StoreLog> StoreLogic<L> {
         if !parts.contains_key(partition) {
             parts.insert(partition.to_vec(), PartState::default());
         }
-        parts.get_mut(partition).expect("inserted above")
+        let st = parts.get_mut(partition).expect("inserted above");
+        if !st.active {
+            st.active = true;
+            self.active.push((topic.to_vec(), partition.to_vec()));
+        }
+        st
     }
 
     /// RECORD or DIRECT-RECORD: `partition` is the producer's address.
@@ -676,11 +693,8 @@ impl<L: StoreLog> StoreLogic<L> {
     /// re-send FETCHes whose retry time passed.
     pub fn tick(&mut self, now: Instant) -> Vec<Out> {
         let mut out = Vec::new();
-        let keys: Vec<PartKey> = self
-            .parts
-            .iter()
-            .flat_map(|(t, ps)| ps.keys().map(move |p| (t.clone(), p.clone())))
-            .collect();
+        // Flags stay set while the list is out: `part` pushes nothing twice.
+        let keys = std::mem::take(&mut self.active);
         for (topic, partition) in keys {
             if let Some(durable) = self.log.durable_next(&topic, &partition) {
                 let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
@@ -715,14 +729,42 @@ impl<L: StoreLog> StoreLogic<L> {
                 }
             }
             self.fetch_gap(&topic, &partition, now, &mut out);
+            if self.still_active(&topic, &partition, now) {
+                self.active.push((topic, partition));
+            }
         }
         out
+    }
+
+    /// Whether `tick` must visit the partition again; clears its flag if not.
+    fn still_active(&mut self, topic: &[u8], partition: &[u8], now: Instant) -> bool {
+        let next = self.log.next_offset(topic, partition);
+        let durable = self.log.durable_next(topic, partition);
+        let window = self.cfg.ack_refresh_window;
+        let Some(st) = self.parts.get_mut(topic).and_then(|p| p.get_mut(partition)) else {
+            return false;
+        };
+        let want = next.unwrap_or(0);
+        let busy = st.fetch.is_some()
+            || !st.held.is_empty()
+            || st.known_head.is_some_and(|h| h >= want)
+            // Appended but not yet durable, or durable but not yet ACKed.
+            || durable != next
+            || st.acked.map(|a| a + 1) != next
+            // ACKs are repeated while the producer is heard.
+            || st.last_seen.is_some_and(|t| now.duration_since(t) < window);
+        st.active = busy;
+        busy
     }
 
     /// When the next tick is due: a FETCH retry, an ACK repeat, or a sync.
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
         let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
-        let parts = self.parts.values().flat_map(HashMap::values).flat_map(|p| {
+        let active = self
+            .active
+            .iter()
+            .filter_map(|(t, p)| self.parts.get(t)?.get(p));
+        let parts = active.flat_map(|p| {
             // An ACK is repeated only while its producer was heard within the
             // window (see `tick`): once it was not, no deadline (a deadline
             // `tick` would not act on makes the loop spin).

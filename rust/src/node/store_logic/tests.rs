@@ -183,6 +183,46 @@ fn in_order_records_append_and_ack_only_when_durable() {
 }
 
 #[test]
+fn tick_visits_only_partitions_with_work_left() {
+    let mut s = store();
+    let t0 = Instant::now();
+    // A thousand producers (Spark tasks) that each sent one record and left.
+    let names: Vec<Vec<u8>> = (0..1000)
+        .map(|i| format!("P{i:031}").into_bytes())
+        .collect();
+    for p in &names {
+        s.on_record(T, p, 0, b"x", t0);
+    }
+    assert_eq!(s.active_partitions(), 1000);
+    // Not durable yet: every one stays (its ACK is still to come).
+    assert!(s.tick(t0).is_empty());
+    assert_eq!(s.active_partitions(), 1000);
+    s.log_mut().sync();
+    assert_eq!(s.tick(t0).len(), 1000, "one ACK each");
+    // Producers still heard within the window: kept for ACK repeats.
+    assert_eq!(s.active_partitions(), 1000);
+    let gone = t0 + Duration::from_secs(30);
+    assert!(s.tick(gone).is_empty());
+    assert_eq!(s.active_partitions(), 0);
+    assert_eq!(s.next_deadline(gone), None);
+    // One live producer: only its partition is visited.
+    s.on_record(T, P, 0, b"a", gone);
+    s.on_record(T, P, 1, b"b", gone);
+    assert_eq!(s.active_partitions(), 1);
+    s.log_mut().sync();
+    assert_eq!(s.tick(gone).len(), 1);
+    // A partition that went quiet comes back with a gap: it is visited
+    // again, and its FETCH is retried from `tick`.
+    let back = gone + Duration::from_secs(1);
+    let out = s.on_record(T, &names[7], 5, b"y", back);
+    assert_eq!(fetch_of(&out), vec![(1, 4)]);
+    assert_eq!(s.active_partitions(), 2);
+    let retry = back + Duration::from_secs(1);
+    assert_eq!(fetch_of(&s.tick(retry)), vec![(1, 4)]);
+    assert_eq!(s.active_partitions(), 2);
+}
+
+#[test]
 fn gap_is_fetched_held_records_drained_duplicates_dropped() {
     let mut s = store();
     let now = Instant::now();
