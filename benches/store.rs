@@ -7,6 +7,7 @@
 //! - ACK latency p50/p99 at fixed offered rates (100k and 500k records/s),
 //!   next to the raw disk's: the same bytes written every 1 ms and fdatasynced
 //!   every 2 ms, timed until a sync covers them;
+//! - the same with 10k idle partitions known to the store (`parts`);
 //! - replay: a late consumer served by the store alone;
 //! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M).
 //!
@@ -243,6 +244,62 @@ fn add_producer(s: &Store) -> Producer {
     p.send(vec![0u8; 8], None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
     p
+}
+
+/// One producer into a store that already knows `idle` other partitions
+/// (producers that sent one record each and went quiet, as every finished
+/// Spark task's does), until everything is durably ACKed.
+fn durable_throughput_idle_parts(dir: &Path, n: u64, size: usize, idle: u64) -> Rate {
+    let s = Store::open(dir, StoreConfig::default()).unwrap();
+    let ctx = zmq::Context::new();
+    let publ = ctx.socket(zmq::PUB).unwrap();
+    publ.set_sndhwm(0).unwrap();
+    publ.bind("tcp://127.0.0.1:*").unwrap();
+    s.connect(&publ.get_last_endpoint().unwrap().unwrap())
+        .unwrap();
+    let mut buf = FrameBuf::new();
+    let content = vec![1u8; size];
+    let stored = || s.shared().counters.lock().unwrap().appended;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // PUB drops what it sends before the store's SUB is connected: send
+    // again (duplicates are ignored) until every partition is stored.
+    while stored() < idle {
+        assert!(
+            Instant::now() < deadline,
+            "the idle partitions were not stored"
+        );
+        for i in 0..idle {
+            let addr = format!("{i:032X}");
+            Message::Record(Record {
+                topic: b"t",
+                address: addr.as_bytes(),
+                subject: b"t",
+                sequence: 0,
+                content: &content,
+            })
+            .encode_into(Dialect::Rfc, &mut buf)
+            .unwrap();
+            let mut frames = buf.header_frames();
+            publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+            publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+            publ.send(&content[..], 0).unwrap();
+        }
+        let wait = Instant::now() + Duration::from_secs(3);
+        while stored() < idle && Instant::now() < wait {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    drop(publ);
+    // Past the ACK refresh window: the idle producers are silent.
+    std::thread::sleep(Duration::from_secs(6));
+    let p = add_producer(&s);
+    let rate = Rate::measure(n, || {
+        send_n(&p, n, size);
+        assert_eq!(p.flush(Duration::from_secs(300)).unwrap(), 0);
+    });
+    p.close().unwrap();
+    s.close().unwrap();
+    rate
 }
 
 /// Two producers (two partitions) sending at once into one store, until
@@ -511,7 +568,7 @@ fn main() {
         return;
     }
     let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
-    // DAFKA_BENCH_ONLY=tput,latency,replay,rss picks parts (default: all).
+    // DAFKA_BENCH_ONLY=tput,parts,latency,replay,rss picks parts (default: all).
     let only = std::env::var("DAFKA_BENCH_ONLY").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only.split(',').any(|p| p.trim() == name);
     let scale = if quick { 10 } else { 1 };
@@ -546,6 +603,16 @@ fn main() {
         let st = durable_throughput_two(&bench_dir("tput2"), n, 100);
         println!(
             "durable ACKed   100 B, two producers: store {:.2}M rec/s ({:.2} cpu-µs/rec)",
+            st.per_sec / 1e6,
+            st.cpu_us
+        );
+    }
+    if part("parts") {
+        let (n, idle) = (2_000_000 / scale, 10_000);
+        let st = durable_throughput_idle_parts(&bench_dir("parts"), n, 100, idle);
+        println!(
+            "durable ACKed   100 B, {idle} idle partitions known: store {:.2}M rec/s ({:.2} \
+             cpu-µs/rec)",
             st.per_sec / 1e6,
             st.cpu_us
         );
