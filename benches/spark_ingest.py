@@ -10,20 +10,26 @@ Paths: ``noop`` (the DataFrame generated and discarded), ``arrow-discard``
 Python workers costs, without dafka), ``arrow`` (mapInArrow,
 whole Arrow batches to Rust with Producer.send_buffers), ``foreach``
 (foreachPartition, send_many of Python bytes). Each dafka path ends when every
-task's records are acknowledged. Not part of scripts/test.sh.
+task's records are acknowledged. ``arrow-nostore`` is the Arrow path with no
+store (``min_acks=0``, nobody subscribed, so ZeroMQ drops each record at the
+producer): the ceiling for the Arrow path on this machine, before any record
+crosses a socket. Not part of scripts/test.sh.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
+from dafka import Store, Tower
 from dafka.spark import (
     ProducerSettings,
     foreach_partition_writer,
@@ -48,13 +54,24 @@ def count_rows(batches: Iterator[Any]) -> Iterator[Any]:
     yield pa.RecordBatch.from_pydict({"n": [n]})
 
 
+@contextlib.contextmanager
+def cluster(path: str, store_dir: str) -> Iterator[tuple[Tower, Store | None]]:
+    """A tower and a store; for ``arrow-nostore`` the tower alone."""
+    if path == "arrow-nostore":
+        with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower:
+            yield tower, None
+    else:
+        with local_cluster(store_dir) as (tower, store):
+            yield tower, store
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--paths", default="noop,arrow-discard,arrow,foreach")
+    ap.add_argument("--paths", default="noop,arrow-discard,arrow-nostore,arrow,foreach")
     ap.add_argument("--dir", help="store directory parent (default: a temp dir)")
     args = ap.parse_args()
 
@@ -74,7 +91,7 @@ def main() -> int:
     for path in args.paths.split(","):
         base = tempfile.mkdtemp(prefix="dafka-bench-", dir=args.dir)
         try:
-            with local_cluster(os.path.join(base, "store")) as (tower, store):
+            with cluster(path, os.path.join(base, "store")) as (tower, store):
                 settings = ProducerSettings(
                     f"bench-{path}",
                     towers=[tower.endpoint],
@@ -90,12 +107,17 @@ def main() -> int:
                 elif path == "arrow":
                     got = produce_arrow(df, settings).collect()
                     assert sum(r["count"] for r in got) == args.rows, got
+                elif path == "arrow-nostore":
+                    got = produce_arrow(df, replace(settings, min_acks=0)).collect()
+                    assert sum(r["count"] for r in got) == args.rows, got
                 elif path == "foreach":
                     df.foreachPartition(foreach_partition_writer(settings))
                 else:
-                    raise SystemExit(f"unknown path {path!r}: noop, arrow-discard, arrow, foreach")
+                    raise SystemExit(
+                        f"unknown path {path!r}: noop, arrow-discard, arrow-nostore, arrow, foreach"
+                    )
                 took = time.monotonic() - start
-                if path in ("arrow", "foreach"):
+                if store is not None and path in ("arrow", "foreach"):
                     held = sum(i.next_offset for i in store.partitions(f"bench-{path}"))
                     assert held == args.rows, (held, args.rows)
         finally:
@@ -104,7 +126,8 @@ def main() -> int:
         rate = args.rows / took
         rel = f", {took and results.get('noop', 0) / took:.0%} of noop" if "noop" in results else ""
         print(
-            f"{path:8} {took:7.1f} s  {rate:>12,.0f} rows/s  {mb / took:8.1f} MB/s{rel}", flush=True
+            f"{path:13} {took:7.1f} s  {rate:>12,.0f} rows/s  {mb / took:8.1f} MB/s{rel}",
+            flush=True,
         )
     spark.stop()
     return 0

@@ -213,6 +213,29 @@ def test_two_stores_min_acks_two(tmp_path: Path, tower: Tower, procs: list[Store
         assert all(v == value(o) for o, v in stored)
 
 
+def test_new_store_replicates_another_after_the_producer_exited(
+    tmp_path: Path, tower: Tower, procs: list[StoreProc]
+) -> None:
+    """Stores find each other through the tower and compare heads: a store that
+    joins after the producer is gone still gets the partition from the other."""
+    a = StoreProc(tmp_path / "a", tower.endpoint)
+    procs.append(a)
+    with Producer("t", towers=[tower.endpoint], head_interval=0.2, **FAST) as p:  # type: ignore[arg-type]
+        p.send_many([value(i) for i in range(5000)])
+        assert flush_all(p) == 0
+        partition = p.address
+    with Store(tmp_path / "b", towers=[tower.endpoint], **FAST) as b:  # type: ignore[arg-type]
+        deadline = time.monotonic() + 60
+        while [i.next_offset for i in b.partitions("t")] != [5000]:
+            assert time.monotonic() < deadline, (b.partitions(), b.stats())
+            time.sleep(0.1)
+    a.stop()
+    stored = read_log(tmp_path / "b", "t", partition)
+    assert stored == read_log(tmp_path / "a", "t", partition)
+    assert [o for o, _ in stored] == list(range(5000))
+    assert all(v == value(o) for o, v in stored)
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

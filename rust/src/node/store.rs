@@ -35,6 +35,50 @@ const BATCH: usize = 4096;
 const BACKOFF: Duration = Duration::from_millis(2);
 /// After a storage error, try to recover the log this often.
 const RECOVER_EVERY: Duration = Duration::from_secs(1);
+/// Asking other stores for their heads: after start-up, shortly after a
+/// store connected to us, once more a little later, then this often.
+const PEER_HEADS_FIRST: Duration = Duration::from_secs(1);
+const PEER_HEADS_JOINED: Duration = Duration::from_millis(100);
+const PEER_HEADS_AGAIN: Duration = Duration::from_secs(2);
+const PEER_HEADS_EVERY: Duration = Duration::from_secs(60);
+
+/// When the store next asks the other stores for every head they hold
+/// (GET-HEADS with an empty topic), so it replicates partitions whose
+/// producers are gone: HEADs only come from live producers. Another store
+/// connecting to us shows as its catch-all `G` subscription on our XPUB; our
+/// own `E<address>` subscription may reach it a moment later than its
+/// answer, hence the second ask.
+struct PeerHeads {
+    next: Instant,
+    again: bool,
+}
+
+impl PeerHeads {
+    fn new(now: Instant) -> Self {
+        Self {
+            next: now + PEER_HEADS_FIRST,
+            again: true,
+        }
+    }
+    fn store_joined(&mut self, now: Instant) {
+        self.next = self.next.min(now + PEER_HEADS_JOINED);
+        self.again = true;
+    }
+    /// True (and the next time set) when an ask is due.
+    fn due(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now
+            + if self.again {
+                PEER_HEADS_AGAIN
+            } else {
+                PEER_HEADS_EVERY
+            };
+        self.again = false;
+        true
+    }
+}
 
 enum Cmd<L: StoreLog> {
     Connect(String),
@@ -220,6 +264,7 @@ fn run<L: StoreLog>(
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
     let mut last_recover = Instant::now();
+    let mut peer_heads = PeerHeads::new(Instant::now());
     loop {
         if inbox.terminated() {
             let r = logic.log_mut().sync_all();
@@ -244,6 +289,7 @@ fn run<L: StoreLog>(
                     logic.next_deadline(now),
                     core.disc.next_deadline(),
                     blocked_until.filter(|_| logic.has_replies()),
+                    Some(peer_heads.next),
                 ],
             )
         };
@@ -256,6 +302,9 @@ fn run<L: StoreLog>(
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
                     Ok(sub) if n == 1 && sub.subscribe => {
+                        if sub.prefix == b"G" {
+                            peer_heads.store_joined(now);
+                        }
                         let outs = logic.on_subscribe(sub.prefix);
                         send_all(&mut core, &outs)?;
                     }
@@ -289,6 +338,9 @@ fn run<L: StoreLog>(
                         logic.on_fetch(&f)
                     }
                     Ok((Message::GetHeads(g), _)) => logic.on_get_heads(&g),
+                    Ok((Message::DirectHead(h), _)) if h.topic == own.as_slice() => {
+                        logic.on_peer_head(&h, now)
+                    }
                     Ok((Message::ConsumerHello(c), _)) if topic_matches(&own, c.topic) => {
                         logic.on_consumer_hello(&c)
                     }
@@ -348,6 +400,9 @@ fn run<L: StoreLog>(
         }
         let outs = logic.tick(now);
         send_all(&mut core, &outs)?;
+        if peer_heads.due(now) {
+            send_all(&mut core, &[logic.ask_peer_heads()])?;
+        }
 
         // FETCH answers: a few slices per turn, between receives.
         if logic.has_replies() && blocked_until.is_none_or(|t| t <= now) {

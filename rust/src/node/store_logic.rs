@@ -532,6 +532,32 @@ impl<L: StoreLog> StoreLogic<L> {
         out
     }
 
+    /// DIRECT-HEAD from another store (its answer to our GET-HEADS): what it
+    /// holds. Beyond what we hold is a gap, fetched like any other; unlike a
+    /// HEAD it says nothing about the producer being alive.
+    pub fn on_peer_head(&mut self, h: &Head<'_>, now: Instant) -> Vec<Out> {
+        let mut out = Vec::new();
+        if !valid_partition(h.address) {
+            self.counters.dropped_invalid += 1;
+            return out;
+        }
+        let next = self.log.next_offset(h.subject, h.address);
+        if next.is_some_and(|n| n > h.sequence) {
+            // Nothing new: do not even list the partition for `tick`.
+            return out;
+        }
+        let st = self.part(h.subject, h.address);
+        st.known_head = Some(st.known_head.map_or(h.sequence, |k| k.max(h.sequence)));
+        self.fetch_gap(h.subject, h.address, now, &mut out);
+        out
+    }
+
+    /// The GET-HEADS a store sends to other stores: an empty topic asks for
+    /// every partition they hold (see `on_get_heads`).
+    pub fn ask_peer_heads(&self) -> Out {
+        Out::GetHeads { topic: Vec::new() }
+    }
+
     /// FETCH from a consumer or another store: queue an answer from the log.
     pub fn on_fetch(&mut self, f: &Fetch<'_>) -> Vec<Out> {
         if f.address == self.address.as_slice() || f.count == 0 {
@@ -648,7 +674,18 @@ impl<L: StoreLog> StoreLogic<L> {
     }
 
     /// GET-HEADS for a topic: a DIRECT-HEAD per partition held.
+    /// GET-HEADS: a DIRECT-HEAD per partition of the topic. An empty topic
+    /// (sent by other stores of ours; producers subscribe to their own topic
+    /// only, so only stores see it) asks for every partition held.
     pub fn on_get_heads(&mut self, g: &GetHeads<'_>) -> Vec<Out> {
+        if g.address == self.address.as_slice() {
+            return Vec::new();
+        }
+        if g.topic.is_empty() {
+            let mut out = Vec::new();
+            self.heads_of(g.address, self.log.partitions(None), &mut out);
+            return out;
+        }
         self.heads_for(g.address, &[g.topic])
     }
 
@@ -663,18 +700,23 @@ impl<L: StoreLog> StoreLogic<L> {
     fn heads_for(&self, to: &[u8], topics: &[&[u8]]) -> Vec<Out> {
         let mut out = Vec::new();
         for topic in topics {
-            for (t, p) in self.log.partitions(Some(topic)) {
-                if let Some(next) = self.log.next_offset(&t, &p).filter(|&n| n > 0) {
-                    out.push(Out::DirectHead {
-                        to: to.to_vec(),
-                        partition: p,
-                        subject: t,
-                        sequence: next - 1,
-                    });
-                }
-            }
+            self.heads_of(to, self.log.partitions(Some(topic)), &mut out);
         }
         out
+    }
+
+    /// A DIRECT-HEAD to `to` for each of `parts` that holds records.
+    fn heads_of(&self, to: &[u8], parts: Vec<PartKey>, out: &mut Vec<Out>) {
+        for (t, p) in parts {
+            if let Some(next) = self.log.next_offset(&t, &p).filter(|&n| n > 0) {
+                out.push(Out::DirectHead {
+                    to: to.to_vec(),
+                    partition: p,
+                    subject: t,
+                    sequence: next - 1,
+                });
+            }
+        }
     }
 
     /// A subscription arrived on the XPUB: `L` + consumer address → STORE-HELLO.

@@ -182,6 +182,51 @@ fn late_store_catches_up_from_the_other_store_with_min_acks_two() {
 }
 
 #[test]
+fn store_replicates_from_another_store_after_the_producers_are_gone() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = store(d1.path(), &[]);
+    // Two producers (two partitions) write to store A and exit.
+    let mut names = Vec::new();
+    for _ in 0..2 {
+        let p = producer(1, &[a.endpoint()]);
+        a.connect(p.endpoint()).unwrap();
+        p.send_many((0..2000).map(value).collect(), None).unwrap();
+        assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+        names.push(p.address().to_string());
+        p.close().unwrap();
+    }
+    // A new, empty store B joins with no producer left: it learns the
+    // partitions from store A's heads and fetches them from A.
+    let b = store(d2.path(), &[a.endpoint()]);
+    a.connect(b.endpoint()).unwrap();
+    let heads = |s: &Store| {
+        let mut h = s.heads(None).unwrap();
+        h.sort();
+        h
+    };
+    wait_for("store B to match store A", Duration::from_secs(60), || {
+        heads(&b) == heads(&a)
+    });
+    assert_eq!(heads(&b).len(), 2);
+    for name in &names {
+        let read = |s: &Store| {
+            let name = name.clone();
+            s.query(move |log| log.log().unwrap().read(b"t", &name, 0, 5000, 1 << 30))
+                .unwrap()
+                .unwrap()
+        };
+        let (ra, rb) = (read(&a), read(&b));
+        assert_eq!(rb.len(), 2000);
+        assert!(ra
+            .iter()
+            .zip(&rb)
+            .all(|(x, y)| x.offset == y.offset && x.value == y.value));
+    }
+    a.close().unwrap();
+    b.close().unwrap();
+}
+
+#[test]
 fn disk_full_stops_acks_loses_nothing_and_resumes() {
     use crate::log::{IoOp, LogConfig};
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};

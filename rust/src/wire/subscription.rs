@@ -94,6 +94,8 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             }
             v
         }
+        // DIRECT-HEAD to itself: other stores' answers to its GET-HEADS
+        // (stores compare heads to replicate what no producer offers any more).
         NodeType::Store => vec![
             prefix(Kind::Record, b""),
             prefix(Kind::Head, b""),
@@ -101,6 +103,7 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             prefix(Kind::Fetch, b""),
             prefix(Kind::GetHeads, b""),
             prefix(Kind::ConsumerHello, address),
+            prefix(Kind::DirectHead, address),
         ],
     }
 }

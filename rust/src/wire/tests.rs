@@ -443,7 +443,8 @@ fn subscriptions_per_node_type() {
             b"DS1".to_vec(),
             b"F".to_vec(),
             b"G".to_vec(),
-            b"WS1".to_vec()
+            b"WS1".to_vec(),
+            b"ES1".to_vec()
         ]
     );
     assert!(topic_matches(b"hello", b"hello"));

@@ -450,6 +450,77 @@ fn get_heads_and_consumer_hello_answer_direct_heads() {
 }
 
 #[test]
+fn stores_exchange_every_head_and_fetch_what_they_miss() {
+    const S2: &[u8] = b"STORE000000000000000000000000002";
+    let mut a = store();
+    let now = Instant::now();
+    for i in 0..3 {
+        rec(&mut a, i, now);
+    }
+    a.on_record(b"other", P, 0, b"x", now);
+    // Another store asks with an empty topic: every partition held.
+    let mut out = a.on_get_heads(&GetHeads {
+        topic: b"",
+        address: S2,
+    });
+    out.sort_by_key(|o| match o {
+        Out::DirectHead { subject, .. } => subject.clone(),
+        _ => Vec::new(),
+    });
+    let head = |subject: &[u8], sequence| Out::DirectHead {
+        to: S2.to_vec(),
+        partition: P.to_vec(),
+        subject: subject.to_vec(),
+        sequence,
+    };
+    assert_eq!(out, vec![head(b"other", 0), head(T, 2)]);
+    // Our own ask (we hear nothing we publish, but a peer could echo it).
+    let mine = a.ask_peer_heads();
+    let Message::GetHeads(g) = mine.as_message(ME) else {
+        panic!()
+    };
+    assert_eq!((g.topic, g.address), (&b""[..], ME));
+    assert!(a.on_get_heads(&g).is_empty());
+
+    // The asking store holds one record of T: it fetches the rest, and the
+    // peer's head does not count as its producer being heard (no ACK repeats).
+    let mut b = store_with(StoreLogicConfig::default());
+    b.on_record(T, P, 0, b"r0", now);
+    b.log_mut().sync();
+    b.tick(now);
+    let h = |subject, sequence| Head {
+        topic: ME,
+        address: P,
+        subject,
+        sequence,
+    };
+    assert_eq!(fetch_of(&b.on_peer_head(&h(T, 2), now)), vec![(1, 2)]);
+    assert_eq!(
+        fetch_of(&b.on_peer_head(&h(b"other", 0), now)),
+        vec![(0, 1)]
+    );
+    // Nothing new: no FETCH, and the partition is not listed for `tick`.
+    let gone = now + Duration::from_secs(30);
+    b.on_record(T, P, 1, b"r1", gone);
+    b.on_record(T, P, 2, b"r2", gone);
+    b.on_record(b"other", P, 0, b"x", gone);
+    b.log_mut().sync();
+    b.tick(gone + Duration::from_secs(30));
+    assert_eq!(b.active_partitions(), 0);
+    assert!(b.on_peer_head(&h(T, 2), gone).is_empty());
+    assert_eq!(b.active_partitions(), 0);
+    // An invalid partition name is counted, not stored.
+    let bad = Head {
+        topic: ME,
+        address: b"../x",
+        subject: T,
+        sequence: 1,
+    };
+    assert!(b.on_peer_head(&bad, now).is_empty());
+    assert_eq!(b.counters().dropped_invalid, 1);
+}
+
+#[test]
 fn store_hello_on_consumer_subscription() {
     let mut s = store();
     let mut prefix = b"L".to_vec();
