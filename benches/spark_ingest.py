@@ -73,6 +73,12 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--paths", default="noop,arrow-discard,arrow-nostore,arrow,foreach")
     ap.add_argument("--dir", help="store directory parent (default: a temp dir)")
+    ap.add_argument(
+        "--wire",
+        default="rfc",
+        choices=["rfc", "zproto"],
+        help="the producers' dialect (zproto: two frames per RECORD, rfc: three)",
+    )
     args = ap.parse_args()
 
     spark = local_session(
@@ -85,7 +91,7 @@ def main() -> int:
     print(
         f"# {args.rows:,} rows x {args.value_bytes} B = {mb:,.0f} MB, "
         f"{args.partitions} Spark partitions, master {args.master}, "
-        f"{os.cpu_count()} CPUs, {platform.python_version()}"
+        f"{os.cpu_count()} CPUs, {platform.python_version()}, wire {args.wire}"
     )
     results: dict[str, float] = {}
     for path in args.paths.split(","):
@@ -97,6 +103,7 @@ def main() -> int:
                     towers=[tower.endpoint],
                     beacon_interval=0.2,
                     flush_timeout=600.0,
+                    wire=args.wire,
                 )
                 start = time.monotonic()
                 if path == "noop":

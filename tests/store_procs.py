@@ -5,6 +5,10 @@
 - ``producer TOWER TOPIC N``: publishes N records (value = the offset as 8 digits,
   padded to 100 bytes), waits until a store ACKed all of them, prints ``ACKED N``
   and exits.
+- ``partitions DIR N SOFT``: lowers this process's soft open-files limit to SOFT,
+  runs a store in DIR, publishes one record for each of N partitions to it from a
+  raw ZeroMQ socket, waits until the store holds them all, prints ``HELD n LIMIT
+  soft ERROR error`` and exits.
 """
 
 from __future__ import annotations
@@ -42,8 +46,45 @@ def producer(tower: str, topic: str, n: int) -> int:
         return 0 if left == 0 else 1
 
 
+def partitions(path: str, n: int, soft: int) -> int:
+    import resource
+
+    import zmq
+
+    from dafka import wire
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with dafka.Store(path, beacon_interval=0.2) as s:
+        pub = zmq.Context.instance().socket(zmq.XPUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.setsockopt(zmq.RCVTIMEO, 10_000)
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        s.connect(f"tcp://127.0.0.1:{port}")
+        while pub.recv() != b"\x01M":  # the store subscribed to every RECORD
+            pass
+        time.sleep(0.2)
+        for i in range(n):
+            rec = wire.Record(
+                topic=b"t", address=b"%032X" % i, subject=b"t", sequence=0, content=b"x"
+            )
+            pub.send_multipart(wire.encode(rec))
+        deadline = time.monotonic() + 60
+        while len(s.partitions("t")) < n and s.stats()["error"] is None:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        held, error = len(s.partitions("t")), s.stats()["error"]
+        pub.close()
+    now = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    print(f"HELD {held} LIMIT {now} ERROR {error}", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     if role == "store":
         sys.exit(store(args[0], args[1]))
+    if role == "partitions":
+        sys.exit(partitions(args[0], int(args[1]), int(args[2])))
     sys.exit(producer(args[0], args[1], int(args[2])))

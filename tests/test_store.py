@@ -236,6 +236,29 @@ def test_new_store_replicates_another_after_the_producer_exited(
     assert all(v == value(o) for o, v in stored)
 
 
+def test_more_partitions_than_the_soft_open_files_limit(tmp_path: Path) -> None:
+    """One descriptor per partition stays open: a store raises the soft limit to
+    the hard one, so 600 partitions work in a process started with 256 (without it,
+    the store stopped after ~240 partitions and could not even reopen its log)."""
+    import resource
+
+    n, soft = 600, 256
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < n + 512:
+        pytest.skip("the hard open-files limit is too low to show anything")
+    args = ["partitions", str(tmp_path), str(n), str(soft)]
+    out = subprocess.run(
+        [sys.executable, str(HERE / "store_procs.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    words = out.stdout.split()
+    assert words[:2] == ["HELD", str(n)], out.stdout
+    assert int(words[3]) > soft, out.stdout
+    assert words[4:] == ["ERROR", "None"], out.stdout
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

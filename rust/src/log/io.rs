@@ -9,6 +9,42 @@ use std::path::Path;
 use super::config::{IoOp, LogConfig};
 use super::error::{LogError, Result};
 
+/// Raises this process's soft limit on open files to its hard limit, once.
+///
+/// The log keeps one descriptor per partition (its active segment) and every
+/// Spark task, every producer run, is a new partition: under the usual soft
+/// limit of 1024 (256 on some systems) a store stopped working after some
+/// hundreds of partitions, when reopening its log after the first EMFILE
+/// failed too. Servers commonly lift the soft limit this way (the Go runtime
+/// does it at start-up); the hard limit stays the operator's bound. Returns
+/// the soft limit now in force.
+pub fn raise_open_files_limit() -> u64 {
+    static RAISED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *RAISED.get_or_init(|| {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read or write the struct we pass.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            return 0;
+        }
+        let before = lim.rlim_cur;
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+                tracing::debug!("open files limit raised from {before} to {}", lim.rlim_cur);
+                return lim.rlim_cur;
+            }
+            tracing::warn!(
+                "cannot raise the open files limit from {before}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        before
+    })
+}
+
 /// Creates (or truncates) a file for reading and writing.
 pub(crate) fn create(cfg: &LogConfig, path: &Path) -> Result<File> {
     cfg.fail(IoOp::Create, path)

@@ -198,6 +198,8 @@ impl Log {
     /// Opens (creating if needed) the log at `root`, recovering every partition.
     pub fn open(root: impl AsRef<Path>, cfg: LogConfig) -> Result<Log> {
         cfg.validate()?;
+        // One descriptor per partition stays open.
+        io::raise_open_files_limit();
         let root = root.as_ref().to_path_buf();
         if !root.exists() {
             if cfg.read_only {
