@@ -60,7 +60,8 @@ class Log:
 
     Options (keyword-only, defaults as ZPER): ``segment_bytes`` (512 MiB) rolls to a
     new segment; ``retain_hours`` (168, ``None`` keeps forever) and ``retain_bytes``
-    (per partition, ``None``) delete whole old segments; ``fsync`` is ``"always"``
+    (per partition, ``None``) delete whole old segments (age also the active one, once
+    all of it is that old: the partition keeps its next offset); ``fsync`` is ``"always"``
     (every append call), ``"interval"`` (once ``flush_messages`` records are unsynced
     or ``flush_interval_ms`` passed, checked on append and :meth:`tick`) or
     ``"never"`` (only :meth:`flush`); ``recovery`` says what to do with a damaged

@@ -73,8 +73,9 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// Bytes of records between two index entries (4096).
     pub index_interval_bytes: u32,
-    /// Delete sealed segments whose newest record is older than this (168 h);
-    /// `None` keeps them forever.
+    /// Delete segments whose newest record is older than this (168 h); an
+    /// active segment that old is rolled first (the partition keeps its next
+    /// offset). `None` keeps them forever.
     pub retain_hours: Option<u64>,
     /// Delete the oldest sealed segments while a partition holds more bytes than
     /// this; `None` (the default) sets no limit.

@@ -633,6 +633,18 @@ impl Partition {
             n += 1;
             io::remove(&self.cfg, &index_path)?;
         }
+        // The active segment too, once all of it is past the age limit (as
+        // Kafka does): a partition whose producer is gone (every finished
+        // Spark task's) never fills its segment, so it never rolled and was
+        // kept forever. Roll to an empty segment at the same next offset (the
+        // partition keeps its place: no store fetches it again) and delete
+        // the old one. Size retention leaves the active segment alone.
+        let tail = &self.active.seg.tail;
+        let expired = retain_ms.is_some_and(|r| now.saturating_sub(tail.max_ts) > r);
+        if self.sealed.is_empty() && tail.next > self.active.seg.base && expired {
+            self.roll()?;
+            n += self.enforce_retention(now)?;
+        }
         Ok(n)
     }
 

@@ -202,14 +202,20 @@ impl Model {
         Some(f.first().map_or(self.next.unwrap(), |r| r.0))
     }
     fn retention(&mut self, now: u64, retain_ms: u64, retain_bytes: u64) {
+        let max_ts = |s: &Vec<(u64, u64, Vec<u8>)>| s.iter().map(|r| r.1).max().unwrap_or(0);
         while self.segments.len() > 1 {
             let s = &self.segments[0];
-            let max_ts = s.iter().map(|r| r.1).max().unwrap_or(0);
             let total: u64 = self.segments.iter().map(|s| Self::seg_size(s)).sum();
-            if now.saturating_sub(max_ts) > retain_ms || total > retain_bytes {
+            if now.saturating_sub(max_ts(s)) > retain_ms || total > retain_bytes {
                 self.segments.pop_front();
             } else {
                 break;
+            }
+        }
+        // An active segment entirely past the age limit rolls and goes.
+        if let [only] = self.segments.make_contiguous() {
+            if !only.is_empty() && now.saturating_sub(max_ts(only)) > retain_ms {
+                only.clear();
             }
         }
     }
@@ -626,12 +632,17 @@ fn retention_by_age_and_size() {
     assert!(info.first_offset > 0 && info.first_offset <= 30, "{info:?}");
     assert!(info.segments < segs_before);
     assert_eq!(read_all(&log)[0].0, info.first_offset);
-    // Everything old: all sealed segments go, never the active one.
+    // Everything old: every segment goes, the active one rolled first (a
+    // partition whose producer is gone would otherwise keep it forever); the
+    // partition keeps its next offset.
     clock.set(1_000_000 + 10 * hour);
     log.enforce_retention().unwrap();
     let info = log.partition(T, P).unwrap();
     assert_eq!(info.segments, 1);
     assert_eq!(info.next_offset, 60);
+    assert_eq!(info.first_offset, 60);
+    assert_eq!(info.bytes, FILE_HEADER_LEN as u64);
+    assert!(read_all(&log).is_empty());
     assert_eq!(seg_files(&pdir(dir.path()), "log").len(), 1);
     assert_eq!(seg_files(&pdir(dir.path()), "index").len(), 1);
     assert!(matches!(
