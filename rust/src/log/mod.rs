@@ -160,6 +160,12 @@ pub struct Log {
     root: PathBuf,
     cfg: Arc<LogConfig>,
     parts: BTreeMap<(Vec<u8>, String), Partition>,
+    /// The partitions that may need a sync: appended to, rolled or trimmed
+    /// since their last [`Log::begin_sync`] (each listed once, by its
+    /// `listed` flag). Group commit and its checks look at these only, so
+    /// their cost follows the partitions written, not the partitions held
+    /// (a store keeps every partition it ever saw).
+    dirty: Vec<PartKey>,
     scratch: Vec<u8>,
     last_retention_ms: u64,
     /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
@@ -242,10 +248,23 @@ impl Log {
             }
         }
         let now = cfg.now();
+        // Opening may have truncated or recreated files: the first sync covers all.
+        let dirty = if cfg.read_only {
+            Vec::new()
+        } else {
+            parts
+                .iter_mut()
+                .map(|(k, p)| {
+                    p.listed = true;
+                    k.clone()
+                })
+                .collect()
+        };
         Ok(Log {
             root,
             cfg,
             parts,
+            dirty,
             scratch: Vec::new(),
             last_retention_ms: now,
             _lock: lock,
@@ -324,6 +343,10 @@ impl Log {
         let now = self.cfg.now();
         let p = self.parts.get_mut(&key).expect("inserted above");
         let r = p.append(&mut self.scratch, first_offset, &refs, now);
+        if !p.listed {
+            p.listed = true;
+            self.dirty.push(key);
+        }
         if self.scratch.capacity() > SCRATCH_KEEP {
             self.scratch = Vec::new();
         }
@@ -387,6 +410,13 @@ impl Log {
                 first_err.get_or_insert(e);
             }
         }
+        if first_err.is_none() {
+            for key in self.dirty.drain(..) {
+                if let Some(p) = self.parts.get_mut(&key) {
+                    p.listed = false;
+                }
+            }
+        }
         first_err.map_or(Ok(()), Err)
     }
 
@@ -398,13 +428,25 @@ impl Log {
     pub fn begin_sync(&mut self) -> SyncBatch {
         let mut parts = Vec::new();
         let mut failed = Vec::new();
-        for (key, p) in self.parts.iter_mut() {
+        let mut keep = Vec::new();
+        for key in std::mem::take(&mut self.dirty) {
+            let Some(p) = self.parts.get_mut(&key) else {
+                continue;
+            };
             match p.begin_sync() {
-                Ok(Some(job)) => parts.push((key.clone(), job)),
-                Ok(None) => {}
-                Err(e) => failed.push((key.clone(), e)),
+                Ok(Some(job)) => {
+                    p.listed = false;
+                    parts.push((key, job));
+                }
+                Ok(None) => p.listed = false,
+                // Reported at every sync until the log is reopened.
+                Err(e) => {
+                    failed.push((key.clone(), e));
+                    keep.push(key);
+                }
             }
         }
+        self.dirty = keep;
         SyncBatch {
             cfg: self.cfg.clone(),
             parts,
@@ -431,12 +473,17 @@ impl Log {
     /// sync is due (for owners that sync with [`Log::begin_sync`]).
     pub fn sync_due(&self) -> bool {
         let now = self.cfg.now();
-        self.parts.values().any(|p| p.sync_due(now))
+        self.dirty_parts().any(|p| p.sync_due(now))
     }
 
-    /// True if any usable partition has appends that are not yet durable.
+    /// True if any usable partition has appends that are not yet durable and
+    /// not yet taken by a [`Log::begin_sync`].
     pub fn has_unsynced(&self) -> bool {
-        self.parts.values().any(|p| p.needs_sync())
+        self.dirty_parts().any(Partition::needs_sync)
+    }
+
+    fn dirty_parts(&self) -> impl Iterator<Item = &Partition> {
+        self.dirty.iter().filter_map(|k| self.parts.get(k))
     }
 
     /// fdatasyncs one partition.
@@ -492,8 +539,13 @@ impl Log {
         }
         let now = self.cfg.now();
         let mut n = 0;
-        for p in self.parts.values_mut() {
-            n += p.enforce_retention(now)?;
+        for (key, p) in self.parts.iter_mut() {
+            let deleted = p.enforce_retention(now)?;
+            if deleted > 0 && !p.listed {
+                p.listed = true;
+                self.dirty.push(key.clone());
+            }
+            n += deleted;
         }
         Ok(n)
     }

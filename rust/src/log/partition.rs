@@ -86,6 +86,8 @@ pub struct Partition {
     unsynced_messages: u64,
     last_sync_ms: u64,
     failed: Option<String>,
+    /// Listed in the log's `dirty` list (see [`crate::log::Log`]).
+    pub(crate) listed: bool,
 }
 
 impl Partition {
@@ -115,6 +117,7 @@ impl Partition {
             unsynced_messages: 0,
             last_sync_ms: now,
             failed: None,
+            listed: false,
         })
     }
 
@@ -184,6 +187,7 @@ impl Partition {
             unsynced_messages: 0,
             last_sync_ms: now,
             failed: None,
+            listed: false,
         };
         if !p.cfg.read_only {
             // What survived is what counts from now on: make it durable.

@@ -1121,3 +1121,53 @@ fn one_writer_per_directory() {
     drop(log);
     Log::open(dir.path(), small(&clock)).unwrap();
 }
+
+#[test]
+fn group_commit_looks_only_at_partitions_written_since_the_last_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let cfg = || LogConfig {
+        fsync: FsyncPolicy::Never,
+        retain_hours: Some(1),
+        ..small(&clock)
+    };
+    let names: Vec<String> = (0..50).map(|i| format!("{i:032X}")).collect();
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    for n in &names {
+        log.append(T, n, 0, b"x").unwrap();
+    }
+    assert_eq!(log.dirty.len(), 50);
+    assert!(log.has_unsynced());
+    let batch = log.begin_sync();
+    assert_eq!(batch.parts.len(), 50);
+    // Taken: nothing left to look at while the batch runs.
+    assert!(log.dirty.is_empty() && !log.has_unsynced());
+    log.finish_sync(batch.run()).unwrap();
+    assert!(log.begin_sync().is_empty());
+    // One partition written: one listed, one synced.
+    log.append(T, &names[7], 1, b"y").unwrap();
+    log.append(T, &names[7], 2, b"z").unwrap();
+    assert_eq!(log.dirty.len(), 1);
+    assert!(log.has_unsynced());
+    let batch = log.begin_sync();
+    assert_eq!(batch.parts.len(), 1);
+    log.finish_sync(batch.run()).unwrap();
+    assert_eq!(log.durable_next(T, &names[7]), Some(3));
+    assert_eq!(log.durable_next(T, &names[8]), Some(1));
+    // Retention that deletes a segment lists its partition (a directory to sync).
+    clock.set(1_000_000 + 2 * 3_600_000);
+    assert_eq!(log.enforce_retention().unwrap(), 50);
+    assert_eq!(log.dirty.len(), 50);
+    let batch = log.begin_sync();
+    assert_eq!(batch.parts.len(), 50);
+    log.finish_sync(batch.run()).unwrap();
+    drop(log);
+    // After a reopen every partition is listed once (recovery syncs what it
+    // keeps, so the first group commit finds nothing) and then none.
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    assert_eq!(log.dirty.len(), 50);
+    assert!(log.begin_sync().is_empty());
+    assert!(log.dirty.is_empty());
+    log.append(T, &names[3], 1, b"w").unwrap();
+    assert_eq!(log.begin_sync().parts.len(), 1);
+}
