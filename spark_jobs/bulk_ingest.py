@@ -72,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session("dafka-bulk-ingest", args.master)
     with contextlib.ExitStack() as stack:
         towers = args.towers
+        store = None
         if not towers:
-            tower, _store = stack.enter_context(local_cluster())
+            tower, store = stack.enter_context(local_cluster())
             towers = tower.endpoint
             print(f"started a local tower + store: towers={towers}")
         settings = ProducerSettings(
@@ -101,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
             f"sent {n} records to topic {args.topic!r} in {took:.1f}s ({n / took:,.0f} rec/s), "
             f"acknowledged by {args.min_acks} store(s)"
         )
+        if store is not None:
+            parts = store.partitions(args.topic)
+            held = sum(i.next_offset - i.first_offset for i in parts)
+            print(
+                f"the local store holds {held} records of {args.topic!r} in {len(parts)} partitions"
+            )
     spark.stop()
     return 0
 

@@ -1,0 +1,76 @@
+"""The runnable jobs in spark_jobs/, in local mode (each starts its own tower and
+store), on the shared SparkSession: `main(argv)` is called in-process with the
+session's `stop` disabled, so the jobs' own `local_session` reuses it."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+JOBS = Path(__file__).resolve().parent.parent / "spark_jobs"
+
+
+def job(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"spark_job_{name}", JOBS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def shared(spark: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The session, which the jobs' final `spark.stop()` must not end."""
+    monkeypatch.setattr(type(spark), "stop", lambda self: None)
+    return spark
+
+
+@pytest.mark.parametrize("name", ["bulk_ingest", "stream_to_parquet", "enrich"])
+def test_job_help(name: str) -> None:
+    out = subprocess.run(
+        [sys.executable, str(JOBS / f"{name}.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "usage:" in out.stdout and "--towers" in out.stdout
+
+
+@pytest.mark.parametrize("mode", ["arrow", "foreach"])
+def test_bulk_ingest_job(shared: Any, mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--rows", "20000", "--partitions", "2", "--mode", mode, "--topic", f"bulk-{mode}"]
+    assert job("bulk_ingest").main(argv) == 0
+    out = capsys.readouterr().out
+    assert "sent 20000 records" in out, out
+    assert f"the local store holds 20000 records of 'bulk-{mode}' in 2 partitions" in out, out
+
+
+def test_stream_to_parquet_job(
+    shared: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.parquet as pq
+
+    output, ckpt = tmp_path / "parquet", tmp_path / "ckpt"
+    argv = ["--demo", "3000", "--output", str(output), "--checkpoint", str(ckpt)]
+    assert job("stream_to_parquet").main(argv) == 0
+    assert "wrote 3000 records" in capsys.readouterr().out
+    table = pq.read_table(output)
+    assert sorted(table.column("value").to_pylist()) == sorted(
+        b"demo record %d" % i for i in range(3000)
+    )
+    assert set(table.column("topic").to_pylist()) == {"events"}
+
+
+def test_enrich_job(shared: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--demo", "2000", "--checkpoint", str(tmp_path / "ckpt")]
+    assert job("enrich").main(argv) == 0
+    out = capsys.readouterr().out
+    assert "enriched 2000 records from 'raw' into 'enriched'" in out, out
+    assert "read back 2000 enriched records" in out, out
