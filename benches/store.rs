@@ -72,6 +72,29 @@ fn peers(eps: &[&str]) -> NodeConfig {
     }
 }
 
+/// Publishes a RECORD of topic `t` as its three `rfc` frames on a raw socket.
+fn send_raw_record(
+    publ: &zmq::Socket,
+    buf: &mut FrameBuf,
+    address: &[u8],
+    sequence: u64,
+    content: &[u8],
+) {
+    Message::Record(Record {
+        topic: b"t",
+        address,
+        subject: b"t",
+        sequence,
+        content,
+    })
+    .encode_into(Dialect::Rfc, buf)
+    .unwrap();
+    let mut frames = buf.header_frames();
+    publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+    publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+    publ.send(content, 0).unwrap();
+}
+
 /// Raw zmq PUB→SUB of `n` RECORDs of `size` bytes in the rfc framing.
 fn baseline_zmq(n: u64, size: usize) -> Rate {
     // Two contexts (two I/O threads), as a producer and a store in separate
@@ -102,19 +125,7 @@ fn baseline_zmq(n: u64, size: usize) -> Rate {
     let mut buf = FrameBuf::new();
     Rate::measure(n, || {
         for i in 0..n {
-            Message::Record(Record {
-                topic: b"t",
-                address: addr,
-                subject: b"t",
-                sequence: i,
-                content: &content,
-            })
-            .encode_into(Dialect::Rfc, &mut buf)
-            .unwrap();
-            let mut frames = buf.header_frames();
-            publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
-            publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
-            publ.send(&content[..], 0).unwrap();
+            send_raw_record(&publ, &mut buf, addr, i, &content);
         }
         reader.join().unwrap();
     })
@@ -270,19 +281,7 @@ fn durable_throughput_idle_parts(dir: &Path, n: u64, size: usize, idle: u64) -> 
         );
         for i in 0..idle {
             let addr = format!("{i:032X}");
-            Message::Record(Record {
-                topic: b"t",
-                address: addr.as_bytes(),
-                subject: b"t",
-                sequence: 0,
-                content: &content,
-            })
-            .encode_into(Dialect::Rfc, &mut buf)
-            .unwrap();
-            let mut frames = buf.header_frames();
-            publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
-            publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
-            publ.send(&content[..], 0).unwrap();
+            send_raw_record(&publ, &mut buf, addr.as_bytes(), 0, &content);
         }
         let wait = Instant::now() + Duration::from_secs(3);
         while stored() < idle && Instant::now() < wait {
