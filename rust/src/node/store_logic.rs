@@ -673,7 +673,6 @@ impl<L: StoreLog> StoreLogic<L> {
         self.counters.records_served -= end - from;
     }
 
-    /// GET-HEADS for a topic: a DIRECT-HEAD per partition held.
     /// GET-HEADS: a DIRECT-HEAD per partition of the topic. An empty topic
     /// (sent by other stores of ours; producers subscribe to their own topic
     /// only, so only stores see it) asks for every partition held.
