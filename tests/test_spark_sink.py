@@ -29,12 +29,21 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Tower, Store]]:
         yield tower, store
 
 
-def consume(tower: Tower, topic: str, n: int, within: float = 60.0) -> list[dafka.Record]:
+def consume(
+    tower: Tower, topic: str, n: int, within: float = 60.0, *, every: bool = False
+) -> list[dafka.Record]:
+    """Reads ``topic`` until ``n`` records arrived or, with ``every``, until each of
+    the values ``0..n-1`` did (records that may come twice or on top, from a failed
+    attempt or a batch cut by ``stop()``, must not end the wait early)."""
     got: list[dafka.Record] = []
+    seen: set[int] = set()
     with Consumer([topic], towers=[tower.endpoint], offset_reset="earliest", **FAST) as c:
         deadline = time.monotonic() + within
-        while len(got) < n and time.monotonic() < deadline:
-            got.extend(c.poll_many(timeout=0.2))
+        while (len(seen) if every else len(got)) < n and time.monotonic() < deadline:
+            batch = c.poll_many(timeout=0.2)
+            got.extend(batch)
+            if every:
+                seen.update(v for v in (int(r.value) for r in batch) if v < n)
         got.extend(c.poll_many(timeout=1.0))
     return got
 
@@ -119,7 +128,7 @@ def test_stream_sink_from_rate_source(
         q.stop()
     done = sum(p["numInputRows"] for p in q.recentProgress)
     assert done >= 1500
-    got = consume(tower, "rate", done)
+    got = consume(tower, "rate", done, every=True)
     values = Counter(int(r.value) for r in got)
     # Every committed batch arrived; a batch cut by stop() may have arrived too.
     assert all(values[i] >= 1 for i in range(done)), "records of committed batches are missing"
@@ -153,7 +162,7 @@ def test_failed_task_is_retried_without_loss(
         fail_first_attempt(F.col("id").cast("string")).alias("value")
     )
     sink(df.write, tower, "retry").mode("append").save()
-    got = consume(tower, "retry", 8000)
+    got = consume(tower, "retry", 8000, every=True)
     values = Counter(int(r.value) for r in got)
     assert Path(marker).exists(), "the injected failure did not happen"
     assert set(values) == set(range(8000))
