@@ -204,10 +204,7 @@ fn baseline_durable_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f
             writes.push((Instant::now(), pos));
         }
         // Let the last writes be covered.
-        let end = Instant::now() + Duration::from_millis(50);
-        while Instant::now() < end {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        std::thread::sleep(Duration::from_millis(50));
         stop.store(true, SeqCst);
         syncs = syncer.join().unwrap();
     });

@@ -520,34 +520,38 @@ impl<L: StoreLog> StoreLogic<L> {
 
     /// HEAD: the producer's last offset. Fetches anything the store lacks.
     pub fn on_head(&mut self, h: &Head<'_>, now: Instant) -> Vec<Out> {
-        let mut out = Vec::new();
-        if !valid_partition(h.address) {
-            self.counters.dropped_invalid += 1;
-            return out;
-        }
-        let st = self.part(h.subject, h.address);
-        st.known_head = Some(st.known_head.map_or(h.sequence, |k| k.max(h.sequence)));
-        st.last_seen = Some(now);
-        self.fetch_gap(h.subject, h.address, now, &mut out);
-        out
+        self.learn_head(h, now, true)
     }
 
     /// DIRECT-HEAD from another store (its answer to our GET-HEADS): what it
     /// holds. Beyond what we hold is a gap, fetched like any other; unlike a
     /// HEAD it says nothing about the producer being alive.
     pub fn on_peer_head(&mut self, h: &Head<'_>, now: Instant) -> Vec<Out> {
+        self.learn_head(h, now, false)
+    }
+
+    /// A partition's head from its producer (which is then alive) or from
+    /// another store; FETCHes what lies beyond what we hold.
+    fn learn_head(&mut self, h: &Head<'_>, now: Instant, from_producer: bool) -> Vec<Out> {
         let mut out = Vec::new();
         if !valid_partition(h.address) {
             self.counters.dropped_invalid += 1;
             return out;
         }
-        let next = self.log.next_offset(h.subject, h.address);
-        if next.is_some_and(|n| n > h.sequence) {
-            // Nothing new: do not even list the partition for `tick`.
+        if !from_producer
+            && self
+                .log
+                .next_offset(h.subject, h.address)
+                .is_some_and(|n| n > h.sequence)
+        {
+            // Nothing new from a peer: do not even list the partition for `tick`.
             return out;
         }
         let st = self.part(h.subject, h.address);
         st.known_head = Some(st.known_head.map_or(h.sequence, |k| k.max(h.sequence)));
+        if from_producer {
+            st.last_seen = Some(now);
+        }
         self.fetch_gap(h.subject, h.address, now, &mut out);
         out
     }
