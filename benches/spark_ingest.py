@@ -65,6 +65,49 @@ def cluster(path: str, store_dir: str) -> Iterator[tuple[Tower, Store | None]]:
             yield tower, store
 
 
+def cpu_by_thread() -> dict[tuple[str, str], float]:
+    """CPU seconds used so far by every thread of this machine's processes, keyed by
+    (process kind, thread name without its trailing number). Linux only."""
+    hz = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    out: dict[tuple[str, str], float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")
+            exe = os.path.basename(cmd[0].decode(errors="replace")) if cmd[0] else "?"
+            if int(pid) == me:
+                kind = "driver"
+            elif any(b"pyspark" in c and b"daemon" in c for c in cmd):
+                kind = "py-worker"
+            else:
+                kind = exe
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    st = f.read()
+                name = st[st.index("(") + 1 : st.rindex(")")].rstrip("0123456789-#")
+                fields = st[st.rindex(")") + 2 :].split()
+                key = (kind, name)
+                out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / hz
+        except (OSError, ValueError, IndexError):
+            continue  # the process or thread ended while we read it
+    return out
+
+
+def print_cpu(
+    before: dict[tuple[str, str], float],
+    after: dict[tuple[str, str], float],
+    rows: int,
+    top: int = 12,
+) -> None:
+    used = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    total = sum(v for v in used.values() if v > 0)
+    print(f"    cpu {total:.1f} s = {total * 1e6 / rows:.2f} cpu-µs/row:", end="")
+    for (kind, name), v in sorted(used.items(), key=lambda kv: -kv[1])[:top]:
+        print(f" {kind}/{name} {v * 1e6 / rows:.2f}", end="")
+    print()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -78,6 +121,11 @@ def main() -> int:
         default="rfc",
         choices=["rfc", "zproto"],
         help="the producers' dialect (zproto: two frames per RECORD, rfc: three)",
+    )
+    ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="also print each path's CPU time per row by process and thread (Linux /proc)",
     )
     args = ap.parse_args()
 
@@ -105,6 +153,7 @@ def main() -> int:
                     flush_timeout=600.0,
                     wire=args.wire,
                 )
+                cpu0 = cpu_by_thread() if args.cpu else {}
                 start = time.monotonic()
                 if path == "noop":
                     df.write.format("noop").mode("overwrite").save()
@@ -124,6 +173,8 @@ def main() -> int:
                         f"unknown path {path!r}: noop, arrow-discard, arrow-nostore, arrow, foreach"
                     )
                 took = time.monotonic() - start
+                if args.cpu:  # before the store's threads end
+                    print_after = cpu_by_thread()
                 if store is not None and path in ("arrow", "foreach"):
                     held = sum(i.next_offset for i in store.partitions(f"bench-{path}"))
                     assert held == args.rows, (held, args.rows)
@@ -136,6 +187,8 @@ def main() -> int:
             f"{path:13} {took:7.1f} s  {rate:>12,.0f} rows/s  {mb / took:8.1f} MB/s{rel}",
             flush=True,
         )
+        if args.cpu:
+            print_cpu(cpu0, print_after, args.rows)
     spark.stop()
     return 0
 

@@ -34,9 +34,10 @@ fn bench_dir(name: &str) -> PathBuf {
     d
 }
 
-/// CPU seconds (user + system) used by this process so far: with the wall
-/// rate, CPU time per record shows cost even when other work shares the cores.
-fn cpu_secs() -> f64 {
+/// CPU seconds (user + system) used by this process so far, and its context
+/// switches: with the wall rate, CPU time per record shows cost even when other
+/// work shares the cores.
+fn usage() -> (f64, f64) {
     // SAFETY: getrusage only writes the struct it is given.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -44,7 +45,10 @@ fn cpu_secs() -> f64 {
         ru
     };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    (
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+        (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
+    )
 }
 
 /// A measured run: records/s and CPU µs per record.
@@ -52,15 +56,19 @@ fn cpu_secs() -> f64 {
 struct Rate {
     per_sec: f64,
     cpu_us: f64,
+    /// Context switches per 1000 records (voluntary + involuntary).
+    switches_k: f64,
 }
 
 impl Rate {
     fn measure(n: u64, run: impl FnOnce()) -> Self {
-        let (t0, c0) = (Instant::now(), cpu_secs());
+        let (t0, (c0, s0)) = (Instant::now(), usage());
         run();
+        let (c1, s1) = usage();
         Rate {
             per_sec: n as f64 / t0.elapsed().as_secs_f64(),
-            cpu_us: (cpu_secs() - c0) * 1e6 / n as f64,
+            cpu_us: (c1 - c0) * 1e6 / n as f64,
+            switches_k: (s1 - s0) * 1e3 / n as f64,
         }
     }
 }
@@ -584,12 +592,15 @@ fn main() {
         let base = z.per_sec.min(d);
         let st = durable_throughput(&bench_dir(&format!("tput{size}")), n, size);
         println!(
-            "durable ACKed {size:>5} B: store {:.2}M rec/s ({:.2} cpu-µs/rec) | baseline zmq \
-             {:.2}M ({:.2} cpu-µs/rec), disk {:.2}M rec/s | ratio {:.0}% of min",
+            "durable ACKed {size:>5} B: store {:.2}M rec/s ({:.2} cpu-µs/rec, {:.1} switches/1k) \
+             | baseline zmq {:.2}M ({:.2} cpu-µs/rec, {:.1} switches/1k), disk {:.2}M rec/s \
+             | ratio {:.0}% of min",
             st.per_sec / 1e6,
             st.cpu_us,
+            st.switches_k,
             z.per_sec / 1e6,
             z.cpu_us,
+            z.switches_k,
             d / 1e6,
             100.0 * st.per_sec / base
         );
@@ -598,9 +609,11 @@ fn main() {
         let n = 2_000_000 / scale;
         let st = durable_throughput_two(&bench_dir("tput2"), n, 100);
         println!(
-            "durable ACKed   100 B, two producers: store {:.2}M rec/s ({:.2} cpu-µs/rec)",
+            "durable ACKed   100 B, two producers: store {:.2}M rec/s ({:.2} cpu-µs/rec, {:.1} \
+             switches/1k)",
             st.per_sec / 1e6,
-            st.cpu_us
+            st.cpu_us,
+            st.switches_k
         );
     }
     if part("parts") {

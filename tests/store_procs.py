@@ -5,10 +5,10 @@
 - ``producer TOWER TOPIC N``: publishes N records (value = the offset as 8 digits,
   padded to 100 bytes), waits until a store ACKed all of them, prints ``ACKED N``
   and exits.
-- ``partitions DIR N SOFT``: lowers this process's soft open-files limit to SOFT,
-  runs a store in DIR, publishes one record for each of N partitions to it from a
-  raw ZeroMQ socket, waits until the store holds them all, prints ``HELD n LIMIT
-  soft ERROR error`` and exits.
+- ``partitions DIR N SOFT [HARD]``: lowers this process's soft open-files limit to
+  SOFT (and the hard one to HARD if given), runs a store in DIR, publishes one
+  record for each of N partitions to it from a raw ZeroMQ socket, waits until the
+  store holds them all, prints ``HELD n LIMIT soft ERROR error`` and exits.
 """
 
 from __future__ import annotations
@@ -46,14 +46,15 @@ def producer(tower: str, topic: str, n: int) -> int:
         return 0 if left == 0 else 1
 
 
-def partitions(path: str, n: int, soft: int) -> int:
+def partitions(path: str, n: int, soft: int, hard: int | None) -> int:
     import resource
 
     import zmq
 
     from dafka import wire
 
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard is None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     with dafka.Store(path, beacon_interval=0.2) as s:
         pub = zmq.Context.instance().socket(zmq.XPUB)
@@ -86,5 +87,6 @@ if __name__ == "__main__":
     if role == "store":
         sys.exit(store(args[0], args[1]))
     if role == "partitions":
-        sys.exit(partitions(args[0], int(args[1]), int(args[2])))
+        hard = int(args[3]) if len(args) > 3 else None
+        sys.exit(partitions(args[0], int(args[1]), int(args[2]), hard))
     sys.exit(producer(args[0], args[1], int(args[2])))

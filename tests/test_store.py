@@ -259,6 +259,30 @@ def test_more_partitions_than_the_soft_open_files_limit(tmp_path: Path) -> None:
     assert words[4:] == ["ERROR", "None"], out.stdout
 
 
+def test_more_partitions_than_the_hard_open_files_limit(tmp_path: Path) -> None:
+    """Past its budget (half the open-files limit) the log closes the files of the
+    partitions written least recently: 600 partitions work under a hard limit of
+    256, and the store reopens them all after a restart (without it, the store
+    failed once ~240 partitions were open)."""
+    n, limit = 600, 256
+    args = ["partitions", str(tmp_path), str(n), str(limit), str(limit)]
+    for run in ("first", "after a restart"):
+        out = subprocess.run(
+            [sys.executable, str(HERE / "store_procs.py"), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, (run, out.stderr[-2000:])
+        assert out.stdout.split() == ["HELD", str(n), "LIMIT", str(limit), "ERROR", "None"], (
+            run,
+            out.stdout,
+        )
+    with dafka.Log(tmp_path / "log", read_only=True, retain_hours=None) as log:
+        held = log.partitions("t")
+    assert len(held) == n and all(p.next_offset == 1 for p in held)
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

@@ -283,6 +283,7 @@ class Store:
         recovery: str = "tolerate_tail_corruption",
         max_record_bytes: int = 67108864,
         fetch_retry: float = 0.5,
+        max_open_files: int | None = None,
     ) -> Store: ...
     @property
     def address(self) -> str: ...

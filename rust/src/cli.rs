@@ -114,6 +114,8 @@ pub struct StoreSection {
     pub retain_hours: Option<u64>,
     /// 0 sets no size limit.
     pub retain_bytes: Option<u64>,
+    /// 0: half the open-files limit.
+    pub max_open_files: Option<usize>,
     pub recovery: Option<String>,
     pub max_record_bytes: Option<usize>,
     pub fetch_retry_ms: Option<u64>,
@@ -269,6 +271,10 @@ pub struct StoreArgs {
     /// Keep at most this many bytes per partition; 0 = no limit [default: 0]
     #[arg(long, value_name = "BYTES")]
     pub retain_bytes: Option<u64>,
+    /// Keep at most about this many partitions' segment files open, closing the
+    /// least recently written; 0 = half the open-files limit [default: 0]
+    #[arg(long, value_name = "N")]
+    pub max_open_files: Option<usize>,
     /// Damage found at open: tolerate_tail_corruption or absolute_consistency
     /// [default: tolerate_tail_corruption]
     #[arg(long, value_name = "POLICY")]
@@ -363,6 +369,9 @@ pub fn store_settings(args: &StoreArgs, file: &FileConfig) -> Result<StoreSettin
     }
     if let Some(v) = args.retain_bytes.or(s.retain_bytes) {
         log.retain_bytes = (v != 0).then_some(v);
+    }
+    if let Some(v) = args.max_open_files.or(s.max_open_files) {
+        log.max_open_files = (v != 0).then_some(v);
     }
     log.validate()?;
 

@@ -97,6 +97,7 @@ fn flags_override_the_file() {
         flush_interval_ms = 50
         retain_hours = 0
         retain_bytes = 1000000
+        max_open_files = 300
         max_record_bytes = 1000
         fetch_retry_ms = 20
         recovery = "absolute_consistency"
@@ -111,6 +112,7 @@ fn flags_override_the_file() {
     assert_eq!(s.config.log.fsync, FsyncPolicy::Never);
     assert_eq!(s.config.log.retain_hours, None);
     assert_eq!(s.config.log.retain_bytes, Some(1_000_000));
+    assert_eq!(s.config.log.max_open_files, Some(300));
     assert_eq!(s.config.log.recovery, RecoveryPolicy::AbsoluteConsistency);
     assert_eq!(s.config.logic.max_record_bytes, 1000);
     assert_eq!(s.config.logic.fetch_retry, Duration::from_millis(20));
@@ -130,6 +132,8 @@ fn flags_override_the_file() {
         "7",
         "--retain-hours",
         "5",
+        "--max-open-files",
+        "0",
         "--log-level",
         "debug",
     ]);
@@ -143,6 +147,10 @@ fn flags_override_the_file() {
     assert_eq!(s.config.node.beacon_interval, Duration::from_millis(300));
     assert_eq!(s.config.log.flush_interval_ms, 7);
     assert_eq!(s.config.log.retain_hours, Some(5));
+    assert_eq!(
+        s.config.log.max_open_files, None,
+        "0: half the open-files limit"
+    );
     assert_eq!(s.log_level.as_deref(), Some("debug"));
 
     let f = file("[tower]\nbeacon_in = \"tcp://127.0.0.1:0\"\nbeacon_out = \"tcp://127.0.0.1:0\"");

@@ -93,6 +93,13 @@ pub struct LogConfig {
     pub read_only: bool,
     /// How often [`Log::tick`](super::Log::tick) applies retention (60,000 ms).
     pub retention_check_ms: u64,
+    /// Keep at most about this many segment files open. A partition holds its
+    /// active segment's file open; past this, the files of the partitions
+    /// appended to least recently (and synced) are closed, to be reopened on
+    /// their next append or read. `None` (the default): half of the process's
+    /// open-files limit (after raising the soft limit to the hard one), at
+    /// least 64.
+    pub max_open_files: Option<usize>,
     /// Time source for record timestamps, flush intervals and retention.
     pub clock: Clock,
     /// Optional I/O failure injection, for tests.
@@ -112,6 +119,7 @@ impl Default for LogConfig {
             recovery: RecoveryPolicy::TolerateTailCorruption,
             read_only: false,
             retention_check_ms: 60_000,
+            max_open_files: None,
             clock: Arc::new(system_clock_ms),
             failpoint: None,
         }
@@ -131,6 +139,7 @@ impl fmt::Debug for LogConfig {
             .field("recovery", &self.recovery)
             .field("read_only", &self.read_only)
             .field("retention_check_ms", &self.retention_check_ms)
+            .field("max_open_files", &self.max_open_files)
             .field("failpoint", &self.failpoint.is_some())
             .finish()
     }
@@ -149,6 +158,12 @@ impl LogConfig {
         if self.index_interval_bytes == 0 {
             return Err(LogError::Invalid(
                 "index_interval_bytes must be at least 1".into(),
+            ));
+        }
+        if self.max_open_files == Some(0) {
+            return Err(LogError::Invalid(
+                "max_open_files must be at least 1 (leave it unset for half the open-files limit)"
+                    .into(),
             ));
         }
         if self.fsync == FsyncPolicy::Interval && self.flush_messages == 0 {

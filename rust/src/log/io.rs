@@ -2,12 +2,56 @@
 //! turning `io::Error` into a [`LogError`] that names the path.
 
 use std::fs::{self, File, OpenOptions};
+use std::ops::Deref;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 use super::config::{IoOp, LogConfig};
 use super::error::{LogError, Result};
+
+/// How many of a log's segment files are open (see [`CountedFile`]).
+#[derive(Debug, Clone, Default)]
+pub struct Gauge(Arc<AtomicUsize>);
+
+impl Gauge {
+    /// Files open now.
+    pub fn get(&self) -> usize {
+        self.0.load(Relaxed)
+    }
+
+    /// Counts `file` as open until the returned handle is dropped.
+    pub fn track(&self, file: File) -> CountedFile {
+        self.0.fetch_add(1, Relaxed);
+        CountedFile {
+            file,
+            gauge: self.clone(),
+        }
+    }
+}
+
+/// A segment file counted in its log's [`Gauge`] while open, so the log can
+/// keep its descriptors under the process's limit.
+#[derive(Debug)]
+pub struct CountedFile {
+    file: File,
+    gauge: Gauge,
+}
+
+impl Deref for CountedFile {
+    type Target = File;
+    fn deref(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Drop for CountedFile {
+    fn drop(&mut self) {
+        self.gauge.0.fetch_sub(1, Relaxed);
+    }
+}
 
 /// Raises this process's soft limit on open files to its hard limit, once.
 ///
@@ -171,6 +215,22 @@ pub(crate) fn sync_data(cfg: &LogConfig, file: &File, path: &Path) -> Result<()>
         .map_err(|e| LogError::io("fdatasync", path, e))?;
     file.sync_data()
         .map_err(|e| LogError::io("fdatasync", path, e))
+}
+
+/// fdatasync of the file at `path` through a descriptor opened for it: the
+/// kernel writes back the file's dirty pages whichever descriptor wrote them,
+/// so a sync holds one descriptor at a time however many files it covers. A
+/// file deleted since (retention) has nothing left to sync.
+pub(crate) fn sync_path(cfg: &LogConfig, path: &Path) -> Result<()> {
+    cfg.fail(IoOp::Sync, path)
+        .map_err(|e| LogError::io("fdatasync", path, e))?;
+    match File::open(path) {
+        Ok(f) => f
+            .sync_data()
+            .map_err(|e| LogError::io("fdatasync", path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io("open for fdatasync", path, e)),
+    }
 }
 
 /// fsync of a directory, so that files created or removed in it persist.

@@ -168,6 +168,12 @@ pub struct Log {
     dirty: Vec<PartKey>,
     scratch: Vec<u8>,
     last_retention_ms: u64,
+    /// Active segment files open now.
+    gauge: io::Gauge,
+    /// [`LogConfig::max_open_files`] resolved.
+    max_open: usize,
+    /// Counts appends, to stamp [`Partition::last_used`].
+    uses: u64,
     /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
     _lock: Option<fs::File>,
 }
@@ -204,8 +210,11 @@ impl Log {
     /// Opens (creating if needed) the log at `root`, recovering every partition.
     pub fn open(root: impl AsRef<Path>, cfg: LogConfig) -> Result<Log> {
         cfg.validate()?;
-        // One descriptor per partition stays open.
-        io::raise_open_files_limit();
+        // Partitions keep their active segment's file open, up to max_open.
+        let limit = io::raise_open_files_limit();
+        let max_open = cfg
+            .max_open_files
+            .unwrap_or_else(|| usize::try_from(limit / 2).unwrap_or(usize::MAX).max(64));
         let root = root.as_ref().to_path_buf();
         if !root.exists() {
             if cfg.read_only {
@@ -223,6 +232,7 @@ impl Log {
             Some(lock(&root)?)
         };
         let cfg = Arc::new(cfg);
+        let gauge = io::Gauge::default();
         let mut parts = BTreeMap::new();
         for topic_entry in fs::read_dir(&root).map_err(|e| LogError::io("list", &root, e))? {
             let topic_entry = topic_entry.map_err(|e| LogError::io("list", &root, e))?;
@@ -242,7 +252,12 @@ impl Log {
                 if check_partition_name(&name).is_err() || !ppath.is_dir() {
                     continue;
                 }
-                if let Some(p) = Partition::open(cfg.clone(), ppath, topic.clone(), name.clone())? {
+                let p = Partition::open(cfg.clone(), ppath, topic.clone(), name.clone(), &gauge)?;
+                if let Some(mut p) = p {
+                    // Opening synced it: past the budget its file can go at once.
+                    if gauge.get() > max_open {
+                        p.close_file();
+                    }
                     parts.insert((topic.clone(), name), p);
                 }
             }
@@ -267,6 +282,9 @@ impl Log {
             dirty,
             scratch: Vec::new(),
             last_retention_ms: now,
+            gauge,
+            max_open,
+            uses: 0,
             _lock: lock,
         })
     }
@@ -336,12 +354,15 @@ impl Log {
                 topic.to_vec(),
                 partition.to_owned(),
                 first_offset,
+                &self.gauge,
             )?;
             self.parts.insert(key.clone(), p);
         }
         let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
         let now = self.cfg.now();
+        self.uses += 1;
         let p = self.parts.get_mut(&key).expect("inserted above");
+        p.last_used = self.uses;
         let r = p.append(&mut self.scratch, first_offset, &refs, now);
         if !p.listed {
             p.listed = true;
@@ -350,7 +371,43 @@ impl Log {
         if self.scratch.capacity() > SCRATCH_KEEP {
             self.scratch = Vec::new();
         }
+        self.close_idle_files();
         r
+    }
+
+    /// Segment files this log holds open now.
+    pub fn open_files(&self) -> usize {
+        self.gauge.get()
+    }
+
+    /// Past [`LogConfig::max_open_files`]: closes the active files of the
+    /// partitions appended to least recently, down to three quarters of the
+    /// budget (so the scan runs once per quarter budget of new files, not at
+    /// every append). Appends not yet synced lose nothing: the written pages
+    /// belong to the file, and a sync opens it by path.
+    fn close_idle_files(&mut self) {
+        let open = self.gauge.get();
+        if open <= self.max_open {
+            return;
+        }
+        let target = self.max_open - self.max_open / 4;
+        let mut stamps: Vec<u64> = self
+            .parts
+            .values()
+            .filter(|p| p.file_open())
+            .map(|p| p.last_used)
+            .collect();
+        let excess = open.saturating_sub(target).min(stamps.len());
+        if excess == 0 {
+            return;
+        }
+        let (_, cutoff, _) = stamps.select_nth_unstable(excess - 1);
+        let cutoff = *cutoff;
+        for p in self.parts.values_mut() {
+            if p.last_used <= cutoff && p.file_open() {
+                p.close_file();
+            }
+        }
     }
 
     /// Reads from `start`: at most `max_records` records and `max_bytes` of values
@@ -421,8 +478,8 @@ impl Log {
     }
 
     /// Group commit off the writer's thread, step 1: takes from every
-    /// partition with unsynced appends what needs syncing (duplicated file
-    /// handles). Run the batch on another thread ([`SyncBatch::run`]) while
+    /// partition with unsynced appends what needs syncing (file paths; the
+    /// batch opens one file at a time). Run the batch on another thread ([`SyncBatch::run`]) while
     /// appends go on, then hand the result to [`Log::finish_sync`]. A partition
     /// that cannot be prepared fails its part of the batch.
     pub fn begin_sync(&mut self) -> SyncBatch {
@@ -547,6 +604,8 @@ impl Log {
             }
             n += deleted;
         }
+        // Rolling an expired active segment opened a new file.
+        self.close_idle_files();
         Ok(n)
     }
 

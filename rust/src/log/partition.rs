@@ -13,7 +13,7 @@ use super::error::{LogError, Result};
 use super::format::{
     parse_segment_file_name, FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
 };
-use super::io;
+use super::io::{self, Gauge};
 use super::recovery::{self, Sealed};
 use super::segment::{finish_index, paths, Active, Next, Segment, SegmentReader};
 
@@ -50,7 +50,8 @@ pub struct PartitionInfo {
 /// What one partition needs synced, taken by [`Partition::begin_sync`].
 #[derive(Debug)]
 pub struct PartitionSync {
-    files: Vec<(File, PathBuf)>,
+    /// Segment files to fdatasync, opened one at a time by [`PartitionSync::run`].
+    files: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
     /// Every offset below this is durable once [`PartitionSync::run`] succeeds.
     pub target: u64,
@@ -59,8 +60,8 @@ pub struct PartitionSync {
 impl PartitionSync {
     /// Step 2, on any thread: the fdatasyncs and directory fsyncs.
     pub fn run(&self, cfg: &LogConfig) -> Result<()> {
-        for (f, path) in &self.files {
-            io::sync_data(cfg, f, path)?;
+        for path in &self.files {
+            io::sync_path(cfg, path)?;
         }
         for d in &self.dirs {
             io::sync_dir(cfg, d)?;
@@ -73,14 +74,16 @@ impl PartitionSync {
 #[derive(Debug)]
 pub struct Partition {
     cfg: Arc<LogConfig>,
+    /// The log's count of open segment files.
+    gauge: Gauge,
     topic: Vec<u8>,
     name: String,
     dir: PathBuf,
     sealed: BTreeMap<u64, Segment>,
     active: Active,
     durable_next: u64,
-    /// Sealed segments whose last writes have not reached fdatasync.
-    unsynced: Vec<(u64, File)>,
+    /// Sealed segments (base offsets) whose last writes have not reached fdatasync.
+    unsynced: Vec<u64>,
     /// Directories whose entries changed since the last sync (innermost first).
     dirty_dirs: Vec<PathBuf>,
     unsynced_messages: u64,
@@ -88,6 +91,9 @@ pub struct Partition {
     failed: Option<String>,
     /// Listed in the log's `dirty` list (see [`crate::log::Log`]).
     pub(crate) listed: bool,
+    /// When the log last appended here (its own counter), for closing the
+    /// files of the partitions used least recently.
+    pub(crate) last_used: u64,
 }
 
 impl Partition {
@@ -99,13 +105,15 @@ impl Partition {
         topic: Vec<u8>,
         name: String,
         first_offset: u64,
+        gauge: &Gauge,
     ) -> Result<Partition> {
         io::create_dir_all(&cfg, &dir)?;
-        let active = Active::create(&cfg, &dir, first_offset)?;
+        let active = Active::create(&cfg, &dir, first_offset, gauge)?;
         let topic_dir = dir.parent().unwrap_or(root).to_path_buf();
         let now = cfg.now();
         Ok(Partition {
             dirty_dirs: vec![dir.clone(), topic_dir, root.to_path_buf()],
+            gauge: gauge.clone(),
             cfg,
             topic,
             name,
@@ -118,6 +126,7 @@ impl Partition {
             last_sync_ms: now,
             failed: None,
             listed: false,
+            last_used: 0,
         })
     }
 
@@ -127,6 +136,7 @@ impl Partition {
         dir: PathBuf,
         topic: Vec<u8>,
         name: String,
+        gauge: &Gauge,
     ) -> Result<Option<Partition>> {
         let mut logs = Vec::new();
         let mut indexes = Vec::new();
@@ -170,11 +180,12 @@ impl Partition {
                 Sealed::TornTail(e) => return Err(e),
             }
         }
-        let active = recovery::open_active(&cfg, &dir, active_base)?;
+        let active = recovery::open_active(&cfg, &dir, active_base, gauge)?;
         let next = active.seg.tail.next;
         let now = cfg.now();
         let cfg_read_only = cfg.read_only;
         let mut p = Partition {
+            gauge: gauge.clone(),
             cfg,
             topic,
             name,
@@ -188,6 +199,7 @@ impl Partition {
             last_sync_ms: now,
             failed: None,
             listed: false,
+            last_used: 0,
         };
         if !p.cfg.read_only {
             // What survived is what counts from now on: make it durable.
@@ -309,8 +321,12 @@ impl Partition {
     ) -> Result<()> {
         let old = self.active.seg.tail.size;
         if let Err(e) = self.active.write(&self.cfg, scratch, first, now, values) {
-            let a = &self.active;
-            if let Err(e2) = io::set_len(&self.cfg, &a.file, &a.seg.log_path, old) {
+            let path = self.active.seg.log_path.clone();
+            let undo = self
+                .active
+                .file(self.cfg.read_only)
+                .and_then(|f| io::set_len(&self.cfg, f, &path, old));
+            if let Err(e2) = undo {
                 self.failed = Some(format!("{e}; removing the partial write failed: {e2}"));
             }
             return Err(e);
@@ -321,7 +337,7 @@ impl Partition {
 
     fn roll(&mut self) -> Result<()> {
         let next = self.next_offset();
-        let new = match Active::create(&self.cfg, &self.dir, next) {
+        let new = match Active::create(&self.cfg, &self.dir, next, &self.gauge) {
             Ok(a) => a,
             Err(e) => {
                 // Appends go on into the current segment; leave no stray segment
@@ -333,9 +349,9 @@ impl Partition {
             }
         };
         let old = std::mem::replace(&mut self.active, new);
-        let (seg, file) = old.seal(&self.cfg);
+        let seg = old.seal(&self.cfg);
         if self.durable_next < seg.tail.next {
-            self.unsynced.push((seg.base, file));
+            self.unsynced.push(seg.base);
         }
         self.sealed.insert(seg.base, seg);
         if !self.dirty_dirs.contains(&self.dir) {
@@ -352,10 +368,16 @@ impl Partition {
         let next = self.next_offset();
         if self.durable_next < next || !self.unsynced.is_empty() || !self.dirty_dirs.is_empty() {
             let r = (|| -> Result<()> {
-                for (base, f) in &self.unsynced {
-                    io::sync_data(&self.cfg, f, &paths(&self.dir, *base).0)?;
+                for base in &self.unsynced {
+                    io::sync_path(&self.cfg, &paths(&self.dir, *base).0)?;
                 }
-                io::sync_data(&self.cfg, &self.active.file, &self.active.seg.log_path)?;
+                if self.durable_next < next {
+                    let path = &self.active.seg.log_path;
+                    match self.active.open_file() {
+                        Some(f) => io::sync_data(&self.cfg, f, path)?,
+                        None => io::sync_path(&self.cfg, path)?,
+                    }
+                }
                 for d in &self.dirty_dirs {
                     io::sync_dir(&self.cfg, d)?;
                 }
@@ -375,8 +397,8 @@ impl Partition {
     }
 
     /// Group commit off the writer's thread, step 1: takes what needs an
-    /// fdatasync (duplicated handles of the active segment and of sealed ones
-    /// not yet synced, directories with new entries) and the offset it makes
+    /// fdatasync (the paths of the active segment and of sealed ones not yet
+    /// synced, directories with new entries) and the offset it makes
     /// durable. Appends may go on while [`PartitionSync::run`] works elsewhere.
     pub(crate) fn begin_sync(&mut self) -> Result<Option<PartitionSync>> {
         self.check_usable()?;
@@ -384,17 +406,14 @@ impl Partition {
         if self.durable_next >= next && self.unsynced.is_empty() && self.dirty_dirs.is_empty() {
             return Ok(None);
         }
-        let active = self
-            .active
-            .file
-            .try_clone()
-            .map_err(|e| LogError::io("duplicate handle of", &self.active.seg.log_path, e))?;
-        let mut files: Vec<(File, PathBuf)> = self
+        let mut files: Vec<PathBuf> = self
             .unsynced
             .drain(..)
-            .map(|(base, f)| (f, paths(&self.dir, base).0))
+            .map(|base| paths(&self.dir, base).0)
             .collect();
-        files.push((active, self.active.seg.log_path.clone()));
+        if self.durable_next < next {
+            files.push(self.active.seg.log_path.clone());
+        }
         self.unsynced_messages = 0;
         Ok(Some(PartitionSync {
             files,
@@ -461,12 +480,26 @@ impl Partition {
             .chain(std::iter::once(&self.active.seg))
     }
 
-    fn open_segment(&self, seg: &Segment) -> Result<Option<File>> {
+    /// The file to read `seg` from: the active segment's own handle while it
+    /// is open, else a handle opened into `owned` for this read.
+    fn segment_file<'a>(&'a self, seg: &Segment, owned: &'a mut Option<File>) -> Result<&'a File> {
         if seg.base == self.active.seg.base {
-            Ok(None)
-        } else {
-            io::open(&seg.log_path, true).map(Some)
+            if let Some(f) = self.active.open_file() {
+                return Ok(f);
+            }
         }
+        Ok(owned.insert(io::open(&seg.log_path, true)?))
+    }
+
+    /// Whether the active segment's file is open.
+    pub(crate) fn file_open(&self) -> bool {
+        self.active.open_file().is_some()
+    }
+
+    /// Closes the active segment's file to save a descriptor; the next append,
+    /// sync or read opens it again.
+    pub(crate) fn close_file(&mut self) {
+        self.active.close_file();
     }
 
     /// Reads records from `start` on: at most `max_records`, and no more than
@@ -527,8 +560,8 @@ impl Partition {
             if seg.tail.next <= cur {
                 continue;
             }
-            let owned = self.open_segment(seg)?;
-            let file = owned.as_ref().unwrap_or(&self.active.file);
+            let mut owned = None;
+            let file = self.segment_file(seg, &mut owned)?;
             let (pos, mut expected) = match seg.index.lookup_offset(cur - seg.base)? {
                 Some(e) => (u64::from(e.pos), seg.base + u64::from(e.rel)),
                 None => (FILE_HEADER_LEN as u64, seg.base),
@@ -582,8 +615,8 @@ impl Partition {
             if seg.records() == 0 || seg.tail.max_ts < ts {
                 continue;
             }
-            let owned = self.open_segment(seg)?;
-            let file = owned.as_ref().unwrap_or(&self.active.file);
+            let mut owned = None;
+            let file = self.segment_file(seg, &mut owned)?;
             let pos = seg
                 .index
                 .lookup_time(ts)?
@@ -629,7 +662,7 @@ impl Partition {
             let (log_path, index_path) = (seg.log_path.clone(), seg.index.path().to_path_buf());
             io::remove(&self.cfg, &log_path)?;
             self.sealed.remove(&base);
-            self.unsynced.retain(|(b, _)| *b != base);
+            self.unsynced.retain(|b| *b != base);
             if !self.dirty_dirs.contains(&self.dir) {
                 self.dirty_dirs.push(self.dir.clone());
             }

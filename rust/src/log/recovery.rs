@@ -21,7 +21,7 @@ use super::format::{
     RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
-use super::io;
+use super::io::{self, Gauge};
 use super::segment::{
     finish_index, index_due, paths, push_index, Active, Next, Segment, SegmentReader, Tail,
 };
@@ -330,7 +330,7 @@ fn find_valid_after(
 }
 
 /// Opens and recovers the last segment of a partition.
-pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64) -> Result<Active> {
+pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge) -> Result<Active> {
     let (log_path, index_path) = paths(dir, base);
     let file = io::open(&log_path, cfg.read_only)?;
     let len = file_len(&file, &log_path)?;
@@ -358,7 +358,7 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64) -> Result<Acti
             index,
             tail: Tail::empty(base),
         };
-        return Ok(Active { seg, file });
+        return Ok(Active::new(seg, file, gauge));
     }
     check_header(&file, &log_path, base, len)?;
 
@@ -425,5 +425,5 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64) -> Result<Acti
         index,
         tail: s.tail,
     };
-    Ok(Active { seg, file })
+    Ok(Active::new(seg, file, gauge))
 }

@@ -12,7 +12,7 @@ use super::format::{
     FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, LOG_MAGIC, RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
-use super::io;
+use super::io::{self, CountedFile, Gauge};
 
 /// Bytes a reader fetches per positioned read (records larger than this are read
 /// whole).
@@ -220,20 +220,31 @@ enum Part {
     Value(usize),
 }
 
-/// The segment being appended to, with its open file.
+/// The segment being appended to, with its file while that is open.
 #[derive(Debug)]
 pub struct Active {
     /// Paths, index and extent.
     pub seg: Segment,
-    /// The open `.log` file.
-    pub file: File,
+    /// The `.log` file; `None` while closed to save a descriptor (a partition
+    /// nobody writes to; see [`LogConfig::max_open_files`]). Reopened on use.
+    file: Option<CountedFile>,
+    gauge: Gauge,
 }
 
 impl Active {
+    /// The active segment `seg`, whose file `file` is open.
+    pub fn new(seg: Segment, file: File, gauge: &Gauge) -> Active {
+        Active {
+            seg,
+            file: Some(gauge.track(file)),
+            gauge: gauge.clone(),
+        }
+    }
+
     /// Creates the files of an empty segment at `base`.
-    pub fn create(cfg: &LogConfig, dir: &Path, base: u64) -> Result<Active> {
+    pub fn create(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge) -> Result<Active> {
         let (log_path, index_path) = paths(dir, base);
-        let file = io::create(cfg, &log_path)?;
+        let file = gauge.track(io::create(cfg, &log_path)?);
         io::write_at(
             cfg,
             &file,
@@ -249,8 +260,36 @@ impl Active {
                 index,
                 tail: Tail::empty(base),
             },
-            file,
+            file: Some(file),
+            gauge: gauge.clone(),
         })
+    }
+
+    /// The open file, reopening it if it was closed.
+    pub fn file(&mut self, read_only: bool) -> Result<&CountedFile> {
+        Self::reopen(&mut self.file, &self.gauge, &self.seg.log_path, read_only)
+    }
+
+    fn reopen<'a>(
+        slot: &'a mut Option<CountedFile>,
+        gauge: &Gauge,
+        path: &Path,
+        read_only: bool,
+    ) -> Result<&'a CountedFile> {
+        if slot.is_none() {
+            *slot = Some(gauge.track(io::open(path, read_only)?));
+        }
+        Ok(slot.as_ref().expect("opened above"))
+    }
+
+    /// The file if it is open.
+    pub fn open_file(&self) -> Option<&CountedFile> {
+        self.file.as_ref()
+    }
+
+    /// Closes the file (reopened by the next [`Active::file`]).
+    pub fn close_file(&mut self) {
+        self.file = None;
     }
 
     /// Appends records `first, first + 1, ...` with one write. On error nothing of
@@ -307,7 +346,13 @@ impl Active {
             })
             .filter(|s| !s.is_empty())
             .collect();
-        io::write_vectored_at(cfg, &self.file, &self.seg.log_path, &slices, t.size)?;
+        let file = Self::reopen(
+            &mut self.file,
+            &self.gauge,
+            &self.seg.log_path,
+            cfg.read_only,
+        )?;
+        io::write_vectored_at(cfg, file, &self.seg.log_path, &slices, t.size)?;
         t.size += written;
         self.seg.tail = t;
         for e in entries {
@@ -317,10 +362,10 @@ impl Active {
     }
 
     /// Finishes the segment: an index entry for its last record, pending entries
-    /// written out. Returns the sealed segment and its still-open file.
-    pub fn seal(mut self, cfg: &LogConfig) -> (Segment, File) {
+    /// written out. Returns the sealed segment; its file is closed.
+    pub fn seal(mut self, cfg: &LogConfig) -> Segment {
         finish_index(cfg, &mut self.seg);
-        (self.seg, self.file)
+        self.seg
     }
 }
 

@@ -258,6 +258,8 @@ proptest! {
             retain_hours: Some(1),
             retain_bytes: Some(1_500),
             fsync: FsyncPolicy::Never,
+            // Half the cases close the active file after every sync.
+            max_open_files: (start % 2 == 0).then_some(1),
             clock: clock.get(),
             ..LogConfig::default()
         };
@@ -945,6 +947,12 @@ fn config_is_validated() {
     };
     let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
     assert!(err.to_string().contains("segment_bytes"), "{err}");
+    let bad = LogConfig {
+        max_open_files: Some(0),
+        ..LogConfig::default()
+    };
+    let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
+    assert!(err.to_string().contains("max_open_files"), "{err}");
 }
 
 #[test]
@@ -1170,4 +1178,100 @@ fn group_commit_looks_only_at_partitions_written_since_the_last_sync() {
     assert!(log.dirty.is_empty());
     log.append(T, &names[3], 1, b"w").unwrap();
     assert_eq!(log.begin_sync().parts.len(), 1);
+}
+
+/// Descriptors this process holds on files under `root`.
+fn fds_under(root: &Path) -> usize {
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(root))
+        .count()
+}
+
+#[test]
+fn open_files_stay_within_max_open_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let max = 8;
+    let cfg = || LogConfig {
+        fsync: FsyncPolicy::Never,
+        retain_hours: Some(1),
+        max_open_files: Some(max),
+        ..small(&clock)
+    };
+    let names: Vec<String> = (0..40).map(|i| format!("{i:032X}")).collect();
+    let held = |log: &Log| -> Vec<Vec<u64>> {
+        names
+            .iter()
+            .map(|n| {
+                let first = log.first_offset(T, n).unwrap();
+                let recs = log.read(T, n, first, usize::MAX, usize::MAX).unwrap();
+                recs.iter().map(|r| r.offset).collect()
+            })
+            .collect()
+    };
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    for n in &names {
+        log.append_batch(T, n, 0, &[value(0), value(1), value(2)])
+            .unwrap();
+    }
+    // Closed before they were synced: a sync opens each file by path, one at
+    // a time, and loses nothing.
+    assert!(log.open_files() <= max, "{} open", log.open_files());
+    assert!(
+        fds_under(dir.path()) <= max + 1,
+        "{} descriptors",
+        fds_under(dir.path())
+    );
+    let batch = log.begin_sync();
+    log.finish_sync(batch.run()).unwrap();
+    for n in &names {
+        assert_eq!(log.durable_next(T, n), Some(3));
+    }
+    // Appends reopen a closed file and keep the count within the budget;
+    // reads of closed partitions open a handle for the read only.
+    for (i, n) in names.iter().enumerate() {
+        log.append(T, n, 3, &value(3)).unwrap();
+        if i % 5 == 4 {
+            let batch = log.begin_sync();
+            log.finish_sync(batch.run()).unwrap();
+        }
+    }
+    log.sync().unwrap();
+    let want: Vec<Vec<u64>> = names.iter().map(|_| (0..4).collect()).collect();
+    assert_eq!(held(&log), want);
+    assert!(log.open_files() <= max, "{} open", log.open_files());
+    assert!(
+        fds_under(dir.path()) <= max + 1,
+        "{} descriptors",
+        fds_under(dir.path())
+    );
+    for n in &names {
+        assert_eq!(log.durable_next(T, n), Some(4));
+    }
+    // Retention rolls every expired active segment (a new file each).
+    clock.set(1_000_000 + 2 * 3_600_000);
+    log.enforce_retention().unwrap();
+    log.sync().unwrap();
+    assert!(log.open_files() <= max, "{} open", log.open_files());
+    for n in &names {
+        log.append(T, n, 4, &value(4)).unwrap();
+    }
+    log.sync().unwrap();
+    drop(log);
+    // Reopening 40 partitions keeps at most the budget open.
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    assert!(log.open_files() <= max, "{} open", log.open_files());
+    assert!(
+        fds_under(dir.path()) <= max + 1,
+        "{} descriptors",
+        fds_under(dir.path())
+    );
+    let want: Vec<Vec<u64>> = names.iter().map(|_| vec![4]).collect();
+    assert_eq!(held(&log), want);
+    log.append(T, &names[0], 5, &value(5)).unwrap();
+    log.sync().unwrap();
+    assert_eq!(log.next_offset(T, &names[0]), Some(6));
+    assert_eq!(log.durable_next(T, &names[0]), Some(6));
 }

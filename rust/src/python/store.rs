@@ -31,7 +31,7 @@ impl PyStore {
         sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 2,
         flush_messages = 100000, segment_bytes = 536870912, retain_hours = Some(168),
         retain_bytes = None, recovery = "tolerate_tail_corruption", max_record_bytes = 67108864,
-        fetch_retry = 0.5
+        fetch_retry = 0.5, max_open_files = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -54,6 +54,7 @@ impl PyStore {
         recovery: &str,
         max_record_bytes: usize,
         fetch_retry: f64,
+        max_open_files: Option<usize>,
     ) -> PyResult<Self> {
         let mut cfg = StoreConfig {
             node: node_config(
@@ -79,6 +80,7 @@ impl PyStore {
         cfg.log.segment_bytes = segment_bytes;
         cfg.log.retain_hours = retain_hours;
         cfg.log.retain_bytes = retain_bytes;
+        cfg.log.max_open_files = max_open_files;
         cfg.logic.max_record_bytes = max_record_bytes;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
         if cfg.logic.fetch_retry < Duration::from_millis(1) {
