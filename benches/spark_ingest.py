@@ -123,6 +123,13 @@ def main() -> int:
         help="the producers' dialect (zproto: two frames per RECORD, rfc: three)",
     )
     ap.add_argument(
+        "--warmup-rows",
+        type=int,
+        default=2_000_000,
+        help="rows for an untimed noop and arrow-discard pass first, so the JVM's JIT has "
+        "compiled the generator and the Arrow conversion before any path is timed (0: none)",
+    )
+    ap.add_argument(
         "--cpu",
         action="store_true",
         help="also print each path's CPU time per row by process and thread (Linux /proc)",
@@ -141,6 +148,15 @@ def main() -> int:
         f"{args.partitions} Spark partitions, master {args.master}, "
         f"{os.cpu_count()} CPUs, {platform.python_version()}, wire {args.wire}"
     )
+    if args.warmup_rows:
+        warm = frame(spark, args.warmup_rows, args.value_bytes, args.partitions)
+        start = time.monotonic()
+        warm.write.format("noop").mode("overwrite").save()
+        warm.mapInArrow(count_rows, "n long").collect()
+        print(
+            f"# warm-up: {args.warmup_rows:,} rows, noop and arrow-discard, "
+            f"{time.monotonic() - start:.1f} s untimed"
+        )
     results: dict[str, float] = {}
     for path in args.paths.split(","):
         base = tempfile.mkdtemp(prefix="dafka-bench-", dir=args.dir)

@@ -55,13 +55,13 @@ impl Drop for CountedFile {
 
 /// Raises this process's soft limit on open files to its hard limit, once.
 ///
-/// The log keeps one descriptor per partition (its active segment) and every
-/// Spark task, every producer run, is a new partition: under the usual soft
-/// limit of 1024 (256 on some systems) a store stopped working after some
-/// hundreds of partitions, when reopening its log after the first EMFILE
-/// failed too. Servers commonly lift the soft limit this way (the Go runtime
-/// does it at start-up); the hard limit stays the operator's bound. Returns
-/// the soft limit now in force.
+/// The log keeps a descriptor per partition written recently (its active
+/// segment), up to [`LogConfig::max_open_files`], by default half this limit:
+/// every Spark task, every producer run, is a new partition, and the usual
+/// soft limit of 1024 (256 on some systems) would leave room for few.
+/// Servers commonly lift the soft limit this way (the Go runtime does it at
+/// start-up); the hard limit stays the operator's bound. Returns the soft
+/// limit now in force.
 pub fn raise_open_files_limit() -> u64 {
     static RAISED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *RAISED.get_or_init(|| {
