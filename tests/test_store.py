@@ -283,6 +283,48 @@ def test_more_partitions_than_the_hard_open_files_limit(tmp_path: Path) -> None:
     assert len(held) == n and all(p.next_offset == 1 for p in held)
 
 
+def test_a_damaged_partition_does_not_keep_the_store_from_starting(
+    tmp_path: Path, tower: Tower
+) -> None:
+    """Damage that recovery refuses (a bad record in a sealed segment, valid ones
+    after it) sets that partition aside: the store starts and serves the others
+    (it used to refuse to start at all), and refuses to write over the damage."""
+    names = [c * 32 for c in "ABC"]
+    with dafka.Log(tmp_path / "log", segment_bytes=2000, retain_hours=None) as log:
+        for n in names:
+            log.append_many("t", n, 0, [value(i) for i in range(100)])
+    bad = tmp_path / "log" / "t" / names[1]
+    first = sorted(bad.glob("*.log"))[0]
+    data = bytearray(first.read_bytes())
+    data[200:202] = b"\xff\xff"
+    first.write_bytes(bytes(data))
+    for idx in bad.glob("*.index"):
+        idx.unlink()
+    towers = [tower.endpoint]
+    with Store(tmp_path, bind=LOCAL, towers=towers, **FAST) as s:
+        assert sorted(p.partition for p in s.partitions("t")) == [names[0], names[2]]
+        for n in (names[0], names[2]):
+            got, lost = dafka.fetch_range("t", n, 0, 100, towers=towers, timeout=30, **FAST)
+            assert [v for _, v in got] == [value(i) for i in range(100)] and not lost
+        # Records for the damaged partition are not written over its files.
+        pub = zmq.Context.instance().socket(zmq.XPUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.setsockopt(zmq.RCVTIMEO, 10_000)
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        s.connect(f"tcp://127.0.0.1:{port}")
+        while pub.recv() != b"\x01M":
+            pass
+        time.sleep(0.2)
+        rec = wire.Record(
+            topic=b"t", address=names[1].encode(), subject=b"t", sequence=0, content=b"x"
+        )
+        pub.send_multipart(wire.encode(rec))
+        wait_for(lambda: "could not be opened" in str(s.stats()["error"]), "the store to report it")
+        assert int(s.stats()["storage_errors"] or 0) > 0
+        pub.close()
+    assert first.read_bytes() == bytes(data)
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

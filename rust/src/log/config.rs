@@ -100,6 +100,13 @@ pub struct LogConfig {
     /// open-files limit (after raising the soft limit to the hard one), at
     /// least 64.
     pub max_open_files: Option<usize>,
+    /// A partition that cannot be opened (recovery refuses its damage, an I/O
+    /// error) is set aside instead of failing the whole open: listed by
+    /// [`Log::damaged`](super::Log::damaged), refusing appends and reads, and
+    /// opened again by [`Log::reopen_failed`](super::Log::reopen_failed).
+    /// Off by default (open fails, naming the damage); a store turns it on,
+    /// so one damaged partition does not take every other one offline.
+    pub isolate_damaged: bool,
     /// Time source for record timestamps, flush intervals and retention.
     pub clock: Clock,
     /// Optional I/O failure injection, for tests.
@@ -120,6 +127,7 @@ impl Default for LogConfig {
             read_only: false,
             retention_check_ms: 60_000,
             max_open_files: None,
+            isolate_damaged: false,
             clock: Arc::new(system_clock_ms),
             failpoint: None,
         }
@@ -140,6 +148,7 @@ impl fmt::Debug for LogConfig {
             .field("read_only", &self.read_only)
             .field("retention_check_ms", &self.retention_check_ms)
             .field("max_open_files", &self.max_open_files)
+            .field("isolate_damaged", &self.isolate_damaged)
             .field("failpoint", &self.failpoint.is_some())
             .finish()
     }

@@ -168,6 +168,9 @@ pub struct Log {
     dirty: Vec<PartKey>,
     scratch: Vec<u8>,
     last_retention_ms: u64,
+    /// Partitions that could not be opened ([`LogConfig::isolate_damaged`]):
+    /// their directory and why.
+    damaged: BTreeMap<PartKey, (PathBuf, String)>,
     /// Active segment files open now.
     gauge: io::Gauge,
     /// [`LogConfig::max_open_files`] resolved.
@@ -206,6 +209,14 @@ fn lossy(topic: &[u8]) -> String {
     String::from_utf8_lossy(topic).into_owned()
 }
 
+fn damaged_error((topic, partition): &PartKey, why: &str) -> LogError {
+    LogError::Failed {
+        topic: lossy(topic),
+        partition: partition.clone(),
+        reason: format!("it could not be opened: {why}"),
+    }
+}
+
 impl Log {
     /// Opens (creating if needed) the log at `root`, recovering every partition.
     pub fn open(root: impl AsRef<Path>, cfg: LogConfig) -> Result<Log> {
@@ -234,6 +245,7 @@ impl Log {
         let cfg = Arc::new(cfg);
         let gauge = io::Gauge::default();
         let mut parts = BTreeMap::new();
+        let mut damaged = BTreeMap::new();
         for topic_entry in fs::read_dir(&root).map_err(|e| LogError::io("list", &root, e))? {
             let topic_entry = topic_entry.map_err(|e| LogError::io("list", &root, e))?;
             let tpath = topic_entry.path();
@@ -252,13 +264,30 @@ impl Log {
                 if check_partition_name(&name).is_err() || !ppath.is_dir() {
                     continue;
                 }
-                let p = Partition::open(cfg.clone(), ppath, topic.clone(), name.clone(), &gauge)?;
-                if let Some(mut p) = p {
-                    // Opening synced it: past the budget its file can go at once.
-                    if gauge.get() > max_open {
-                        p.close_file();
+                let p = Partition::open(
+                    cfg.clone(),
+                    ppath.clone(),
+                    topic.clone(),
+                    name.clone(),
+                    &gauge,
+                );
+                match p {
+                    Ok(Some(mut p)) => {
+                        // Opening synced it: past the budget its file can go at once.
+                        if gauge.get() > max_open {
+                            p.close_file();
+                        }
+                        parts.insert((topic.clone(), name), p);
                     }
-                    parts.insert((topic.clone(), name), p);
+                    Ok(None) => {}
+                    Err(e) if cfg.isolate_damaged => {
+                        tracing::error!(
+                            "partition {}/{name} set aside, the rest of the log opens: {e}",
+                            lossy(&topic)
+                        );
+                        damaged.insert((topic.clone(), name), (ppath, e.to_string()));
+                    }
+                    Err(e) => return Err(e),
                 }
             }
         }
@@ -282,6 +311,7 @@ impl Log {
             dirty,
             scratch: Vec::new(),
             last_retention_ms: now,
+            damaged,
             gauge,
             max_open,
             uses: 0,
@@ -300,12 +330,65 @@ impl Log {
     }
 
     fn part(&self, topic: &[u8], partition: &str) -> Result<&Partition> {
+        let key = (topic.to_vec(), partition.to_owned());
         self.parts
-            .get(&(topic.to_vec(), partition.to_owned()))
-            .ok_or_else(|| LogError::UnknownPartition {
-                topic: lossy(topic),
-                partition: partition.to_owned(),
+            .get(&key)
+            .ok_or_else(|| match self.damaged.get(&key) {
+                Some((_, why)) => damaged_error(&key, why),
+                None => LogError::UnknownPartition {
+                    topic: lossy(topic),
+                    partition: partition.to_owned(),
+                },
             })
+    }
+
+    /// Partitions set aside because they could not be opened
+    /// ([`LogConfig::isolate_damaged`]): (topic, partition, why).
+    pub fn damaged(&self) -> Vec<(Vec<u8>, String, String)> {
+        self.damaged
+            .iter()
+            .map(|((t, p), (_, why))| (t.clone(), p.clone(), why.clone()))
+            .collect()
+    }
+
+    /// Opens again, from their files, the partitions that failed (an I/O
+    /// error they could not undo) or were set aside at open, leaving every
+    /// other partition as it is. Those that still cannot be opened stay set
+    /// aside; the first such error is returned. Call it with no
+    /// [`SyncBatch`] in flight (its results would apply to the new state).
+    pub fn reopen_failed(&mut self) -> Result<()> {
+        let mut keys: Vec<PartKey> = self
+            .parts
+            .iter()
+            .filter(|(_, p)| p.failed().is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.extend(self.damaged.keys().cloned());
+        let mut first_err = None;
+        for key in keys {
+            let dir = match (self.damaged.remove(&key), self.parts.remove(&key)) {
+                (Some((dir, _)), _) => dir,
+                (None, Some(p)) => p.dir().to_path_buf(),
+                (None, None) => continue,
+            };
+            self.dirty.retain(|k| k != &key);
+            let (topic, name) = key.clone();
+            match Partition::open(self.cfg.clone(), dir.clone(), topic, name, &self.gauge) {
+                Ok(Some(mut p)) => {
+                    p.listed = true;
+                    self.dirty.push(key.clone());
+                    self.parts.insert(key, p);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::error!("partition {}/{} still set aside: {e}", lossy(&key.0), key.1);
+                    self.damaged.insert(key, (dir, e.to_string()));
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.close_idle_files();
+        first_err.map_or(Ok(()), Err)
     }
 
     /// Appends one record at `offset`, which must be the partition's next offset.
@@ -340,6 +423,10 @@ impl Log {
         }
         let key = (topic.to_vec(), partition.to_owned());
         if !self.parts.contains_key(&key) {
+            if let Some((_, why)) = self.damaged.get(&key) {
+                // Never create over a partition's damaged files.
+                return Err(damaged_error(&key, why));
+            }
             if values.is_empty() {
                 return Ok(());
             }

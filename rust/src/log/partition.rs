@@ -491,6 +491,16 @@ impl Partition {
         Ok(owned.insert(io::open(&seg.log_path, true)?))
     }
 
+    /// The partition's directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Why the partition is unusable, after an I/O error it could not undo.
+    pub(crate) fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
     /// Whether the active segment's file is open.
     pub(crate) fn file_open(&self) -> bool {
         self.active.open_file().is_some()

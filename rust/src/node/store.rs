@@ -918,12 +918,15 @@ impl StoreLog for DurableLog {
         Some(self.syncer.times.clone())
     }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
-        // Let a sync in flight end, drop the refused handles, then recover
-        // from the files.
+        // Let a sync in flight end, then recover from the files: the
+        // partitions that failed (or were set aside at open) only, or the
+        // whole log if it is closed.
         let _ = self.collect(Duration::from_secs(60));
         self.in_flight = false;
         self.pending.clear();
-        drop(self.log.take());
+        if let Some(log) = self.log.as_mut() {
+            return log.reopen_failed().and_then(|()| log.sync());
+        }
         let reopened = Log::open(&self.root, self.cfg.clone()).and_then(|mut log| {
             log.sync()?;
             Ok(log)
@@ -962,6 +965,7 @@ impl Default for StoreConfig {
                 fsync: FsyncPolicy::Interval,
                 flush_interval_ms: 2,
                 flush_messages: 100_000,
+                isolate_damaged: true,
                 ..LogConfig::default()
             },
             logic: StoreLogicConfig::default(),
