@@ -566,8 +566,9 @@ impl Log {
 
     /// Group commit off the writer's thread, step 1: takes from every
     /// partition with unsynced appends what needs syncing (file paths; the
-    /// batch opens one file at a time). Run the batch on another thread ([`SyncBatch::run`]) while
-    /// appends go on, then hand the result to [`Log::finish_sync`]. A partition
+    /// batch opens one file at a time). Run the batch on another thread
+    /// ([`SyncBatch::run`]) while appends go on, then hand the result to
+    /// [`Log::finish_sync`]. A partition
     /// that cannot be prepared fails its part of the batch.
     pub fn begin_sync(&mut self) -> SyncBatch {
         let mut parts = Vec::new();

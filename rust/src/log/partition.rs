@@ -320,6 +320,8 @@ impl Partition {
         values: &[&[u8]],
     ) -> Result<()> {
         let old = self.active.seg.tail.size;
+        // Reopened first if it was closed: failing here wrote nothing.
+        self.active.file(self.cfg.read_only)?;
         if let Err(e) = self.active.write(&self.cfg, scratch, first, now, values) {
             let path = self.active.seg.log_path.clone();
             let undo = self
