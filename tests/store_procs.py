@@ -8,7 +8,8 @@
 - ``partitions DIR N SOFT [HARD]``: lowers this process's soft open-files limit to
   SOFT (and the hard one to HARD if given), runs a store in DIR, publishes one
   record for each of N partitions to it from a raw ZeroMQ socket, waits until the
-  store holds them all, prints ``HELD n LIMIT soft ERROR error`` and exits.
+  store holds them all, prints ``HELD n LIMIT soft ERROR error OPEN files`` and
+  exits.
 """
 
 from __future__ import annotations
@@ -75,10 +76,10 @@ def partitions(path: str, n: int, soft: int, hard: int | None) -> int:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        held, error = len(s.partitions("t")), s.stats()["error"]
+        held, stats = len(s.partitions("t")), s.stats()
         pub.close()
     now = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    print(f"HELD {held} LIMIT {now} ERROR {error}", flush=True)
+    print(f"HELD {held} LIMIT {now} ERROR {stats['error']} OPEN {stats['open_files']}", flush=True)
     return 0
 
 

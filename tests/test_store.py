@@ -256,7 +256,7 @@ def test_more_partitions_than_the_soft_open_files_limit(tmp_path: Path) -> None:
     words = out.stdout.split()
     assert words[:2] == ["HELD", str(n)], out.stdout
     assert int(words[3]) > soft, out.stdout
-    assert words[4:] == ["ERROR", "None"], out.stdout
+    assert words[4:6] == ["ERROR", "None"], out.stdout
 
 
 def test_more_partitions_than_the_hard_open_files_limit(tmp_path: Path) -> None:
@@ -274,10 +274,13 @@ def test_more_partitions_than_the_hard_open_files_limit(tmp_path: Path) -> None:
             timeout=120,
         )
         assert out.returncode == 0, (run, out.stderr[-2000:])
-        assert out.stdout.split() == ["HELD", str(n), "LIMIT", str(limit), "ERROR", "None"], (
+        words = out.stdout.split()
+        assert words[:6] == ["HELD", str(n), "LIMIT", str(limit), "ERROR", "None"], (
             run,
             out.stdout,
         )
+        # The budget is half the limit.
+        assert words[6] == "OPEN" and int(words[7]) <= limit // 2, (run, out.stdout)
     with dafka.Log(tmp_path / "log", read_only=True, retain_hours=None) as log:
         held = log.partitions("t")
     assert len(held) == n and all(p.next_offset == 1 for p in held)
@@ -302,6 +305,7 @@ def test_a_damaged_partition_does_not_keep_the_store_from_starting(
         idx.unlink()
     towers = [tower.endpoint]
     with Store(tmp_path, bind=LOCAL, towers=towers, **FAST) as s:
+        wait_for(lambda: s.stats()["damaged_partitions"] == 1, "damaged_partitions in stats")
         assert sorted(p.partition for p in s.partitions("t")) == [names[0], names[2]]
         for n in (names[0], names[2]):
             got, lost = dafka.fetch_range("t", n, 0, 100, towers=towers, timeout=30, **FAST)

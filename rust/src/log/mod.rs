@@ -351,6 +351,11 @@ impl Log {
             .collect()
     }
 
+    /// How many partitions are set aside ([`Log::damaged`]).
+    pub fn damaged_count(&self) -> usize {
+        self.damaged.len()
+    }
+
     /// Opens again, from their files, the partitions that failed (an I/O
     /// error they could not undo) or were set aside at open, leaving every
     /// other partition as it is. Those that still cannot be opened stay set

@@ -96,6 +96,10 @@ pub struct StoreShared {
     pub storage_errors: AtomicU64,
     /// How long group commits take, when the storage syncs (the durable log).
     pub sync_times: Option<Arc<SyncTimes>>,
+    /// Segment files the log holds open.
+    pub open_files: AtomicU64,
+    /// Partitions the log set aside because they could not be opened.
+    pub damaged_partitions: AtomicU64,
 }
 
 /// A running store node over any [`StoreLog`].
@@ -181,6 +185,9 @@ fn publish(shared: &StoreShared, logic: &StoreLogic<impl StoreLog>, sync_error: 
     *shared.counters.lock().unwrap_or_else(|p| p.into_inner()) = logic.counters().clone();
     *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
         sync_error.or(logic.last_error()).map(str::to_string);
+    let (files, damaged) = logic.log().files_and_damaged();
+    shared.open_files.store(files as u64, Relaxed);
+    shared.damaged_partitions.store(damaged as u64, Relaxed);
 }
 
 /// Sends `outs` (ACKs, FETCHes, DIRECT-HEADs, STORE-HELLOs); EAGAIN (a full
@@ -916,6 +923,11 @@ impl StoreLog for DurableLog {
     }
     fn sync_times(&self) -> Option<Arc<SyncTimes>> {
         Some(self.syncer.times.clone())
+    }
+    fn files_and_damaged(&self) -> (usize, usize) {
+        self.log
+            .as_ref()
+            .map_or((0, 0), |l| (l.open_files(), l.damaged_count()))
     }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
         // Let a sync in flight end, then recover from the files: the

@@ -114,6 +114,11 @@ pub trait StoreLog {
     fn sync_times(&self) -> Option<std::sync::Arc<crate::node::store::SyncTimes>> {
         None
     }
+    /// Files the storage holds open, and partitions it set aside because
+    /// they could not be opened (for the handle's stats).
+    fn files_and_damaged(&self) -> (usize, usize) {
+        (0, 0)
+    }
 }
 
 /// Tunables of the store logic, with their defaults.

@@ -187,6 +187,16 @@ impl PyStore {
                     .storage_errors
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
+            (
+                "open_files",
+                shared.open_files.load(std::sync::atomic::Ordering::Relaxed),
+            ),
+            (
+                "damaged_partitions",
+                shared
+                    .damaged_partitions
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
         ] {
             d.set_item(k, v)?;
         }
