@@ -113,6 +113,34 @@ def test_cli_inspect_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "out of range" in capsys.readouterr().err
 
 
+def test_damaged_partition_set_aside_and_listed_by_inspect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good, bad = P, "B" * 32
+    with dafka.Log(tmp_path, segment_bytes=2000) as log:
+        for part in (good, bad):
+            log.append_many("weather", part, 0, [value(i) for i in range(100)])
+    seg = sorted((tmp_path / "weather" / bad).glob("*.log"))[0]
+    data = bytearray(seg.read_bytes())
+    data[60:62] = b"\xff\xff"
+    seg.write_bytes(bytes(data))
+    for idx in (tmp_path / "weather" / bad).glob("*.index"):
+        idx.unlink()
+    with pytest.raises(dafka.CorruptionError, match="sealed segment"):
+        dafka.Log(tmp_path)
+    with dafka.Log(tmp_path, isolate_damaged=True) as log:
+        ((topic, part, why),) = log.damaged()
+        assert (topic, part) == ("weather", bad) and "sealed segment" in why
+        assert [p.partition for p in log.partitions()] == [good]
+        assert len(log.read("weather", good, 0, max_records=1000)) == 100
+        with pytest.raises(dafka.DafkaError, match="could not be opened"):
+            log.append("weather", bad, 100, b"x")
+    assert main(["log", "inspect", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert good in captured.out and bad not in captured.out
+    assert f"DAMAGED weather/{bad}" in captured.err
+
+
 _CHILD = textwrap.dedent(
     """
     import hashlib, random, sys

@@ -8,8 +8,9 @@ line; ``dafka consume TOPIC`` prints records; ``dafka demo`` runs a local cluste
 the topic from the store to a late consumer.
 ``dafka wire demo`` encodes every Dafka message in both dialects, decodes it back and
 checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on hex frames.
-``dafka log inspect PATH`` lists the partitions of a log directory and ``dafka log dump
-PATH TOPIC PARTITION --from N`` prints records; both open the log read-only.
+``dafka log inspect PATH`` lists the partitions of a log directory (and, on stderr with
+exit status 1, those whose damage recovery refuses) and ``dafka log dump PATH TOPIC
+PARTITION --from N`` prints records; both open the log read-only.
 """
 
 from __future__ import annotations
@@ -310,18 +311,21 @@ def _show_topic(topic: str) -> str:
 
 
 def _cmd_log_inspect(args: argparse.Namespace) -> int:
-    with Log(args.path, read_only=True, retain_hours=None) as log:
+    with Log(args.path, read_only=True, retain_hours=None, isolate_damaged=True) as log:
         rows = log.partitions()
+        damaged = log.damaged()
+    for topic, partition, why in damaged:
+        print(f"DAMAGED {_show_topic(topic)}/{partition}: {why}", file=sys.stderr)
     if not rows:
         print(f"{args.path}: no partitions")
-        return 0
+        return 1 if damaged else 0
     print(f"{'TOPIC':<24} {'PARTITION':<34} {'FIRST':>10} {'NEXT':>10} {'BYTES':>12} SEGMENTS")
     for p in rows:
         print(
             f"{_show_topic(p.topic):<24} {p.partition:<34} "
             f"{p.first_offset:>10} {p.next_offset:>10} {p.bytes:>12} {p.segments}"
         )
-    return 0
+    return 1 if damaged else 0
 
 
 def _cmd_log_dump(args: argparse.Namespace) -> int:

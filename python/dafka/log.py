@@ -65,7 +65,9 @@ class Log:
     (every append call), ``"interval"`` (once ``flush_messages`` records are unsynced
     or ``flush_interval_ms`` passed, checked on append and :meth:`tick`) or
     ``"never"`` (only :meth:`flush`); ``recovery`` says what to do with a damaged
-    tail at open; ``read_only`` opens without changing anything.
+    tail at open; ``read_only`` opens without changing anything; ``isolate_damaged``
+    sets aside a partition whose damage recovery refuses (see :meth:`damaged`) instead
+    of failing the open, as a store does.
     """
 
     def __init__(
@@ -81,6 +83,7 @@ class Log:
         fsync: FsyncPolicy = "interval",
         recovery: RecoveryPolicy = "tolerate_tail_corruption",
         read_only: bool = False,
+        isolate_damaged: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self._log = NativeLog(
@@ -94,6 +97,7 @@ class Log:
             fsync,
             recovery,
             read_only,
+            isolate_damaged,
         )
 
     def append(self, topic: str | bytes, partition: str, offset: int, value: bytes) -> None:
@@ -122,6 +126,11 @@ class Log:
         name = _topic_str(_topic_bytes(topic))
         rows = self._log.read(_topic_bytes(topic), partition, start, max_records, max_bytes)
         return [Record(name, partition, o, v, timestamp=ts) for o, ts, v in rows]
+
+    def damaged(self) -> list[tuple[str, str, str]]:
+        """Partitions set aside at open (``isolate_damaged``): (topic, partition, why).
+        They refuse appends and reads; repair or move their directory and reopen."""
+        return [(_topic_str(t), p, why) for t, p, why in self._log.damaged()]
 
     def partitions(self, topic: str | bytes | None = None) -> list[PartitionInfo]:
         """The listing of every partition, or of one topic's."""

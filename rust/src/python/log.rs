@@ -51,7 +51,8 @@ impl NativeLog {
     #[new]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (path, segment_bytes, index_interval_bytes, retain_hours, retain_bytes,
-                        flush_messages, flush_interval_ms, fsync, recovery, read_only))]
+                        flush_messages, flush_interval_ms, fsync, recovery, read_only,
+                        isolate_damaged = false))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -64,6 +65,7 @@ impl NativeLog {
         fsync: &str,
         recovery: &str,
         read_only: bool,
+        isolate_damaged: bool,
     ) -> PyResult<NativeLog> {
         let fsync: FsyncPolicy = fsync
             .parse()
@@ -81,6 +83,7 @@ impl NativeLog {
             fsync,
             recovery,
             read_only,
+            isolate_damaged,
             ..LogConfig::default()
         };
         let log = py.detach(|| Log::open(&path, cfg))?;
@@ -137,6 +140,10 @@ impl NativeLog {
         self.with(py, |l| {
             Ok(l.partitions(topic).into_iter().map(info_tuple).collect())
         })
+    }
+
+    fn damaged(&self, py: Python<'_>) -> PyResult<Vec<(Vec<u8>, String, String)>> {
+        self.with(py, |l| Ok(l.damaged()))
     }
 
     fn topics(&self, py: Python<'_>) -> PyResult<Vec<Vec<u8>>> {
