@@ -168,9 +168,8 @@ pub struct Log {
     dirty: Vec<PartKey>,
     scratch: Vec<u8>,
     last_retention_ms: u64,
-    /// Partitions that could not be opened ([`LogConfig::isolate_damaged`]):
-    /// their directory and why.
-    damaged: BTreeMap<PartKey, (PathBuf, String)>,
+    /// Partitions that could not be opened ([`LogConfig::isolate_damaged`]).
+    damaged: BTreeMap<PartKey, Damaged>,
     /// Active segment files open now.
     gauge: io::Gauge,
     /// [`LogConfig::max_open_files`] resolved.
@@ -207,6 +206,51 @@ fn lock(root: &Path) -> Result<fs::File> {
 
 fn lossy(topic: &[u8]) -> String {
     String::from_utf8_lossy(topic).into_owned()
+}
+
+/// A partition set aside because it could not be opened.
+#[derive(Debug)]
+struct Damaged {
+    dir: PathBuf,
+    why: String,
+    /// For damage recovery refused: the directory's files when it did. Damage
+    /// does not heal by itself, so [`Log::reopen_failed`] tries again only once
+    /// they changed (repaired, moved away) rather than rescanning every time.
+    files: Option<Vec<FileStamp>>,
+    /// Open attempts so far.
+    tries: u32,
+}
+
+/// (name, length, modification time in ns, inode) of a file.
+type FileStamp = (std::ffi::OsString, u64, i128, u64);
+
+impl Damaged {
+    fn new(dir: PathBuf, err: &LogError, tries: u32) -> Damaged {
+        let files = matches!(err, LogError::Corruption { .. }).then(|| file_stamps(&dir));
+        Damaged {
+            why: err.to_string(),
+            files,
+            dir,
+            tries,
+        }
+    }
+}
+
+/// The files in `dir`, sorted (empty if it cannot be listed).
+fn file_stamps(dir: &Path) -> Vec<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let mut v: Vec<FileStamp> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let m = e.metadata().ok()?;
+            let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
+            Some((e.file_name(), m.len(), mtime, m.ino()))
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 fn damaged_error((topic, partition): &PartKey, why: &str) -> LogError {
@@ -285,7 +329,7 @@ impl Log {
                             "partition {}/{name} set aside, the rest of the log opens: {e}",
                             lossy(&topic)
                         );
-                        damaged.insert((topic.clone(), name), (ppath, e.to_string()));
+                        damaged.insert((topic.clone(), name), Damaged::new(ppath, &e, 1));
                     }
                     Err(e) => return Err(e),
                 }
@@ -334,7 +378,7 @@ impl Log {
         self.parts
             .get(&key)
             .ok_or_else(|| match self.damaged.get(&key) {
-                Some((_, why)) => damaged_error(&key, why),
+                Some(d) => damaged_error(&key, &d.why),
                 None => LogError::UnknownPartition {
                     topic: lossy(topic),
                     partition: partition.to_owned(),
@@ -347,7 +391,7 @@ impl Log {
     pub fn damaged(&self) -> Vec<(Vec<u8>, String, String)> {
         self.damaged
             .iter()
-            .map(|((t, p), (_, why))| (t.clone(), p.clone(), why.clone()))
+            .map(|((t, p), d)| (t.clone(), p.clone(), d.why.clone()))
             .collect()
     }
 
@@ -359,7 +403,8 @@ impl Log {
     /// Opens again, from their files, the partitions that failed (an I/O
     /// error they could not undo) or were set aside at open, leaving every
     /// other partition as it is. Those that still cannot be opened stay set
-    /// aside; the first such error is returned. Call it with no
+    /// aside; the first such error is returned. A partition set aside for
+    /// damage is tried again only once its files changed. Call it with no
     /// [`SyncBatch`] in flight (its results would apply to the new state).
     pub fn reopen_failed(&mut self) -> Result<()> {
         let mut keys: Vec<PartKey> = self
@@ -371,9 +416,20 @@ impl Log {
         keys.extend(self.damaged.keys().cloned());
         let mut first_err = None;
         for key in keys {
-            let dir = match (self.damaged.remove(&key), self.parts.remove(&key)) {
-                (Some((dir, _)), _) => dir,
-                (None, Some(p)) => p.dir().to_path_buf(),
+            if let Some(d) = self.damaged.get(&key) {
+                if !d.dir.exists() {
+                    // Moved away or deleted: nothing left to open.
+                    self.damaged.remove(&key);
+                    continue;
+                }
+                if d.files.as_ref().is_some_and(|f| *f == file_stamps(&d.dir)) {
+                    first_err.get_or_insert_with(|| damaged_error(&key, &d.why));
+                    continue;
+                }
+            }
+            let (dir, tries) = match (self.damaged.remove(&key), self.parts.remove(&key)) {
+                (Some(d), _) => (d.dir, d.tries),
+                (None, Some(p)) => (p.dir().to_path_buf(), 0),
                 (None, None) => continue,
             };
             self.dirty.retain(|k| k != &key);
@@ -387,7 +443,7 @@ impl Log {
                 Ok(None) => {}
                 Err(e) => {
                     tracing::error!("partition {}/{} still set aside: {e}", lossy(&key.0), key.1);
-                    self.damaged.insert(key, (dir, e.to_string()));
+                    self.damaged.insert(key, Damaged::new(dir, &e, tries + 1));
                     first_err.get_or_insert(e);
                 }
             }
@@ -428,9 +484,9 @@ impl Log {
         }
         let key = (topic.to_vec(), partition.to_owned());
         if !self.parts.contains_key(&key) {
-            if let Some((_, why)) = self.damaged.get(&key) {
+            if let Some(d) = self.damaged.get(&key) {
                 // Never create over a partition's damaged files.
-                return Err(damaged_error(&key, why));
+                return Err(damaged_error(&key, &d.why));
             }
             if values.is_empty() {
                 return Ok(());

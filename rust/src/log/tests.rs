@@ -957,8 +957,17 @@ fn a_damaged_partition_is_set_aside_with_isolate_damaged() {
         Err(LogError::Failed { .. })
     ));
     assert_eq!(log.next_offset(T, &names[1]), None);
+    // Its files have not changed: not scanned again.
+    let key = (T.to_vec(), names[1].clone());
     assert!(log.reopen_failed().is_err());
+    assert_eq!(log.damaged[&key].tries, 1);
     assert!(files(&bdir) == before, "B's segments are untouched");
+    // Changed but still damaged: tried again, still set aside.
+    let f = OpenOptions::new().append(true).open(&segs[0]).unwrap();
+    f.write_all_at(b"junk", 0).unwrap();
+    drop(f);
+    assert!(log.reopen_failed().is_err());
+    assert_eq!(log.damaged[&key].tries, 2);
     // Once repaired, B comes back without reopening the log.
     fs::write(&segs[0], &original).unwrap();
     log.reopen_failed().unwrap();
@@ -968,6 +977,19 @@ fn a_damaged_partition_is_set_aside_with_isolate_damaged() {
     log.append(T, &names[1], 50, b"x").unwrap();
     log.sync().unwrap();
     assert_eq!(log.durable_next(T, &names[1]), Some(51));
+    drop(log);
+    // A damaged partition moved away is forgotten.
+    let f = OpenOptions::new().write(true).open(&segs[0]).unwrap();
+    f.write_all_at(b"\xff\xff", FILE_HEADER_LEN as u64 + 30)
+        .unwrap();
+    drop(f);
+    fs::remove_file(segs[0].with_extension("index")).unwrap();
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    assert_eq!(log.damaged().len(), 1);
+    fs::rename(&bdir, dir.path().join("moved-away")).unwrap();
+    log.reopen_failed().unwrap();
+    assert!(log.damaged().is_empty());
+    assert_eq!(log.partitions(Some(T)).len(), 2);
 }
 
 #[test]
