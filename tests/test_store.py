@@ -352,6 +352,12 @@ def test_a_damaged_partition_does_not_keep_the_store_from_starting(
         assert int(s.stats()["storage_errors"] or 0) > 0
         pub.close()
     assert first.read_bytes() == bytes(data)
+    # Moved away while a store runs: forgotten within a second or so.
+    with Store(tmp_path, bind=LOCAL, towers=towers, **FAST) as s:
+        wait_for(lambda: s.stats()["damaged_partitions"] == 1, "damaged_partitions in stats")
+        bad.rename(tmp_path / "set-aside")
+        wait_for(lambda: s.stats()["damaged_partitions"] == 0, "the store to forget it")
+        assert s.stats()["error"] is None
 
 
 def _mount_tmpfs(path: Path, size: str) -> bool:

@@ -414,6 +414,18 @@ impl Log {
             .map(|(k, _)| k.clone())
             .collect();
         keys.extend(self.damaged.keys().cloned());
+        self.reopen(keys)
+    }
+
+    /// [`Log::reopen_failed`] for the partitions set aside only: safe with a
+    /// [`SyncBatch`] in flight (they are in none), cheap while their files
+    /// stay as they were. For a periodic retry.
+    pub fn retry_set_aside(&mut self) -> Result<()> {
+        let keys: Vec<PartKey> = self.damaged.keys().cloned().collect();
+        self.reopen(keys)
+    }
+
+    fn reopen(&mut self, keys: Vec<PartKey>) -> Result<()> {
         let mut first_err = None;
         for key in keys {
             if let Some(d) = self.damaged.get(&key) {

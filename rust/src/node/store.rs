@@ -404,6 +404,11 @@ fn run<L: StoreLog>(
                     sync_error = Some(format!("recovery failed: {e}"));
                 }
             }
+        } else if now.duration_since(last_recover) >= RECOVER_EVERY {
+            // Partitions set aside as damaged come back (or are forgotten)
+            // once repaired or moved away; still damaged, they stay counted.
+            last_recover = now;
+            let _ = logic.log_mut().retry_set_aside();
         }
         let outs = logic.tick(now);
         send_all(&mut core, &outs)?;
@@ -928,6 +933,12 @@ impl StoreLog for DurableLog {
         self.log
             .as_ref()
             .map_or((0, 0), |l| (l.open_files(), l.damaged_count()))
+    }
+    fn retry_set_aside(&mut self) -> std::result::Result<(), LogError> {
+        match self.log.as_mut() {
+            Some(log) if log.damaged_count() > 0 => log.retry_set_aside(),
+            _ => Ok(()),
+        }
     }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
         // Let a sync in flight end, then recover from the files: the

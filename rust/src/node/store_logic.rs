@@ -114,6 +114,11 @@ pub trait StoreLog {
     fn sync_times(&self) -> Option<std::sync::Arc<crate::node::store::SyncTimes>> {
         None
     }
+    /// Partitions set aside as damaged: try them again if their files
+    /// changed (called every second while there are any).
+    fn retry_set_aside(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// Files the storage holds open, and partitions it set aside because
     /// they could not be opened (for the handle's stats).
     fn files_and_damaged(&self) -> (usize, usize) {
