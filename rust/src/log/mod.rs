@@ -395,6 +395,14 @@ impl Log {
             .collect()
     }
 
+    /// Whether this partition is set aside ([`Log::damaged`]).
+    pub fn is_set_aside(&self, topic: &[u8], partition: &str) -> bool {
+        !self.damaged.is_empty()
+            && self
+                .damaged
+                .contains_key(&(topic.to_vec(), partition.to_owned()))
+    }
+
     /// How many partitions are set aside ([`Log::damaged`]).
     pub fn damaged_count(&self) -> usize {
         self.damaged.len()

@@ -934,6 +934,12 @@ impl StoreLog for DurableLog {
             .as_ref()
             .map_or((0, 0), |l| (l.open_files(), l.damaged_count()))
     }
+    fn set_aside(&self, topic: &[u8], partition: &[u8]) -> bool {
+        match (self.log.as_ref(), part_name(partition)) {
+            (Some(log), Some(p)) => log.is_set_aside(topic, p),
+            _ => false,
+        }
+    }
     fn retry_set_aside(&mut self) -> std::result::Result<(), LogError> {
         match self.log.as_mut() {
             Some(log) if log.damaged_count() > 0 => log.retry_set_aside(),

@@ -114,6 +114,11 @@ pub trait StoreLog {
     fn sync_times(&self) -> Option<std::sync::Arc<crate::node::store::SyncTimes>> {
         None
     }
+    /// True for a partition set aside as damaged: it takes no records, so the
+    /// store neither appends nor fetches for it.
+    fn set_aside(&self, _topic: &[u8], _partition: &[u8]) -> bool {
+        false
+    }
     /// Partitions set aside as damaged: try them again if their files
     /// changed (called every second while there are any).
     fn retry_set_aside(&mut self) -> Result<(), Self::Error> {
@@ -192,6 +197,9 @@ pub struct StoreCounters {
     pub records_served: u64,
     pub acks_sent: u64,
     pub append_errors: u64,
+    /// Records for partitions the storage set aside as damaged: dropped,
+    /// neither held nor fetched (see [`StoreLog::set_aside`]).
+    pub dropped_set_aside: u64,
 }
 
 /// Per-partition progress beyond what the log itself knows.
@@ -368,6 +376,10 @@ impl<L: StoreLog> StoreLogic<L> {
             return out;
         }
         let next = self.log.next_offset(topic, partition);
+        if next.is_none() && self.log.set_aside(topic, partition) {
+            self.counters.dropped_set_aside += 1;
+            return out;
+        }
         let st = self.part(topic, partition);
         st.known_head = Some(st.known_head.map_or(sequence, |h| h.max(sequence)));
         st.last_seen = Some(now);
@@ -471,6 +483,9 @@ impl<L: StoreLog> StoreLogic<L> {
     /// Sends (or re-sends, after `fetch_retry`) a FETCH for the partition's gap.
     fn fetch_gap(&mut self, topic: &[u8], partition: &[u8], now: Instant, out: &mut Vec<Out>) {
         let next = self.log.next_offset(topic, partition);
+        if next.is_none() && self.log.set_aside(topic, partition) {
+            return;
+        }
         let cfg = self.cfg.clone();
         let st = self.part(topic, partition);
         let want_from = next.unwrap_or(0);

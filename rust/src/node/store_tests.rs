@@ -292,6 +292,63 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 }
 
 #[test]
+fn a_partition_failing_to_append_does_not_hold_back_the_others() {
+    use crate::log::{IoOp, LogConfig};
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = producer(1, &[]);
+    let bad_addr = bad.address().to_string();
+    let mut cfg = StoreConfig::default();
+    cfg.log = LogConfig {
+        failpoint: Some(Arc::new(move |op, path: &std::path::Path| {
+            let theirs = path.to_string_lossy().contains(&bad_addr);
+            if theirs && op == IoOp::Write {
+                Err(std::io::Error::from_raw_os_error(5)) // EIO
+            } else {
+                Ok(())
+            }
+        })),
+        ..cfg.log
+    };
+    let s = Store::open(dir.path(), cfg).unwrap();
+    let good = producer(1, &[s.endpoint()]);
+    bad.connect(s.endpoint()).unwrap();
+    s.connect(bad.endpoint()).unwrap();
+    s.connect(good.endpoint()).unwrap();
+    // The failing partition's records arrive at nearly every turn.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let streamer = std::thread::spawn(move || {
+        let mut i = 0;
+        while !stop2.load(SeqCst) {
+            bad.send_many((i..i + 50).map(value).collect(), None)
+                .unwrap();
+            i += 50;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        bad
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    good.send_many((0..5000).map(value).collect(), None)
+        .unwrap();
+    let left = good.flush(Duration::from_secs(20)).unwrap();
+    stop.store(true, SeqCst);
+    let bad = streamer.join().unwrap();
+    assert_eq!(
+        left,
+        0,
+        "the healthy partition is ACKed: {:?}",
+        s.shared().counters
+    );
+    assert_eq!(good.acked_offset(), Some(4999));
+    bad.close().unwrap();
+    good.close().unwrap();
+    s.close().unwrap();
+}
+
+#[test]
 fn live_records_reach_the_store_in_order_without_fetching() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(dir.path(), &[]);

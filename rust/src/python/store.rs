@@ -181,6 +181,7 @@ impl PyStore {
             ("records_served", c.records_served),
             ("acks_sent", c.acks_sent),
             ("append_errors", c.append_errors),
+            ("dropped_set_aside", c.dropped_set_aside),
             (
                 "storage_errors",
                 shared

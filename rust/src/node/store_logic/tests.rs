@@ -13,6 +13,8 @@ const T: &[u8] = b"weather";
 struct MemLog {
     parts: BTreeMap<PartKey, (u64, Vec<Vec<u8>>, u64)>, // first, records, durable_next
     fail: bool,
+    /// Partitions set aside as damaged.
+    aside: Vec<PartKey>,
 }
 
 impl MemLog {
@@ -94,6 +96,9 @@ impl StoreLog for MemLog {
     }
     fn recover(&mut self) -> Result<(), String> {
         Ok(())
+    }
+    fn set_aside(&self, t: &[u8], p: &[u8]) -> bool {
+        self.aside.contains(&(t.to_vec(), p.to_vec()))
     }
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
         self.parts
@@ -254,6 +259,30 @@ fn unanswered_fetch_is_retried_after_the_retry_interval() {
         s.next_deadline(later),
         Some(later + Duration::from_millis(500))
     );
+}
+
+#[test]
+fn a_set_aside_partition_takes_no_records_and_fetches_nothing() {
+    let mut s = store();
+    s.log_mut().aside.push((T.to_vec(), P.to_vec()));
+    let now = Instant::now();
+    for seq in [0, 5] {
+        assert!(rec(&mut s, seq, now).is_empty(), "no FETCH for a gap");
+    }
+    let h = Head {
+        topic: T,
+        address: P,
+        subject: T,
+        sequence: 9,
+    };
+    assert!(fetch_of(&s.on_head(&h, now)).is_empty());
+    assert!(fetch_of(&s.tick(now + Duration::from_secs(5))).is_empty());
+    assert_eq!(s.counters().dropped_set_aside, 2);
+    assert_eq!(s.counters().appended, 0);
+    assert_eq!(s.log().next_offset(T, P), None);
+    // Other partitions go on as usual.
+    s.on_record(T, b"OTHER", 0, b"x", now);
+    assert_eq!(s.counters().appended, 1);
 }
 
 #[test]
