@@ -25,6 +25,24 @@ fn store(dir: &std::path::Path, eps: &[&str]) -> Store {
     .unwrap()
 }
 
+/// A store whose log fails an I/O operation with `errno` while `fails(op,
+/// path)` says so.
+fn failing_store(
+    dir: &std::path::Path,
+    errno: i32,
+    fails: impl Fn(crate::log::IoOp, &std::path::Path) -> bool + Send + Sync + 'static,
+) -> Store {
+    let mut cfg = StoreConfig::default();
+    cfg.log.failpoint = Some(std::sync::Arc::new(move |op, path: &std::path::Path| {
+        if fails(op, path) {
+            Err(std::io::Error::from_raw_os_error(errno))
+        } else {
+            Ok(())
+        }
+    }));
+    Store::open(dir, cfg).unwrap()
+}
+
 fn producer(min_acks: usize, eps: &[&str]) -> Producer {
     Producer::new(
         "t",
@@ -228,25 +246,17 @@ fn store_replicates_from_another_store_after_the_producers_are_gone() {
 
 #[test]
 fn disk_full_stops_acks_loses_nothing_and_resumes() {
-    use crate::log::{IoOp, LogConfig};
+    use crate::log::IoOp;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     let full = Arc::new(AtomicBool::new(false));
     let f = full.clone();
-    let mut cfg = StoreConfig::default();
-    cfg.log = LogConfig {
-        failpoint: Some(Arc::new(move |op, _path: &std::path::Path| {
-            if f.load(SeqCst) && matches!(op, IoOp::Write | IoOp::Sync | IoOp::Create) {
-                Err(std::io::Error::from_raw_os_error(28)) // ENOSPC
-            } else {
-                Ok(())
-            }
-        })),
-        ..cfg.log
-    };
-    let s = Store::open(dir.path(), cfg).unwrap();
+    // ENOSPC
+    let s = failing_store(dir.path(), 28, move |op, _| {
+        f.load(SeqCst) && matches!(op, IoOp::Write | IoOp::Sync | IoOp::Create)
+    });
     let p = producer(1, &[s.endpoint()]);
     s.connect(p.endpoint()).unwrap();
     p.send_many((0..1000).map(value).collect(), None).unwrap();
@@ -293,26 +303,17 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 
 #[test]
 fn a_partition_failing_to_append_does_not_hold_back_the_others() {
-    use crate::log::{IoOp, LogConfig};
+    use crate::log::IoOp;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     let bad = producer(1, &[]);
     let bad_addr = bad.address().to_string();
-    let mut cfg = StoreConfig::default();
-    cfg.log = LogConfig {
-        failpoint: Some(Arc::new(move |op, path: &std::path::Path| {
-            let theirs = path.to_string_lossy().contains(&bad_addr);
-            if theirs && op == IoOp::Write {
-                Err(std::io::Error::from_raw_os_error(5)) // EIO
-            } else {
-                Ok(())
-            }
-        })),
-        ..cfg.log
-    };
-    let s = Store::open(dir.path(), cfg).unwrap();
+    // EIO on the writes of `bad`'s partition only.
+    let s = failing_store(dir.path(), 5, move |op, path| {
+        op == IoOp::Write && path.to_string_lossy().contains(&bad_addr)
+    });
     let good = producer(1, &[s.endpoint()]);
     bad.connect(s.endpoint()).unwrap();
     s.connect(bad.endpoint()).unwrap();
