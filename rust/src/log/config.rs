@@ -95,10 +95,10 @@ pub struct LogConfig {
     pub retention_check_ms: u64,
     /// Keep at most about this many segment files open. A partition holds its
     /// active segment's file open; past this, the files of the partitions
-    /// appended to least recently (and synced) are closed, to be reopened on
-    /// their next append or read. `None` (the default): half of the process's
-    /// open-files limit (after raising the soft limit to the hard one), at
-    /// least 64.
+    /// appended to least recently are closed, to be reopened on their next
+    /// append or read (a sync opens files by path, so unsynced appends lose
+    /// nothing). `None` (the default): half of the process's open-files limit
+    /// (after raising the soft limit to the hard one), at least 64.
     pub max_open_files: Option<usize>,
     /// A partition that cannot be opened (recovery refuses its damage, an I/O
     /// error) is set aside instead of failing the whole open: listed by
