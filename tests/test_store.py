@@ -212,6 +212,21 @@ def test_store_with_one_open_file_keeps_interleaved_producers_whole(
         assert all(v == value(o) for o, v in stored)
 
 
+def test_producer_waits_for_stores_before_a_burst(tmp_path: Path, tower: Tower) -> None:
+    towers = [tower.endpoint]
+    with Producer("t", towers=towers, head_interval=0.2, **FAST) as p:  # type: ignore[arg-type]
+        assert p.stores_seen == 0
+        assert p.wait_for_stores(1, timeout=0.3) == 0
+        with pytest.raises(ValueError, match="timeout"):
+            p.wait_for_stores(1, timeout=-1)
+        with Store(tmp_path, bind=LOCAL, towers=towers, **FAST) as s:
+            assert p.wait_for_stores(1, timeout=30) == 1 and p.stores_seen == 1
+            p.send_many([value(i) for i in range(5000)])
+            assert flush_all(p) == 0
+            # Connected before the burst: nothing had to be fetched back.
+            assert s.stats()["store_fetches_sent"] == 0, s.stats()
+
+
 def test_two_stores_min_acks_two(tmp_path: Path, tower: Tower, procs: list[StoreProc]) -> None:
     a = StoreProc(tmp_path / "a", tower.endpoint)
     b = StoreProc(tmp_path / "b", tower.endpoint)

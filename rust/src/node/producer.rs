@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::ProducerConfig;
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
-use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType};
+use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
 /// Pure producer protocol state.
 #[derive(Debug)]
@@ -206,6 +206,9 @@ pub struct ProducerShared {
     lock: Mutex<()>,
     cv: Condvar,
     pub stats: Stats,
+    /// Subscriptions to every RECORD (`M`, what stores subscribe) seen on the
+    /// XPUB: stores that connected since start-up.
+    stores_seen: AtomicUsize,
 }
 
 impl ProducerShared {
@@ -278,6 +281,29 @@ impl Producer {
     }
     pub fn stats(&self) -> &Stats {
         &self.shared.stats
+    }
+
+    /// Stores that have connected since start-up (each one's subscription to
+    /// every RECORD, seen on the XPUB; a store that left is still counted).
+    pub fn stores_seen(&self) -> usize {
+        self.shared.stores_seen.load(SeqCst)
+    }
+
+    /// Waits until `n` stores have connected ([`Producer::stores_seen`]) or
+    /// `timeout` passes; returns how many have. Records sent before a store
+    /// connects are not lost (it fetches them from this producer's buffer),
+    /// but cost a second transfer: a producer about to send a burst waits here.
+    pub fn wait_for_stores(&self, n: usize, timeout: Duration) -> Result<usize> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.actor.check()?;
+            let seen = self.stores_seen();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if seen >= n || left.is_zero() {
+                return Ok(seen);
+            }
+            self.shared.wait(SLICE.min(left));
+        }
     }
 
     /// Highest offset released by ACKs (or sent, with `min_acks = 0`).
@@ -527,8 +553,15 @@ fn run(
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
         if xpub_in {
-            // Subscriptions: nothing to do for a producer but to drain them.
-            while frames.recv(&core.xpub)? {}
+            // Subscriptions: count the stores' (every RECORD, `M`).
+            while frames.recv(&core.xpub)? {
+                let (s, n) = frames.slices();
+                let sub = Subscription::decode(s[0]);
+                if n == 1 && sub.is_ok_and(|sub| sub.subscribe && sub.prefix == b"M") {
+                    shared.stores_seen.fetch_add(1, SeqCst);
+                    shared.notify();
+                }
+            }
         }
         if sub_in {
             let mut freed = 0;

@@ -375,6 +375,28 @@ fn live_records_reach_the_store_in_order_without_fetching() {
     s.close().unwrap();
 }
 
+#[test]
+fn a_producer_waits_for_a_store_and_its_first_records_need_no_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = producer(1, &[]);
+    assert_eq!(p.stores_seen(), 0);
+    assert_eq!(
+        p.wait_for_stores(1, Duration::from_millis(300)).unwrap(),
+        0,
+        "no store yet: the wait times out"
+    );
+    let s = store(dir.path(), &[p.endpoint()]);
+    p.connect(s.endpoint()).unwrap();
+    assert_eq!(p.wait_for_stores(1, Duration::from_secs(10)).unwrap(), 1);
+    // Subscribed before the first record: every record arrives live.
+    p.send_many((0..2000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    let c = s.shared().counters.lock().unwrap().clone();
+    assert_eq!((c.appended, c.fetches_sent), (2000, 0), "{c:?}");
+    p.close().unwrap();
+    s.close().unwrap();
+}
+
 // The bounded read client: heads from the store, an exact range spanning
 // several FETCH windows, and a timeout when nothing answers.
 #[test]

@@ -320,6 +320,29 @@ impl PyProducer {
         Ok(left)
     }
 
+    /// Waits (GIL released) until ``n`` stores have connected to this producer
+    /// (subscribed to its records), up to ``timeout`` seconds; returns how many
+    /// have. Records sent before a store connects are not lost (it fetches them
+    /// from this producer's buffer) but cross the wire twice: wait before a burst.
+    #[pyo3(signature = (n = 1, timeout = 10.0))]
+    fn wait_for_stores(&self, py: Python<'_>, n: usize, timeout: f64) -> PyResult<usize> {
+        let deadline = Instant::now() + seconds("timeout", timeout)?;
+        py.detach(|| loop {
+            let slice = SLICE.min(deadline.saturating_duration_since(Instant::now()));
+            let seen = self.inner.wait_for_stores(n, slice)?;
+            if seen >= n || Instant::now() >= deadline {
+                return Ok(seen);
+            }
+            check_signals()?;
+        })
+    }
+
+    /// Stores that have connected since start-up (a store that left still counts).
+    #[getter]
+    fn stores_seen(&self) -> usize {
+        self.inner.stores_seen()
+    }
+
     /// Waits up to ``timeout`` seconds for delivery progress, calls
     /// ``on_delivery(acked_offset)`` if it advanced; returns how many records
     /// were newly acknowledged.
