@@ -251,6 +251,7 @@ fn the_sample_config_is_valid() {
     let f = FileConfig::load(&path).unwrap();
     let s = store_settings(&store_args(&[]), &f).unwrap();
     assert_eq!(s.config.log.fsync, FsyncPolicy::Interval);
+    assert_eq!(s.config.log.max_open_files, None);
     tower_settings(&tower_args(&[]), &f).unwrap();
 }
 
