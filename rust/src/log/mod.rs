@@ -253,6 +253,14 @@ fn file_stamps(dir: &Path) -> Vec<FileStamp> {
     v
 }
 
+/// Lists `p` (under `key`) in the log's `dirty` list, once.
+fn list_dirty(dirty: &mut Vec<PartKey>, key: &PartKey, p: &mut Partition) {
+    if !p.listed {
+        p.listed = true;
+        dirty.push(key.clone());
+    }
+}
+
 fn damaged_error((topic, partition): &PartKey, why: &str) -> LogError {
     LogError::Failed {
         topic: lossy(topic),
@@ -429,6 +437,9 @@ impl Log {
     /// [`SyncBatch`] in flight (they are in none), cheap while their files
     /// stay as they were. For a periodic retry.
     pub fn retry_set_aside(&mut self) -> Result<()> {
+        if self.damaged.is_empty() {
+            return Ok(());
+        }
         let keys: Vec<PartKey> = self.damaged.keys().cloned().collect();
         self.reopen(keys)
     }
@@ -456,8 +467,7 @@ impl Log {
             let (topic, name) = key.clone();
             match Partition::open(self.cfg.clone(), dir.clone(), topic, name, &self.gauge) {
                 Ok(Some(mut p)) => {
-                    p.listed = true;
-                    self.dirty.push(key.clone());
+                    list_dirty(&mut self.dirty, &key, &mut p);
                     self.parts.insert(key, p);
                 }
                 Ok(None) => {}
@@ -532,10 +542,7 @@ impl Log {
         let p = self.parts.get_mut(&key).expect("inserted above");
         p.last_used = self.uses;
         let r = p.append(&mut self.scratch, first_offset, &refs, now);
-        if !p.listed {
-            p.listed = true;
-            self.dirty.push(key);
-        }
+        list_dirty(&mut self.dirty, &key, p);
         if self.scratch.capacity() > SCRATCH_KEEP {
             self.scratch = Vec::new();
         }
@@ -649,8 +656,8 @@ impl Log {
     /// partition with unsynced appends what needs syncing (file paths; the
     /// batch opens one file at a time). Run the batch on another thread
     /// ([`SyncBatch::run`]) while appends go on, then hand the result to
-    /// [`Log::finish_sync`]. A partition
-    /// that cannot be prepared fails its part of the batch.
+    /// [`Log::finish_sync`]. A partition that cannot be prepared fails its
+    /// part of the batch.
     pub fn begin_sync(&mut self) -> SyncBatch {
         let mut parts = Vec::new();
         let mut failed = Vec::new();
@@ -767,9 +774,8 @@ impl Log {
         let mut n = 0;
         for (key, p) in self.parts.iter_mut() {
             let deleted = p.enforce_retention(now)?;
-            if deleted > 0 && !p.listed {
-                p.listed = true;
-                self.dirty.push(key.clone());
+            if deleted > 0 {
+                list_dirty(&mut self.dirty, key, p);
             }
             n += deleted;
         }

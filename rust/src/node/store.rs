@@ -941,10 +941,7 @@ impl StoreLog for DurableLog {
         }
     }
     fn retry_set_aside(&mut self) -> std::result::Result<(), LogError> {
-        match self.log.as_mut() {
-            Some(log) if log.damaged_count() > 0 => log.retry_set_aside(),
-            _ => Ok(()),
-        }
+        self.log.as_mut().map_or(Ok(()), Log::retry_set_aside)
     }
     fn recover(&mut self) -> std::result::Result<(), LogError> {
         // Let a sync in flight end, then recover from the files: the
