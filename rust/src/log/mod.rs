@@ -420,7 +420,9 @@ impl Log {
     /// error they could not undo) or were set aside at open, leaving every
     /// other partition as it is. Those that still cannot be opened stay set
     /// aside; the first such error is returned. A partition set aside for
-    /// damage is tried again only once its files changed. Call it with no
+    /// damage is tried again only once its files changed; until then it is
+    /// left out (it stays in [`Log::damaged`]) and is no error of this call,
+    /// so an owner recovering from some other failure can succeed. Call it with no
     /// [`SyncBatch`] in flight (its results would apply to the new state).
     pub fn reopen_failed(&mut self) -> Result<()> {
         let mut keys: Vec<PartKey> = self
@@ -454,7 +456,6 @@ impl Log {
                     continue;
                 }
                 if d.files.as_ref().is_some_and(|f| *f == file_stamps(&d.dir)) {
-                    first_err.get_or_insert_with(|| damaged_error(&key, &d.why));
                     continue;
                 }
             }

@@ -302,6 +302,65 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 }
 
 #[test]
+fn a_damaged_partition_does_not_keep_a_store_from_recovering_from_a_full_disk() {
+    use crate::log::{IoOp, Log, LogConfig};
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    // A partition whose damage recovery refuses: a bad record, valid ones after.
+    let logdir = dir.path().join(crate::node::store::LOG_DIR);
+    let bad = "D".repeat(32);
+    let mut log = Log::open(&logdir, LogConfig::default()).unwrap();
+    let vals: Vec<Vec<u8>> = (0..50).map(value).collect();
+    log.append_batch(b"t", &bad, 0, &vals).unwrap();
+    log.close().unwrap();
+    let pdir = logdir.join("t").join(&bad);
+    let seg = pdir.join(format!("{:020}.log", 0));
+    let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+    f.write_all_at(b"\xff\xff", 200).unwrap();
+    drop(f);
+    std::fs::remove_file(seg.with_extension("index")).unwrap();
+
+    let full = Arc::new(AtomicBool::new(false));
+    let f = full.clone();
+    // ENOSPC
+    let s = failing_store(dir.path(), 28, move |op, _| {
+        f.load(SeqCst) && matches!(op, IoOp::Write | IoOp::Sync | IoOp::Create)
+    });
+    wait_for(
+        "the damaged partition in stats",
+        Duration::from_secs(10),
+        || s.shared().damaged_partitions.load(SeqCst) == 1,
+    );
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..1000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    full.store(true, SeqCst);
+    p.send_many((1000..2000).map(value).collect(), None)
+        .unwrap();
+    wait_for(
+        "the store to report the error",
+        Duration::from_secs(20),
+        || s.shared().last_error.lock().unwrap().is_some(),
+    );
+    full.store(false, SeqCst);
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
+    wait_for("the error to clear", Duration::from_secs(10), || {
+        s.shared().last_error.lock().unwrap().is_none()
+    });
+    assert_eq!(
+        s.shared().damaged_partitions.load(SeqCst),
+        1,
+        "still set aside"
+    );
+    p.close().unwrap();
+    s.close().unwrap();
+}
+
+#[test]
 fn a_partition_failing_to_append_does_not_hold_back_the_others() {
     use crate::log::IoOp;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
