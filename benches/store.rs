@@ -9,7 +9,9 @@
 //!   every 2 ms, timed until a sync covers them;
 //! - the same with 10k idle partitions known to the store (`parts`);
 //! - replay: a late consumer served by the store alone;
-//! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M).
+//! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M);
+//! - the store's own per-record code without sockets (`logic`): decoded RECORDs
+//!   into `StoreLogic` over the durable log, as its loop does, CPU per record.
 //!
 //! Data goes under `target/bench-store/` (or `DAFKA_BENCH_DIR`) and is removed.
 
@@ -18,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use _native::log::{Log, LogConfig};
-use _native::node::store::SyncTimes;
+use _native::node::store::{DurableLog, SyncTimes};
+use _native::node::store_logic::{StoreLog, StoreLogic, StoreLogicConfig};
 use _native::node::{
     Consumer, ConsumerConfig, NodeConfig, OffsetReset, Producer, ProducerConfig, Store, StoreConfig,
 };
@@ -49,6 +52,61 @@ fn usage() -> (f64, f64) {
         tv(ru.ru_utime) + tv(ru.ru_stime),
         (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
     )
+}
+
+/// CPU seconds the calling thread has used.
+fn own_cpu() -> f64 {
+    // SAFETY: clock_gettime only writes the struct it is given.
+    let ts = unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts
+    };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// CPU seconds per thread of this process, by thread id: (name, seconds).
+fn thread_cpu() -> std::collections::BTreeMap<u64, (String, f64)> {
+    let tick = 100.0; // USER_HZ
+    let mut out = std::collections::BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_string();
+        let rest: Vec<&str> = stat[close + 2..].split(' ').collect();
+        // Fields 14 and 15 (utime, stime) are 12 and 13 after the comm.
+        let t = |i: usize| {
+            rest.get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let tid = e.file_name().to_string_lossy().parse().unwrap_or(0);
+        out.insert(tid, (name, (t(11) + t(12)) / tick));
+    }
+    out
+}
+
+/// With `DAFKA_BENCH_VERBOSE`, prints CPU µs per record of each thread that
+/// used some since `before`.
+fn print_thread_cpu(label: &str, n: u64, before: &std::collections::BTreeMap<u64, (String, f64)>) {
+    if std::env::var_os("DAFKA_BENCH_VERBOSE").is_none() {
+        return;
+    }
+    let parts: Vec<String> = thread_cpu()
+        .into_iter()
+        .filter_map(|(tid, (name, secs))| {
+            let used = secs - before.get(&tid).map_or(0.0, |b| b.1);
+            (used > 0.0).then(|| format!("{name}/{tid} {:.2}", used * 1e6 / n as f64))
+        })
+        .collect();
+    println!("  {label} cpu-µs/rec by thread: {}", parts.join(", "));
 }
 
 /// A measured run: records/s and CPU µs per record.
@@ -127,16 +185,26 @@ fn baseline_zmq(n: u64, size: usize) -> Rate {
                 got += 1;
             }
         }
+        own_cpu()
     });
     let content = vec![7u8; size];
     let addr = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
     let mut buf = FrameBuf::new();
-    Rate::measure(n, || {
+    let before = thread_cpu();
+    let rate = Rate::measure(n, || {
         for i in 0..n {
             send_raw_record(&publ, &mut buf, addr, i, &content);
         }
-        reader.join().unwrap();
-    })
+        let cpu = reader.join().unwrap();
+        if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
+            println!(
+                "  raw zmq reader thread {:.2} cpu-µs/rec",
+                cpu * 1e6 / n as f64
+            );
+        }
+    });
+    print_thread_cpu("raw zmq", n, &before);
+    rate
 }
 
 /// Sequential write of `n` records' bytes (`size` + 24 header) in 1 MiB chunks,
@@ -236,6 +304,31 @@ fn quantiles(mut lat: Vec<f64>) -> [f64; 4] {
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let q = |x: f64| lat[((lat.len() as f64 - 1.0) * x) as usize];
     [q(0.5), q(0.99), q(0.999), q(1.0)]
+}
+
+/// The store's per-record code alone: `n` RECORDs of `size` bytes (already
+/// decoded) through `StoreLogic::on_record` into a `DurableLog`, with the
+/// loop's group commit and tick every 4096 records, then a final sync. CPU µs
+/// per record of this thread (writes included; the syncer's fdatasyncs not).
+fn logic_alone(dir: &Path, n: u64, size: usize) -> f64 {
+    let log = DurableLog::open(dir, LogConfig::default()).unwrap();
+    let mut logic = StoreLogic::new(b"S".repeat(32), log, StoreLogicConfig::default());
+    let content = vec![5u8; size];
+    let addr = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+    let t0 = own_cpu();
+    let now = Instant::now();
+    for i in 0..n {
+        let out = logic.on_record(b"t", addr, i, &content, now);
+        assert!(out.is_empty());
+        if i % 4096 == 4095 {
+            logic.log_mut().sync_if_due().unwrap();
+            logic.tick(now);
+        }
+    }
+    logic.log_mut().sync_all().unwrap();
+    let cpu = own_cpu() - t0;
+    assert_eq!(logic.counters().appended, n);
+    cpu * 1e6 / n as f64
 }
 
 fn start_pair(dir: &Path) -> (Store, Producer) {
@@ -343,11 +436,13 @@ fn send_n(p: &Producer, n: u64, size: usize) {
 /// Producer → store, until everything is durably ACKed.
 fn durable_throughput(dir: &Path, n: u64, size: usize) -> Rate {
     let (s, p) = start_pair(dir);
+    let before = thread_cpu();
     let rate = Rate::measure(n, || {
         send_n(&p, n, size);
         let left = p.flush(Duration::from_secs(300)).unwrap();
         assert_eq!(left, 0, "store stats {:?}", s.shared().stats.snapshot());
     });
+    print_thread_cpu("store", n, &before);
     if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
         println!(
             "  store counters: {:?}",
@@ -572,7 +667,7 @@ fn main() {
         return;
     }
     let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
-    // DAFKA_BENCH_ONLY=tput,parts,latency,replay,rss picks parts (default: all).
+    // DAFKA_BENCH_ONLY=tput,logic,parts,latency,replay,rss picks parts (default: all).
     let only = std::env::var("DAFKA_BENCH_ONLY").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only.split(',').any(|p| p.trim() == name);
     let scale = if quick { 10 } else { 1 };
@@ -615,6 +710,11 @@ fn main() {
             st.cpu_us,
             st.switches_k
         );
+    }
+    if part("logic") {
+        let n = 4_000_000 / scale;
+        let us = logic_alone(&bench_dir("logic"), n, 100);
+        println!("store logic alone, 100 B (no sockets): {us:.3} cpu-µs/rec");
     }
     if part("parts") {
         let (n, idle) = (2_000_000 / scale, 10_000);

@@ -11,6 +11,7 @@
 //! fails with EAGAIN, the unsent slice is requeued and retried a little later,
 //! so a slow consumer makes the store wait, never buffer without bound.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
@@ -481,6 +482,9 @@ struct Pending {
     batches: Vec<Batch>,
     live: usize,
     bytes: usize,
+    /// The batch `find` returned last: live records come in runs of one
+    /// partition, so most lookups are one comparison instead of two hashes.
+    hint: Cell<usize>,
 }
 
 #[derive(Default)]
@@ -503,7 +507,15 @@ impl Batch {
 
 impl Pending {
     fn find(&self, topic: &[u8], partition: &str) -> Option<usize> {
-        self.index.get(topic)?.get(partition).copied()
+        let h = self.hint.get();
+        if let Some(b) = self.in_use().get(h) {
+            if b.partition == partition && b.topic == topic {
+                return Some(h);
+            }
+        }
+        let i = self.index.get(topic)?.get(partition).copied()?;
+        self.hint.set(i);
+        Some(i)
     }
     fn get(&self, topic: &[u8], partition: &str) -> Option<&Batch> {
         self.find(topic, partition).map(|i| &self.batches[i])
@@ -528,6 +540,7 @@ impl Pending {
             .entry(topic.to_vec())
             .or_default()
             .insert(partition.to_string(), i);
+        self.hint.set(i);
         i
     }
     fn push(&mut self, i: usize, content: &[u8]) {

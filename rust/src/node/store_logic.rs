@@ -18,7 +18,10 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::FxBuildHasher;
+
+/// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).
+type FxMap<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
 use std::time::{Duration, Instant};
 
 use crate::node::core::Out;
@@ -283,7 +286,7 @@ pub struct StoreLogic<L: StoreLog> {
     log: L,
     cfg: StoreLogicConfig,
     /// topic → partition → state (Fx hashing: keys are short and ours).
-    parts: FxHashMap<Vec<u8>, FxHashMap<Vec<u8>, PartState>>,
+    parts: FxMap<Vec<u8>, FxMap<Vec<u8>, PartState>>,
     /// The partitions `tick` visits: every one touched since it last had
     /// nothing to do (no ACK or sync pending, no gap, no held records, its
     /// producer silent for `ack_refresh_window`). A store keeps every
@@ -302,7 +305,7 @@ impl<L: StoreLog> StoreLogic<L> {
             address,
             log,
             cfg,
-            parts: FxHashMap::default(),
+            parts: FxMap::default(),
             active: Vec::new(),
             replies: VecDeque::new(),
             counters: StoreCounters::default(),
@@ -342,14 +345,12 @@ impl<L: StoreLog> StoreLogic<L> {
     /// The partition's state; looks up by borrowed slices and allocates keys
     /// only for a partition seen for the first time (this runs per record).
     fn part(&mut self, topic: &[u8], partition: &[u8]) -> &mut PartState {
-        if !self.parts.contains_key(topic) {
-            self.parts.insert(topic.to_vec(), FxHashMap::default());
-        }
-        let parts = self.parts.get_mut(topic).expect("inserted above");
-        if !parts.contains_key(partition) {
-            parts.insert(partition.to_vec(), PartState::default());
-        }
-        let st = parts.get_mut(partition).expect("inserted above");
+        let st = self
+            .parts
+            .entry_ref(topic)
+            .or_default()
+            .entry_ref(partition)
+            .or_default();
         if !st.active {
             st.active = true;
             self.active.push((topic.to_vec(), partition.to_vec()));
