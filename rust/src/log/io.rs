@@ -242,6 +242,25 @@ pub(crate) fn sync_dir(cfg: &LogConfig, dir: &Path) -> Result<()> {
         .map_err(|e| LogError::io("fsync directory", dir, e))
 }
 
+/// syncfs: writes back every dirty file and directory of the filesystem that
+/// holds `path`, and waits for it (one call instead of an fdatasync per file,
+/// for a log opening many partitions). Linux reports writeback errors here
+/// since 5.8.
+pub(crate) fn sync_fs(cfg: &LogConfig, path: &Path) -> Result<()> {
+    cfg.fail(IoOp::Sync, path)
+        .map_err(|e| LogError::io("syncfs", path, e))?;
+    let dir = File::open(path).map_err(|e| LogError::io("open for syncfs", path, e))?;
+    // SAFETY: syncfs only reads the descriptor, which `dir` keeps open.
+    if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+        return Err(LogError::io(
+            "syncfs",
+            path,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
 /// Truncates (or extends) a file to `len` bytes.
 pub(crate) fn set_len(cfg: &LogConfig, file: &File, path: &Path, len: u64) -> Result<()> {
     cfg.fail(IoOp::Truncate, path)

@@ -253,6 +253,56 @@ fn file_stamps(dir: &Path) -> Vec<FileStamp> {
     v
 }
 
+/// From this many partitions on, opening a log makes them durable with one
+/// syncfs instead of an fdatasync and a directory fsync each (about 0.35 ms
+/// per partition here, even when nothing is dirty: a store that has held
+/// 100k partitions, one per Spark task, would take half a minute to start).
+/// Below it the partitions' own syncs are cheaper than a syncfs, which also
+/// writes back whatever else is dirty on the filesystem.
+pub(crate) const SYNCFS_FROM_PARTITIONS: usize = 1000;
+
+/// What a log found at open is what counts from now on: makes it durable,
+/// with one syncfs for a large log ([`SYNCFS_FROM_PARTITIONS`]). A partition
+/// that cannot sync is set aside ([`LogConfig::isolate_damaged`]) or fails the
+/// open; if syncfs itself fails, each partition syncs on its own.
+fn sync_opened(
+    cfg: &LogConfig,
+    root: &Path,
+    parts: &mut BTreeMap<PartKey, Partition>,
+    damaged: &mut BTreeMap<PartKey, Damaged>,
+    now: u64,
+) -> Result<()> {
+    if parts.len() >= SYNCFS_FROM_PARTITIONS {
+        match io::sync_fs(cfg, root) {
+            Ok(()) => {
+                parts.values_mut().for_each(|p| p.mark_synced(now));
+                return Ok(());
+            }
+            Err(e) => tracing::warn!("{e}; syncing each partition instead"),
+        }
+    }
+    let mut failed = Vec::new();
+    for (key, p) in parts.iter_mut() {
+        if let Err(e) = p.sync(now) {
+            if !cfg.isolate_damaged {
+                return Err(e);
+            }
+            tracing::error!(
+                "partition {}/{} set aside, the rest of the log opens: {e}",
+                lossy(&key.0),
+                key.1
+            );
+            failed.push((key.clone(), e));
+        }
+    }
+    for (key, e) in failed {
+        if let Some(p) = parts.remove(&key) {
+            damaged.insert(key, Damaged::new(p.dir().to_path_buf(), &e, 1));
+        }
+    }
+    Ok(())
+}
+
 /// Lists `p` (under `key`) in the log's `dirty` list, once.
 fn list_dirty(dirty: &mut Vec<PartKey>, key: &PartKey, p: &mut Partition) {
     if !p.listed {
@@ -322,10 +372,12 @@ impl Log {
                     topic.clone(),
                     name.clone(),
                     &gauge,
+                    false,
                 );
                 match p {
                     Ok(Some(mut p)) => {
-                        // Opening synced it: past the budget its file can go at once.
+                        // Past the budget its file can go at once (a sync
+                        // opens it again by path).
                         if gauge.get() > max_open {
                             p.close_file();
                         }
@@ -344,6 +396,9 @@ impl Log {
             }
         }
         let now = cfg.now();
+        if !cfg.read_only {
+            sync_opened(&cfg, &root, &mut parts, &mut damaged, now)?;
+        }
         // Opening may have truncated or recreated files: the first sync covers all.
         let dirty = if cfg.read_only {
             Vec::new()
@@ -466,7 +521,14 @@ impl Log {
             };
             self.dirty.retain(|k| k != &key);
             let (topic, name) = key.clone();
-            match Partition::open(self.cfg.clone(), dir.clone(), topic, name, &self.gauge) {
+            match Partition::open(
+                self.cfg.clone(),
+                dir.clone(),
+                topic,
+                name,
+                &self.gauge,
+                true,
+            ) {
                 Ok(Some(mut p)) => {
                     list_dirty(&mut self.dirty, &key, &mut p);
                     self.parts.insert(key, p);

@@ -137,6 +137,7 @@ impl Partition {
         topic: Vec<u8>,
         name: String,
         gauge: &Gauge,
+        sync_now: bool,
     ) -> Result<Option<Partition>> {
         let mut logs = Vec::new();
         let mut indexes = Vec::new();
@@ -202,9 +203,13 @@ impl Partition {
             last_used: 0,
         };
         if !p.cfg.read_only {
-            // What survived is what counts from now on: make it durable.
+            // What survived is what counts from now on: it must be made
+            // durable, here or by the caller (`sync_now` false: one syncfs
+            // for a whole log, then [`Partition::mark_synced`]).
             p.durable_next = p.first_offset();
-            p.sync(now)?;
+            if sync_now {
+                p.sync(now)?;
+            }
         }
         Ok(Some(p))
     }
@@ -389,13 +394,20 @@ impl Partition {
                 self.failed = Some(e.to_string());
                 return Err(e);
             }
-            self.unsynced.clear();
-            self.dirty_dirs.clear();
-            self.durable_next = next;
         }
+        self.mark_synced(now);
+        Ok(())
+    }
+
+    /// Records that everything written so far is durable: after
+    /// [`Partition::sync`]'s own fdatasyncs, or a syncfs of the whole
+    /// filesystem done by the caller.
+    pub(crate) fn mark_synced(&mut self, now: u64) {
+        self.unsynced.clear();
+        self.dirty_dirs.clear();
+        self.durable_next = self.next_offset();
         self.unsynced_messages = 0;
         self.last_sync_ms = now;
-        Ok(())
     }
 
     /// Group commit off the writer's thread, step 1: takes what needs an

@@ -1389,3 +1389,116 @@ fn open_files_stay_within_max_open_files() {
     assert_eq!(log.next_offset(T, &names[0]), Some(6));
     assert_eq!(log.durable_next(T, &names[0]), Some(6));
 }
+
+/// Syncs and the paths they were for, from a failpoint.
+fn sync_counter(
+    fail: impl Fn(&Path) -> bool + Send + Sync + 'static,
+) -> (Failpoint, Arc<std::sync::Mutex<Vec<PathBuf>>>) {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let fp: Failpoint = Arc::new(move |op, path: &Path| {
+        if op != IoOp::Sync {
+            return Ok(());
+        }
+        s.lock().unwrap().push(path.to_path_buf());
+        if fail(path) {
+            Err(std::io::Error::from_raw_os_error(5))
+        } else {
+            Ok(())
+        }
+    });
+    (fp, seen)
+}
+
+/// A log with `n` partitions named by number, two records each.
+fn log_of_partitions(dir: &Path, clock: &Clock, n: usize) -> Vec<String> {
+    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
+    let mut log = Log::open(dir, small(clock)).unwrap();
+    for p in &names {
+        log.append_batch(T, p, 0, &[value(1), value(2)]).unwrap();
+    }
+    log.close().unwrap();
+    names
+}
+
+#[test]
+fn opening_a_log_makes_what_it_holds_durable() {
+    let clock = Clock::new(5);
+    // A small log: each partition's own fdatasync and directory fsync.
+    let dir = tempfile::tempdir().unwrap();
+    let names = log_of_partitions(dir.path(), &clock, 3);
+    let (fp, seen) = sync_counter(|_| false);
+    let log = Log::open(
+        dir.path(),
+        LogConfig {
+            failpoint: Some(fp),
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2 * names.len(), "{seen:?}");
+    for p in &names {
+        assert!(
+            seen.iter().any(|s| s.ends_with(p)),
+            "{p}'s directory: {seen:?}"
+        );
+        assert_eq!(log.durable_next(T, p), Some(2));
+    }
+    log.close().unwrap();
+
+    // A large one: one syncfs of the log's filesystem covers them all.
+    let dir = tempfile::tempdir().unwrap();
+    let names = log_of_partitions(dir.path(), &clock, SYNCFS_FROM_PARTITIONS);
+    let (fp, seen) = sync_counter(|_| false);
+    let log = Log::open(
+        dir.path(),
+        LogConfig {
+            failpoint: Some(fp),
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![dir.path().to_path_buf()]);
+    for p in &names {
+        assert_eq!(log.durable_next(T, p), Some(2), "{p}");
+    }
+    log.close().unwrap();
+}
+
+#[test]
+fn when_syncfs_fails_each_partition_syncs_and_a_failing_one_is_set_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let names = log_of_partitions(dir.path(), &clock, SYNCFS_FROM_PARTITIONS);
+    let root = dir.path().to_path_buf();
+    let bad = names[1].clone();
+    let failing = move |p: &Path| p == root || p.to_string_lossy().contains(&bad);
+
+    // Strict (a plain log): the partition's own sync error fails the open.
+    let (fp, _) = sync_counter(failing.clone());
+    let strict = LogConfig {
+        failpoint: Some(fp),
+        ..small(&clock)
+    };
+    let err = Log::open(dir.path(), strict).unwrap_err();
+    assert!(err.to_string().contains(&names[1]), "{err}");
+
+    let (fp, seen) = sync_counter(failing);
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        isolate_damaged: true,
+        ..small(&clock)
+    };
+    let log = Log::open(dir.path(), cfg).unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0], dir.path(), "syncfs first");
+    for n in [&names[0], &names[2]] {
+        assert!(seen.iter().any(|p| p.ends_with(n)), "{n} synced on its own");
+        assert_eq!(log.durable_next(T, n), Some(2));
+    }
+    let damaged = log.damaged();
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    assert_eq!(damaged[0].1, names[1]);
+    log.close().unwrap();
+}
