@@ -555,6 +555,7 @@ fn replay(dir: &Path, n: u64, size: usize) -> f64 {
     .unwrap();
     s.connect(c.endpoint()).unwrap();
     let total = n + 1;
+    let before = thread_cpu();
     let t0 = Instant::now();
     let mut got = 0u64;
     while got < total {
@@ -568,6 +569,7 @@ fn replay(dir: &Path, n: u64, size: usize) -> f64 {
         );
     }
     let rate = total as f64 / t0.elapsed().as_secs_f64();
+    print_thread_cpu("replay", total, &before);
     c.close().unwrap();
     s.close().unwrap();
     rate
