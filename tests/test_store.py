@@ -143,6 +143,37 @@ def test_late_consumer_gets_100k_from_the_store_alone(tmp_path: Path, tower: Tow
         assert {r.partition for r in got} == {info.partition}
 
 
+def test_late_consumer_after_retention_starts_at_the_first_record_held(
+    tmp_path: Path, tower: Tower
+) -> None:
+    n = 2000
+    small = {"segment_bytes": 4096, **FAST}
+    with (
+        Store(tmp_path, towers=[tower.endpoint], **small),  # type: ignore[arg-type]
+        Producer("t", towers=[tower.endpoint], min_acks=1, **FAST) as p,  # type: ignore[arg-type]
+    ):
+        assert p.wait_for_stores(1, 30) == 1
+        p.send_many([value(i) for i in range(n)])
+        assert flush_all(p) == 0
+    # Retention deletes the oldest segments while the store is down.
+    with dafka.Log(tmp_path / "log", segment_bytes=4096, retain_bytes=8192) as log:
+        assert log.enforce_retention() > 0
+        [info] = log.partitions("t")
+    first = info.first_offset
+    assert 0 < first < n
+    with Store(tmp_path, towers=[tower.endpoint], **small) as s:  # type: ignore[arg-type]
+        # `earliest` asks from 0; the store answers from `first`. The consumer
+        # skips the deleted offsets (counted) instead of waiting for them forever.
+        with Consumer(
+            ["t"], towers=[tower.endpoint], offset_reset="earliest", fetch_retry=0.1, **FAST
+        ) as c:  # type: ignore[arg-type]
+            got = drain(c, n - first, within=60)
+            stats = c.stats()
+        assert [r.offset for r in got] == list(range(first, n)), (stats, s.stats())
+        assert all(r.value == value(r.offset) for r in got)
+        assert stats["records_lost"] == first, stats
+
+
 def test_sigkilled_store_loses_nothing_acked(
     tmp_path: Path, tower: Tower, procs: list[StoreProc]
 ) -> None:

@@ -202,6 +202,7 @@ class Consumer:
         max_fetch: int = 10000,
         max_pending: int = 100000,
         max_buffered: int = 100000,
+        give_up_fetches: int = 6,
         bind: str = ...,
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,

@@ -156,6 +156,11 @@ pub struct ConsumerConfig {
     /// Delivered records waiting for the application; while full the node stops
     /// reading (the publishers then drop, and the gap is fetched). Default 100,000.
     pub max_buffered: usize,
+    /// FETCH retries without progress before a gap is skipped, if a node
+    /// answered the FETCH from past it: the records are deleted (retention)
+    /// everywhere it asked, so the partition goes on from the first record
+    /// held, counted in `records_lost`. Default 6 (3 s at `fetch_retry`).
+    pub give_up_fetches: u32,
 }
 
 impl Default for ConsumerConfig {
@@ -167,6 +172,7 @@ impl Default for ConsumerConfig {
             max_fetch: 10_000,
             max_pending: 100_000,
             max_buffered: 100_000,
+            give_up_fetches: 6,
         }
     }
 }
@@ -177,9 +183,13 @@ impl ConsumerConfig {
         if self.fetch_retry.is_zero() {
             return Err(Error::Config("fetch_retry must be > 0".into()));
         }
-        if self.max_fetch == 0 || self.max_pending == 0 || self.max_buffered == 0 {
+        if self.max_fetch == 0
+            || self.max_pending == 0
+            || self.max_buffered == 0
+            || self.give_up_fetches == 0
+        {
             return Err(Error::Config(
-                "max_fetch, max_pending and max_buffered must be > 0".into(),
+                "max_fetch, max_pending, max_buffered and give_up_fetches must be > 0".into(),
             ));
         }
         Ok(())

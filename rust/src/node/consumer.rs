@@ -40,6 +40,14 @@ struct Part {
     retry_at: Option<Instant>,
     pending: BTreeMap<u64, Vec<u8>>,
     epoch: u64,
+    /// A DIRECT-RECORD beyond `next` arrived since `next` last moved: a store
+    /// (or the producer) answered a FETCH from past the gap, so it lacks the
+    /// records before (retention deleted them).
+    answered_beyond: bool,
+    /// FETCH retries since `next` last moved or `answered_beyond` was set,
+    /// and `next` then.
+    stalled: u32,
+    stall_mark: u64,
 }
 
 /// Pure consumer protocol state.
@@ -51,15 +59,68 @@ pub struct ConsumerState {
     retry: Duration,
     max_fetch: u32,
     max_pending: usize,
+    give_up_fetches: u32,
     parts: FxHashMap<Vec<u8>, Part>,
-    /// Counters: duplicates dropped, gaps seen, FETCHes sent.
+    /// Counters: duplicates dropped, gaps seen, FETCHes sent, offsets skipped
+    /// because no node holds them any more.
     pub duplicates: u64,
     pub gaps: u64,
     pub fetches: u64,
+    pub lost: u64,
 }
 
 fn lossy(b: &[u8]) -> Arc<str> {
     Arc::from(String::from_utf8_lossy(b).as_ref())
+}
+
+impl Part {
+    /// Delivers the held records that follow `next` in order; `next` moved.
+    fn deliver_pending(&mut self, deliver: &mut Vec<Delivery>) {
+        while let Some(v) = self.pending.remove(&self.next) {
+            deliver.push(Delivery {
+                topic: self.topic.clone(),
+                partition: self.name.clone(),
+                offset: self.next,
+                value: v,
+                epoch: self.epoch,
+            });
+            self.next += 1;
+        }
+        self.answered_beyond = false;
+        self.stalled = 0;
+        self.stall_mark = self.next;
+    }
+
+    /// A FETCH retry is due. After `give_up` retries without progress, with a
+    /// FETCH answered from past the gap, the records of the gap are gone from
+    /// every node that answers (retention deleted them): skip to the first
+    /// record held, as Kafka's `earliest` reset starts at the log's start.
+    /// Returns the offsets skipped.
+    fn retry_or_skip(&mut self, give_up: u32, deliver: &mut Vec<Delivery>) -> u64 {
+        if self.next != self.stall_mark {
+            self.stall_mark = self.next;
+            self.stalled = 0;
+        }
+        self.stalled += 1;
+        if self.stalled < give_up || !self.answered_beyond {
+            return 0;
+        }
+        let Some(first) = self.pending.keys().next().copied() else {
+            return 0;
+        };
+        let lost = first - self.next;
+        tracing::warn!(
+            "partition {} of {}: offsets {}..{} are held by no node that answers (deleted by \
+             retention?); skipping to {first}",
+            self.name,
+            self.topic,
+            self.next,
+            first
+        );
+        self.next = first;
+        self.deliver_pending(deliver);
+        lost
+    }
 }
 
 impl ConsumerState {
@@ -71,10 +132,12 @@ impl ConsumerState {
             retry: cfg.fetch_retry,
             max_fetch: cfg.max_fetch,
             max_pending: cfg.max_pending,
+            give_up_fetches: cfg.give_up_fetches,
             parts: FxHashMap::default(),
             duplicates: 0,
             gaps: 0,
             fetches: 0,
+            lost: 0,
         }
     }
 
@@ -147,6 +210,9 @@ impl ConsumerState {
                 retry_at: None,
                 pending: BTreeMap::new(),
                 epoch: 0,
+                answered_beyond: false,
+                stalled: 0,
+                stall_mark: next,
             }
         });
     }
@@ -189,17 +255,13 @@ impl ConsumerState {
                 epoch: p.epoch,
             });
             p.next += 1;
-            while let Some(v) = p.pending.remove(&p.next) {
-                deliver.push(Delivery {
-                    topic: p.topic.clone(),
-                    partition: p.name.clone(),
-                    offset: p.next,
-                    value: v,
-                    epoch: p.epoch,
-                });
-                p.next += 1;
-            }
+            p.deliver_pending(deliver);
         } else {
+            if direct && !p.answered_beyond {
+                // Retries count from the first answer from past the gap.
+                p.answered_beyond = true;
+                p.stalled = 0;
+            }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
             if p.pending.len() < max_pending {
                 p.pending.insert(seq, r.content.to_vec());
@@ -273,18 +335,23 @@ impl ConsumerState {
         });
     }
 
-    /// Repeats FETCHes whose answers did not (all) arrive in time.
-    pub fn on_timer(&mut self, now: Instant, out: &mut Vec<Out>) {
+    /// Repeats FETCHes whose answers did not (all) arrive in time; delivers
+    /// what follows a gap that no node holds any more (`give_up_fetches`).
+    pub fn on_timer(&mut self, now: Instant, deliver: &mut Vec<Delivery>, out: &mut Vec<Out>) {
+        let give_up = self.give_up_fetches;
+        let mut lost = 0;
         let due: Vec<Vec<u8>> = self
             .parts
             .iter_mut()
             .filter(|(_, p)| p.retry_at.is_some_and(|t| t <= now))
             .map(|(k, p)| {
                 p.retry_at = None;
+                lost += p.retry_or_skip(give_up, deliver);
                 p.requested = p.next;
                 k.clone()
             })
             .collect();
+        self.lost += lost;
         for k in due {
             self.maybe_fetch(&k, now, out);
         }
@@ -599,8 +666,12 @@ fn run(
         let now = Instant::now();
         if st.next_deadline().is_some_and(|d| d <= now) {
             outs.clear();
-            st.on_timer(now, &mut outs);
+            dels.clear();
+            st.on_timer(now, &mut dels, &mut outs);
             core.emit_all(&outs)?;
+            // Counted before the records that follow the skip are delivered.
+            stats.records_lost.store(st.lost, SeqCst);
+            deliver(&tx, shared, &mut dels);
         }
         if core.disc.next_deadline().is_some_and(|d| d <= now) {
             core.on_timer(now, stats)?;
@@ -793,6 +864,87 @@ mod tests {
         assert_eq!(st.fetches, 3);
     }
 
+    /// A DIRECT-RECORD of `P`, as a store answers a FETCH.
+    fn direct(seq: u64, content: &'static [u8]) -> Record<'static> {
+        Record {
+            topic: ME,
+            ..rec(seq, content)
+        }
+    }
+
+    /// Runs the FETCH retry timer `n` times.
+    fn retries(st: &mut ConsumerState, n: u32, d: &mut Vec<Delivery>) -> Vec<Out> {
+        let mut o = Vec::new();
+        for _ in 0..n {
+            let due = st.next_deadline().expect("a FETCH in flight");
+            st.on_timer(due, d, &mut o);
+        }
+        o
+    }
+
+    #[test]
+    fn a_gap_that_stores_answered_from_past_is_skipped_after_give_up_fetches() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        let h = Head {
+            topic: ME,
+            address: P,
+            subject: b"hello",
+            sequence: 9,
+        };
+        st.on_head(&h, true, t0, &mut o);
+        assert!(matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 0,
+                count: 10,
+                ..
+            }]
+        ));
+        // The store's retention deleted 0..7: it answers from 7 on.
+        for seq in 7..10 {
+            st.on_record(&direct(seq, b"v"), true, t0, &mut d, &mut o);
+        }
+        assert!(d.is_empty());
+        let give_up = ConsumerConfig::default().give_up_fetches;
+        let o = retries(&mut st, give_up - 1, &mut d);
+        assert!(d.is_empty(), "not before give_up_fetches retries");
+        assert_eq!(
+            o.len() as u32,
+            give_up - 1,
+            "each retry FETCHes 0..7 again: {o:?}"
+        );
+        assert_eq!(st.lost, 0);
+        retries(&mut st, 1, &mut d);
+        assert_eq!(offsets(&d), vec![7, 8, 9]);
+        assert_eq!(st.lost, 7);
+        assert_eq!(st.next_deadline(), None, "nothing left to fetch");
+    }
+
+    #[test]
+    fn a_gap_is_not_skipped_without_an_answer_from_past_it_or_while_it_fills() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        // Live records only: nobody said the gap is gone (stores may be down).
+        st.on_record(&rec(10, b"a"), false, t0, &mut d, &mut o);
+        st.on_record(&rec(13, b"d"), false, t0, &mut d, &mut o);
+        retries(&mut st, 20, &mut d);
+        assert_eq!(offsets(&d), vec![10]);
+        assert_eq!(st.lost, 0);
+        // Progress resets the count: a slow answer filling the gap one record
+        // per retry is never skipped, even with an answer from past it.
+        st.on_record(&direct(15, b"f"), true, t0, &mut d, &mut o);
+        let give_up = ConsumerConfig::default().give_up_fetches;
+        for missing in [11, 12, 14] {
+            retries(&mut st, give_up - 1, &mut d);
+            st.on_record(&direct(missing, b"x"), true, t0, &mut d, &mut o);
+        }
+        assert_eq!(offsets(&d), (10..=15).collect::<Vec<_>>());
+        assert_eq!(st.lost, 0);
+    }
+
     #[test]
     fn gap_fetch_retry_and_head() {
         let mut st = state(OffsetReset::Latest, &[b"hello"]);
@@ -817,7 +969,7 @@ mod tests {
         // No answer: retried after fetch_retry.
         let later = t0 + Duration::from_millis(500);
         assert_eq!(st.next_deadline(), Some(later));
-        st.on_timer(later, &mut o);
+        st.on_timer(later, &mut d, &mut o);
         assert!(matches!(
             o[..],
             [Out::Fetch {

@@ -160,6 +160,8 @@ pub struct Stats {
     pub duplicates: AtomicU64,
     pub gaps: AtomicU64,
     pub fetches_sent: AtomicU64,
+    /// Offsets a consumer skipped: no node that answers holds them any more.
+    pub records_lost: AtomicU64,
     pub fetches_received: AtomicU64,
     pub direct_records_sent: AtomicU64,
     pub acks_received: AtomicU64,
@@ -186,6 +188,7 @@ impl Stats {
             ("duplicates", g(&self.duplicates)),
             ("gaps", g(&self.gaps)),
             ("fetches_sent", g(&self.fetches_sent)),
+            ("records_lost", g(&self.records_lost)),
             ("fetches_received", g(&self.fetches_received)),
             ("direct_records_sent", g(&self.direct_records_sent)),
             ("acks_received", g(&self.acks_received)),

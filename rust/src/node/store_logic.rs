@@ -734,10 +734,14 @@ impl<L: StoreLog> StoreLogic<L> {
         out
     }
 
-    /// A DIRECT-HEAD to `to` for each of `parts` that holds records.
+    /// A DIRECT-HEAD to `to` for each of `parts` that holds records. One whose
+    /// records were all deleted (retention) is left out: nobody could FETCH
+    /// anything of it from here, and a store that still holds them tells its
+    /// own heads.
     fn heads_of(&self, to: &[u8], parts: Vec<PartKey>, out: &mut Vec<Out>) {
         for (t, p) in parts {
-            if let Some(next) = self.log.next_offset(&t, &p).filter(|&n| n > 0) {
+            let first = self.log.first_offset(&t, &p).unwrap_or(0);
+            if let Some(next) = self.log.next_offset(&t, &p).filter(|&n| n > first) {
                 out.push(Out::DirectHead {
                     to: to.to_vec(),
                     partition: p,

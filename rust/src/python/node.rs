@@ -455,8 +455,8 @@ impl PyConsumer {
     #[pyo3(signature = (
         topics, *, towers = None, peers = None, wire = "rfc", offset_reset = "latest",
         fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
-        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000
+        give_up_fetches = 6, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
+        beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -470,6 +470,7 @@ impl PyConsumer {
         max_fetch: u32,
         max_pending: usize,
         max_buffered: usize,
+        give_up_fetches: u32,
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
@@ -501,6 +502,7 @@ impl PyConsumer {
             max_fetch,
             max_pending,
             max_buffered,
+            give_up_fetches,
         };
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
         Ok(Self {

@@ -451,6 +451,12 @@ fn get_heads_and_consumer_hello_answer_direct_heads() {
         rec(&mut s, i, now);
     }
     s.on_record(b"other", P, 0, b"x", now);
+    // A partition whose records retention deleted, all of them: nothing to
+    // read, so no head (a consumer would FETCH it in vain, forever).
+    const GONE: &[u8] = b"PRODUCER00000000000000000000000B";
+    s.log_mut()
+        .parts
+        .insert((T.to_vec(), GONE.to_vec()), (5, Vec::new(), 5));
     let out = s.on_get_heads(&GetHeads {
         topic: T,
         address: C,
