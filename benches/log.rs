@@ -8,8 +8,12 @@
 //!   files evicted from the page cache with `posix_fadvise(DONTNEED)`).
 //! - rss: 50M 100 B records across 1,000 partitions, in a child process that
 //!   reports its own peak RSS (VmHWM).
+//! - open: `Log::open` of 5,000 partitions (a store after thousands of Spark
+//!   tasks), against the same run's fdatasync of each active segment plus an
+//!   fsync of each partition directory (what opening cost per partition before
+//!   one syncfs covered a large log).
 //!
-//! `cargo bench --bench log [-- append|read|rss]` (nothing runs without
+//! `cargo bench --bench log [-- append|read|rss|open]` (nothing runs without
 //! `--bench`, so `cargo test --all-targets` skips them). `DAFKA_BENCH_DIR` picks
 //! the directory (default: `target/bench-log`), `DAFKA_BENCH_SCALE` scales the
 //! data sizes (e.g. 0.1 for a quick run).
@@ -240,6 +244,46 @@ fn rss_child() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// Opening a log of many partitions vs syncing each of its partitions.
+fn open_many() {
+    let n = ((5_000.0 * scale()) as usize).max(1);
+    let dir = bench_dir("open");
+    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Never,
+        ..LogConfig::default()
+    };
+    let mut log = Log::open(&dir, cfg.clone()).expect("open");
+    for p in &names {
+        log.append_batch(b"t", p, 0, &[vec![1u8; 100], vec![2u8; 100]])
+            .expect("append");
+    }
+    log.close().expect("close");
+    // Nothing dirty: both sides pay only what syncing costs when all is on disk.
+    let root = File::open(&dir).expect("open dir");
+    // SAFETY: syncfs only reads the descriptor, which `root` keeps open.
+    assert_eq!(unsafe { libc::syncfs(root.as_raw_fd()) }, 0);
+    let t0 = Instant::now();
+    for p in &names {
+        let pdir = dir.join("t").join(p);
+        let seg = pdir.join(format!("{:020}.log", 0));
+        File::open(&seg).and_then(|f| f.sync_data()).expect("fdatasync");
+        File::open(&pdir).and_then(|d| d.sync_all()).expect("fsync dir");
+    }
+    let per_partition = t0.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let log = Log::open(&dir, LogConfig::default()).expect("open");
+    let open = t0.elapsed().as_secs_f64();
+    assert_eq!(log.partitions(None).len(), n);
+    drop(log);
+    println!(
+        "open {n} partitions: Log::open {:.3} s | baseline: an fdatasync and a directory fsync \
+         per partition {:.3} s (the sync alone)",
+        open, per_partition
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<String> = raw
@@ -264,6 +308,9 @@ fn main() {
     }
     if want("read") {
         read();
+    }
+    if want("open") {
+        open_many();
     }
     if want("rss") {
         let out = Command::new(std::env::current_exe().expect("exe"))
