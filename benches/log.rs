@@ -267,8 +267,12 @@ fn open_many() {
     for p in &names {
         let pdir = dir.join("t").join(p);
         let seg = pdir.join(format!("{:020}.log", 0));
-        File::open(&seg).and_then(|f| f.sync_data()).expect("fdatasync");
-        File::open(&pdir).and_then(|d| d.sync_all()).expect("fsync dir");
+        File::open(&seg)
+            .and_then(|f| f.sync_data())
+            .expect("fdatasync");
+        File::open(&pdir)
+            .and_then(|d| d.sync_all())
+            .expect("fsync dir");
     }
     let per_partition = t0.elapsed().as_secs_f64();
     let t0 = Instant::now();

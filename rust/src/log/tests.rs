@@ -1390,10 +1390,12 @@ fn open_files_stay_within_max_open_files() {
     assert_eq!(log.durable_next(T, &names[0]), Some(6));
 }
 
-/// Syncs and the paths they were for, from a failpoint.
-fn sync_counter(
+/// `small(clock)` with a failpoint that records the path of every sync and
+/// fails those `fail` picks (EIO).
+fn counting_syncs(
+    clock: &Clock,
     fail: impl Fn(&Path) -> bool + Send + Sync + 'static,
-) -> (Failpoint, Arc<std::sync::Mutex<Vec<PathBuf>>>) {
+) -> (LogConfig, Arc<std::sync::Mutex<Vec<PathBuf>>>) {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let s = seen.clone();
     let fp: Failpoint = Arc::new(move |op, path: &Path| {
@@ -1407,7 +1409,11 @@ fn sync_counter(
             Ok(())
         }
     });
-    (fp, seen)
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        ..small(clock)
+    };
+    (cfg, seen)
 }
 
 /// A log with `n` partitions named by number, two records each.
@@ -1427,15 +1433,8 @@ fn opening_a_log_makes_what_it_holds_durable() {
     // A small log: each partition's own fdatasync and directory fsync.
     let dir = tempfile::tempdir().unwrap();
     let names = log_of_partitions(dir.path(), &clock, 3);
-    let (fp, seen) = sync_counter(|_| false);
-    let log = Log::open(
-        dir.path(),
-        LogConfig {
-            failpoint: Some(fp),
-            ..small(&clock)
-        },
-    )
-    .unwrap();
+    let (cfg, seen) = counting_syncs(&clock, |_| false);
+    let log = Log::open(dir.path(), cfg).unwrap();
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2 * names.len(), "{seen:?}");
     for p in &names {
@@ -1450,15 +1449,8 @@ fn opening_a_log_makes_what_it_holds_durable() {
     // A large one: one syncfs of the log's filesystem covers them all.
     let dir = tempfile::tempdir().unwrap();
     let names = log_of_partitions(dir.path(), &clock, SYNCFS_FROM_PARTITIONS);
-    let (fp, seen) = sync_counter(|_| false);
-    let log = Log::open(
-        dir.path(),
-        LogConfig {
-            failpoint: Some(fp),
-            ..small(&clock)
-        },
-    )
-    .unwrap();
+    let (cfg, seen) = counting_syncs(&clock, |_| false);
+    let log = Log::open(dir.path(), cfg).unwrap();
     assert_eq!(*seen.lock().unwrap(), vec![dir.path().to_path_buf()]);
     for p in &names {
         assert_eq!(log.durable_next(T, p), Some(2), "{p}");
@@ -1476,19 +1468,14 @@ fn when_syncfs_fails_each_partition_syncs_and_a_failing_one_is_set_aside() {
     let failing = move |p: &Path| p == root || p.to_string_lossy().contains(&bad);
 
     // Strict (a plain log): the partition's own sync error fails the open.
-    let (fp, _) = sync_counter(failing.clone());
-    let strict = LogConfig {
-        failpoint: Some(fp),
-        ..small(&clock)
-    };
+    let (strict, _) = counting_syncs(&clock, failing.clone());
     let err = Log::open(dir.path(), strict).unwrap_err();
     assert!(err.to_string().contains(&names[1]), "{err}");
 
-    let (fp, seen) = sync_counter(failing);
+    let (cfg, seen) = counting_syncs(&clock, failing);
     let cfg = LogConfig {
-        failpoint: Some(fp),
         isolate_damaged: true,
-        ..small(&clock)
+        ..cfg
     };
     let log = Log::open(dir.path(), cfg).unwrap();
     let seen = seen.lock().unwrap().clone();

@@ -864,6 +864,16 @@ mod tests {
         assert_eq!(st.fetches, 3);
     }
 
+    /// A DIRECT-HEAD of `P` for us, as a store answers CONSUMER-HELLO.
+    fn direct_head(sequence: u64) -> Head<'static> {
+        Head {
+            topic: ME,
+            address: P,
+            subject: b"hello",
+            sequence,
+        }
+    }
+
     /// A DIRECT-RECORD of `P`, as a store answers a FETCH.
     fn direct(seq: u64, content: &'static [u8]) -> Record<'static> {
         Record {
@@ -887,13 +897,7 @@ mod tests {
         let mut st = state(OffsetReset::Earliest, &[b"hello"]);
         let (mut d, mut o) = (Vec::new(), Vec::new());
         let t0 = Instant::now();
-        let h = Head {
-            topic: ME,
-            address: P,
-            subject: b"hello",
-            sequence: 9,
-        };
-        st.on_head(&h, true, t0, &mut o);
+        st.on_head(&direct_head(9), true, t0, &mut o);
         assert!(matches!(
             o[..],
             [Out::Fetch {
@@ -1005,13 +1009,7 @@ mod tests {
         let mut st = state(OffsetReset::Earliest, &[b"hello"]);
         let mut o = Vec::new();
         let t0 = Instant::now();
-        let h = Head {
-            topic: ME,
-            address: P,
-            subject: b"hello",
-            sequence: 4,
-        };
-        st.on_head(&h, true, t0, &mut o);
+        st.on_head(&direct_head(4), true, t0, &mut o);
         assert!(matches!(
             o[..],
             [Out::Fetch {
