@@ -377,6 +377,10 @@ impl ConsumerState {
         p.pending.clear();
         p.retry_at = None;
         p.epoch += 1;
+        // Evidence of a deleted gap was about the old position.
+        p.answered_beyond = false;
+        p.stalled = 0;
+        p.stall_mark = offset;
         let epoch = p.epoch;
         self.maybe_fetch(partition, now, out);
         Some(epoch)
@@ -924,6 +928,24 @@ mod tests {
         assert_eq!(offsets(&d), vec![7, 8, 9]);
         assert_eq!(st.lost, 7);
         assert_eq!(st.next_deadline(), None, "nothing left to fetch");
+    }
+
+    #[test]
+    fn a_seek_forgets_that_a_gap_was_answered_from_past_it() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        st.on_head(&direct_head(9), true, t0, &mut o);
+        for seq in 7..10 {
+            st.on_record(&direct(seq, b"v"), true, t0, &mut d, &mut o);
+        }
+        assert_eq!(st.seek(P, 0, t0, &mut o), Some(1));
+        // From the new position only a live record beyond the gap: no evidence.
+        st.on_record(&rec(8, b"v"), false, t0, &mut d, &mut o);
+        let give_up = ConsumerConfig::default().give_up_fetches;
+        retries(&mut st, 2 * give_up, &mut d);
+        assert!(d.is_empty(), "{:?}", offsets(&d));
+        assert_eq!(st.lost, 0);
     }
 
     #[test]
