@@ -17,15 +17,15 @@
 //!   ([`StoreLogic::next_reply_slice`]) so a large FETCH never buffers unboundedly.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use rustc_hash::FxBuildHasher;
 
-/// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).
-type FxMap<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
-use std::time::{Duration, Instant};
-
 use crate::node::core::Out;
 use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
+
+/// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).
+type FxMap<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
 
 /// A partition key: (topic name, partition = producer address).
 pub type PartKey = (Vec<u8>, Vec<u8>);
