@@ -162,11 +162,18 @@ def test_late_consumer_after_retention_starts_at_the_first_record_held(
     first = info.first_offset
     assert 0 < first < n
     with Store(tmp_path, towers=[tower.endpoint], **small) as s:  # type: ignore[arg-type]
-        # `earliest` asks from 0; the store answers from `first`. The consumer
-        # skips the deleted offsets (counted) instead of waiting for them forever.
+        # `earliest` asks from 0 in windows of 100, all of the first one deleted;
+        # the store answers from `first`. The consumer skips the deleted offsets
+        # (counted) instead of waiting for them forever.
+        assert first > 100
         with Consumer(
-            ["t"], towers=[tower.endpoint], offset_reset="earliest", fetch_retry=0.1, **FAST
-        ) as c:  # type: ignore[arg-type]
+            ["t"],
+            towers=[tower.endpoint],
+            offset_reset="earliest",
+            fetch_retry=0.1,
+            max_fetch=100,
+            **FAST,  # type: ignore[arg-type]
+        ) as c:
             got = drain(c, n - first, within=60)
             stats = c.stats()
         assert [r.offset for r in got] == list(range(first, n)), (stats, s.stats())

@@ -236,6 +236,9 @@ pub fn fetch_range<E: From<Error>>(
     let mut short_rounds = 0u32;
     let mut progressed = false;
     let mut requested_to = start;
+    // A store answered with records at or past `end` only (it holds none of
+    // what is left of the range: retention deleted it).
+    let mut past_end = false;
     while next < end {
         let now = Instant::now();
         if now >= deadline {
@@ -250,14 +253,15 @@ pub fn fetch_range<E: From<Error>>(
         if connected && next_ask.is_none_or(|t| now >= t) {
             if next_ask.is_some() {
                 // A whole retry round passed: did answers start past `next`?
-                if !progressed && pending.keys().next().is_some_and(|&k| k > next) {
+                let answered_past = pending.keys().next().map_or(past_end, |&k| k > next);
+                if !progressed && answered_past {
                     short_rounds += 1;
                 } else {
                     short_rounds = 0;
                 }
                 progressed = false;
                 if short_rounds >= LOSS_ROUNDS {
-                    let first = *pending.keys().next().expect("checked non-empty");
+                    let first = pending.keys().next().copied().unwrap_or(end);
                     if fail_on_loss {
                         return Err(Error::DataLoss(format!(
                             "records [{next}, {first}) of {topic}/{partition} are gone from \
@@ -297,11 +301,14 @@ pub fn fetch_range<E: From<Error>>(
                         && r.address == partition.as_bytes()
                         && r.subject == topic.as_bytes()
                         && r.sequence >= next
-                        && r.sequence < end
                     {
-                        pending
-                            .entry(r.sequence)
-                            .or_insert_with(|| r.content.to_vec());
+                        if r.sequence < end {
+                            pending
+                                .entry(r.sequence)
+                                .or_insert_with(|| r.content.to_vec());
+                        } else {
+                            past_end = true;
+                        }
                     }
                 }
             },

@@ -597,9 +597,15 @@ impl<L: StoreLog> StoreLogic<L> {
             self.counters.fetches_unknown += 1;
             return Vec::new();
         };
+        // From the first record held when retention deleted the start of the
+        // range: `count` records from there, even if the whole range asked for
+        // is gone. The requester sees the answer start past what it asked and
+        // knows the records before are deleted here (a consumer skips them,
+        // a reader reports the loss); an empty answer would leave it asking
+        // forever. Receivers tolerate records beyond the range (PROTOCOL.md).
         let first = self.log.first_offset(f.subject, f.topic).unwrap_or(0);
         let start = f.sequence.max(first);
-        let end = f.sequence.saturating_add(u64::from(f.count)).min(next);
+        let end = start.saturating_add(u64::from(f.count)).min(next);
         if start >= end {
             return Vec::new();
         }

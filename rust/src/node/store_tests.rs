@@ -463,17 +463,7 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
     use super::fetcher::{fetch_range, heads};
     use crate::error::Error;
     let dir = tempfile::tempdir().unwrap();
-    let t = Tower::new(TowerConfig {
-        beacon_in: "tcp://127.0.0.1:0".into(),
-        beacon_out: "tcp://127.0.0.1:0".into(),
-    })
-    .unwrap();
-    let node = NodeConfig {
-        towers: vec![t.endpoint()],
-        beacon_interval: Duration::from_millis(100),
-        beacon_timeout: Duration::from_millis(2000),
-        ..Default::default()
-    };
+    let (t, node) = tower_and_node();
     let s = Store::open(
         dir.path(),
         StoreConfig {
@@ -529,6 +519,84 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
     let err = heads(&node, "t", Duration::from_millis(700), secs(1), ok)
         .expect_err("no store left to answer");
     assert!(matches!(err, Error::Timeout(_)), "{err}");
+    t.close().unwrap();
+}
+
+/// A tower on ephemeral ports and a node config that discovers through it
+/// (reads with the fetcher need discovery: stores connect to the client).
+fn tower_and_node() -> (Tower, NodeConfig) {
+    let t = Tower::new(TowerConfig {
+        beacon_in: "tcp://127.0.0.1:0".into(),
+        beacon_out: "tcp://127.0.0.1:0".into(),
+    })
+    .unwrap();
+    let node = NodeConfig {
+        towers: vec![t.endpoint()],
+        beacon_interval: Duration::from_millis(100),
+        beacon_timeout: Duration::from_millis(2000),
+        ..Default::default()
+    };
+    (t, node)
+}
+
+#[test]
+fn fetcher_reports_a_range_that_retention_deleted_entirely() {
+    use super::fetcher::fetch_range;
+    use crate::error::Error;
+    use crate::log::{Log, LogConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let (t, node) = tower_and_node();
+    let small = LogConfig {
+        segment_bytes: 4096,
+        ..StoreConfig::default().log
+    };
+    let store = |node: &NodeConfig| {
+        Store::open(
+            dir.path(),
+            StoreConfig {
+                node: node.clone(),
+                log: small.clone(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let s = store(&node);
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..2000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(60)).unwrap(), 0);
+    let part = p.address().to_string();
+    p.close().unwrap();
+    s.close().unwrap();
+    // Retention deletes the oldest segments while the store is down.
+    let mut log = Log::open(
+        dir.path().join("log"),
+        LogConfig {
+            retain_bytes: Some(8192),
+            ..small.clone()
+        },
+    )
+    .unwrap();
+    assert!(log.enforce_retention().unwrap() > 0);
+    let first = log.first_offset(b"t", &part).unwrap();
+    log.close().unwrap();
+    assert!(first > 50, "{first}");
+    let s = store(&node);
+
+    // Every record of [0, 50) is gone: the store answers from `first`, past
+    // the range, so the reader knows instead of timing out.
+    let secs = Duration::from_secs;
+    let ok = || Ok::<(), Error>(());
+    let err = fetch_range(&node, "t", &part, 0, 50, secs(30), true, ok).unwrap_err();
+    assert!(matches!(err, Error::DataLoss(_)), "{err}");
+    let got = fetch_range(&node, "t", &part, 0, 50, secs(30), false, ok).unwrap();
+    assert_eq!((got.lost, got.records.len()), (vec![(0, 50)], 0));
+    // A range reaching past `first`: the rest is read.
+    let got = fetch_range(&node, "t", &part, 0, first + 10, secs(30), false, ok).unwrap();
+    assert_eq!(got.lost, vec![(0, first)]);
+    assert_eq!(got.records.len(), 10);
+    s.close().unwrap();
     t.close().unwrap();
 }
 

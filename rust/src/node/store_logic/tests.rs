@@ -377,6 +377,41 @@ fn pipelined_fetch_continues_the_answer_in_progress() {
 }
 
 #[test]
+fn a_fetch_below_the_first_record_held_is_answered_from_it() {
+    let mut s = store();
+    let now = Instant::now();
+    for i in 0..10 {
+        rec(&mut s, i, now);
+    }
+    // Retention deleted 0..6.
+    let part = s
+        .log_mut()
+        .parts
+        .get_mut(&(T.to_vec(), P.to_vec()))
+        .unwrap();
+    part.1.drain(..6);
+    part.0 = 6;
+    let f = Fetch {
+        topic: P,
+        address: C,
+        subject: T,
+        sequence: 0,
+        count: 3,
+    };
+    // All of 0..3 is gone: 3 records from the first held, not nothing.
+    s.on_fetch(&f);
+    let mut seqs = Vec::new();
+    while s.has_replies() {
+        for o in replies(&mut s) {
+            if let Out::DirectRecord { sequence, .. } = o {
+                seqs.push(sequence);
+            }
+        }
+    }
+    assert_eq!(seqs, vec![6, 7, 8]);
+}
+
+#[test]
 fn fetch_is_answered_exactly_in_ascending_slices() {
     let mut s = store_with(StoreLogicConfig {
         reply_batch_records: 3,
