@@ -287,20 +287,31 @@ fn sync_opened(
             if !cfg.isolate_damaged {
                 return Err(e);
             }
-            tracing::error!(
-                "partition {}/{} set aside, the rest of the log opens: {e}",
-                lossy(&key.0),
-                key.1
-            );
             failed.push((key.clone(), e));
         }
     }
     for (key, e) in failed {
         if let Some(p) = parts.remove(&key) {
-            damaged.insert(key, Damaged::new(p.dir().to_path_buf(), &e, 1));
+            set_aside_at_open(damaged, key, p.dir().to_path_buf(), &e);
         }
     }
     Ok(())
+}
+
+/// A partition that could not be opened (or made durable) at open is set
+/// aside ([`LogConfig::isolate_damaged`]): logged, listed in `damaged`.
+fn set_aside_at_open(
+    damaged: &mut BTreeMap<PartKey, Damaged>,
+    key: PartKey,
+    dir: PathBuf,
+    e: &LogError,
+) {
+    tracing::error!(
+        "partition {}/{} set aside, the rest of the log opens: {e}",
+        lossy(&key.0),
+        key.1
+    );
+    damaged.insert(key, Damaged::new(dir, e, 1));
 }
 
 /// Lists `p` (under `key`) in the log's `dirty` list, once.
@@ -385,11 +396,7 @@ impl Log {
                     }
                     Ok(None) => {}
                     Err(e) if cfg.isolate_damaged => {
-                        tracing::error!(
-                            "partition {}/{name} set aside, the rest of the log opens: {e}",
-                            lossy(&topic)
-                        );
-                        damaged.insert((topic.clone(), name), Damaged::new(ppath, &e, 1));
+                        set_aside_at_open(&mut damaged, (topic.clone(), name), ppath, &e);
                     }
                     Err(e) => return Err(e),
                 }
