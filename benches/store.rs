@@ -14,6 +14,8 @@
 //!   into `StoreLogic` over the durable log, as its loop does, CPU per record.
 //!
 //! Data goes under `target/bench-store/` (or `DAFKA_BENCH_DIR`) and is removed.
+//! `DAFKA_BENCH_FLUSH_MS` overrides the store's group-commit interval
+//! (`flush_interval_ms`) for the throughput and latency parts.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -332,7 +334,14 @@ fn logic_alone(dir: &Path, n: u64, size: usize) -> f64 {
 }
 
 fn start_pair(dir: &Path) -> (Store, Producer) {
-    let s = Store::open(dir, StoreConfig::default()).unwrap();
+    let mut cfg = StoreConfig::default();
+    if let Some(ms) = std::env::var("DAFKA_BENCH_FLUSH_MS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        cfg.log.flush_interval_ms = ms;
+    }
+    let s = Store::open(dir, cfg).unwrap();
     let p = add_producer(&s);
     (s, p)
 }

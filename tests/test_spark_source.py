@@ -191,42 +191,66 @@ def test_stream_starting_offsets_latest_and_json(
     assert sorted(r[2] for r in got) == list(range(450, 500))
 
 
-def test_fail_on_data_loss(spark: Any, cluster: Cluster, tmp_path: Path) -> None:
-    # A store with tiny segments, so retention can drop the oldest ones.
+def test_earliest_starts_where_retention_left_off_and_fail_on_data_loss(
+    spark: Any, cluster: Cluster, tmp_path: Path
+) -> None:
+    """As with Kafka: ``earliest``, and partitions a running query discovers,
+    begin at the first record stores still hold, so records retention deleted
+    before are not a loss; records a query asked for by offset are."""
+    q = cluster.produce("r", vals("q", 10))
+    early = {"startingOffsets": "earliest"}
+    run_available_now(spark, cluster, "r", tmp_path / "o1", tmp_path / "c1", **early)
+    # Now only a store with tiny segments, holding a partition whose oldest
+    # records retention deleted while the store was down.
     assert cluster.store is not None
     cluster.store.close()
     cluster.store_path = tmp_path / "small"
-    cluster.store = Store(
-        cluster.store_path, towers=[cluster.tower.endpoint], segment_bytes=16384, **FAST
-    )
+
+    def small_store() -> Store:
+        return Store(
+            cluster.store_path, towers=[cluster.tower.endpoint], segment_bytes=16384, **FAST
+        )
+
+    cluster.store = small_store()
     part = cluster.produce("r", [b"%0100d" % i for i in range(3000)])
     cluster.store.close()
     cluster.store = None
     with Log(cluster.store_path / "log", segment_bytes=16384, retain_bytes=100_000) as log:
         assert log.enforce_retention() > 0
-    cluster.store = Store(
-        cluster.store_path, towers=[cluster.tower.endpoint], segment_bytes=16384, **FAST
-    )
+    cluster.store = small_store()
     (info,) = cluster.store.partitions("r")
     first = info.first_offset
     assert 0 < first < 3000
+    held = {("r", part, i, b"%0100d" % i) for i in range(first, 3000)}
+    assert dafka.offsets("r", towers=[cluster.tower.endpoint], **FAST) == {part: (first, 3000)}
+
+    # The first query's checkpoint knows only q: the new partition begins at `first`.
+    run_available_now(spark, cluster, "r", tmp_path / "o1", tmp_path / "c1", **early)
+    got = rows(spark.read.parquet(str(tmp_path / "o1")))
+    assert got == held | {("r", q, i, v) for i, v in enumerate(vals("q", 10))}
+    # A new query and a batch read from earliest, failOnDataLoss on (the default).
+    run_available_now(spark, cluster, "r", tmp_path / "o2", tmp_path / "c2", **early)
+    assert rows(spark.read.parquet(str(tmp_path / "o2"))) == held
+    assert rows(reader(spark, cluster, "r", False)) == held
+    assert rows(reader(spark, cluster, "r", False, startingOffsets=json.dumps({part: -2}))) == held
+
+    # Records asked for by offset that retention deleted are lost.
+    start = json.dumps({part: 5})
     with pytest.raises(Exception, match="gone from every store") as e:
         run_available_now(
-            spark, cluster, "r", tmp_path / "o1", tmp_path / "c1", startingOffsets="earliest"
+            spark, cluster, "r", tmp_path / "o3", tmp_path / "c3", startingOffsets=start
         )
     assert "DataLossError" in str(e.value) or "failOnDataLoss" in str(e.value)
     run_available_now(
         spark,
         cluster,
         "r",
-        tmp_path / "o2",
-        tmp_path / "c2",
-        startingOffsets="earliest",
+        tmp_path / "o4",
+        tmp_path / "c4",
+        startingOffsets=start,
         failOnDataLoss="false",
     )
-    got = rows(spark.read.parquet(str(tmp_path / "o2")))
-    assert sorted(r[2] for r in got) == list(range(first, 3000))
-    assert {r[1] for r in got} == {part}
+    assert rows(spark.read.parquet(str(tmp_path / "o4"))) == held
 
 
 def test_read_options_are_checked(spark: Any, cluster: Cluster) -> None:

@@ -8,7 +8,7 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 from __future__ import annotations
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Store, Tower, __version__, fetch_range, heads
+from dafka._native import Consumer, Producer, Store, Tower, __version__, fetch_range, heads, offsets
 from dafka.exceptions import (
     BufferFullError,
     ClosedError,
@@ -53,5 +53,6 @@ __all__ = [
     "__version__",
     "fetch_range",
     "heads",
+    "offsets",
     "wire",
 ]

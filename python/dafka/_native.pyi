@@ -18,6 +18,7 @@ __all__ = [
     "__version__",
     "fetch_range",
     "heads",
+    "offsets",
     "run_store_cli",
     "run_tower_cli",
     "wire_decode",
@@ -68,6 +69,19 @@ def heads(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
 ) -> dict[str, int]: ...
+def offsets(
+    topic: str,
+    *,
+    partitions: list[str] | None = None,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    timeout: float = 10.0,
+    settle: float = 0.5,
+    bind: str = ...,
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+) -> dict[str, tuple[int, int]]: ...
 def fetch_range(
     topic: str,
     partition: str,

@@ -14,7 +14,9 @@ the executors' read clients, so reads need towers), ``startingOffsets``
 latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
 ``endingOffsets`` (``latest`` | JSON), streaming ``maxOffsetsPerTrigger``,
 ``failOnDataLoss`` (default true: raise when retention removed records a range
-needs), ``fetchTimeout`` and ``headsTimeout`` seconds, ``maxRecordsPerTask``
+needs; as with Kafka, ``earliest`` and partitions discovered later begin at the
+first record stores still hold, so what retention deleted before is not a
+loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``maxRecordsPerTask``
 (default 500,000: longer ranges are split over several Spark tasks, each holding its
 range in memory while it reads). Both sides take ``bind``
 (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
@@ -28,7 +30,7 @@ topics. The driver asks stores for heads (GET-HEADS); every executor task reads 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +45,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from dafka._native import fetch_range, heads
+from dafka._native import fetch_range, heads, offsets
 from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
     Options,
@@ -145,19 +147,34 @@ class ReadSettings:
 
     def heads(self) -> dict[str, tuple[str, int]]:
         """``{partition: (topic, next_offset)}`` over every subscribed topic."""
+        return self.offsets(())[0]
+
+    def offsets(
+        self, firsts_of: Collection[str] | None
+    ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
+        """:meth:`heads`, and the first offset still held (where ``earliest``
+        begins) of the partitions in ``firsts_of`` (every one for None; for an
+        empty collection none is probed)."""
         out: dict[str, tuple[str, int]] = {}
+        firsts: dict[str, int] = {}
         for t in self.topics:
-            got = heads(
-                t,
-                towers=list(self.towers),
-                peers=list(self.peers) or None,
-                timeout=self.heads_timeout,
-                beacon_interval=self.beacon_interval,
-                bind=self.bind,
-            )
-            for p, n in got.items():
+            common: dict[str, Any] = {
+                "towers": list(self.towers),
+                "peers": list(self.peers) or None,
+                "timeout": self.heads_timeout,
+                "beacon_interval": self.beacon_interval,
+                "bind": self.bind,
+            }
+            if firsts_of is not None and not firsts_of:
+                for p, n in heads(t, **common).items():
+                    out[p] = (t, n)
+                continue
+            only = None if firsts_of is None else list(firsts_of)
+            for p, (first, n) in offsets(t, partitions=only, **common).items():
                 out[p] = (t, n)
-        return out
+                if firsts_of is None or p in firsts_of:
+                    firsts[p] = first
+        return out, firsts
 
     def read(self, r: RangePartition) -> Iterator[tuple[str, str, int, bytes]]:
         records, _lost = fetch_range(
@@ -194,21 +211,37 @@ def parse_offsets(spec: str, option: str) -> str | dict[str, int]:
     return d
 
 
+def needs_firsts(spec: str | dict[str, int], default: int) -> bool:
+    """Whether resolving ``spec`` for some partition means ``earliest`` (so the
+    partitions' first offsets still held are needed)."""
+    if isinstance(spec, dict):
+        return default == EARLIEST or EARLIEST in spec.values()
+    return spec == "earliest"
+
+
 def resolve(
-    spec: str | dict[str, int], hs: dict[str, tuple[str, int]], default: int
+    spec: str | dict[str, int],
+    hs: dict[str, tuple[str, int]],
+    default: int,
+    firsts: dict[str, int] | None = None,
 ) -> dict[str, int]:
     """Concrete offsets for every known partition. ``default`` (EARLIEST or
-    LATEST) applies to partitions a JSON spec does not name."""
+    LATEST) applies to partitions a JSON spec does not name. ``earliest`` is a
+    partition's first offset still held (``firsts``; 0 when unknown), as
+    Kafka's is the log's start."""
     out: dict[str, int] = {}
+    firsts = firsts or {}
     for p, (_t, head) in hs.items():
         if spec == "earliest":
-            v = 0
+            v = EARLIEST
         elif spec == "latest":
             v = head
         else:
             assert isinstance(spec, dict)
             v = spec.get(p, default)
-            v = 0 if v == EARLIEST else head if v == LATEST else v
+            v = head if v == LATEST else v
+        if v == EARLIEST:
+            v = firsts.get(p, 0)
         out[p] = min(v, head)
     if isinstance(spec, dict):
         # Partitions named but not (yet) seen keep their offset.
@@ -249,8 +282,9 @@ class DafkaBatchReader(DataSourceReader):
         self.ending = parse_offsets(options.get("endingOffsets", "latest"), "endingOffsets")
 
     def partitions(self) -> list[RangePartition]:
-        hs = self.settings.heads()
-        start = resolve(self.starting, hs, EARLIEST)
+        probe = needs_firsts(self.starting, EARLIEST)
+        hs, firsts = self.settings.offsets(None if probe else ())
+        start = resolve(self.starting, hs, EARLIEST, firsts)
         end = resolve(self.ending, hs, LATEST)
         return plan(self.settings, start, end, {p: t for p, (t, _) in hs.items()})
 
@@ -273,6 +307,9 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise ValueError("maxOffsetsPerTrigger must be >= 1")
         self.topics: dict[str, str] = {}
         self.target: dict[str, tuple[str, int]] | None = None
+        # First offsets still held of partitions that appeared after the query
+        # started (read from there, like Kafka's new partitions from earliest).
+        self.firsts: dict[str, int] = {}
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = self.settings.heads()
@@ -283,7 +320,22 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return hs
 
     def initialOffset(self) -> dict[str, int]:
-        return resolve(self.starting, self._heads(), EARLIEST)
+        if not needs_firsts(self.starting, EARLIEST):
+            return resolve(self.starting, self._heads(), EARLIEST)
+        hs, firsts = self.settings.offsets(None)
+        if self.target is not None:
+            hs = self.target
+        self.topics.update({p: t for p, (t, _) in hs.items()})
+        return resolve(self.starting, hs, EARLIEST, firsts)
+
+    def _begin(self, start: dict[str, int], parts: Collection[str]) -> dict[str, int]:
+        """Where each of ``parts`` begins in a batch after ``start``: its offset
+        there, else (a partition new to the query) its first offset held."""
+        self.firsts = {p: v for p, v in self.firsts.items() if p not in start}
+        new = [p for p in parts if p not in start and p not in self.firsts]
+        if new:
+            self.firsts.update(self.settings.offsets(new)[1])
+        return {p: start[p] if p in start else self.firsts.get(p, 0) for p in parts}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -296,18 +348,21 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from pyspark.sql.streaming.datasource import ReadMaxRows
 
         hs = self._heads()
-        # New partitions (appeared after the query started) are read from 0.
-        latest = {p: max(head, start.get(p, 0)) for p, (_t, head) in hs.items()}
+        # New partitions (appeared after the query started) are read from
+        # their first record held.
+        begin = self._begin(start, hs)
+        latest = {p: max(head, begin[p]) for p, (_t, head) in hs.items()}
         for p, v in start.items():
             latest.setdefault(p, v)
+            begin.setdefault(p, v)
         if not isinstance(limit, ReadMaxRows):
             return latest
         budget = limit.max_rows
         out = dict(start)
         # Fair share: repeatedly give every partition with data an equal slice.
-        backlog = {p: latest[p] - start.get(p, 0) for p in latest if latest[p] > start.get(p, 0)}
+        backlog = {p: latest[p] - begin[p] for p in latest if latest[p] > begin[p]}
         for p in latest:
-            out.setdefault(p, start.get(p, 0))
+            out.setdefault(p, begin[p])
         while budget > 0 and backlog:
             share = max(1, budget // len(backlog))
             for p in sorted(backlog):
@@ -326,7 +381,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
         if any(p not in self.topics for p in end):
             self._heads()
-        return plan(self.settings, start, end, self.topics)
+        return plan(self.settings, self._begin(start, end), end, self.topics)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
         assert isinstance(partition, RangePartition)

@@ -127,79 +127,211 @@ pub fn heads<E: From<Error>>(
     mut check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, u64>, E> {
     let mut c = Client::open(cfg)?;
-    let own = c.core.address.clone();
+    c.heads(topic, timeout, settle, &mut check)
+}
+
+/// What [`offsets`] found of one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offsets {
+    /// The lowest offset any store or the producer still holds: where a
+    /// reader starting at "earliest" begins (retention may have deleted what
+    /// came before). 0 when nobody answered for it.
+    pub first: u64,
+    /// The next offset (last + 1), as [`heads`] reports it.
+    pub next: u64,
+}
+
+/// [`heads`], plus each partition's first offset still held, so readers
+/// resolve "earliest" to where the partition now begins instead of to 0 (what
+/// Kafka's `earliest` does). `only` limits the first-offset probe to some
+/// partitions; the others report `first` 0.
+///
+/// There is no wire field for a first offset: each partition gets a
+/// `FETCH(0, 1)`, which a store answers with its first record held (it answers
+/// a FETCH below what it holds from there); the lowest answer of every peer
+/// wins. Probing ends once every partition answered and `settle` passed with
+/// no new peer or lower answer, or after [`PROBE_ROUNDS`] retries for the
+/// partitions nobody answered.
+pub fn offsets<E: From<Error>>(
+    cfg: &NodeConfig,
+    topic: &str,
+    only: Option<&[String]>,
+    timeout: Duration,
+    settle: Duration,
+    mut check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<BTreeMap<String, Offsets>, E> {
+    let mut c = Client::open(cfg)?;
     let deadline = Instant::now() + timeout;
-    let mut heads: BTreeMap<String, u64> = BTreeMap::new();
-    let mut first_peer: Option<Instant> = None;
-    let mut last_news = Instant::now();
-    let mut next_ask = Instant::now();
-    let ask = Out::GetHeads {
-        topic: topic.as_bytes().to_vec(),
-    };
-    loop {
-        let now = Instant::now();
-        if let Some(t) = first_peer {
-            if now >= t + settle && now >= last_news + settle {
-                return Ok(heads);
+    let heads = c.heads(topic, timeout, settle, &mut check)?;
+    let probe: Vec<&String> = heads
+        .keys()
+        .filter(|p| only.is_none_or(|o| o.contains(p)))
+        .collect();
+    let firsts = c.firsts(topic, &probe, deadline, settle, &mut check)?;
+    Ok(heads
+        .iter()
+        .map(|(p, &next)| {
+            let first = firsts.get(p.as_str()).copied().unwrap_or(0).min(next);
+            (p.clone(), Offsets { first, next })
+        })
+        .collect())
+}
+
+/// Retry rounds ([`RETRY`] apart) of the first-offset probe for partitions
+/// nobody answered before [`offsets`] gives up on them.
+const PROBE_ROUNDS: u32 = 5;
+
+impl Client {
+    fn heads<E: From<Error>>(
+        &mut self,
+        topic: &str,
+        timeout: Duration,
+        settle: Duration,
+        check: &mut impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<BTreeMap<String, u64>, E> {
+        let own = self.core.address.clone();
+        let deadline = Instant::now() + timeout;
+        let mut heads: BTreeMap<String, u64> = BTreeMap::new();
+        let mut first_peer: Option<Instant> = None;
+        let mut last_news = Instant::now();
+        let mut next_ask = Instant::now();
+        let ask = Out::GetHeads {
+            topic: topic.as_bytes().to_vec(),
+        };
+        loop {
+            let now = Instant::now();
+            if let Some(t) = first_peer {
+                if now >= t + settle && now >= last_news + settle {
+                    return Ok(heads);
+                }
             }
-        }
-        if now >= deadline {
-            return match first_peer {
-                Some(_) => Ok(heads),
-                None => Err(Error::Timeout(format!(
-                    "no store or producer of topic {topic:?} answered within {:.1}s: check \
-                     `towers` (reads need discovery, so stores can reach this client)",
-                    timeout.as_secs_f64()
-                ))
-                .into()),
-            };
-        }
-        if first_peer.is_some() && now >= next_ask {
-            c.core.emit(&ask)?;
-            next_ask = now + RETRY;
-        }
-        let mut outs: Vec<Out> = Vec::new();
-        let mut peer = false;
-        let mut news = false;
-        c.step(
-            deadline,
-            &mut |kind, key| {
-                if kind == Kind::GetHeads && (key.is_empty() || key == topic.as_bytes()) {
-                    peer = true;
-                }
-            },
-            &mut |m| match m {
-                Message::DirectHead(h)
-                    if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
-                {
-                    let p = String::from_utf8_lossy(h.address).into_owned();
-                    let next = h.sequence.saturating_add(1);
-                    let e = heads.entry(p).or_insert(0);
-                    if next > *e {
-                        *e = next;
-                        news = true;
+            if now >= deadline {
+                return match first_peer {
+                    Some(_) => Ok(heads),
+                    None => Err(Error::Timeout(format!(
+                        "no store or producer of topic {topic:?} answered within {:.1}s: \
+                         check `towers` (reads need discovery, so stores can reach this client)",
+                        timeout.as_secs_f64()
+                    ))
+                    .into()),
+                };
+            }
+            if first_peer.is_some() && now >= next_ask {
+                self.core.emit(&ask)?;
+                next_ask = now + RETRY;
+            }
+            let mut outs: Vec<Out> = Vec::new();
+            let mut peer = false;
+            let mut news = false;
+            self.step(
+                deadline,
+                &mut |kind, key| {
+                    if kind == Kind::GetHeads && (key.is_empty() || key == topic.as_bytes()) {
+                        peer = true;
                     }
-                }
-                Message::StoreHello(s) if s.topic == own.as_slice() => {
-                    outs.push(Out::ConsumerHello {
-                        to: s.address.to_vec(),
-                        subjects: vec![topic.as_bytes().to_vec()],
-                    });
-                }
-                _ => {}
-            },
-        )?;
-        let now = Instant::now();
-        if peer {
-            first_peer.get_or_insert(now);
-            last_news = now;
-            next_ask = now;
+                },
+                &mut |m| match m {
+                    Message::DirectHead(h)
+                        if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
+                    {
+                        let p = String::from_utf8_lossy(h.address).into_owned();
+                        let next = h.sequence.saturating_add(1);
+                        let e = heads.entry(p).or_insert(0);
+                        if next > *e {
+                            *e = next;
+                            news = true;
+                        }
+                    }
+                    Message::StoreHello(s) if s.topic == own.as_slice() => {
+                        outs.push(Out::ConsumerHello {
+                            to: s.address.to_vec(),
+                            subjects: vec![topic.as_bytes().to_vec()],
+                        });
+                    }
+                    _ => {}
+                },
+            )?;
+            let now = Instant::now();
+            if peer {
+                first_peer.get_or_insert(now);
+                last_news = now;
+                next_ask = now;
+            }
+            if news {
+                last_news = now;
+            }
+            self.core.emit_all(&outs)?;
+            check()?;
         }
-        if news {
-            last_news = now;
+    }
+
+    /// The lowest offset answered to a `FETCH(0, 1)` of each partition in
+    /// `parts` (see [`offsets`]); partitions nobody answered are left out.
+    fn firsts<E: From<Error>>(
+        &mut self,
+        topic: &str,
+        parts: &[&String],
+        deadline: Instant,
+        settle: Duration,
+        check: &mut impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<BTreeMap<String, u64>, E> {
+        let own = self.core.address.clone();
+        let mut firsts: BTreeMap<String, u64> = BTreeMap::new();
+        let mut last_news = Instant::now();
+        // Everyone is asked at once; a peer that connects later asks again.
+        let mut ask_all = true;
+        let mut next_retry = Instant::now();
+        let mut rounds = 0u32;
+        let fetch = |p: &str| Out::Fetch {
+            partition: p.as_bytes().to_vec(),
+            subject: topic.as_bytes().to_vec(),
+            sequence: 0,
+            count: 1,
+        };
+        loop {
+            let now = Instant::now();
+            let all = firsts.len() == parts.len();
+            if now >= deadline || (now >= last_news + settle && (all || rounds >= PROBE_ROUNDS)) {
+                return Ok(firsts);
+            }
+            if ask_all || (!all && now >= next_retry) {
+                let asks: Vec<Out> = parts
+                    .iter()
+                    .filter(|p| ask_all || !firsts.contains_key(p.as_str()))
+                    .map(|p| fetch(p))
+                    .collect();
+                self.core.emit_all(&asks)?;
+                if !ask_all {
+                    rounds += 1;
+                }
+                next_retry = now + RETRY;
+            }
+            let mut peer = false;
+            let mut news = false;
+            self.step(
+                deadline.min(next_retry),
+                &mut |kind, _| peer |= kind == Kind::Fetch,
+                &mut |m| {
+                    if let Message::DirectRecord(r) = m {
+                        if r.topic == own.as_slice() && r.subject == topic.as_bytes() {
+                            let p = String::from_utf8_lossy(r.address);
+                            if parts.iter().any(|q| **q == p) {
+                                let e = firsts.entry(p.into_owned()).or_insert(u64::MAX);
+                                if r.sequence < *e {
+                                    *e = r.sequence;
+                                    news = true;
+                                }
+                            }
+                        }
+                    }
+                },
+            )?;
+            if peer || news {
+                last_news = Instant::now();
+            }
+            ask_all = peer;
+            check()?;
         }
-        c.core.emit_all(&outs)?;
-        check()?;
     }
 }
 

@@ -460,7 +460,7 @@ fn a_producer_waits_for_a_store_and_its_first_records_need_no_fetch() {
 // several FETCH windows, and a timeout when nothing answers.
 #[test]
 fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
-    use super::fetcher::{fetch_range, heads};
+    use super::fetcher::{fetch_range, heads, offsets, Offsets};
     use crate::error::Error;
     let dir = tempfile::tempdir().unwrap();
     let (t, node) = tower_and_node();
@@ -492,6 +492,12 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
         h.into_iter().collect::<Vec<_>>(),
         vec![(part.clone(), 25_000)]
     );
+    let o = offsets(&node, "t", None, secs(20), Duration::from_millis(300), ok).unwrap();
+    let all = Offsets {
+        first: 0,
+        next: 25_000,
+    };
+    assert_eq!(o.into_iter().collect::<Vec<_>>(), vec![(part.clone(), all)]);
     let got = fetch_range(&node, "t", &part, 100, 20_100, secs(30), true, ok).unwrap();
     assert!(got.lost.is_empty());
     assert_eq!(got.records.len(), 20_000);
@@ -541,7 +547,7 @@ fn tower_and_node() -> (Tower, NodeConfig) {
 
 #[test]
 fn fetcher_reports_a_range_that_retention_deleted_entirely() {
-    use super::fetcher::fetch_range;
+    use super::fetcher::{fetch_range, offsets, Offsets};
     use crate::error::Error;
     use crate::log::{Log, LogConfig};
     let dir = tempfile::tempdir().unwrap();
@@ -588,6 +594,19 @@ fn fetcher_reports_a_range_that_retention_deleted_entirely() {
     // the range, so the reader knows instead of timing out.
     let secs = Duration::from_secs;
     let ok = || Ok::<(), Error>(());
+    // Where "earliest" now begins.
+    let settle = Duration::from_millis(300);
+    let o = offsets(&node, "t", None, secs(20), settle, ok).unwrap();
+    assert_eq!(o[&part], Offsets { first, next: 2000 });
+    let o = offsets(&node, "t", Some(&["x".to_string()]), secs(20), settle, ok).unwrap();
+    assert_eq!(
+        o[&part],
+        Offsets {
+            first: 0,
+            next: 2000
+        },
+        "not probed"
+    );
     let err = fetch_range(&node, "t", &part, 0, 50, secs(30), true, ok).unwrap_err();
     assert!(matches!(err, Error::DataLoss(_)), "{err}");
     let got = fetch_range(&node, "t", &part, 0, 50, secs(30), false, ok).unwrap();

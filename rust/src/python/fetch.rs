@@ -1,5 +1,5 @@
-//! `dafka._native.heads` and `dafka._native.fetch_range`: the bounded read
-//! client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
+//! `dafka._native.heads`, `dafka._native.offsets` and
+//! `dafka._native.fetch_range`: the bounded read client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -39,6 +39,51 @@ fn heads(
     )?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
+}
+
+/// The partitions of ``topic`` held by stores (and live producers), each with
+/// ``(first, next)``: the lowest offset still held (where "earliest" begins
+/// once retention deleted older records; 0 when nobody answered) and the next
+/// offset. ``partitions`` limits the first-offset probe (one FETCH each) to
+/// those; the others report 0.
+#[pyfunction]
+#[pyo3(signature = (
+    topic, *, partitions = None, towers = None, peers = None, wire = "rfc", timeout = 10.0,
+    settle = 0.5, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
+    beacon_timeout = 4.0
+))]
+#[allow(clippy::too_many_arguments)]
+fn offsets(
+    py: Python<'_>,
+    topic: String,
+    partitions: Option<Vec<String>>,
+    towers: Option<Vec<String>>,
+    peers: Option<Vec<String>>,
+    wire: &str,
+    timeout: f64,
+    settle: f64,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
+    let cfg = node_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        1_000_000,
+        1_000_000,
+    )?;
+    let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
+    let got = py.detach(|| {
+        fetcher::offsets::<PyErr>(&cfg, &topic, partitions.as_deref(), t, s, check_signals)
+    })?;
+    Ok(got
+        .into_iter()
+        .map(|(p, o)| (p, (o.first, o.next)))
+        .collect())
 }
 
 /// Reads exactly ``[start, end)`` of one partition from stores; returns
@@ -100,6 +145,7 @@ fn fetch_range<'py>(
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(heads, m)?)?;
+    m.add_function(wrap_pyfunction!(offsets, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_range, m)?)?;
     Ok(())
 }
