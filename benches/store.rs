@@ -4,8 +4,8 @@
 //!   sequential `write` + `fdatasync` every 2 ms of the same bytes;
 //! - producer → store throughput until every record is durably ACKed, 100 B and
 //!   1 KiB records;
-//! - ACK latency p50/p99 at fixed offered rates (100k and 500k records/s),
-//!   next to the raw disk's: the same bytes written every 1 ms and fdatasynced
+//! - ACK latency p50/p99 at fixed offered rates (100k and 500k records/s,
+//!   after one second at that rate to warm up), next to the raw disk's: the same bytes written every 1 ms and fdatasynced
 //!   every 2 ms, timed until a sync covers them;
 //! - the same with 10k idle partitions known to the store (`parts`);
 //! - replay: a late consumer served by the store alone;
@@ -464,14 +464,18 @@ fn durable_throughput(dir: &Path, n: u64, size: usize) -> Rate {
     rate
 }
 
-/// ACK latency at `rate` records/s offered for `secs`: p50, p99, p99.9 and
-/// max in ms.
+/// Ticks (ms) sent at the offered rate before latencies count: a fresh store
+/// and producer first grow their buffers, files and heaps.
+const WARM_UP_TICKS: usize = 1000;
+
+/// ACK latency at `rate` records/s offered for `secs` (after a warm-up of
+/// [`WARM_UP_TICKS`] at the same rate): p50, p99, p99.9 and max in ms.
 fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
     let (s, p) = start_pair(dir);
     let value = vec![9u8; size];
     let tick = Duration::from_millis(1);
     let per_tick = rate / 1000;
-    let ticks = secs * 1000;
+    let ticks = secs * 1000 + WARM_UP_TICKS as u64;
     let base = p.next_offset();
     let mut sent_at: Vec<Instant> = Vec::with_capacity(ticks as usize);
     let mut lat = Vec::with_capacity(ticks as usize);
@@ -504,6 +508,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
         }
     }
     p.close().unwrap();
+    lat.drain(..WARM_UP_TICKS.min(lat.len()));
     if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
         // The worst latency per 100 ms of sending: are slow ACKs one stall or
         // a backlog that builds up?
@@ -512,6 +517,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
             .map(|w| format!("{:.0}", w.iter().copied().fold(0.0, f64::max)))
             .collect();
         println!("  worst ACK latency (ms) per 100 ms: {}", line.join(" "));
+        println!("  store stats: {:?}", s.shared().stats.snapshot());
     }
     print_sync_times(&s);
     s.close().unwrap();
