@@ -295,7 +295,7 @@ class Store:
         sndhwm: int = 1000000,
         rcvhwm: int = 1000000,
         fsync: str = "interval",
-        flush_interval_ms: int = 2,
+        flush_interval_ms: int = 1,
         flush_messages: int = 100000,
         segment_bytes: int = 536870912,
         retain_hours: int | None = ...,

@@ -33,7 +33,7 @@ fn store_defaults_work_with_no_config() {
     assert_eq!(s.config.node.beacon_interval, Duration::from_millis(1000));
     assert_eq!(s.config.node.beacon_timeout, Duration::from_millis(4000));
     assert_eq!(s.config.log.fsync, FsyncPolicy::Interval);
-    assert_eq!(s.config.log.flush_interval_ms, 2);
+    assert_eq!(s.config.log.flush_interval_ms, 1);
     assert_eq!(s.config.log.retain_hours, Some(168));
     assert_eq!(s.log_level, None);
     // A peer alone means no default tower.

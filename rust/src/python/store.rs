@@ -28,7 +28,7 @@ impl PyStore {
     #[pyo3(signature = (
         path, *, towers = None, peers = None, wire = "rfc",
         bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 2,
+        sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 1,
         flush_messages = 100000, segment_bytes = 536870912, retain_hours = Some(168),
         retain_bytes = None, recovery = "tolerate_tail_corruption", max_record_bytes = 67108864,
         fetch_retry = 0.5, max_open_files = None
