@@ -620,6 +620,27 @@ impl Log {
         r
     }
 
+    /// Drops every record of a partition and continues it at `offset`, past
+    /// its next offset (see [`Partition::skip_to`]): for a store whose peers
+    /// no longer hold the records in between. Durable with the next sync.
+    pub fn skip_to(&mut self, topic: &[u8], partition: &str, offset: u64) -> Result<()> {
+        if self.cfg.read_only {
+            return Err(LogError::ReadOnly(self.root.clone()));
+        }
+        let key = (topic.to_vec(), partition.to_owned());
+        let p = self
+            .parts
+            .get_mut(&key)
+            .ok_or_else(|| LogError::UnknownPartition {
+                topic: lossy(topic),
+                partition: partition.to_owned(),
+            })?;
+        let r = p.skip_to(offset);
+        list_dirty(&mut self.dirty, &key, p);
+        self.close_idle_files();
+        r
+    }
+
     /// Segment files this log holds open now.
     pub fn open_files(&self) -> usize {
         self.gauge.get()

@@ -709,6 +709,42 @@ impl Partition {
         Ok(n)
     }
 
+    /// Drops every record and continues at `offset` (past the next offset):
+    /// what a store does once the records between are gone from every peer
+    /// (as a Kafka follower truncates fully and starts at the leader's log
+    /// start). A new empty segment at `offset` comes first, then every older
+    /// one is deleted; a crash in between leaves the old segments and an empty
+    /// one beyond them, which recovery drops as a torn roll (the partition is
+    /// as before, and the store skips again).
+    pub(crate) fn skip_to(&mut self, offset: u64) -> Result<()> {
+        self.check_usable()?;
+        let next = self.next_offset();
+        if offset <= next {
+            return Err(LogError::Invalid(format!(
+                "skip to offset {offset}: the partition already reaches {next}"
+            )));
+        }
+        let new = Active::create(&self.cfg, &self.dir, offset, &self.gauge)?;
+        let old = std::mem::replace(&mut self.active, new);
+        let old = old.seal(&self.cfg);
+        self.sealed.insert(old.base, old);
+        if !self.dirty_dirs.contains(&self.dir) {
+            self.dirty_dirs.push(self.dir.clone());
+        }
+        while let Some((base, seg)) = self.sealed.pop_first() {
+            self.unsynced.retain(|b| *b != base);
+            let r = io::remove(&self.cfg, &seg.log_path)
+                .and_then(|()| io::remove(&self.cfg, seg.index.path()));
+            if let Err(e) = r {
+                // The files no longer match what is in memory: unusable
+                // until a reopen recovers it from the files.
+                self.failed = Some(format!("skipping to offset {offset}: {e}"));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Writes the index out and syncs everything: a clean close.
     pub(crate) fn close(&mut self) -> Result<()> {
         if self.cfg.read_only {

@@ -607,6 +607,72 @@ fn index_is_rebuilt_when_missing_or_damaged() {
 }
 
 #[test]
+fn skip_to_drops_every_record_and_continues_at_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    for i in 0..40 {
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    assert!(seg_files(&pdir(dir.path()), "log").len() > 2);
+    for bad in [39, 40] {
+        let err = log.skip_to(T, P, bad).unwrap_err();
+        assert!(matches!(err, LogError::Invalid(_)), "{err}");
+    }
+    assert!(matches!(
+        log.skip_to(T, "0000", 100),
+        Err(LogError::UnknownPartition { .. })
+    ));
+    log.skip_to(T, P, 100).unwrap();
+    assert_eq!(log.first_offset(T, P), Some(100));
+    assert_eq!(log.next_offset(T, P), Some(100));
+    assert!(log.append(T, P, 40, b"x").is_err());
+    log.append_batch(T, P, 100, &[value(100), value(101)])
+        .unwrap();
+    log.sync().unwrap();
+    assert_eq!(log.durable_next(T, P), Some(102));
+    assert_eq!(read_all(&log), vec![(100, value(100)), (101, value(101))]);
+    log.close().unwrap();
+    // One segment is left, at 100, and a reopen finds the same.
+    let segs = seg_files(&pdir(dir.path()), "log");
+    assert_eq!(segs, vec![segment::paths(&pdir(dir.path()), 100).0]);
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert_eq!(read_all(&log), vec![(100, value(100)), (101, value(101))]);
+    log.close().unwrap();
+}
+
+// A crash after skip_to created its new segment but before it deleted the
+// old ones: recovery drops the empty segment beyond the hole and the
+// partition is as it was (the store then skips again).
+#[test]
+fn an_interrupted_skip_recovers_the_partition_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    for i in 0..40 {
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    let before = read_all(&log);
+    log.close().unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    copy_dir(&pdir(dir.path()), keep.path());
+    log.skip_to(T, P, 100).unwrap();
+    log.close().unwrap();
+    let new_seg = segment::paths(&pdir(dir.path()), 100).0;
+    let empty = fs::read(&new_seg).unwrap();
+    // Put the old segments back next to the new (empty) one.
+    fs::remove_dir_all(pdir(dir.path())).unwrap();
+    fs::create_dir_all(pdir(dir.path())).unwrap();
+    copy_dir(keep.path(), &pdir(dir.path()));
+    fs::write(&new_seg, empty).unwrap();
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert_eq!(read_all(&log), before);
+    assert!(!new_seg.exists());
+    log.close().unwrap();
+}
+
+#[test]
 fn retention_by_age_and_size() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(1_000_000);

@@ -338,7 +338,7 @@ fn run<L: StoreLog>(
                     }
                     Ok((Message::DirectRecord(r), _)) if topic_matches(&own, r.topic) => {
                         Stats::add(&stats.records_received, 1);
-                        logic.on_record(r.subject, r.address, r.sequence, r.content, now)
+                        logic.on_direct_record(r.subject, r.address, r.sequence, r.content, now)
                     }
                     Ok((Message::Head(h), _)) if h.topic == h.subject => logic.on_head(&h, now),
                     Ok((Message::Fetch(f), _)) => {
@@ -864,6 +864,18 @@ impl StoreLog for DurableLog {
             }
             Err(e) => Err(e),
         }
+    }
+    fn skip_to(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        offset: u64,
+    ) -> std::result::Result<(), LogError> {
+        let p = part_name(partition)
+            .ok_or_else(|| LogError::Invalid("partition name is not UTF-8".into()))?;
+        // What is gathered for it goes to the log first (in order), then goes.
+        self.flush_pending()?;
+        self.get_mut()?.skip_to(topic, p, offset)
     }
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
         let log = self.log.as_ref()?;

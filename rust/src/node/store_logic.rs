@@ -11,6 +11,10 @@
 //! - A partition the store has never seen starts at offset 0: the store FETCHes
 //!   from 0 first, and only if nobody answers after `give_up_fetches` retries does
 //!   it start the partition at the earliest offset it holds (its history is gone).
+//! - A partition the store holds already gives up a gap only on evidence: peers
+//!   answered its FETCH from past the gap `give_up_fetches` times in a row
+//!   (retention deleted it everywhere while the store was away). The log has no
+//!   holes, so the partition continues past the gap without what it held before.
 //! - ACKs are cumulative per partition and never run ahead of what the log reports
 //!   durable.
 //! - FETCHes are answered from the log in ascending order, in bounded slices
@@ -100,6 +104,9 @@ pub trait StoreLog {
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
     /// Every (topic, partition) held, optionally for one topic.
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey>;
+    /// Drops every record of a partition and continues it at `offset`, past
+    /// its next offset: the records between are gone from every peer.
+    fn skip_to(&mut self, topic: &[u8], partition: &[u8], offset: u64) -> Result<(), Self::Error>;
     /// Group commit: syncs if the fsync policy says it is due (`interval`),
     /// so `durable_next` advances. Called at every loop turn.
     fn sync_if_due(&mut self) -> Result<(), Self::Error>;
@@ -203,6 +210,10 @@ pub struct StoreCounters {
     /// Records for partitions the storage set aside as damaged: dropped,
     /// neither held nor fetched (see [`StoreLog::set_aside`]).
     pub dropped_set_aside: u64,
+    /// Offsets of partitions already held that the store skipped, because
+    /// every peer answered its FETCH from past them (retention deleted them
+    /// while the store was away): the records it held before went with them.
+    pub records_skipped: u64,
 }
 
 /// Per-partition progress beyond what the log itself knows.
@@ -241,6 +252,8 @@ struct InFlight {
     end: u64,
     at: Instant,
     tries: u32,
+    /// A peer answered it with records past `from` (it holds none of the gap).
+    answered_beyond: bool,
 }
 
 /// One slice of a FETCH answer: records `first..first + len()` of a
@@ -356,6 +369,31 @@ impl<L: StoreLog> StoreLogic<L> {
             self.active.push((topic.to_vec(), partition.to_vec()));
         }
         st
+    }
+
+    /// DIRECT-RECORD (an answer to the store's FETCH): a record past the
+    /// offset fetched shows that the peer holds none of the gap, evidence
+    /// that lets the store skip a gap retention deleted everywhere.
+    pub fn on_direct_record(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        sequence: u64,
+        content: &[u8],
+        now: Instant,
+    ) -> Vec<Out> {
+        let next = self.log.next_offset(topic, partition);
+        if let Some(f) = self
+            .parts
+            .get_mut(topic)
+            .and_then(|t| t.get_mut(partition))
+            .and_then(|st| st.fetch.as_mut())
+        {
+            if next.is_some_and(|n| f.from == n && sequence > n) {
+                f.answered_beyond = true;
+            }
+        }
+        self.on_record(topic, partition, sequence, content, now)
     }
 
     /// RECORD or DIRECT-RECORD: `partition` is the producer's address.
@@ -506,6 +544,7 @@ impl<L: StoreLog> StoreLogic<L> {
         }
         let count = (gap_end - want_from + 1).min(u64::from(cfg.max_fetch_count));
         let mut tries = 0;
+        let mut answered_beyond = false;
         if let Some(f) = st.fetch {
             let fresh = now.duration_since(f.at) < cfg.fetch_retry;
             // The FETCH in flight still covers what is missing: its answers are
@@ -517,12 +556,36 @@ impl<L: StoreLog> StoreLogic<L> {
                 // Unanswered: count it. A new partition whose history nobody
                 // holds any more starts at the earliest offset held.
                 tries = f.tries + 1;
+                answered_beyond = f.answered_beyond;
                 if next.is_none() && tries >= cfg.give_up_fetches {
                     if let Some(first) = first_held {
                         st.fetch = None;
                         let content = st.held.remove(&first).expect("held");
                         st.held_bytes -= content.len();
                         self.append_run(topic, partition, first, &content);
+                        return self.fetch_gap(topic, partition, now, out);
+                    }
+                }
+                // A partition held already: only when peers answered from
+                // past the gap (live records past it prove nothing: the peers
+                // that hold it may be away) does the store give up the gap,
+                // and with it what it held before (the log has no holes).
+                if let (Some(n), Some(first), true) = (next, first_held, answered_beyond) {
+                    if tries >= cfg.give_up_fetches {
+                        st.fetch = None;
+                        if let Err(e) = self.log.skip_to(topic, partition, first) {
+                            self.append_failed(e);
+                            return;
+                        }
+                        tracing::warn!(
+                            "store: offsets {n}..{first} of {}/{} are gone from every peer \
+                             (retention); the partition continues at {first}, without the \
+                             records held before",
+                            String::from_utf8_lossy(topic),
+                            String::from_utf8_lossy(partition)
+                        );
+                        self.counters.records_skipped += first - n;
+                        self.drain_held(topic, partition, first);
                         return self.fetch_gap(topic, partition, now, out);
                     }
                 }
@@ -533,6 +596,7 @@ impl<L: StoreLog> StoreLogic<L> {
             end: want_from + count,
             at: now,
             tries,
+            answered_beyond,
         });
         let count = count as u32;
         self.counters.fetches_sent += 1;

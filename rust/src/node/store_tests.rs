@@ -244,6 +244,101 @@ fn store_replicates_from_another_store_after_the_producers_are_gone() {
     b.close().unwrap();
 }
 
+// A store away for longer than retention: its peer deleted the records it
+// missed. It skips them (and what it held before, the log has no holes) and
+// catches up from the peer's first record, instead of fetching forever.
+#[test]
+fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
+    use crate::log::{Log, LogConfig};
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let small = LogConfig {
+        segment_bytes: 4096,
+        ..StoreConfig::default().log
+    };
+    // Discovery, so that each node finds whichever others are up.
+    let (t, node) = tower_and_node();
+    let open = |dir: &std::path::Path| {
+        Store::open(
+            dir,
+            StoreConfig {
+                node: node.clone(),
+                log: small.clone(),
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let a = open(d1.path());
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            node: node.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.send_many((0..500).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    let part = p.address().to_string();
+    a.close().unwrap();
+    // Store B takes the rest while A is away; then retention deletes all B
+    // holds of what A missed.
+    let b = open(d2.path());
+    p.send_many((500..3000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    p.close().unwrap();
+    b.close().unwrap();
+    let mut log = Log::open(
+        d2.path().join("log"),
+        LogConfig {
+            retain_bytes: Some(8192),
+            ..small.clone()
+        },
+    )
+    .unwrap();
+    assert!(log.enforce_retention().unwrap() > 0);
+    let first = log.first_offset(b"t", &part).unwrap();
+    log.close().unwrap();
+    assert!(first > 500, "{first}");
+
+    let b = open(d2.path());
+    let a = open(d1.path());
+    let held = |s: &Store| {
+        let part = part.clone();
+        s.query(move |l| {
+            let log = l.log().unwrap();
+            (log.first_offset(b"t", &part), log.next_offset(b"t", &part))
+        })
+        .unwrap()
+    };
+    wait_for(
+        "store A to skip to store B's records",
+        Duration::from_secs(60),
+        || held(&a) == (Some(first), Some(3000)),
+    );
+    let skipped = a.shared().counters.lock().unwrap().records_skipped;
+    assert_eq!(skipped, first - 500);
+    let read = |s: &Store| {
+        let part = part.clone();
+        s.query(move |l| l.log().unwrap().read(b"t", &part, first, 5000, 1 << 30))
+            .unwrap()
+            .unwrap()
+    };
+    let (ra, rb) = (read(&a), read(&b));
+    assert_eq!(ra.len() as u64, 3000 - first);
+    assert!(ra
+        .iter()
+        .zip(&rb)
+        .all(|(x, y)| x.offset == y.offset && x.value == y.value));
+    a.close().unwrap();
+    // After a restart it holds the same.
+    let a = open(d1.path());
+    assert_eq!(held(&a), (Some(first), Some(3000)));
+    a.close().unwrap();
+    b.close().unwrap();
+    t.close().unwrap();
+}
+
 #[test]
 fn disk_full_stops_acks_loses_nothing_and_resumes() {
     use crate::log::IoOp;

@@ -182,6 +182,7 @@ impl PyStore {
             ("acks_sent", c.acks_sent),
             ("append_errors", c.append_errors),
             ("dropped_set_aside", c.dropped_set_aside),
+            ("records_skipped", c.records_skipped),
             (
                 "storage_errors",
                 shared

@@ -79,6 +79,12 @@ impl StoreLog for MemLog {
         }
         Ok((!ends.is_empty()).then_some(from))
     }
+    fn skip_to(&mut self, t: &[u8], p: &[u8], offset: u64) -> Result<(), String> {
+        let e = self.parts.get_mut(&(t.to_vec(), p.to_vec())).expect("held");
+        assert!(offset > e.0 + e.1.len() as u64, "skips forward");
+        *e = (offset, Vec::new(), e.2);
+        Ok(())
+    }
     fn durable_next(&self, t: &[u8], p: &[u8]) -> Option<u64> {
         self.parts
             .get(&(t.to_vec(), p.to_vec()))
@@ -326,6 +332,47 @@ fn late_joining_store_fetches_from_zero_then_gives_up_on_lost_history() {
     }
     let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
     assert_eq!(got, vec![10, 11], "started at the earliest offset held");
+}
+
+/// A store holding 0..5 of a partition hears record 20: the gap 5..20 is
+/// FETCHed; `direct` says whether peers answer it (from 20 on, all they hold).
+fn held_partition_with_a_gap(direct: bool) -> StoreLogic<MemLog> {
+    let mut s = store();
+    let t0 = Instant::now();
+    for i in 0..5 {
+        rec(&mut s, i, t0);
+    }
+    assert_eq!(fetch_of(&rec(&mut s, 20, t0)), vec![(5, 15)]);
+    for i in 20..25 {
+        if direct {
+            s.on_direct_record(T, P, i, format!("r{i}").as_bytes(), t0);
+        } else {
+            rec(&mut s, i, t0);
+        }
+    }
+    let mut t = t0;
+    for _ in 0..10 {
+        t += Duration::from_millis(600);
+        s.tick(t);
+    }
+    s
+}
+
+#[test]
+fn a_held_partition_skips_a_gap_that_peers_answer_only_from_past_it() {
+    let s = held_partition_with_a_gap(true);
+    let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
+    assert_eq!(got, (20..25).collect::<Vec<_>>());
+    assert_eq!(s.counters().records_skipped, 15);
+}
+
+#[test]
+fn a_held_partition_keeps_waiting_for_a_gap_without_answers_from_past_it() {
+    // Live records past the gap prove nothing: the peers holding it may be away.
+    let s = held_partition_with_a_gap(false);
+    let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
+    assert_eq!(got, (0..5).collect::<Vec<_>>());
+    assert_eq!(s.counters().records_skipped, 0);
 }
 
 #[test]
