@@ -191,17 +191,10 @@ def test_stream_starting_offsets_latest_and_json(
     assert sorted(r[2] for r in got) == list(range(450, 500))
 
 
-def test_earliest_starts_where_retention_left_off_and_fail_on_data_loss(
-    spark: Any, cluster: Cluster, tmp_path: Path
-) -> None:
-    """As with Kafka: ``earliest``, and partitions a running query discovers,
-    begin at the first record stores still hold, so records retention deleted
-    before are not a loss; records a query asked for by offset are."""
-    q = cluster.produce("r", vals("q", 10))
-    early = {"startingOffsets": "earliest"}
-    run_available_now(spark, cluster, "r", tmp_path / "o1", tmp_path / "c1", **early)
-    # Now only a store with tiny segments, holding a partition whose oldest
-    # records retention deleted while the store was down.
+def retention_deleted_the_start(cluster: Cluster, tmp_path: Path) -> tuple[str, int]:
+    """Replaces the cluster's store by one with tiny segments that holds 3,000
+    records of topic ``r`` in one partition, the oldest deleted by retention
+    while it was down; returns the partition and its first offset held."""
     assert cluster.store is not None
     cluster.store.close()
     cluster.store_path = tmp_path / "small"
@@ -219,8 +212,48 @@ def test_earliest_starts_where_retention_left_off_and_fail_on_data_loss(
         assert log.enforce_retention() > 0
     cluster.store = small_store()
     (info,) = cluster.store.partitions("r")
-    first = info.first_offset
-    assert 0 < first < 3000
+    assert 0 < info.first_offset < 3000
+    return part, info.first_offset
+
+
+def test_stream_reader_begins_a_partition_new_to_it_at_its_first_record_held(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The streaming source between triggers (no availableNow target): a
+    partition not in the last batch's offsets is planned from where it now
+    begins, within the maxOffsetsPerTrigger budget too."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from dafka.spark.datasource import DafkaStreamReader, RangePartition
+
+    part, first = retention_deleted_the_start(cluster, tmp_path)
+    r = DafkaStreamReader(
+        {"subscribe": "r", "towers": cluster.tower.endpoint, "beaconInterval": "0.2"}
+    )
+    end = r.latestOffset({}, ReadAllAvailable())
+    assert end == {part: 3000}
+    assert r.partitions({}, end) == [RangePartition("r", part, first, 3000)]
+    # A fresh reader (as after a restart) with a budget of 100 records.
+    r = DafkaStreamReader(
+        {"subscribe": "r", "towers": cluster.tower.endpoint, "beaconInterval": "0.2"}
+    )
+    end = r.latestOffset({}, ReadMaxRows(100))
+    assert end == {part: first + 100}
+    assert r.partitions({}, end) == [RangePartition("r", part, first, first + 100)]
+    # Known to the query already: read from where its offsets say.
+    assert r.latestOffset({part: 5}, ReadMaxRows(100)) == {part: 105}
+
+
+def test_earliest_starts_where_retention_left_off_and_fail_on_data_loss(
+    spark: Any, cluster: Cluster, tmp_path: Path
+) -> None:
+    """As with Kafka: ``earliest``, and partitions a running query discovers,
+    begin at the first record stores still hold, so records retention deleted
+    before are not a loss; records a query asked for by offset are."""
+    q = cluster.produce("r", vals("q", 10))
+    early = {"startingOffsets": "earliest"}
+    run_available_now(spark, cluster, "r", tmp_path / "o1", tmp_path / "c1", **early)
+    part, first = retention_deleted_the_start(cluster, tmp_path)
     held = {("r", part, i, b"%0100d" % i) for i in range(first, 3000)}
     assert dafka.offsets("r", towers=[cluster.tower.endpoint], **FAST) == {part: (first, 3000)}
 

@@ -73,6 +73,7 @@ def offsets(
     topic: str,
     *,
     partitions: list[str] | None = None,
+    exclude: list[str] | None = None,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",

@@ -150,11 +150,11 @@ class ReadSettings:
         return self.offsets(())[0]
 
     def offsets(
-        self, firsts_of: Collection[str] | None
+        self, only: Collection[str] | None, exclude: Collection[str] = ()
     ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
         """:meth:`heads`, and the first offset still held (where ``earliest``
-        begins) of the partitions in ``firsts_of`` (every one for None; for an
-        empty collection none is probed)."""
+        begins) of the partitions in ``only`` (every one for None; none for an
+        empty collection) that are not in ``exclude``, asked in the same round."""
         out: dict[str, tuple[str, int]] = {}
         firsts: dict[str, int] = {}
         for t in self.topics:
@@ -165,14 +165,19 @@ class ReadSettings:
                 "beacon_interval": self.beacon_interval,
                 "bind": self.bind,
             }
-            if firsts_of is not None and not firsts_of:
+            if only is not None and not only:
                 for p, n in heads(t, **common).items():
                     out[p] = (t, n)
                 continue
-            only = None if firsts_of is None else list(firsts_of)
-            for p, (first, n) in offsets(t, partitions=only, **common).items():
+            got = offsets(
+                t,
+                partitions=None if only is None else list(only),
+                exclude=list(exclude) or None,
+                **common,
+            )
+            for p, (first, n) in got.items():
                 out[p] = (t, n)
-                if firsts_of is None or p in firsts_of:
+                if (only is None or p in only) and p not in exclude:
                     firsts[p] = first
         return out, firsts
 
@@ -347,9 +352,14 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         from pyspark.sql.streaming.datasource import ReadMaxRows
 
-        hs = self._heads()
-        # New partitions (appeared after the query started) are read from
-        # their first record held.
+        if self.target is None:
+            # The heads, and in the same round where partitions new to the
+            # query begin: they are read from their first record held.
+            hs, firsts = self.settings.offsets(None, exclude=start.keys())
+            self.topics.update({p: t for p, (t, _) in hs.items()})
+            self.firsts.update(firsts)
+        else:
+            hs = self._heads()
         begin = self._begin(start, hs)
         latest = {p: max(head, begin[p]) for p, (_t, head) in hs.items()}
         for p, v in start.items():

@@ -9,7 +9,7 @@
 //! XPUB; a store listed only in `peers` cannot answer unless it also lists the
 //! client, so reads should name `towers`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -143,8 +143,9 @@ pub struct Offsets {
 
 /// [`heads`], plus each partition's first offset still held, so readers
 /// resolve "earliest" to where the partition now begins instead of to 0 (what
-/// Kafka's `earliest` does). `only` limits the first-offset probe to some
-/// partitions; the others report `first` 0.
+/// Kafka's `earliest` does). The first-offset probe covers the partitions in
+/// `only` (all when `None`) that are not in `exclude`; the others report
+/// `first` 0.
 ///
 /// There is no wire field for a first offset: each partition gets a
 /// `FETCH(0, 1)`, which a store answers with its first record held (it answers
@@ -156,6 +157,7 @@ pub fn offsets<E: From<Error>>(
     cfg: &NodeConfig,
     topic: &str,
     only: Option<&[String]>,
+    exclude: &[String],
     timeout: Duration,
     settle: Duration,
     mut check: impl FnMut() -> std::result::Result<(), E>,
@@ -163,9 +165,11 @@ pub fn offsets<E: From<Error>>(
     let mut c = Client::open(cfg)?;
     let deadline = Instant::now() + timeout;
     let heads = c.heads(topic, timeout, settle, &mut check)?;
+    let only: Option<HashSet<&String>> = only.map(|o| o.iter().collect());
+    let exclude: HashSet<&String> = exclude.iter().collect();
     let probe: Vec<&String> = heads
         .keys()
-        .filter(|p| only.is_none_or(|o| o.contains(p)))
+        .filter(|p| only.as_ref().is_none_or(|o| o.contains(p)) && !exclude.contains(p))
         .collect();
     let firsts = c.firsts(topic, &probe, deadline, settle, &mut check)?;
     Ok(heads

@@ -587,7 +587,16 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
         h.into_iter().collect::<Vec<_>>(),
         vec![(part.clone(), 25_000)]
     );
-    let o = offsets(&node, "t", None, secs(20), Duration::from_millis(300), ok).unwrap();
+    let o = offsets(
+        &node,
+        "t",
+        None,
+        &[],
+        secs(20),
+        Duration::from_millis(300),
+        ok,
+    )
+    .unwrap();
     let all = Offsets {
         first: 0,
         next: 25_000,
@@ -691,17 +700,17 @@ fn fetcher_reports_a_range_that_retention_deleted_entirely() {
     let ok = || Ok::<(), Error>(());
     // Where "earliest" now begins.
     let settle = Duration::from_millis(300);
-    let o = offsets(&node, "t", None, secs(20), settle, ok).unwrap();
+    let o = offsets(&node, "t", None, &[], secs(20), settle, ok).unwrap();
     assert_eq!(o[&part], Offsets { first, next: 2000 });
-    let o = offsets(&node, "t", Some(&["x".to_string()]), secs(20), settle, ok).unwrap();
-    assert_eq!(
-        o[&part],
-        Offsets {
+    let (x, me) = (["x".to_string()], [part.clone()]);
+    for (only, exclude) in [(Some(&x[..]), &[][..]), (None, &me[..])] {
+        let o = offsets(&node, "t", only, exclude, secs(20), settle, ok).unwrap();
+        let unprobed = Offsets {
             first: 0,
-            next: 2000
-        },
-        "not probed"
-    );
+            next: 2000,
+        };
+        assert_eq!(o[&part], unprobed);
+    }
     let err = fetch_range(&node, "t", &part, 0, 50, secs(30), true, ok).unwrap_err();
     assert!(matches!(err, Error::DataLoss(_)), "{err}");
     let got = fetch_range(&node, "t", &part, 0, 50, secs(30), false, ok).unwrap();

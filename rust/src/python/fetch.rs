@@ -44,12 +44,12 @@ fn heads(
 /// The partitions of ``topic`` held by stores (and live producers), each with
 /// ``(first, next)``: the lowest offset still held (where "earliest" begins
 /// once retention deleted older records; 0 when nobody answered) and the next
-/// offset. ``partitions`` limits the first-offset probe (one FETCH each) to
-/// those; the others report 0.
+/// offset. The first-offset probe (one FETCH each) covers ``partitions`` (all
+/// when None) except those in ``exclude``; the others report 0.
 #[pyfunction]
 #[pyo3(signature = (
-    topic, *, partitions = None, towers = None, peers = None, wire = "rfc", timeout = 10.0,
-    settle = 0.5, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
+    topic, *, partitions = None, exclude = None, towers = None, peers = None, wire = "rfc",
+    timeout = 10.0, settle = 0.5, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
     beacon_timeout = 4.0
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -57,6 +57,7 @@ fn offsets(
     py: Python<'_>,
     topic: String,
     partitions: Option<Vec<String>>,
+    exclude: Option<Vec<String>>,
     towers: Option<Vec<String>>,
     peers: Option<Vec<String>>,
     wire: &str,
@@ -77,8 +78,17 @@ fn offsets(
         1_000_000,
     )?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
+    let exclude = exclude.unwrap_or_default();
     let got = py.detach(|| {
-        fetcher::offsets::<PyErr>(&cfg, &topic, partitions.as_deref(), t, s, check_signals)
+        fetcher::offsets::<PyErr>(
+            &cfg,
+            &topic,
+            partitions.as_deref(),
+            &exclude,
+            t,
+            s,
+            check_signals,
+        )
     })?;
     Ok(got
         .into_iter()
