@@ -488,6 +488,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
     let per_tick = rate / 1000;
     let ticks = secs * 1000 + WARM_UP_TICKS as u64;
     let base = p.next_offset();
+    let before = thread_cpu();
     let mut sent_at: Vec<Instant> = Vec::with_capacity(ticks as usize);
     let mut lat = Vec::with_capacity(ticks as usize);
     let t0 = Instant::now();
@@ -518,6 +519,7 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
             next_check += 1;
         }
     }
+    print_thread_cpu("latency", ticks * per_tick, &before);
     p.close().unwrap();
     lat.drain(..WARM_UP_TICKS.min(lat.len()));
     if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
