@@ -249,7 +249,7 @@ fn store_replicates_from_another_store_after_the_producers_are_gone() {
 // catches up from the peer's first record, instead of fetching forever.
 #[test]
 fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
-    use crate::log::{Log, LogConfig};
+    use crate::log::LogConfig;
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let small = LogConfig {
         segment_bytes: 4096,
@@ -288,17 +288,7 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
     p.close().unwrap();
     b.close().unwrap();
-    let mut log = Log::open(
-        d2.path().join("log"),
-        LogConfig {
-            retain_bytes: Some(8192),
-            ..small.clone()
-        },
-    )
-    .unwrap();
-    assert!(log.enforce_retention().unwrap() > 0);
-    let first = log.first_offset(b"t", &part).unwrap();
-    log.close().unwrap();
+    let first = retain_8_kib(d2.path(), &small, &part);
     assert!(first > 500, "{first}");
 
     let b = open(d2.path());
@@ -632,6 +622,24 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
     t.close().unwrap();
 }
 
+/// Retention of 8 KiB per partition applied to the log of the (closed) store
+/// in `dir` with `cfg`: deletes the oldest segments of `part` of topic `t`;
+/// returns its first offset held.
+fn retain_8_kib(dir: &std::path::Path, cfg: &crate::log::LogConfig, part: &str) -> u64 {
+    let mut log = crate::log::Log::open(
+        dir.join("log"),
+        crate::log::LogConfig {
+            retain_bytes: Some(8192),
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert!(log.enforce_retention().unwrap() > 0);
+    let first = log.first_offset(b"t", part).unwrap();
+    log.close().unwrap();
+    first
+}
+
 /// A tower on ephemeral ports and a node config that discovers through it
 /// (reads with the fetcher need discovery: stores connect to the client).
 fn tower_and_node() -> (Tower, NodeConfig) {
@@ -653,7 +661,7 @@ fn tower_and_node() -> (Tower, NodeConfig) {
 fn fetcher_reports_a_range_that_retention_deleted_entirely() {
     use super::fetcher::{fetch_range, offsets, Offsets};
     use crate::error::Error;
-    use crate::log::{Log, LogConfig};
+    use crate::log::LogConfig;
     let dir = tempfile::tempdir().unwrap();
     let (t, node) = tower_and_node();
     let small = LogConfig {
@@ -680,17 +688,7 @@ fn fetcher_reports_a_range_that_retention_deleted_entirely() {
     p.close().unwrap();
     s.close().unwrap();
     // Retention deletes the oldest segments while the store is down.
-    let mut log = Log::open(
-        dir.path().join("log"),
-        LogConfig {
-            retain_bytes: Some(8192),
-            ..small.clone()
-        },
-    )
-    .unwrap();
-    assert!(log.enforce_retention().unwrap() > 0);
-    let first = log.first_offset(b"t", &part).unwrap();
-    log.close().unwrap();
+    let first = retain_8_kib(dir.path(), &small, &part);
     assert!(first > 50, "{first}");
     let s = store(&node);
 

@@ -4,8 +4,30 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::node::config::NodeConfig;
 use crate::node::fetcher;
 use crate::python::node::{check_signals, node_config, seconds};
+
+/// The short-lived read client's node config (default queue limits).
+fn read_config(
+    towers: Option<Vec<String>>,
+    peers: Option<Vec<String>>,
+    wire: &str,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+) -> PyResult<NodeConfig> {
+    node_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        1_000_000,
+        1_000_000,
+    )
+}
 
 /// The partitions of ``topic`` held by stores (and live producers), each with
 /// its next offset: ``{partition: last_offset + 1}``.
@@ -27,16 +49,7 @@ fn heads(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
-    let cfg = node_config(
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        1_000_000,
-        1_000_000,
-    )?;
+    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
 }
@@ -67,16 +80,7 @@ fn offsets(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
-    let cfg = node_config(
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        1_000_000,
-        1_000_000,
-    )?;
+    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let exclude = exclude.unwrap_or_default();
     let got = py.detach(|| {
@@ -122,16 +126,7 @@ fn fetch_range<'py>(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<(Vec<(u64, Bound<'py, PyBytes>)>, Vec<(u64, u64)>)> {
-    let cfg = node_config(
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        1_000_000,
-        1_000_000,
-    )?;
+    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let t = seconds("timeout", timeout)?;
     let got = py.detach(|| {
         fetcher::fetch_range::<PyErr>(
