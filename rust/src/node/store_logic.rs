@@ -11,10 +11,11 @@
 //! - A partition the store has never seen starts at offset 0: the store FETCHes
 //!   from 0 first, and only if nobody answers after `give_up_fetches` retries does
 //!   it start the partition at the earliest offset it holds (its history is gone).
-//! - A partition the store holds already gives up a gap only on evidence: peers
+//! - A partition the store knows but whose records its retention deleted (it
+//!   was away longer than retention) gives up a gap only on evidence: peers
 //!   answered its FETCH from past the gap `give_up_fetches` times in a row
-//!   (retention deleted it everywhere while the store was away). The log has no
-//!   holes, so the partition continues past the gap without what it held before.
+//!   (retention deleted it everywhere). It then continues past the gap. One
+//!   that still holds records keeps waiting: a peer holding the gap may be away.
 //! - ACKs are cumulative per partition and never run ahead of what the log reports
 //!   durable.
 //! - FETCHes are answered from the log in ascending order, in bounded slices
@@ -210,9 +211,9 @@ pub struct StoreCounters {
     /// Records for partitions the storage set aside as damaged: dropped,
     /// neither held nor fetched (see [`StoreLog::set_aside`]).
     pub dropped_set_aside: u64,
-    /// Offsets of partitions already held that the store skipped, because
-    /// every peer answered its FETCH from past them (retention deleted them
-    /// while the store was away): the records it held before went with them.
+    /// Offsets of partitions known already (their records all deleted by
+    /// retention) that the store skipped, because every peer answered its
+    /// FETCH from past them: retention deleted them everywhere.
     pub records_skipped: u64,
 }
 
@@ -525,6 +526,8 @@ impl<L: StoreLog> StoreLogic<L> {
         if next.is_none() && self.log.set_aside(topic, partition) {
             return;
         }
+        // Known, but every record of it deleted by retention.
+        let holds_none = next.is_some() && self.log.first_offset(topic, partition) == next;
         let cfg = self.cfg.clone();
         let st = self.part(topic, partition);
         let want_from = next.unwrap_or(0);
@@ -566,12 +569,15 @@ impl<L: StoreLog> StoreLogic<L> {
                         return self.fetch_gap(topic, partition, now, out);
                     }
                 }
-                // A partition held already: only when peers answered from
-                // past the gap (live records past it prove nothing: the peers
-                // that hold it may be away) does the store give up the gap,
-                // and with it what it held before (the log has no holes).
+                // A partition known already gives the gap up only when its
+                // own records are all gone too (its retention deleted them:
+                // the store was away longer than retention), so skipping
+                // destroys nothing, and only when peers answered from past
+                // the gap (live records past it prove nothing). A store that
+                // still holds records of it waits: a peer that holds the gap
+                // may only be away for now.
                 if let (Some(n), Some(first), true) = (next, first_held, answered_beyond) {
-                    if tries >= cfg.give_up_fetches {
+                    if holds_none && tries >= cfg.give_up_fetches {
                         st.fetch = None;
                         if let Err(e) = self.log.skip_to(topic, partition, first) {
                             self.append_failed(e);
@@ -579,8 +585,8 @@ impl<L: StoreLog> StoreLogic<L> {
                         }
                         tracing::warn!(
                             "store: offsets {n}..{first} of {}/{} are gone from every peer \
-                             (retention); the partition continues at {first}, without the \
-                             records held before",
+                             (retention), as they are here; the partition continues at \
+                             {first}",
                             String::from_utf8_lossy(topic),
                             String::from_utf8_lossy(partition)
                         );

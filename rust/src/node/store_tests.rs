@@ -245,8 +245,8 @@ fn store_replicates_from_another_store_after_the_producers_are_gone() {
 }
 
 // A store away for longer than retention: its peer deleted the records it
-// missed. It skips them (and what it held before, the log has no holes) and
-// catches up from the peer's first record, instead of fetching forever.
+// missed, and its own retention what it held. It skips the gap and catches
+// up from the peer's first record, instead of fetching forever.
 #[test]
 fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
     use crate::log::LogConfig;
@@ -290,6 +290,21 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
     b.close().unwrap();
     let first = retain_8_kib(d2.path(), &small, &part);
     assert!(first > 500, "{first}");
+    // A was away longer than retention: what it held is past its age too.
+    let later: crate::log::Clock = std::sync::Arc::new(|| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        now.unwrap().as_millis() as u64 + 2 * 3_600_000
+    });
+    let aged = LogConfig {
+        retain_hours: Some(1),
+        clock: later,
+        ..small.clone()
+    };
+    let mut log = crate::log::Log::open(d1.path().join("log"), aged).unwrap();
+    assert!(log.enforce_retention().unwrap() > 0);
+    assert_eq!(log.first_offset(b"t", &part), Some(500));
+    assert_eq!(log.next_offset(b"t", &part), Some(500));
+    log.close().unwrap();
 
     let b = open(d2.path());
     let a = open(d1.path());

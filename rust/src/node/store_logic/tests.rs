@@ -334,13 +334,22 @@ fn late_joining_store_fetches_from_zero_then_gives_up_on_lost_history() {
     assert_eq!(got, vec![10, 11], "started at the earliest offset held");
 }
 
-/// A store holding 0..5 of a partition hears record 20: the gap 5..20 is
-/// FETCHed; `direct` says whether peers answer it (from 20 on, all they hold).
-fn held_partition_with_a_gap(direct: bool) -> StoreLogic<MemLog> {
+/// A store that took 0..5 of a partition (then deleted by its retention if
+/// `expired`) hears record 20: the gap 5..20 is FETCHed; `direct` says whether
+/// peers answer it (from 20 on, all they hold).
+fn known_partition_with_a_gap(expired: bool, direct: bool) -> StoreLogic<MemLog> {
     let mut s = store();
     let t0 = Instant::now();
     for i in 0..5 {
         rec(&mut s, i, t0);
+    }
+    if expired {
+        let e = s
+            .log_mut()
+            .parts
+            .get_mut(&(T.to_vec(), P.to_vec()))
+            .unwrap();
+        *e = (5, Vec::new(), 5);
     }
     assert_eq!(fetch_of(&rec(&mut s, 20, t0)), vec![(5, 15)]);
     for i in 20..25 {
@@ -359,20 +368,31 @@ fn held_partition_with_a_gap(direct: bool) -> StoreLogic<MemLog> {
 }
 
 #[test]
-fn a_held_partition_skips_a_gap_that_peers_answer_only_from_past_it() {
-    let s = held_partition_with_a_gap(true);
+fn an_expired_partition_skips_a_gap_that_peers_answer_only_from_past_it() {
+    let s = known_partition_with_a_gap(true, true);
     let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
     assert_eq!(got, (20..25).collect::<Vec<_>>());
     assert_eq!(s.counters().records_skipped, 15);
 }
 
 #[test]
-fn a_held_partition_keeps_waiting_for_a_gap_without_answers_from_past_it() {
-    // Live records past the gap prove nothing: the peers holding it may be away.
-    let s = held_partition_with_a_gap(false);
-    let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
-    assert_eq!(got, (0..5).collect::<Vec<_>>());
-    assert_eq!(s.counters().records_skipped, 0);
+fn a_gap_is_kept_while_records_are_held_or_without_answers_from_past_it() {
+    // Records held: a peer holding the gap may only be away (skipping would
+    // delete them). Live records past the gap prove nothing either.
+    for (expired, direct, held) in [(false, true, 0..5), (true, false, 5..5)] {
+        let s = known_partition_with_a_gap(expired, direct);
+        let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
+        assert_eq!(
+            got,
+            held.collect::<Vec<_>>(),
+            "expired {expired}, direct {direct}"
+        );
+        assert_eq!(s.counters().records_skipped, 0);
+        assert_eq!(
+            s.log().first_offset(T, P),
+            Some(if expired { 5 } else { 0 })
+        );
+    }
 }
 
 #[test]
