@@ -139,7 +139,14 @@ impl ProducerState {
     }
 
     /// The offsets of a FETCH that we answer: the requested ones we still
-    /// hold (empty if the FETCH is not for our partition and topic).
+    /// hold (empty if the FETCH is not for our partition and topic). A FETCH
+    /// from below what we hold (released: ACKed by stores) gets the rest of
+    /// its range. A store new to the partition, whose live records were all
+    /// missed, needs those to start at our oldest unreleased record when
+    /// nobody answers the history (else it never ACKs, and we stall). The
+    /// price: an answer from past a gap is no proof that the gap is deleted
+    /// everywhere (a store holding it may be away), so the store's gap
+    /// skipping also requires its own copy to be gone.
     pub fn fetch_range(&self, f: &Fetch<'_>) -> std::ops::Range<u64> {
         if f.topic != self.address.as_slice() || f.subject != self.topic.as_slice() {
             return 0..0;
