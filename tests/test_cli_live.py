@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,38 @@ def test_tower_produce_consume_and_ctrl_c() -> None:
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def test_offsets_lists_first_and_next_offsets_from_the_stores(tmp_path: Path) -> None:
+    from dafka import Producer, Store, Tower
+
+    fast = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
+    with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower:
+        with Store(tmp_path / "s", towers=[tower.endpoint], **fast) as store:
+            with Producer("t", towers=[tower.endpoint], **fast) as p:
+                p.send_many([b"v%d" % i for i in range(25)])
+                assert p.flush(30.0) == 0
+                part = p.address
+            got = subprocess.run(
+                [*CLI, "offsets", "t", "--tower", tower.endpoint],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert got.returncode == 0, got.stderr
+            lines = got.stdout.splitlines()
+            assert lines[0].split() == ["PARTITION", "FIRST", "NEXT", "RECORDS"]
+            assert [line.split() for line in lines[1:]] == [[part, "0", "25", "25"]]
+            assert store.partitions("t")[0].next_offset == 25
+        # No store left to answer: a clear error, exit status 1.
+        got = subprocess.run(
+            [*CLI, "offsets", "t", "--tower", tower.endpoint, "--timeout", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert got.returncode == 1
+        assert "towers" in got.stderr
 
 
 def test_bad_endpoint_is_a_clear_error() -> None:

@@ -3,7 +3,9 @@
 ``dafka tower`` runs a tower and ``dafka store [DIR]`` a store until Ctrl-C or SIGTERM (the
 same Rust code as the ``dafka-tower`` and ``dafka-store`` binaries: ``dafka store --help``
 lists their flags and ``--config FILE``); ``dafka produce TOPIC`` publishes one record per stdin
-line; ``dafka consume TOPIC`` prints records; ``dafka demo`` runs a local cluster
+line; ``dafka consume TOPIC`` prints records; ``dafka offsets TOPIC`` lists each
+partition's first and next offset as the stores (and live producers) report them
+(where ``--from-beginning`` starts, what retention kept); ``dafka demo`` runs a local cluster
 (tower, store, producer, consumer), checks every record arrives in order, then replays
 the topic from the store to a late consumer.
 ``dafka wire demo`` encodes every Dafka message in both dialects, decodes it back and
@@ -25,7 +27,15 @@ from contextlib import contextmanager
 from types import FrameType
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Store, Tower, run_store_cli, run_tower_cli
+from dafka._native import (
+    Consumer,
+    Producer,
+    Store,
+    Tower,
+    offsets,
+    run_store_cli,
+    run_tower_cli,
+)
 from dafka.exceptions import DafkaError
 from dafka.log import Log
 
@@ -206,6 +216,18 @@ def _cmd_consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_offsets(args: argparse.Namespace) -> int:
+    towers, peers = _discovery(args)
+    got = offsets(args.topic, towers=towers, peers=peers, wire=args.wire, timeout=args.timeout)
+    if not got:
+        print(f"{args.topic!r}: no store or producer holds a partition of it")
+        return 0
+    print(f"{'PARTITION':<34} {'FIRST':>12} {'NEXT':>12} {'RECORDS':>12}")
+    for p, (first, nxt) in sorted(got.items()):
+        print(f"{p:<34} {first:>12} {nxt:>12} {nxt - first:>12}")
+    return 0
+
+
 def _drain_check(c: Consumer, n: int, timeout: float) -> tuple[int, bool]:
     """Reads up to ``n`` records; returns how many arrived and if all were right."""
     got: list[int] = []
@@ -383,6 +405,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--offsets", action="store_true", help="prefix each value with partition, offset"
     )
     co.set_defaults(func=_cmd_consume)
+
+    of = sub.add_parser(
+        "offsets", help="each partition's first and next offset, as the stores report them"
+    )
+    _add_node_args(of)
+    of.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to wait for a store (default 10)"
+    )
+    of.set_defaults(func=_cmd_offsets)
 
     de = sub.add_parser("demo", help="run a local cluster and check every record arrives")
     de.add_argument("--records", type=int, default=100_000)
