@@ -269,14 +269,7 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
         .unwrap()
     };
     let a = open(d1.path());
-    let p = Producer::new(
-        "t",
-        ProducerConfig {
-            node: node.clone(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let p = discovering_producer(&node);
     p.send_many((0..500).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
     let part = p.address().to_string();
@@ -572,14 +565,7 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
         },
     )
     .unwrap();
-    let p = Producer::new(
-        "t",
-        ProducerConfig {
-            node: node.clone(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let p = discovering_producer(&node);
     p.send_many((0..25_000).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(60)).unwrap(), 0);
     let part = p.address().to_string();
@@ -653,6 +639,18 @@ fn retain_8_kib(dir: &std::path::Path, cfg: &crate::log::LogConfig, part: &str) 
     let first = log.first_offset(b"t", part).unwrap();
     log.close().unwrap();
     first
+}
+
+/// A producer of topic `t` that finds stores through `node`'s towers.
+fn discovering_producer(node: &NodeConfig) -> Producer {
+    Producer::new(
+        "t",
+        ProducerConfig {
+            node: node.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 /// A tower on ephemeral ports and a node config that discovers through it
