@@ -157,6 +157,7 @@ class ReadSettings:
         empty collection) that are not in ``exclude``, asked in the same round."""
         out: dict[str, tuple[str, int]] = {}
         firsts: dict[str, int] = {}
+        wanted = None if only is None else set(only)
         for t in self.topics:
             common: dict[str, Any] = {
                 "towers": list(self.towers),
@@ -177,7 +178,7 @@ class ReadSettings:
             )
             for p, (first, n) in got.items():
                 out[p] = (t, n)
-                if (only is None or p in only) and p not in exclude:
+                if (wanted is None or p in wanted) and p not in exclude:
                     firsts[p] = first
         return out, firsts
 

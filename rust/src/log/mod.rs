@@ -322,6 +322,13 @@ fn list_dirty(dirty: &mut Vec<PartKey>, key: &PartKey, p: &mut Partition) {
     }
 }
 
+fn unknown_partition(topic: &[u8], partition: &str) -> LogError {
+    LogError::UnknownPartition {
+        topic: lossy(topic),
+        partition: partition.to_owned(),
+    }
+}
+
 fn damaged_error((topic, partition): &PartKey, why: &str) -> LogError {
     LogError::Failed {
         topic: lossy(topic),
@@ -449,10 +456,7 @@ impl Log {
             .get(&key)
             .ok_or_else(|| match self.damaged.get(&key) {
                 Some(d) => damaged_error(&key, &d.why),
-                None => LogError::UnknownPartition {
-                    topic: lossy(topic),
-                    partition: partition.to_owned(),
-                },
+                None => unknown_partition(topic, partition),
             })
     }
 
@@ -631,10 +635,7 @@ impl Log {
         let p = self
             .parts
             .get_mut(&key)
-            .ok_or_else(|| LogError::UnknownPartition {
-                topic: lossy(topic),
-                partition: partition.to_owned(),
-            })?;
+            .ok_or_else(|| unknown_partition(topic, partition))?;
         let r = p.skip_to(offset);
         list_dirty(&mut self.dirty, &key, p);
         self.close_idle_files();
@@ -815,10 +816,7 @@ impl Log {
         let now = self.cfg.now();
         self.parts
             .get_mut(&(topic.to_vec(), partition.to_owned()))
-            .ok_or_else(|| LogError::UnknownPartition {
-                topic: lossy(topic),
-                partition: partition.to_owned(),
-            })?
+            .ok_or_else(|| unknown_partition(topic, partition))?
             .sync(now)
     }
 

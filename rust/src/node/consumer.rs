@@ -86,6 +86,11 @@ impl Part {
             });
             self.next += 1;
         }
+        self.forget_stall();
+    }
+
+    /// `next` moved (or was set): no FETCH retries or evidence count yet.
+    fn forget_stall(&mut self) {
         self.answered_beyond = false;
         self.stalled = 0;
         self.stall_mark = self.next;
@@ -378,9 +383,7 @@ impl ConsumerState {
         p.retry_at = None;
         p.epoch += 1;
         // Evidence of a deleted gap was about the old position.
-        p.answered_beyond = false;
-        p.stalled = 0;
-        p.stall_mark = offset;
+        p.forget_stall();
         let epoch = p.epoch;
         self.maybe_fetch(partition, now, out);
         Some(epoch)

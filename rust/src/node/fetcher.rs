@@ -280,6 +280,7 @@ impl Client {
         check: &mut impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<BTreeMap<String, u64>, E> {
         let own = self.core.address.clone();
+        let wanted: HashSet<&str> = parts.iter().map(|p| p.as_str()).collect();
         let mut firsts: BTreeMap<String, u64> = BTreeMap::new();
         let mut last_news = Instant::now();
         // Everyone is asked at once; a peer that connects later asks again.
@@ -319,7 +320,7 @@ impl Client {
                     if let Message::DirectRecord(r) = m {
                         if r.topic == own.as_slice() && r.subject == topic.as_bytes() {
                             let p = String::from_utf8_lossy(r.address);
-                            if parts.iter().any(|q| **q == p) {
+                            if wanted.contains(p.as_ref()) {
                                 let e = firsts.entry(p.into_owned()).or_insert(u64::MAX);
                                 if r.sequence < *e {
                                     *e = r.sequence;

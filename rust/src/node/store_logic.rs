@@ -253,7 +253,8 @@ struct InFlight {
     end: u64,
     at: Instant,
     tries: u32,
-    /// A peer answered it with records past `from` (it holds none of the gap).
+    /// A peer answered it with records past `from` (it holds none of the gap)
+    /// while the store held no record of the partition (see `on_direct_record`).
     answered_beyond: bool,
 }
 
@@ -373,8 +374,10 @@ impl<L: StoreLog> StoreLogic<L> {
     }
 
     /// DIRECT-RECORD (an answer to the store's FETCH): a record past the
-    /// offset fetched shows that the peer holds none of the gap, evidence
-    /// that lets the store skip a gap retention deleted everywhere.
+    /// offset fetched shows that the peer holds none of the gap. For a
+    /// partition the store knows but whose records its own retention deleted
+    /// too, that is evidence that lets it skip a gap deleted everywhere (a
+    /// store still holding records waits: a peer holding the gap may be away).
     pub fn on_direct_record(
         &mut self,
         topic: &[u8],
@@ -383,14 +386,18 @@ impl<L: StoreLog> StoreLogic<L> {
         content: &[u8],
         now: Instant,
     ) -> Vec<Out> {
-        let next = self.log.next_offset(topic, partition);
         if let Some(f) = self
             .parts
             .get_mut(topic)
             .and_then(|t| t.get_mut(partition))
             .and_then(|st| st.fetch.as_mut())
         {
-            if next.is_some_and(|n| f.from == n && sequence > n) {
+            // Looked up only for an answer from past the gap, not per record.
+            if sequence > f.from
+                && !f.answered_beyond
+                && self.log.next_offset(topic, partition) == Some(f.from)
+                && self.log.first_offset(topic, partition) == Some(f.from)
+            {
                 f.answered_beyond = true;
             }
         }
@@ -526,8 +533,6 @@ impl<L: StoreLog> StoreLogic<L> {
         if next.is_none() && self.log.set_aside(topic, partition) {
             return;
         }
-        // Known, but every record of it deleted by retention.
-        let holds_none = next.is_some() && self.log.first_offset(topic, partition) == next;
         let cfg = self.cfg.clone();
         let st = self.part(topic, partition);
         let want_from = next.unwrap_or(0);
@@ -573,11 +578,12 @@ impl<L: StoreLog> StoreLogic<L> {
                 // own records are all gone too (its retention deleted them:
                 // the store was away longer than retention), so skipping
                 // destroys nothing, and only when peers answered from past
-                // the gap (live records past it prove nothing). A store that
+                // the gap (live records past it prove nothing); both are in
+                // `answered_beyond` (set by `on_direct_record`). A store that
                 // still holds records of it waits: a peer that holds the gap
                 // may only be away for now.
                 if let (Some(n), Some(first), true) = (next, first_held, answered_beyond) {
-                    if holds_none && tries >= cfg.give_up_fetches {
+                    if tries >= cfg.give_up_fetches {
                         st.fetch = None;
                         if let Err(e) = self.log.skip_to(topic, partition, first) {
                             self.append_failed(e);
