@@ -8,7 +8,8 @@
 //! - ACK latency p50/p99 at fixed offered rates (100k and 500k records/s,
 //!   after one second at that rate to warm up), next to the raw disk's: the
 //!   same bytes written every 1 ms and fdatasynced as often as the store syncs,
-//!   timed until a sync covers them;
+//!   timed until a sync covers them; and, as a diagnostic of our own path
+//!   apart from the disk, the store with `fsync = never` (ACK once written);
 //! - the same with 10k idle partitions known to the store (`parts`);
 //! - replay: a late consumer served by the store alone;
 //! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M);
@@ -23,7 +24,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use _native::log::{Log, LogConfig};
+use _native::log::{FsyncPolicy, Log, LogConfig};
 use _native::node::store::{DurableLog, SyncTimes};
 use _native::node::store_logic::{StoreLog, StoreLogic, StoreLogicConfig};
 use _native::node::{
@@ -70,7 +71,7 @@ fn own_cpu() -> f64 {
 }
 
 /// CPU seconds per thread of this process, by thread id: (name, seconds).
-fn thread_cpu() -> std::collections::BTreeMap<u64, (String, f64)> {
+fn thread_cpu() -> std::collections::BTreeMap<u64, (String, f64, f64)> {
     let tick = 100.0; // USER_HZ
     let mut out = std::collections::BTreeMap::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
@@ -92,25 +93,46 @@ fn thread_cpu() -> std::collections::BTreeMap<u64, (String, f64)> {
                 .unwrap_or(0.0)
         };
         let tid = e.file_name().to_string_lossy().parse().unwrap_or(0);
-        out.insert(tid, (name, (t(11) + t(12)) / tick));
+        // Context switches, voluntary and not.
+        let switches: f64 = std::fs::read_to_string(e.path().join("status"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .sum();
+        out.insert(tid, (name, (t(11) + t(12)) / tick, switches));
     }
     out
 }
 
 /// With `DAFKA_BENCH_VERBOSE`, prints CPU µs per record of each thread that
 /// used some since `before`.
-fn print_thread_cpu(label: &str, n: u64, before: &std::collections::BTreeMap<u64, (String, f64)>) {
+fn print_thread_cpu(
+    label: &str,
+    n: u64,
+    before: &std::collections::BTreeMap<u64, (String, f64, f64)>,
+) {
     if std::env::var_os("DAFKA_BENCH_VERBOSE").is_none() {
         return;
     }
     let parts: Vec<String> = thread_cpu()
         .into_iter()
-        .filter_map(|(tid, (name, secs))| {
+        .filter_map(|(tid, (name, secs, sw))| {
             let used = secs - before.get(&tid).map_or(0.0, |b| b.1);
-            (used > 0.0).then(|| format!("{name}/{tid} {:.2}", used * 1e6 / n as f64))
+            let switched = sw - before.get(&tid).map_or(0.0, |b| b.2);
+            (used > 0.0).then(|| {
+                format!(
+                    "{name}/{tid} {:.2} ({:.0})",
+                    used * 1e6 / n as f64,
+                    switched * 1e3 / n as f64
+                )
+            })
         })
         .collect();
-    println!("  {label} cpu-µs/rec by thread: {}", parts.join(", "));
+    println!(
+        "  {label} cpu-µs/rec (context switches per 1k records) by thread: {}",
+        parts.join(", ")
+    );
 }
 
 /// A measured run: records/s and CPU µs per record.
@@ -138,6 +160,10 @@ impl Rate {
 fn peers(eps: &[&str]) -> NodeConfig {
     NodeConfig {
         peers: eps.iter().map(|s| s.to_string()).collect(),
+        wire: match std::env::var("DAFKA_BENCH_WIRE").as_deref() {
+            Ok("zproto") => Dialect::Zproto,
+            _ => Dialect::Rfc,
+        },
         ..Default::default()
     }
 }
@@ -345,8 +371,14 @@ fn flush_ms() -> u64 {
 }
 
 fn start_pair(dir: &Path) -> (Store, Producer) {
+    start_pair_with(dir, FsyncPolicy::Interval)
+}
+
+/// [`start_pair`] with the store's fsync policy.
+fn start_pair_with(dir: &Path, fsync: FsyncPolicy) -> (Store, Producer) {
     let mut cfg = StoreConfig::default();
     cfg.log.flush_interval_ms = flush_ms();
+    cfg.log.fsync = fsync;
     let s = Store::open(dir, cfg).unwrap();
     let p = add_producer(&s);
     (s, p)
@@ -481,8 +513,8 @@ const POLL_US: u64 = 250;
 
 /// ACK latency at `rate` records/s offered for `secs` (after a warm-up of
 /// [`WARM_UP_TICKS`] at the same rate): p50, p99, p99.9 and max in ms.
-fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize) -> [f64; 4] {
-    let (s, p) = start_pair(dir);
+fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize, fsync: FsyncPolicy) -> [f64; 4] {
+    let (s, p) = start_pair_with(dir, fsync);
     let value = vec![9u8; size];
     let tick = Duration::from_millis(1);
     let per_tick = rate / 1000;
@@ -697,7 +729,8 @@ fn main() {
         return;
     }
     let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
-    // DAFKA_BENCH_ONLY=tput,logic,parts,latency,replay,rss picks parts (default: all).
+    // DAFKA_BENCH_ONLY=tput,logic,parts,latency,replay,rss picks parts (default: all;
+    // `nosync`, never by default, runs only the latency diagnostic without fdatasync).
     let only = std::env::var("DAFKA_BENCH_ONLY").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only.split(',').any(|p| p.trim() == name);
     let scale = if quick { 10 } else { 1 };
@@ -765,13 +798,40 @@ fn main() {
         let secs = if quick { 2 } else { 5 };
         let [b50, b99, b999, bmax] =
             baseline_durable_latency(&bench_dir("lat-raw"), rate, secs, 100);
-        let [p50, p99, p999, max] = ack_latency(&bench_dir("lat"), rate, secs, 100);
+        let [p50, p99, p999, max] =
+            ack_latency(&bench_dir("lat"), rate, secs, 100, FsyncPolicy::Interval);
+        // The same path with the disk taken out (ACK once written to the page
+        // cache): how much of the p99 is our code and how much is fdatasync.
+        let [n50, n99, _, nmax] = ack_latency(
+            &bench_dir("lat-nosync"),
+            rate,
+            secs,
+            100,
+            FsyncPolicy::Never,
+        );
         println!(
             "ack latency at {}k rec/s offered (100 B): p50 {p50:.2} ms, p99 {p99:.2} ms, \
              p99.9 {p999:.2} ms, max {max:.2} ms | baseline disk (write, fdatasync every \
-             {} ms) p50 {b50:.2}, p99 {b99:.2}, p99.9 {b999:.2}, max {bmax:.2} ms",
+             {} ms) p50 {b50:.2}, p99 {b99:.2}, p99.9 {b999:.2}, max {bmax:.2} ms | \
+             without fdatasync (fsync=never, not durable; diagnostic) p50 {n50:.2}, p99 \
+             {n99:.2}, max {nmax:.2} ms",
             rate / 1000,
             flush_ms()
+        );
+    }
+    if only.split(',').any(|p| p.trim() == "nosync") {
+        // Only the diagnostic above, at 500k/s: our path's own hiccups.
+        let secs = if quick { 2 } else { 5 };
+        let [n50, n99, _, nmax] = ack_latency(
+            &bench_dir("lat-nosync"),
+            500_000,
+            secs,
+            100,
+            FsyncPolicy::Never,
+        );
+        println!(
+            "ack latency at 500k rec/s offered (100 B) without fdatasync (fsync=never, not \
+             durable; diagnostic): p50 {n50:.2}, p99 {n99:.2}, max {nmax:.2} ms"
         );
     }
     if part("replay") {
