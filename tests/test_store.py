@@ -143,6 +143,35 @@ def test_late_consumer_gets_100k_from_the_store_alone(tmp_path: Path, tower: Tow
         assert {r.partition for r in got} == {info.partition}
 
 
+def test_a_consumer_resumes_from_saved_positions(tmp_path: Path, tower: Tower) -> None:
+    """A consumer takes part of a topic and saves ``positions()``; a new one given
+    them as ``start_offsets`` gets exactly the rest, from the store once the
+    producer is gone (with ``latest``, which alone would skip all of it)."""
+    towers = {"towers": [tower.endpoint], **FAST}
+    with Store(tmp_path, **towers) as s:  # type: ignore[arg-type]
+        with Producer("t", **towers) as p:  # type: ignore[arg-type]
+            p.wait_for_stores(1)
+            p.send_many([value(i) for i in range(1000)])
+            assert flush_all(p) == 0
+            part = p.address
+            with Consumer(["t"], offset_reset="earliest", **towers) as c:  # type: ignore[arg-type]
+                got: list[dafka.Record] = []
+                deadline = time.monotonic() + 60
+                while len(got) < 400 and time.monotonic() < deadline:
+                    got.extend(c.poll_many(max_records=400 - len(got), timeout=0.2))
+                assert [r.offset for r in got] == list(range(400))
+                saved = c.positions()
+            assert saved == {part: 400}
+            p.send_many([value(i) for i in range(1000, 2000)])
+            assert flush_all(p) == 0
+        wait_for(lambda: s.partitions("t")[0].next_offset == 2000, "the store to hold 2000")
+        with Consumer(["t"], start_offsets=saved, **towers) as c:  # type: ignore[arg-type]
+            rest = drain(c, 1600)
+            assert [r.offset for r in rest] == list(range(400, 2000))
+            assert all(r.value == value(r.offset) for r in rest)
+            assert c.positions() == {part: 2000}
+
+
 def test_late_consumer_after_retention_starts_at_the_first_record_held(
     tmp_path: Path, tower: Tower
 ) -> None:

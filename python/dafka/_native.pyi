@@ -1,7 +1,7 @@
 """Type stubs for the Rust extension ``dafka._native`` (checked with mypy.stubtest)."""
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Self, final
 
 from typing_extensions import Buffer
@@ -218,6 +218,7 @@ class Consumer:
         max_pending: int = 100000,
         max_buffered: int = 100000,
         give_up_fetches: int = 6,
+        start_offsets: Mapping[str, int] | None = None,
         bind: str = ...,
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
@@ -227,6 +228,7 @@ class Consumer:
     def poll(self, timeout: float | None = None) -> Record | None: ...
     def poll_many(self, max_records: int = 10000, timeout: float | None = None) -> list[Record]: ...
     def seek(self, partition: str, offset: int) -> None: ...
+    def positions(self) -> dict[str, int]: ...
     def connect(self, endpoint: str) -> None: ...
     @property
     def topics(self) -> list[str]: ...

@@ -161,6 +161,10 @@ pub struct ConsumerConfig {
     /// everywhere it asked, so the partition goes on from the first record
     /// held, counted in `records_lost`. Default 6 (3 s at `fetch_retry`).
     pub give_up_fetches: u32,
+    /// Where partitions start (partition name, the next offset to deliver),
+    /// overriding `offset_reset` for them: positions saved from an earlier
+    /// consumer ([`crate::node::Consumer::positions`]). Default none.
+    pub start_offsets: Vec<(String, u64)>,
 }
 
 impl Default for ConsumerConfig {
@@ -173,6 +177,7 @@ impl Default for ConsumerConfig {
             max_pending: 100_000,
             max_buffered: 100_000,
             give_up_fetches: 6,
+            start_offsets: Vec::new(),
         }
     }
 }
@@ -191,6 +196,20 @@ impl ConsumerConfig {
             return Err(Error::Config(
                 "max_fetch, max_pending, max_buffered and give_up_fetches must be > 0".into(),
             ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (p, _) in &self.start_offsets {
+            if p.is_empty() || p.len() > 255 {
+                return Err(Error::Config(format!(
+                    "start offset for partition {p:?}: a partition name (its producer's \
+                     address) is 1 to 255 bytes"
+                )));
+            }
+            if !seen.insert(p) {
+                return Err(Error::Config(format!(
+                    "partition {p:?} is given two start offsets: give one"
+                )));
+            }
         }
         Ok(())
     }

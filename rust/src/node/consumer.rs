@@ -61,6 +61,10 @@ pub struct ConsumerState {
     max_pending: usize,
     give_up_fetches: u32,
     parts: FxHashMap<Vec<u8>, Part>,
+    /// Where partitions not seen yet start, and their seek epoch: from
+    /// [`ConsumerConfig::start_offsets`] and seeks that came before the
+    /// partition's first RECORD or HEAD.
+    starts: FxHashMap<Vec<u8>, (u64, u64)>,
     /// Counters: duplicates dropped, gaps seen, FETCHes sent, offsets skipped
     /// because no node holds them any more.
     pub duplicates: u64,
@@ -139,6 +143,11 @@ impl ConsumerState {
             max_pending: cfg.max_pending,
             give_up_fetches: cfg.give_up_fetches,
             parts: FxHashMap::default(),
+            starts: cfg
+                .start_offsets
+                .iter()
+                .map(|(p, off)| (p.as_bytes().to_vec(), (*off, 0)))
+                .collect(),
             duplicates: 0,
             gaps: 0,
             fetches: 0,
@@ -200,11 +209,13 @@ impl ConsumerState {
         first: Option<u64>,
         reset: OffsetReset,
     ) {
+        let start = self.starts.remove(partition);
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
-            let next = match (reset, first) {
-                (OffsetReset::Earliest, _) => 0,
-                (OffsetReset::Latest, Some(seq)) => seq,
-                (OffsetReset::Latest, None) => 0,
+            let (next, epoch) = match (start, reset, first) {
+                (Some(start), _, _) => start,
+                (None, OffsetReset::Earliest, _) => (0, 0),
+                (None, OffsetReset::Latest, Some(seq)) => (seq, 0),
+                (None, OffsetReset::Latest, None) => (0, 0),
             };
             Part {
                 topic: lossy(subject),
@@ -214,7 +225,7 @@ impl ConsumerState {
                 requested: next,
                 retry_at: None,
                 pending: BTreeMap::new(),
-                epoch: 0,
+                epoch,
                 answered_beyond: false,
                 stalled: 0,
                 stall_mark: next,
@@ -368,15 +379,14 @@ impl ConsumerState {
     }
 
     /// Moves `partition` to `offset`: drops buffered records, FETCHes from
-    /// there. Returns the partition's new epoch, or None for an unknown one.
-    pub fn seek(
-        &mut self,
-        partition: &[u8],
-        offset: u64,
-        now: Instant,
-        out: &mut Vec<Out>,
-    ) -> Option<u64> {
-        let p = self.parts.get_mut(partition)?;
+    /// there. A partition not seen yet starts there when it is. Returns the
+    /// partition's new epoch (the handle counts seeks per partition alike).
+    pub fn seek(&mut self, partition: &[u8], offset: u64, now: Instant, out: &mut Vec<Out>) -> u64 {
+        let Some(p) = self.parts.get_mut(partition) else {
+            let start = self.starts.entry(partition.to_vec()).or_insert((0, 0));
+            *start = (offset, start.1 + 1);
+            return start.1;
+        };
         p.next = offset;
         p.requested = offset;
         p.pending.clear();
@@ -386,7 +396,7 @@ impl ConsumerState {
         p.forget_stall();
         let epoch = p.epoch;
         self.maybe_fetch(partition, now, out);
-        Some(epoch)
+        epoch
     }
 
     /// The next offset to deliver of each known partition.
@@ -424,6 +434,9 @@ pub struct Consumer {
     endpoint: String,
     topics: Vec<String>,
     max_buffered: usize,
+    /// The next offset of each partition the application has been given
+    /// records of (or seeked, or started at): where a new consumer resumes.
+    positions: Mutex<HashMap<Arc<str>, u64>>,
 }
 
 impl Consumer {
@@ -441,6 +454,11 @@ impl Consumer {
         let ctx = zmq::Context::new();
         let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
         let max_buffered = cfg.max_buffered;
+        let positions = cfg
+            .start_offsets
+            .iter()
+            .map(|(p, off)| (Arc::from(p.as_str()), *off))
+            .collect();
         let (actor, endpoint) =
             Actor::spawn("dafka-consumer", &ctx.clone(), move |inbox, ready| {
                 run(inbox, ready, &ctx, cfg, &ts, &a, &sh, tx)
@@ -453,6 +471,7 @@ impl Consumer {
             endpoint,
             topics: topics.to_vec(),
             max_buffered,
+            positions: Mutex::new(positions),
         })
     }
 
@@ -504,6 +523,9 @@ impl Consumer {
         let got = into.len() - start;
         if got > 0 {
             self.shared.buffered.fetch_sub(got, SeqCst);
+            // Held across the epoch check, as `seek` holds it: a seek lands
+            // either before this batch is checked or after its positions.
+            let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
             if self.shared.seeks.load(SeqCst) > 0 {
                 let epochs = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
                 let mut i = start;
@@ -516,6 +538,7 @@ impl Consumer {
                     }
                 }
             }
+            advance_positions(&mut positions, &into[start..]);
         } else {
             self.actor.check()?;
         }
@@ -526,6 +549,18 @@ impl Consumer {
             self.actor.wake();
         }
         Ok(())
+    }
+
+    /// The next offset to deliver of each partition the application has
+    /// been given records of, seeked or started at (sorted by partition):
+    /// save them and pass them as [`ConsumerConfig::start_offsets`] to
+    /// resume where this consumer left off.
+    pub fn positions(&self) -> Vec<(String, u64)> {
+        let positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<(String, u64)> =
+            positions.iter().map(|(p, o)| (p.to_string(), *o)).collect();
+        v.sort();
+        v
     }
 
     /// Waits up to `timeout` for up to `max` records.
@@ -542,12 +577,19 @@ impl Consumer {
     }
 
     /// Restarts `partition` (a producer address) at `offset`. Records of it
-    /// not yet polled are discarded.
+    /// not yet polled are discarded. A partition not seen yet starts there.
     pub fn seek(&self, partition: &str, offset: u64) -> Result<()> {
-        self.shared.seeks.fetch_add(1, SeqCst);
+        if partition.is_empty() || partition.len() > 255 {
+            return Err(Error::Config(format!(
+                "seek: partition {partition:?} must be 1 to 255 bytes (a producer's address)"
+            )));
+        }
         {
+            let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.seeks.fetch_add(1, SeqCst);
             let mut e = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
             *e.entry(Arc::from(partition)).or_insert(0) += 1;
+            positions.insert(Arc::from(partition), offset);
         }
         self.actor
             .send(Cmd::Seek(partition.as_bytes().to_vec(), offset))
@@ -565,6 +607,26 @@ impl Consumer {
 
     pub fn close(&self) -> Result<()> {
         self.actor.close()
+    }
+}
+
+/// Notes where `given` leaves each partition (records of a partition
+/// come in runs: one map update per run).
+fn advance_positions(positions: &mut HashMap<Arc<str>, u64>, given: &[Delivery]) {
+    let mut run: Option<(&Arc<str>, u64)> = None;
+    for d in given {
+        match &mut run {
+            Some((p, next)) if Arc::ptr_eq(p, &d.partition) => *next = d.offset + 1,
+            _ => {
+                if let Some((p, next)) = run {
+                    positions.insert(p.clone(), next);
+                }
+                run = Some((&d.partition, d.offset + 1));
+            }
+        }
+    }
+    if let Some((p, next)) = run {
+        positions.insert(p.clone(), next);
     }
 }
 
@@ -598,8 +660,7 @@ fn run(
             match cmd {
                 Cmd::Seek(p, off) => {
                     outs.clear();
-                    // Unknown partitions have nothing to rewind.
-                    let _epoch = st.seek(&p, off, Instant::now(), &mut outs);
+                    st.seek(&p, off, Instant::now(), &mut outs);
                     core.emit_all(&outs)?;
                 }
                 Cmd::Connect(ep) => core.connect(&ep),
@@ -942,7 +1003,7 @@ mod tests {
         for seq in 7..10 {
             st.on_record(&direct(seq, b"v"), true, t0, &mut d, &mut o);
         }
-        assert_eq!(st.seek(P, 0, t0, &mut o), Some(1));
+        assert_eq!(st.seek(P, 0, t0, &mut o), 1);
         // From the new position only a live record beyond the gap: no evidence.
         st.on_record(&rec(8, b"v"), false, t0, &mut d, &mut o);
         let give_up = ConsumerConfig::default().give_up_fetches;
@@ -1050,7 +1111,7 @@ mod tests {
         assert_eq!(offsets(&d), vec![0, 1, 2, 3, 4]);
         o.clear();
         let partition = std::str::from_utf8(P).unwrap();
-        assert_eq!(st.seek(P, 2, t0, &mut o), Some(1));
+        assert_eq!(st.seek(P, 2, t0, &mut o), 1);
         assert!(matches!(
             o[..],
             [Out::Fetch {
@@ -1060,7 +1121,37 @@ mod tests {
             }]
         ));
         assert_eq!(st.positions(), vec![(Arc::from(partition), 2)]);
-        assert_eq!(st.seek(b"unknown", 0, t0, &mut o), None);
+        // A partition not seen yet starts where the last seek said, in step
+        // with the handle's count of seeks.
+        assert_eq!(st.seek(b"unknown", 0, t0, &mut o), 1);
+        assert_eq!(st.seek(b"unknown", 7, t0, &mut o), 2);
+        st.on_head(
+            &Head {
+                topic: b"hello",
+                address: b"unknown",
+                subject: b"hello",
+                sequence: 9,
+            },
+            false,
+            t0,
+            &mut o,
+        );
+        assert!(st.positions().contains(&(Arc::from("unknown"), 7)));
+        let mut d = Vec::new();
+        st.on_record(
+            &Record {
+                topic: b"hello",
+                address: b"unknown",
+                subject: b"hello",
+                sequence: 7,
+                content: b"v",
+            },
+            false,
+            t0,
+            &mut d,
+            &mut o,
+        );
+        assert_eq!((d[0].offset, d[0].epoch), (7, 2));
     }
 
     #[test]

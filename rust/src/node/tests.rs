@@ -118,3 +118,66 @@ fn bind_error_is_reported_by_the_constructor() {
     .expect("second bind must fail");
     assert!(err.to_string().contains(&taken), "{err}");
 }
+
+/// A consumer of the producer's records: peers both ways, `latest`.
+fn consumer_of(p: &Producer, start_offsets: Vec<(String, u64)>) -> Consumer {
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            node: NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            start_offsets,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.connect(c.endpoint()).unwrap();
+    c
+}
+
+#[test]
+fn a_seek_before_the_partition_is_known_starts_it_there() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    for i in 0..100u32 {
+        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+    }
+    let c = consumer_of(&p, Vec::new());
+    // Nothing of the partition has reached the consumer yet (its first HEAD
+    // comes after head_interval): the seek must wait for it, not be lost.
+    c.seek(p.address(), 40).unwrap();
+    c.seek(p.address(), 60).unwrap();
+    let got = consume(&c, 40, Duration::from_secs(20));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (60..100).collect::<Vec<_>>());
+    assert_eq!(c.positions(), vec![(p.address().to_string(), 100)]);
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
+#[test]
+fn a_consumer_resumes_from_saved_positions() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    for i in 0..50u32 {
+        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+    }
+    let c = consumer_of(&p, vec![(p.address().to_string(), 20)]);
+    assert_eq!(c.positions(), vec![(p.address().to_string(), 20)]);
+    let got = consume(&c, 30, Duration::from_secs(20));
+    assert_eq!(got.first().map(|d| d.offset), Some(20));
+    assert_eq!(got.len(), 30);
+    let saved = c.positions();
+    assert_eq!(saved, vec![(p.address().to_string(), 50)]);
+    c.close().unwrap();
+    for i in 50..80u32 {
+        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+    }
+    // A new consumer from the saved positions: exactly what came after.
+    let c = consumer_of(&p, saved);
+    let got = consume(&c, 30, Duration::from_secs(20));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (50..80).collect::<Vec<_>>());
+    c.close().unwrap();
+    p.close().unwrap();
+}

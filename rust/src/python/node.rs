@@ -2,6 +2,7 @@
 //! the Rust nodes. Every blocking call releases the GIL and waits in 100 ms
 //! slices, checking for signals in between, so Ctrl-C works.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
@@ -455,8 +456,8 @@ impl PyConsumer {
     #[pyo3(signature = (
         topics, *, towers = None, peers = None, wire = "rfc", offset_reset = "latest",
         fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
-        give_up_fetches = 6, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
-        beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000
+        give_up_fetches = 6, start_offsets = None, bind = "tcp://127.0.0.1:*".to_string(),
+        beacon_interval = 1.0, beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -471,12 +472,22 @@ impl PyConsumer {
         max_pending: usize,
         max_buffered: usize,
         give_up_fetches: u32,
+        start_offsets: Option<HashMap<String, i64>>,
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
         sndhwm: i32,
         rcvhwm: i32,
     ) -> PyResult<Self> {
+        let mut starts = Vec::new();
+        for (p, off) in start_offsets.unwrap_or_default() {
+            let off = u64::try_from(off).map_err(|_| {
+                PyValueError::new_err(format!(
+                    "start_offsets[{p:?}] = {off}: an offset is >= 0 (the next record to deliver)"
+                ))
+            })?;
+            starts.push((p, off));
+        }
         if topics.is_instance_of::<PyString>() || topics.is_instance_of::<PyBytes>() {
             return Err(PyTypeError::new_err(
                 "topics must be a list of str, e.g. Consumer([\"weather\"])",
@@ -503,6 +514,7 @@ impl PyConsumer {
             max_pending,
             max_buffered,
             give_up_fetches,
+            start_offsets: starts,
         };
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
         Ok(Self {
@@ -532,9 +544,19 @@ impl PyConsumer {
         self.names.records(py, ds)
     }
 
-    /// Restarts ``partition`` (a producer address) at ``offset``.
-    fn seek(&self, partition: &str, offset: u64) -> PyResult<()> {
+    /// Restarts ``partition`` (a producer address) at ``offset``; a partition
+    /// not seen yet starts there when it is.
+    fn seek(&self, partition: &str, offset: i64) -> PyResult<()> {
+        let offset = u64::try_from(offset).map_err(|_| {
+            PyValueError::new_err(format!("seek offset {offset}: an offset is >= 0"))
+        })?;
         Ok(self.inner.seek(partition, offset)?)
+    }
+    /// The next offset of each partition this consumer has returned records
+    /// of (or seeked, or started at): ``{partition: offset}``. Save it and pass
+    /// it as ``start_offsets=`` to resume where this consumer left off.
+    fn positions(&self) -> HashMap<String, u64> {
+        self.inner.positions().into_iter().collect()
     }
     /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
     fn connect(&self, endpoint: &str) -> PyResult<()> {
