@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -161,3 +162,47 @@ def test_consume_stops_cleanly_on_ctrl_c() -> None:
     assert r.returncode == 0, r.stderr
     assert r.stderr.startswith("consuming 't' (latest) as ")
     assert r.stdout == ""
+
+
+def test_consume_resumes_from_a_positions_file(tmp_path: Path) -> None:
+    from dafka import Producer, Store, Tower
+
+    fast = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
+    saved = tmp_path / "positions.json"
+    local = "tcp://127.0.0.1:0"
+    with (
+        Tower(beacon_in=local, beacon_out=local) as tower,
+        Store(tmp_path / "s", towers=[tower.endpoint], **fast) as store,  # type: ignore[arg-type]
+    ):
+        with Producer("t", towers=[tower.endpoint], **fast) as p:  # type: ignore[arg-type]
+            p.wait_for_stores(1)
+            p.send_many([b"v%d" % i for i in range(5)])
+            assert p.flush(30.0) == 0
+            part = p.address
+
+        def consume(*extra: str) -> list[str]:
+            r = subprocess.run(
+                [*CLI, "consume", "t", "--tower", tower.endpoint, "--timeout", "20", *extra],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert r.returncode == 0, r.stderr
+            return r.stdout.splitlines()
+
+        resume = ("--positions", str(saved))
+        assert consume(*resume, "--from-beginning", "--count", "2") == ["v0", "v1"]
+        assert json.loads(saved.read_text()) == {part: 2}
+        # Without --from-beginning (latest) the saved position still wins.
+        assert consume(*resume, "--count", "3") == ["v2", "v3", "v4"]
+        assert json.loads(saved.read_text()) == {part: 5}
+        assert store.partitions("t")[0].next_offset == 5
+    saved.write_text("[1, 2]")
+    r = subprocess.run(
+        [*CLI, "consume", "t", "--peer", "tcp://127.0.0.1:1", "--positions", str(saved)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 1
+    assert "JSON object of partition: offset" in r.stderr

@@ -3,7 +3,8 @@
 ``dafka tower`` runs a tower and ``dafka store [DIR]`` a store until Ctrl-C or SIGTERM (the
 same Rust code as the ``dafka-tower`` and ``dafka-store`` binaries: ``dafka store --help``
 lists their flags and ``--config FILE``); ``dafka produce TOPIC`` publishes one record per stdin
-line; ``dafka consume TOPIC`` prints records; ``dafka offsets TOPIC`` lists each
+line; ``dafka consume TOPIC`` prints records (``--positions FILE`` resumes where the last
+run with that file stopped); ``dafka offsets TOPIC`` lists each
 partition's first and next offset as the stores (and live producers) report them
 (where ``--from-beginning`` starts, what retention kept); ``dafka demo`` runs a local cluster
 (tower, store, producer, consumer), checks every record arrives in order, then replays
@@ -18,12 +19,15 @@ PARTITION --from N`` prints records; both open the log read-only.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import signal
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 
 from dafka import wire
@@ -190,22 +194,57 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load_positions(path: Path | None) -> dict[str, int] | None:
+    """Positions saved by an earlier ``consume --positions PATH`` (None: no file yet)."""
+    if path is None or not path.exists():
+        return None
+    try:
+        saved = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"dafka: cannot read positions from {path}: {e}") from e
+    if not isinstance(saved, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in saved.items()
+    ):
+        raise SystemExit(
+            f"dafka: {path} must hold a JSON object of partition: offset (>= 0); "
+            "delete it to start over"
+        )
+    return saved
+
+
+def _save_positions(path: Path, c: Consumer) -> None:
+    """Writes ``c.positions()`` to ``path`` atomically (a new file, then a rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(c.positions(), indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
 def _cmd_consume(args: argparse.Namespace) -> int:
     reset = "earliest" if args.from_beginning else "latest"
     out = sys.stdout
     towers, peers = _discovery(args)
+    starts = _load_positions(args.positions)
     with (
         _sigterm_as_interrupt(),
-        Consumer([args.topic], wire=args.wire, offset_reset=reset, towers=towers, peers=peers) as c,
+        Consumer(
+            [args.topic],
+            wire=args.wire,
+            offset_reset=reset,
+            towers=towers,
+            peers=peers,
+            start_offsets=starts,
+        ) as c,
     ):
         print(f"consuming {args.topic!r} ({reset}) as {c.address}", file=sys.stderr, flush=True)
         count = 0
         try:
             while args.count is None or count < args.count:
-                records = c.poll_many(timeout=args.timeout)
+                # Take no more than is printed: positions() counts what was taken.
+                left = 10000 if args.count is None else min(10000, args.count - count)
+                records = c.poll_many(max_records=left, timeout=args.timeout)
                 if not records:
                     break
-                for r in records[: None if args.count is None else args.count - count]:
+                for r in records:
                     if args.offsets:
                         out.write(f"{r.partition} {r.offset} ")
                     out.write(r.value.decode(errors="replace") + "\n")
@@ -213,6 +252,9 @@ def _cmd_consume(args: argparse.Namespace) -> int:
                 out.flush()
         except KeyboardInterrupt:
             pass
+        finally:
+            if args.positions is not None:
+                _save_positions(args.positions, c)
     return 0
 
 
@@ -403,6 +445,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.add_argument(
         "--offsets", action="store_true", help="prefix each value with partition, offset"
+    )
+    co.add_argument(
+        "--positions",
+        type=Path,
+        metavar="FILE",
+        help="resume from the positions saved in FILE (JSON partition: next offset; other "
+        "partitions start as --from-beginning says) and save them there on exit",
     )
     co.set_defaults(func=_cmd_consume)
 
