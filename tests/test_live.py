@@ -141,11 +141,41 @@ def test_bad_arguments_raise_clear_errors() -> None:
             Producer("t", bind=p.endpoint)
         with pytest.raises(TypeError, match="bytes"):
             p.send_many(["text"])  # type: ignore[list-item]
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match=r"encode it first"):
             p.send("text")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"bytes-like object .* got int"):
+            p.send(5)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"iterable of values"):
+            p.send_many(b"abc")  # type: ignore[arg-type]
+        # Any bytes-like value is taken as it is.
+        first = p.send(bytearray(b"ba"))
+        assert p.send_many([memoryview(b"mv"), b"b", bytearray(b"x")]) == first + 3
     with pytest.raises(dafka.ClosedError):
         p.send(b"after close")
     p.close()  # idempotent
+
+
+def test_integer_arguments_out_of_range_name_the_argument(tmp_path: Path) -> None:
+    """A negative count or offset is a ValueError that names the argument and its
+    range (PyO3 alone raises an OverflowError naming neither)."""
+    with pytest.raises(ValueError, match=r"min_acks must be an integer from 0"):
+        Producer("t", min_acks=-1)
+    with pytest.raises(ValueError, match=r"max_fetch must be an integer from 0 to 4294967295"):
+        Consumer(["t"], max_fetch=2**32)
+    with pytest.raises(ValueError, match=r'start_offsets\["P"\] must be an integer'):
+        Consumer(["t"], start_offsets={"P": -1})
+    with pytest.raises(ValueError, match=r"retain_hours must be an integer"):
+        dafka.Store(tmp_path, retain_hours=-1)
+    with pytest.raises(ValueError, match=r"offset must be an integer"):
+        dafka.Record("t", "P", -1, b"v")
+    assert dafka.Record("t", "P", 2**64 - 1, b"v").offset == 2**64 - 1
+    with pytest.raises(ValueError, match=r"start must be an integer"):
+        dafka.fetch_range("t", "P", -1, 1, peers=["tcp://127.0.0.1:1"], timeout=0.1)
+    with Consumer(["t"]) as c:
+        with pytest.raises(ValueError, match=r"offset must be an integer"):
+            c.seek("P", -5)
+        with pytest.raises(ValueError, match=r"max_records must be an integer"):
+            c.poll_many(-1)
 
 
 # ---------------------------------------------------------------- multi-process

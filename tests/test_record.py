@@ -32,7 +32,7 @@ def test_fields_are_type_checked() -> None:
         Record("t", P, 3, "v")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         Record(b"t", P, 3, b"v")  # type: ignore[arg-type]
-    with pytest.raises(OverflowError):
+    with pytest.raises(ValueError, match="offset must be an integer from 0"):
         Record("t", P, -1, b"v")
 
 

@@ -7,6 +7,7 @@ use pyo3::types::PyBytes;
 use crate::node::config::NodeConfig;
 use crate::node::fetcher;
 use crate::python::node::{check_signals, node_config, seconds};
+use crate::python::unsigned;
 
 /// The short-lived read client's node config (default queue limits).
 fn read_config(
@@ -115,8 +116,8 @@ fn fetch_range<'py>(
     py: Python<'py>,
     topic: String,
     partition: String,
-    start: u64,
-    end: u64,
+    start: i128,
+    end: i128,
     towers: Option<Vec<String>>,
     peers: Option<Vec<String>>,
     wire: &str,
@@ -128,6 +129,7 @@ fn fetch_range<'py>(
 ) -> PyResult<(Vec<(u64, Bound<'py, PyBytes>)>, Vec<(u64, u64)>)> {
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let t = seconds("timeout", timeout)?;
+    let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
     let got = py.detach(|| {
         fetcher::fetch_range::<PyErr>(
             &cfg,

@@ -8,6 +8,7 @@ use pyo3::types::PyBytes;
 
 use super::errors::dafka_error;
 use crate::log::{FsyncPolicy, Log, LogConfig, PartitionInfo, RecoveryPolicy};
+use crate::python::{opt_unsigned, unsigned};
 
 type InfoTuple = (Vec<u8>, String, u64, u64, u64, u64, usize);
 
@@ -56,12 +57,12 @@ impl NativeLog {
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
-        segment_bytes: u64,
-        index_interval_bytes: u32,
-        retain_hours: Option<u64>,
-        retain_bytes: Option<u64>,
-        flush_messages: u64,
-        flush_interval_ms: u64,
+        segment_bytes: i128,
+        index_interval_bytes: i128,
+        retain_hours: Option<i128>,
+        retain_bytes: Option<i128>,
+        flush_messages: i128,
+        flush_interval_ms: i128,
         fsync: &str,
         recovery: &str,
         read_only: bool,
@@ -74,12 +75,12 @@ impl NativeLog {
             .parse()
             .map_err(|e: String| dafka_error("LogValueError", e))?;
         let cfg = LogConfig {
-            segment_bytes,
-            index_interval_bytes,
-            retain_hours,
-            retain_bytes,
-            flush_messages,
-            flush_interval_ms,
+            segment_bytes: unsigned("segment_bytes", segment_bytes)?,
+            index_interval_bytes: unsigned("index_interval_bytes", index_interval_bytes)?,
+            retain_hours: opt_unsigned("retain_hours", retain_hours)?,
+            retain_bytes: opt_unsigned("retain_bytes", retain_bytes)?,
+            flush_messages: unsigned("flush_messages", flush_messages)?,
+            flush_interval_ms: unsigned("flush_interval_ms", flush_interval_ms)?,
             fsync,
             recovery,
             read_only,
@@ -97,9 +98,10 @@ impl NativeLog {
         py: Python<'_>,
         topic: &[u8],
         partition: &str,
-        offset: u64,
+        offset: i128,
         value: &[u8],
     ) -> PyResult<()> {
+        let offset = unsigned("offset", offset)?;
         self.with(py, |l| l.append(topic, partition, offset, value))
     }
 
@@ -108,9 +110,10 @@ impl NativeLog {
         py: Python<'_>,
         topic: &[u8],
         partition: &str,
-        first_offset: u64,
+        first_offset: i128,
         values: Vec<Bound<'_, PyBytes>>,
     ) -> PyResult<()> {
+        let first_offset = unsigned("first_offset", first_offset)?;
         let slices: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
         self.with(py, |l| {
             l.append_batch(topic, partition, first_offset, &slices)
@@ -122,10 +125,15 @@ impl NativeLog {
         py: Python<'py>,
         topic: &[u8],
         partition: &str,
-        start: u64,
-        max_records: usize,
-        max_bytes: usize,
+        start: i128,
+        max_records: i128,
+        max_bytes: i128,
     ) -> PyResult<Vec<(u64, u64, Bound<'py, PyBytes>)>> {
+        let (start, max_records, max_bytes): (u64, usize, usize) = (
+            unsigned("start", start)?,
+            unsigned("max_records", max_records)?,
+            unsigned("max_bytes", max_bytes)?,
+        );
         let recs = self.with(py, |l| {
             l.read(topic, partition, start, max_records, max_bytes)
         })?;
@@ -155,8 +163,9 @@ impl NativeLog {
         py: Python<'_>,
         topic: &[u8],
         partition: &str,
-        timestamp: u64,
+        timestamp: i128,
     ) -> PyResult<Option<u64>> {
+        let timestamp = unsigned("timestamp", timestamp)?;
         self.with(py, |l| l.offset_for_time(topic, partition, timestamp))
     }
 

@@ -17,6 +17,7 @@ use crate::node::{
     Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower, TowerConfig,
 };
 use crate::python::record::{PartitionNames, PyRecord};
+use crate::python::unsigned;
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -162,9 +163,9 @@ impl PyProducer {
         towers: Option<Vec<String>>,
         peers: Option<Vec<String>>,
         wire: &str,
-        min_acks: usize,
+        min_acks: i128,
         head_interval: f64,
-        max_unacked_bytes: usize,
+        max_unacked_bytes: i128,
         send_timeout: Option<f64>,
         on_delivery: Option<Py<PyAny>>,
         bind: String,
@@ -190,8 +191,8 @@ impl PyProducer {
                 rcvhwm,
             )?,
             head_interval: seconds("head_interval", head_interval)?,
-            min_acks,
-            max_unacked_bytes,
+            min_acks: unsigned("min_acks", min_acks)?,
+            max_unacked_bytes: unsigned("max_unacked_bytes", max_unacked_bytes)?,
         };
         let send_timeout = opt_seconds("send_timeout", send_timeout)?;
         let inner = py.detach(|| Producer::new(&topic, cfg))?;
@@ -207,8 +208,13 @@ impl PyProducer {
     /// the unacknowledged buffer is full, up to ``timeout`` (default the
     /// producer's ``send_timeout``, None = forever), then raises BufferFullError.
     #[pyo3(signature = (value, *, timeout = None))]
-    fn send(&self, py: Python<'_>, value: &[u8], timeout: Option<f64>) -> PyResult<u64> {
-        match self.inner.try_send(value.to_vec())? {
+    fn send(
+        &self,
+        py: Python<'_>,
+        value: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<u64> {
+        match self.inner.try_send(value_bytes(py, value, "send")?)? {
             Ok(off) => Ok(off),
             Err(v) => {
                 let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
@@ -217,8 +223,8 @@ impl PyProducer {
         }
     }
 
-    /// Publishes a batch of ``bytes`` in one call; returns the last offset
-    /// (None for an empty batch).
+    /// Publishes a batch of values (``bytes`` or bytes-like) in one call;
+    /// returns the last offset (None for an empty batch).
     #[pyo3(signature = (values, *, timeout = None))]
     fn send_many(
         &self,
@@ -227,17 +233,14 @@ impl PyProducer {
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
         let mut batch = Vec::with_capacity(values.len().unwrap_or(0));
+        if values.is_instance_of::<PyBytes>() || values.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "send_many takes an iterable of values, e.g. [b\"a\", b\"b\"]: for one value \
+                 use send()",
+            ));
+        }
         for item in values.try_iter()? {
-            let item = item?;
-            let b = item.cast::<PyBytes>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "send_many takes an iterable of bytes, got an item of type {}",
-                    item.get_type()
-                        .name()
-                        .map_or_else(|_| "?".into(), |n| n.to_string())
-                ))
-            })?;
-            batch.push(b.as_bytes().to_vec());
+            batch.push(value_bytes(py, &item?, "send_many")?);
         }
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
         py.detach(|| self.inner.send_many_with(batch, t, check_signals))
@@ -326,7 +329,8 @@ impl PyProducer {
     /// have. Records sent before a store connects are not lost (it fetches them
     /// from this producer's buffer) but cross the wire twice: wait before a burst.
     #[pyo3(signature = (n = 1, timeout = 10.0))]
-    fn wait_for_stores(&self, py: Python<'_>, n: usize, timeout: f64) -> PyResult<usize> {
+    fn wait_for_stores(&self, py: Python<'_>, n: i128, timeout: f64) -> PyResult<usize> {
+        let n: usize = unsigned("n", n)?;
         let deadline = Instant::now() + seconds("timeout", timeout)?;
         py.detach(|| loop {
             let slice = SLICE.min(deadline.saturating_duration_since(Instant::now()));
@@ -468,11 +472,11 @@ impl PyConsumer {
         wire: &str,
         offset_reset: &str,
         fetch_retry: f64,
-        max_fetch: u32,
-        max_pending: usize,
-        max_buffered: usize,
-        give_up_fetches: u32,
-        start_offsets: Option<HashMap<String, i64>>,
+        max_fetch: i128,
+        max_pending: i128,
+        max_buffered: i128,
+        give_up_fetches: i128,
+        start_offsets: Option<HashMap<String, i128>>,
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
@@ -481,11 +485,7 @@ impl PyConsumer {
     ) -> PyResult<Self> {
         let mut starts = Vec::new();
         for (p, off) in start_offsets.unwrap_or_default() {
-            let off = u64::try_from(off).map_err(|_| {
-                PyValueError::new_err(format!(
-                    "start_offsets[{p:?}] = {off}: an offset is >= 0 (the next record to deliver)"
-                ))
-            })?;
+            let off = unsigned(&format!("start_offsets[{p:?}]"), off)?;
             starts.push((p, off));
         }
         if topics.is_instance_of::<PyString>() || topics.is_instance_of::<PyBytes>() {
@@ -510,10 +510,10 @@ impl PyConsumer {
             )?,
             offset_reset: offset_reset.parse()?,
             fetch_retry: seconds("fetch_retry", fetch_retry)?,
-            max_fetch,
-            max_pending,
-            max_buffered,
-            give_up_fetches,
+            max_fetch: unsigned("max_fetch", max_fetch)?,
+            max_pending: unsigned("max_pending", max_pending)?,
+            max_buffered: unsigned("max_buffered", max_buffered)?,
+            give_up_fetches: unsigned("give_up_fetches", give_up_fetches)?,
             start_offsets: starts,
         };
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
@@ -537,20 +537,17 @@ impl PyConsumer {
     fn poll_many(
         &self,
         py: Python<'_>,
-        max_records: usize,
+        max_records: i128,
         timeout: Option<f64>,
     ) -> PyResult<Vec<Py<PyRecord>>> {
-        let ds = self.take(py, max_records, timeout)?;
+        let ds = self.take(py, unsigned("max_records", max_records)?, timeout)?;
         self.names.records(py, ds)
     }
 
     /// Restarts ``partition`` (a producer address) at ``offset``; a partition
     /// not seen yet starts there when it is.
-    fn seek(&self, partition: &str, offset: i64) -> PyResult<()> {
-        let offset = u64::try_from(offset).map_err(|_| {
-            PyValueError::new_err(format!("seek offset {offset}: an offset is >= 0"))
-        })?;
-        Ok(self.inner.seek(partition, offset)?)
+    fn seek(&self, partition: &str, offset: i128) -> PyResult<()> {
+        Ok(self.inner.seek(partition, unsigned("offset", offset)?)?)
     }
     /// The next offset of each partition this consumer has returned records
     /// of (or seeked, or started at): ``{partition: offset}``. Save it and pass
@@ -613,6 +610,33 @@ impl PyConsumer {
 
 /// The bytes of an object with the buffer protocol, as unsigned (`B`, bytes) or
 /// signed (`b`, how pyarrow exports its buffers) bytes.
+/// A record value: ``bytes`` (the fast path), or any bytes-like object
+/// (``bytearray``, ``memoryview``, ``pyarrow.Buffer``...). A ``str`` gets a
+/// TypeError that says to encode it.
+fn value_bytes(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    if let Ok(b) = v.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if v.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} takes bytes, got a str: encode it first, e.g. value.encode()"
+        )));
+    }
+    let type_name = || {
+        v.get_type()
+            .name()
+            .map_or_else(|_| "?".into(), |n| n.to_string())
+    };
+    match ByteView::get(py, v, what) {
+        Ok(view) => Ok(view.bytes().to_vec()),
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => Err(PyTypeError::new_err(format!(
+            "{what} takes bytes or a bytes-like object (bytearray, memoryview), got {}",
+            type_name()
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
 enum ByteView {
     Unsigned(PyBuffer<u8>),
     Signed(PyBuffer<i8>),

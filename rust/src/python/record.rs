@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use crate::node::Delivery;
+use crate::python::{opt_unsigned, unsigned};
 
 /// One record of a partition.
 ///
@@ -83,14 +84,14 @@ impl PyRecord {
     fn new(
         topic: Py<PyString>,
         partition: Py<PyString>,
-        offset: u64,
+        offset: i128,
         value: Py<PyBytes>,
-        timestamp: Option<u64>,
-    ) -> Self {
-        Self {
-            timestamp,
-            ..Self::from_parts(topic, partition, offset, value)
-        }
+        timestamp: Option<i128>,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            timestamp: opt_unsigned("timestamp", timestamp)?,
+            ..Self::from_parts(topic, partition, unsigned("offset", offset)?, value)
+        })
     }
 
     #[classattr]

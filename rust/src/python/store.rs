@@ -11,6 +11,7 @@ use pyo3::types::PyDict;
 use super::node::{node_config, seconds, stats_dict};
 use crate::log::{FsyncPolicy, RecoveryPolicy};
 use crate::node::store::{Store, StoreConfig};
+use crate::python::{opt_unsigned, unsigned};
 
 static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -46,15 +47,15 @@ impl PyStore {
         sndhwm: i32,
         rcvhwm: i32,
         fsync: &str,
-        flush_interval_ms: u64,
-        flush_messages: u64,
-        segment_bytes: u64,
-        retain_hours: Option<u64>,
-        retain_bytes: Option<u64>,
+        flush_interval_ms: i128,
+        flush_messages: i128,
+        segment_bytes: i128,
+        retain_hours: Option<i128>,
+        retain_bytes: Option<i128>,
         recovery: &str,
-        max_record_bytes: usize,
+        max_record_bytes: i128,
         fetch_retry: f64,
-        max_open_files: Option<usize>,
+        max_open_files: Option<i128>,
     ) -> PyResult<Self> {
         let mut cfg = StoreConfig {
             node: node_config(
@@ -75,13 +76,13 @@ impl PyStore {
         cfg.log.recovery = recovery
             .parse::<RecoveryPolicy>()
             .map_err(PyValueError::new_err)?;
-        cfg.log.flush_interval_ms = flush_interval_ms;
-        cfg.log.flush_messages = flush_messages;
-        cfg.log.segment_bytes = segment_bytes;
-        cfg.log.retain_hours = retain_hours;
-        cfg.log.retain_bytes = retain_bytes;
-        cfg.log.max_open_files = max_open_files;
-        cfg.logic.max_record_bytes = max_record_bytes;
+        cfg.log.flush_interval_ms = unsigned("flush_interval_ms", flush_interval_ms)?;
+        cfg.log.flush_messages = unsigned("flush_messages", flush_messages)?;
+        cfg.log.segment_bytes = unsigned("segment_bytes", segment_bytes)?;
+        cfg.log.retain_hours = opt_unsigned("retain_hours", retain_hours)?;
+        cfg.log.retain_bytes = opt_unsigned("retain_bytes", retain_bytes)?;
+        cfg.log.max_open_files = opt_unsigned("max_open_files", max_open_files)?;
+        cfg.logic.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
         if cfg.logic.fetch_retry < Duration::from_millis(1) {
             return Err(PyValueError::new_err(
