@@ -16,6 +16,29 @@ use crate::wire::{
 };
 
 /// A fresh node address: a UUID v4 as 32 upper-case hex characters.
+/// Sets an int socket option that the `zmq` crate has no setter for
+/// (`ZMQ_XPUB_NODROP`, `ZMQ_XPUB_VERBOSER`).
+pub fn set_int_option(sock: &mut zmq::Socket, option: u32, value: i32) -> Result<()> {
+    // SAFETY: a valid socket pointer, an option that takes an int, and a
+    // pointer/length pair describing `value`, which outlives the call.
+    let rc = unsafe {
+        zmq_sys::zmq_setsockopt(
+            sock.as_mut_ptr(),
+            option as i32,
+            (&value as *const i32).cast(),
+            std::mem::size_of::<i32>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        // SAFETY: reads the calling thread's errno as libzmq left it.
+        Err(Error::Zmq(zmq::Error::from_raw(unsafe {
+            zmq_sys::zmq_errno()
+        })))
+    }
+}
+
 pub fn new_address() -> String {
     uuid::Uuid::new_v4().simple().to_string().to_uppercase()
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::ProducerConfig;
-use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
 /// Pure producer protocol state.
@@ -213,8 +213,8 @@ pub struct ProducerShared {
     lock: Mutex<()>,
     cv: Condvar,
     pub stats: Stats,
-    /// Subscriptions to every RECORD (`M`, what stores subscribe) seen on the
-    /// XPUB: stores that connected since start-up.
+    /// Subscriptions to every RECORD (`M`, what stores subscribe) on the
+    /// XPUB, less their unsubscriptions: the stores connected now.
     stores_seen: AtomicUsize,
 }
 
@@ -290,8 +290,8 @@ impl Producer {
         &self.shared.stats
     }
 
-    /// Stores that have connected since start-up (each one's subscription to
-    /// every RECORD, seen on the XPUB; a store that left is still counted).
+    /// Stores connected now: each one's subscription to every RECORD, seen
+    /// on the XPUB, less those that left (their connection closed).
     pub fn stores_seen(&self) -> usize {
         self.shared.stores_seen.load(SeqCst)
     }
@@ -512,6 +512,9 @@ fn run(
 ) -> Result<()> {
     let tb = topic.as_bytes();
     let mut core = Core::open(ctx, &cfg.node, NodeType::Producer, address, &[tb])?;
+    // Every unsubscription too, also when one of several stores leaves: the
+    // count of stores connected goes down again.
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
     ready.send(core.endpoint.clone());
     let mut st = ProducerState::new(tb, address.as_bytes(), cfg.min_acks, cfg.head_interval);
     let stats = &shared.stats;
@@ -560,13 +563,22 @@ fn run(
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
         if xpub_in {
-            // Subscriptions: count the stores' (every RECORD, `M`).
+            // Subscriptions: count the stores' (every RECORD, `M`); a store
+            // that leaves unsubscribes.
             while frames.recv(&core.xpub)? {
                 let (s, n) = frames.slices();
-                let sub = Subscription::decode(s[0]);
-                if n == 1 && sub.is_ok_and(|sub| sub.subscribe && sub.prefix == b"M") {
-                    shared.stores_seen.fetch_add(1, SeqCst);
-                    shared.notify();
+                match Subscription::decode(s[0]) {
+                    Ok(sub) if n == 1 && sub.prefix == b"M" => {
+                        if sub.subscribe {
+                            shared.stores_seen.fetch_add(1, SeqCst);
+                        } else {
+                            let _ = shared
+                                .stores_seen
+                                .fetch_update(SeqCst, SeqCst, |v| Some(v.saturating_sub(1)));
+                        }
+                        shared.notify();
+                    }
+                    _ => {}
                 }
             }
         }

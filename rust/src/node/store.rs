@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::config::NodeConfig;
-use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
 use crate::node::store_logic::{
     PartKey, ReplySlice, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig,
 };
@@ -225,29 +225,6 @@ fn send_slice(core: &mut Core, slice: &ReplySlice) -> Result<usize> {
     Ok(slice.len())
 }
 
-/// `ZMQ_XPUB_NODROP`: a full subscriber queue makes `send` fail with EAGAIN
-/// instead of silently dropping (the `zmq` crate has no setter for it).
-fn set_xpub_nodrop(sock: &mut zmq::Socket) -> Result<()> {
-    let on: i32 = 1;
-    // SAFETY: a valid socket pointer, an option that takes an int, and a
-    // pointer/length pair describing `on`, which outlives the call.
-    let rc = unsafe {
-        zmq_sys::zmq_setsockopt(
-            sock.as_mut_ptr(),
-            zmq_sys::ZMQ_XPUB_NODROP as i32,
-            (&on as *const i32).cast(),
-            std::mem::size_of::<i32>(),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(Error::Zmq(zmq::Error::from_raw(unsafe {
-            zmq_sys::zmq_errno()
-        })))
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn run<L: StoreLog>(
     inbox: &mut Inbox<Cmd<L>>,
@@ -260,7 +237,9 @@ fn run<L: StoreLog>(
     shared: &StoreShared,
 ) -> Result<()> {
     let mut core = Core::open(ctx, &node, NodeType::Store, address, &[])?;
-    set_xpub_nodrop(&mut core.xpub)?;
+    // A full subscriber queue makes `send` fail with EAGAIN instead of
+    // silently dropping.
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
     ready.send(core.endpoint.clone());
     let own = address.as_bytes().to_vec();
     let mut logic = StoreLogic::new(own.clone(), log, logic_cfg);

@@ -545,6 +545,16 @@ fn a_producer_waits_for_a_store_and_its_first_records_need_no_fetch() {
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
     let c = s.shared().counters.lock().unwrap().clone();
     assert_eq!((c.appended, c.fetches_sent), (2000, 0), "{c:?}");
+    // A second store counts while it is connected, and not once it left.
+    let dir2 = tempfile::tempdir().unwrap();
+    let s2 = store(dir2.path(), &[p.endpoint()]);
+    assert_eq!(p.wait_for_stores(2, Duration::from_secs(10)).unwrap(), 2);
+    s2.close().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while p.stores_seen() != 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(p.stores_seen(), 1, "the store that closed is not counted");
     p.close().unwrap();
     s.close().unwrap();
 }

@@ -342,7 +342,7 @@ impl PyProducer {
         })
     }
 
-    /// Stores that have connected since start-up (a store that left still counts).
+    /// Stores connected now (one that left no longer counts).
     #[getter]
     fn stores_seen(&self) -> usize {
         self.inner.stores_seen()
