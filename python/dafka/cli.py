@@ -215,8 +215,11 @@ def _load_positions(path: Path | None) -> dict[str, int] | None:
 def _save_positions(path: Path, c: Consumer) -> None:
     """Writes ``c.positions()`` to ``path`` atomically (a new file, then a rename)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(c.positions(), indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(c.positions(), indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise SystemExit(f"dafka: cannot save positions to {path}: {e}") from e
 
 
 def _cmd_consume(args: argparse.Namespace) -> int:
