@@ -15,7 +15,6 @@ use crate::wire::{
     Record, StoreHello,
 };
 
-/// A fresh node address: a UUID v4 as 32 upper-case hex characters.
 /// Sets an int socket option that the `zmq` crate has no setter for
 /// (`ZMQ_XPUB_NODROP`, `ZMQ_XPUB_VERBOSER`).
 pub fn set_int_option(sock: &mut zmq::Socket, option: u32, value: i32) -> Result<()> {
@@ -39,6 +38,7 @@ pub fn set_int_option(sock: &mut zmq::Socket, option: u32, value: i32) -> Result
     }
 }
 
+/// A fresh node address: a UUID v4 as 32 upper-case hex characters.
 pub fn new_address() -> String {
     uuid::Uuid::new_v4().simple().to_string().to_uppercase()
 }
