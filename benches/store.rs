@@ -552,6 +552,12 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize, fsync: FsyncPolicy
         }
     }
     print_thread_cpu("latency", ticks * per_tick, &before);
+    let acks = p
+        .stats()
+        .snapshot()
+        .iter()
+        .find(|(k, _)| *k == "acks_received")
+        .map_or(0, |(_, v)| *v);
     p.close().unwrap();
     lat.drain(..WARM_UP_TICKS.min(lat.len()));
     if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
@@ -562,6 +568,10 @@ fn ack_latency(dir: &Path, rate: u64, secs: u64, size: usize, fsync: FsyncPolicy
             .map(|w| format!("{:.0}", w.iter().copied().fold(0.0, f64::max)))
             .collect();
         println!("  worst ACK latency (ms) per 100 ms: {}", line.join(" "));
+        println!(
+            "  ACKs the producer received: {acks} ({:.1} per 1k records)",
+            acks as f64 * 1e3 / (ticks * per_tick) as f64
+        );
         println!("  store stats: {:?}", s.shared().stats.snapshot());
     }
     print_sync_times(&s);
