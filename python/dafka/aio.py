@@ -1,0 +1,107 @@
+"""asyncio helpers: use dafka nodes from coroutines without blocking the event loop.
+
+Every node runs on its own thread; what may wait (a poll for records, a full send
+buffer, a flush until stores ACK) waits here on a worker thread
+(``asyncio.to_thread``) in slices of :data:`SLICE` seconds. The loop stays free,
+and a cancelled task stops within one slice::
+
+    import asyncio, dafka
+    from dafka import aio
+
+    async def main() -> None:
+        with dafka.Producer("weather", towers=towers) as p, \\
+             dafka.Consumer(["weather"], towers=towers) as c:
+            await aio.send(p, b"21.5")
+            await aio.flush(p, timeout=5.0)
+            async for record in aio.records(c):
+                print(record.offset, record.value)
+
+A record sent by :func:`send` whose task is cancelled while the buffer was full
+may still go out (at-least-once, as a retried send).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from dafka.exceptions import BufferFullError
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+    from dafka._native import Consumer, Producer
+    from dafka.record import Record
+
+__all__ = ["SLICE", "flush", "poll_many", "records", "send"]
+
+#: Longest a worker thread waits in one call: the most a cancellation waits.
+SLICE = 0.1
+
+
+def _deadline(timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout >= 0):
+        raise ValueError(f"timeout must be a finite number of seconds >= 0 or None, got {timeout}")
+    return asyncio.get_running_loop().time() + timeout
+
+
+def _slice(deadline: float | None) -> float:
+    if deadline is None:
+        return SLICE
+    return max(0.0, min(SLICE, deadline - asyncio.get_running_loop().time()))
+
+
+def _expired(deadline: float | None) -> bool:
+    return deadline is not None and asyncio.get_running_loop().time() >= deadline
+
+
+async def poll_many(
+    consumer: Consumer, max_records: int = 10000, timeout: float | None = None
+) -> list[Record]:
+    """Up to ``max_records`` records, waiting up to ``timeout`` seconds (None = until
+    at least one arrives) for the first; ``[]`` on timeout."""
+    deadline = _deadline(timeout)
+    while True:
+        got = await asyncio.to_thread(consumer.poll_many, max_records, _slice(deadline))
+        if got or _expired(deadline):
+            return got
+
+
+async def records(consumer: Consumer, max_records: int = 10000) -> AsyncIterator[Record]:
+    """Every record, as it arrives (``async for``); taken ``max_records`` at a time."""
+    while True:
+        for r in await poll_many(consumer, max_records):
+            yield r
+
+
+async def send(producer: Producer, value: Buffer, *, timeout: float | None = None) -> int:
+    """Publishes one record; returns its offset. While the producer's buffer is full
+    it waits up to ``timeout`` seconds (None = forever), then raises
+    :class:`~dafka.BufferFullError`. With room in the buffer this is an enqueue, done
+    on the loop's thread."""
+    deadline = _deadline(timeout)
+    try:
+        return producer.send(value, timeout=0.0)
+    except BufferFullError:
+        if _expired(deadline):
+            raise
+    while True:
+        try:
+            return await asyncio.to_thread(producer.send, value, timeout=_slice(deadline))
+        except BufferFullError:
+            if _expired(deadline):
+                raise
+
+
+async def flush(producer: Producer, timeout: float | None = None) -> int:
+    """Waits until stores ACKed every record sent (``min_acks`` of them) or ``timeout``
+    seconds passed (None = no limit); returns the records still unacknowledged."""
+    deadline = _deadline(timeout)
+    while True:
+        left = await asyncio.to_thread(producer.flush, _slice(deadline))
+        if left == 0 or _expired(deadline):
+            return left
