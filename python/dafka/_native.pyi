@@ -1,7 +1,7 @@
 """Type stubs for the Rust extension ``dafka._native`` (checked with mypy.stubtest)."""
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Self, final
 
 from typing_extensions import Buffer
@@ -220,7 +220,7 @@ class Consumer:
         max_pending: int = 100000,
         max_buffered: int = 100000,
         give_up_fetches: int = 6,
-        start_offsets: Mapping[str, int] | None = None,
+        start_offsets: dict[str, int] | None = None,
         bind: str = ...,
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
