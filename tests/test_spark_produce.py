@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -149,3 +150,41 @@ def test_udf_helpers(spark: Any, cluster: tuple[Tower, Store]) -> None:
     assert held >= 1000
     got = consume(tower, "udf", 1000)
     assert sorted(json.loads(r.value)["id"] for r in got) == list(range(1000))
+
+
+def test_reused_producers_keep_a_partition_and_are_dropped_when_broken(
+    cluster: tuple[Tower, Store],
+) -> None:
+    """``reuse=True`` (the streaming sink's default): consecutive tasks of one worker
+    process write one partition, in order; a task that fails, or leaves its producer
+    closed, does not pass it on. No Spark needed: the tasks run here."""
+    from dafka.spark import produce_rows, task_producer
+
+    tower, store = cluster
+    shared = dataclasses.replace(settings(tower, "reuse"), reuse=True)
+    a = produce_rows([{"value": b"a%d" % i} for i in range(100)], shared)
+    b = produce_rows([{"value": b"b%d" % i} for i in range(50)], shared)
+    assert b.partition == a.partition
+    assert (a.first, a.last, b.first, b.last) == (0, 99, 100, 149)
+
+    def failing() -> Iterator[dict[str, bytes]]:
+        yield {"value": b"c0"}
+        raise RuntimeError("injected")
+
+    with pytest.raises(RuntimeError, match="injected"):
+        produce_rows(failing(), shared)
+    c = produce_rows([{"value": b"c%d" % i} for i in range(10)], shared)
+    assert c.partition != a.partition and (c.first, c.last) == (0, 9)
+
+    with task_producer(shared) as p:
+        p.close()  # a producer that stopped is not lent out again
+    d = produce_rows([{"value": b"d0"}], shared)
+    assert d.partition not in (a.partition, c.partition) and d.first == 0
+
+    # Without reuse every task is a partition of its own.
+    own = settings(tower, "reuse")
+    e = produce_rows([{"value": b"e0"}], own)
+    f = produce_rows([{"value": b"f0"}], own)
+    assert len({e.partition, f.partition, a.partition}) == 3
+    held = {i.partition: i.next_offset for i in store.partitions("reuse")}
+    assert held[a.partition] == 150

@@ -9,6 +9,8 @@ Producing (see :mod:`dafka.spark._produce` for retry semantics):
 - :func:`foreach_partition_writer` → a function for ``df.foreachPartition(fn)``:
   one producer per task (its own partition), flushed until ``min_acks`` stores
   ACKed; a failure raises so Spark retries the task (at-least-once).
+  ``ProducerSettings(reuse=True)`` makes the tasks of one Python worker share a
+  producer instead (:func:`task_producer`).
 - :func:`produce_arrow` → ``mapInArrow`` that hands whole Arrow batches to Rust
   (``Producer.send_buffers``) and returns a DataFrame of per-task
   ``(partition, first_offset, last_offset, count)``.
@@ -33,6 +35,7 @@ from dafka.spark._produce import (
     encode_value,
     produce_arrow_batches,
     produce_rows,
+    task_producer,
 )
 from dafka.spark._udf import (
     arrow_ipc_udf,
@@ -59,4 +62,5 @@ __all__ = [
     "produce_rows",
     "produce_udf",
     "register",
+    "task_producer",
 ]

@@ -1,25 +1,38 @@
-"""Producing from Spark tasks: one :class:`dafka.Producer` per task.
+"""Producing from Spark tasks: one :class:`dafka.Producer` per task, or one per
+Python worker.
 
-Every task (a ``foreachPartition`` call, a ``mapInArrow`` call, a data-source
-writer task) opens its own producer, so each task writes its own dafka
-partition (the producer's address). It sends, then flushes until ``min_acks``
-stores have acknowledged every record, and raises if they do not within
-``flush_timeout``, so Spark retries the task.
+By default every task (a ``foreachPartition`` call, a ``mapInArrow`` call, a
+batch data-source writer task) opens its own producer, so each task writes its
+own dafka partition (the producer's address). It sends, then flushes until
+``min_acks`` stores have acknowledged every record, and raises if they do not
+within ``flush_timeout``, so Spark retries the task.
 
-Retries and duplicates: a retried task (or a speculative copy) is a new
-producer, hence a **new partition**, and sends all of its rows again; records the
-failed attempt got acknowledged stay in the old partition. Delivery is
-therefore at-least-once. To deduplicate downstream, put a stable key in each
-value (a row id, or ``(spark_partition_id, row_index)``) and drop repeated keys
-when reading, or read only partitions whose task committed (the
-``(partition, first_offset, last_offset)`` rows returned by the Arrow path and
-the data-source writer's commit messages name them).
+With ``ProducerSettings(reuse=True)`` (the streaming sink's default: option
+``reuseProducer``) a task borrows the producer an earlier task of the same Python
+worker process left behind, already connected to its stores, and gives it back
+once its records are acknowledged. Every micro-batch would otherwise start a new
+partition per task: thousands an hour under a short trigger, each one kept by
+every store and announced to every consumer. A task's records are then the
+offsets ``first..last`` of a partition its worker shares with its other tasks.
+
+Retries and duplicates: a failed task's producer is closed, never reused; the
+retried task (or a speculative copy) writes through another producer, hence into
+another partition, and sends all of its rows again, while the records the failed
+attempt got acknowledged stay where they are. Delivery is therefore
+at-least-once. To deduplicate downstream, put a stable key in each value (a row
+id, or ``(spark_partition_id, row_index)``) and drop repeated keys when reading,
+or read only the ranges whose task committed (the ``(partition, first_offset,
+last_offset)`` rows returned by the Arrow path and the data-source writer's
+commit messages name them).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +49,7 @@ __all__ = [
     "encode_value",
     "produce_arrow_batches",
     "produce_rows",
+    "task_producer",
 ]
 
 #: How a row becomes record bytes: ``"bytes"``, ``"str"`` (UTF-8), ``"json"`` (the
@@ -76,6 +90,18 @@ def split_endpoints(spec: str) -> list[str]:
     return out
 
 
+def flag(options: Mapping[str, str], key: str, default: bool) -> bool:
+    """A boolean option: true/false, 1/0 or yes/no."""
+    v = Options(options).get(key)
+    if v is None:
+        return default
+    if v.lower() in ("true", "1", "yes"):
+        return True
+    if v.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(f"option {key} must be true or false, got {v!r}")
+
+
 @dataclass(frozen=True)
 class ProducerSettings:
     """Everything an executor needs to open a producer (picklable)."""
@@ -95,6 +121,9 @@ class ProducerSettings:
     #: Wait this long after start-up for a store to connect before sending (the
     #: first records are otherwise fetched by stores from the producer's buffer).
     connect_wait: float = 0.0
+    #: Tasks of one Python worker share a producer (one partition per worker, kept
+    #: across tasks and micro-batches) instead of each opening its own.
+    reuse: bool = False
 
     def __post_init__(self) -> None:
         if not self.topic:
@@ -105,9 +134,10 @@ class ProducerSettings:
             raise ValueError(f"flush_timeout must be > 0 seconds, got {self.flush_timeout}")
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ProducerSettings:
+    def from_options(cls, options: Mapping[str, str], *, reuse: bool = False) -> ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
-        separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``, ``bind``."""
+        separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``,
+        ``bind``, ``reuseProducer`` (default ``reuse``)."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:
@@ -127,6 +157,7 @@ class ProducerSettings:
             beacon_interval=float(options.get("beaconInterval", "1.0")),
             beacon_timeout=float(options.get("beaconTimeout", "4.0")),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
+            reuse=flag(options, "reuseProducer", reuse),
         )
 
     def open(self) -> Producer:
@@ -147,6 +178,65 @@ class ProducerSettings:
 
             time.sleep(self.connect_wait)
         return p
+
+
+_IDLE: dict[str, list[Producer]] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+def _close_idle() -> None:
+    """At interpreter exit: every idle producer's records are acknowledged already."""
+    with _IDLE_LOCK:
+        idle = [p for ps in _IDLE.values() for p in ps]
+        _IDLE.clear()
+    for p in idle:
+        with suppress(Exception):  # exiting: nothing left to tell
+            p.close()
+
+
+atexit.register(_close_idle)
+
+
+def _borrow(settings: ProducerSettings) -> Producer:
+    """An idle producer of this process opened with ``settings`` and still running,
+    else a new one."""
+    key = repr(settings)  # the settings hold lists: not hashable
+    while True:
+        with _IDLE_LOCK:
+            ps = _IDLE.get(key)
+            p = ps.pop() if ps else None
+        if p is None:
+            return settings.open()
+        with suppress(Exception):  # raises if its node thread has stopped
+            if p.flush(0.0) == 0:
+                return p
+        with suppress(Exception):  # a broken producer: drop it, open another
+            p.close()
+
+
+def _give_back(settings: ProducerSettings, p: Producer) -> None:
+    with _IDLE_LOCK:
+        _IDLE.setdefault(repr(settings), []).append(p)
+
+
+@contextmanager
+def task_producer(settings: ProducerSettings) -> Iterator[Producer]:
+    """The producer one task sends through: a new one closed at the end, or with
+    ``settings.reuse`` one borrowed from this worker process and given back if the
+    task succeeds. A task that raises closes it: its unacknowledged records are
+    the retried task's to send, and a later task must not inherit them."""
+    if not settings.reuse:
+        with settings.open() as p:
+            yield p
+        return
+    p = _borrow(settings)
+    try:
+        yield p
+    except BaseException:
+        with suppress(Exception):  # the task's own error is the one to report
+            p.close()
+        raise
+    _give_back(settings, p)
 
 
 @dataclass(frozen=True)
@@ -221,11 +311,12 @@ def produce_rows(
     encoder: Encoder = "bytes",
     batch: int = 10000,
 ) -> TaskResult:
-    """Sends every row of one task through a new producer and flushes. ``column``
-    picks a field of each Row (None: the whole row goes to the encoder)."""
+    """Sends every row of one task through its producer (:func:`task_producer`) and
+    flushes. ``column`` picks a field of each Row (None: the whole row goes to the
+    encoder)."""
     if batch < 1:
         raise ValueError("batch must be >= 1")
-    with settings.open() as p:
+    with task_producer(settings) as p:
         first: int | None = None
         count = 0
         buf: list[bytes] = []
@@ -299,7 +390,7 @@ def produce_arrow_batches(
     ``(partition, first_offset, last_offset, count)``."""
     import pyarrow as pa
 
-    with settings.open() as p:
+    with task_producer(settings) as p:
         first: int | None = None
         count = 0
         for b in batches:

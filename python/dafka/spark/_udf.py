@@ -3,7 +3,7 @@ path, encoder UDFs, a producing UDF, and data-source registration."""
 
 from __future__ import annotations
 
-import threading
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +19,6 @@ from dafka.spark._produce import (
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame, SparkSession
-
-    from dafka._native import Producer
 
 
 def foreach_partition_writer(
@@ -91,22 +89,6 @@ def arrow_ipc_udf() -> Callable[..., Column]:
     return pandas_udf("binary")(to_ipc)  # type: ignore[call-overload, no-any-return]
 
 
-_PRODUCERS: dict[str, Producer] = {}
-_LOCK = threading.Lock()
-
-
-def _worker_producer(settings: ProducerSettings) -> Producer:
-    """One producer per Python worker process and settings (kept across UDF
-    batches, closed when the worker exits)."""
-    key = repr(settings)  # the settings hold lists: not hashable
-    with _LOCK:
-        p = _PRODUCERS.get(key)
-        if p is None:
-            p = settings.open()
-            _PRODUCERS[key] = p
-        return p
-
-
 def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
     """A pandas UDF that produces a binary/string column and returns each value's
     offset (long): ``df.select(produce_udf(s)("value"))``. Each batch is flushed
@@ -119,22 +101,24 @@ def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
     import pyarrow as pa
     from pyspark.sql.pandas.functions import pandas_udf
 
-    def produce(values: pd.Series) -> pd.Series:
-        from dafka.spark._produce import send_arrow
+    shared = dataclasses.replace(settings, reuse=True)
 
-        p = _worker_producer(settings)
+    def produce(values: pd.Series) -> pd.Series:
+        from dafka.spark._produce import send_arrow, task_producer
+
         arr = pa.array(values, from_pandas=True)
         if arr.null_count:
             raise ValueError("produce_udf got nulls: filter them first")
         if not (pa.types.is_binary(arr.type) or pa.types.is_string(arr.type)):
             raise TypeError(f"produce_udf takes a binary or string column, got {arr.type}")
-        got = send_arrow(p, arr)
-        left = p.flush(settings.flush_timeout)
-        if left:
-            raise DeliveryError(
-                f"{left} records of partition {p.address} were not acknowledged within "
-                f"{settings.flush_timeout}s; Spark will retry the task"
-            )
+        with task_producer(shared) as p:
+            got = send_arrow(p, arr)
+            left = p.flush(settings.flush_timeout)
+            if left:
+                raise DeliveryError(
+                    f"{left} records of partition {p.address} were not acknowledged within "
+                    f"{settings.flush_timeout}s; Spark will retry the task"
+                )
         if got is None:
             return pd.Series([], dtype="int64")
         return pd.Series(range(got[0], got[1] + 1), dtype="int64")

@@ -2,10 +2,13 @@
 
 Writing (batch ``df.write`` and streaming ``writeStream``): options ``topic``,
 ``towers`` and/or ``peers`` (comma separated), ``minAcks`` (default 1),
-``flushTimeout`` seconds (default 120). The DataFrame needs a ``value`` column of
-binary or string. Each task is one producer (its own partition) and flushes until
-acknowledged before it commits; a failed or retried task re-sends into a new
-partition, so delivery is at-least-once (see :mod:`dafka.spark._produce`).
+``flushTimeout`` seconds (default 120), ``reuseProducer``. The DataFrame needs a
+``value`` column of binary or string. Every task flushes until acknowledged before
+it commits; a failed or retried task re-sends into another partition, so delivery
+is at-least-once (see :mod:`dafka.spark._produce`). A batch write's task is one
+producer (its own partition). The streaming sink's tasks reuse their Python
+worker's producer across micro-batches (``reuseProducer``, default true there),
+so a query writes one partition per worker, not one per task and micro-batch.
 
 Reading (batch ``spark.read`` for a bounded range, streaming ``readStream``):
 options ``subscribe`` (comma-separated topics), ``towers`` (stores must discover
@@ -51,6 +54,7 @@ from dafka.spark._produce import (
     Options,
     ProducerSettings,
     encode_value,
+    flag,
     produce_rows,
     split_endpoints,
 )
@@ -83,17 +87,6 @@ class RangePartition(InputPartition):
     partition: str
     start: int
     end: int
-
-
-def _flag(options: dict[str, str], key: str, default: bool) -> bool:
-    v = options.get(key)
-    if v is None:
-        return default
-    if v.lower() in ("true", "1", "yes"):
-        return True
-    if v.lower() in ("false", "0", "no"):
-        return False
-    raise ValueError(f"option {key} must be true or false, got {v!r}")
 
 
 def _positive(options: dict[str, str], key: str, default: int) -> int:
@@ -137,7 +130,7 @@ class ReadSettings:
             topics=topics,
             towers=towers,
             peers=peers,
-            fail_on_data_loss=_flag(options, "failOnDataLoss", True),
+            fail_on_data_loss=flag(options, "failOnDataLoss", True),
             fetch_timeout=float(options.get("fetchTimeout", "60")),
             heads_timeout=float(options.get("headsTimeout", "10")),
             beacon_interval=float(options.get("beaconInterval", "1.0")),
@@ -435,7 +428,9 @@ class DafkaBatchWriter(DataSourceWriter):
 
 class DafkaStreamWriter(DataSourceStreamWriter):
     """Streaming sink: every micro-batch task flushes until acknowledged before it
-    commits; a failed batch is re-run into new partitions (at-least-once)."""
+    commits; a failed batch is re-run into other partitions (at-least-once). With
+    ``reuseProducer`` (the default here) a task sends through its Python worker's
+    producer, kept from the worker's earlier tasks."""
 
     def __init__(self, settings: ProducerSettings) -> None:
         self.settings = settings
@@ -472,4 +467,5 @@ class DafkaDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DafkaStreamWriter:
         _check_write_schema(schema)
-        return DafkaStreamWriter(ProducerSettings.from_options(Options(self.options)))
+        settings = ProducerSettings.from_options(Options(self.options), reuse=True)
+        return DafkaStreamWriter(settings)
