@@ -30,6 +30,9 @@ pub struct ProducerState {
     /// Highest offset each store ACKed (cumulative); `b""` = an address-less
     /// (zproto) ACK, counted as one anonymous store.
     acks: HashMap<Vec<u8>, u64>,
+    /// Consumers connected now (their `L<address>` subscriptions), with how
+    /// many connections each has.
+    consumers: HashMap<Vec<u8>, u32>,
 }
 
 impl ProducerState {
@@ -45,6 +48,26 @@ impl ProducerState {
             bytes: 0,
             next: 0,
             acks: HashMap::new(),
+            consumers: HashMap::new(),
+        }
+    }
+
+    /// A subscription or unsubscription arrived on the XPUB: a consumer
+    /// subscribes `L` + its address on every peer.
+    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
+        let Some((b'L', consumer)) = prefix.split_first() else {
+            return;
+        };
+        if consumer.is_empty() {
+            return;
+        }
+        if subscribe {
+            *self.consumers.entry(consumer.to_vec()).or_insert(0) += 1;
+        } else if let Some(n) = self.consumers.get_mut(consumer) {
+            *n -= 1;
+            if *n == 0 {
+                self.consumers.remove(consumer);
+            }
         }
     }
 
@@ -147,8 +170,18 @@ impl ProducerState {
     /// price: an answer from past a gap is no proof that the gap is deleted
     /// everywhere (a store holding it may be away), so the store's gap
     /// skipping also requires its own copy to be gone.
+    ///
+    /// A consumer gets no such answer when `min_acks >= 1`: what we released
+    /// was ACKed by stores, so they hold it (or their retention deleted it,
+    /// which they show by answering from past it). A consumer takes an answer
+    /// from past its gap as evidence that the gap is gone and skips it; from
+    /// us, while every store holding it is away (restarting), that would skip
+    /// records that still exist. It waits for a store instead.
     pub fn fetch_range(&self, f: &Fetch<'_>) -> std::ops::Range<u64> {
         if f.topic != self.address.as_slice() || f.subject != self.topic.as_slice() {
+            return 0..0;
+        }
+        if f.sequence < self.base && self.min_acks > 0 && self.consumers.contains_key(f.address) {
             return 0..0;
         }
         let from = f.sequence.max(self.base);
@@ -563,8 +596,8 @@ fn run(
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
         if xpub_in {
-            // Subscriptions: count the stores' (every RECORD, `M`); a store
-            // that leaves unsubscribes.
+            // Subscriptions: count the stores' (every RECORD, `M`) and know
+            // the consumers (`L` + address); who leaves unsubscribes.
             while frames.recv(&core.xpub)? {
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
@@ -578,6 +611,7 @@ fn run(
                         }
                         shared.notify();
                     }
+                    Ok(sub) if n == 1 => st.on_subscription(sub.prefix, sub.subscribe),
                     _ => {}
                 }
             }
@@ -732,6 +766,42 @@ mod tests {
         assert_eq!(got.last().map(|g| g.0), Some(9));
         assert!(st.on_fetch(&fetch(10, 5)).is_empty());
         assert!(st.on_fetch(&fetch(u64::MAX, u32::MAX)).is_empty());
+    }
+
+    #[test]
+    fn a_consumer_is_not_answered_from_past_what_stores_hold_for_it() {
+        let lsub = [b"L".as_slice(), C].concat();
+        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+        for i in 0..10u8 {
+            st.append(vec![i]);
+        }
+        st.on_ack(&ack(Some(b"S1"), 3));
+        assert_eq!(st.released_upto(), 4);
+        // A store (no `L` subscription) new to the partition starts at our base.
+        assert_eq!(seqs(&st.on_fetch(&fetch(0, 100)))[0].0, 4);
+        // A consumer below the base: stores hold 0..4; nothing from us, or the
+        // consumer would skip them while the stores are away.
+        st.on_subscription(&lsub, true);
+        st.on_subscription(&lsub, true); // a second connection of the same consumer
+        assert!(st.on_fetch(&fetch(0, 100)).is_empty());
+        assert!(st.on_fetch(&fetch(3, 2)).is_empty());
+        // From the base on, the consumer is answered as before.
+        assert_eq!(seqs(&st.on_fetch(&fetch(4, 2))).len(), 2);
+        st.on_subscription(&lsub, false);
+        assert!(
+            st.on_fetch(&fetch(0, 100)).is_empty(),
+            "still connected once"
+        );
+        st.on_subscription(&lsub, false);
+        assert_eq!(
+            seqs(&st.on_fetch(&fetch(0, 100))).len(),
+            6,
+            "gone: unknown again"
+        );
+        // Other prefixes say nothing about consumers.
+        st.on_subscription(&[b"D".as_slice(), C].concat(), true);
+        st.on_subscription(b"L", true);
+        assert_eq!(seqs(&st.on_fetch(&fetch(0, 100))).len(), 6);
     }
 
     #[test]

@@ -791,3 +791,74 @@ fn interleaved_partitions_are_gathered_per_partition() {
     assert_eq!(log.durable_next(b"t", a), Some(101));
     assert_eq!(log.durable_next(b"t", b), Some(107));
 }
+
+/// The only store is away (restarting) while a consumer starts `earliest`: the
+/// live producer holds only what the store has not ACKed yet, and must not
+/// answer the consumer's FETCH for the history from past it, or the consumer
+/// would give the history up as deleted. It waits, and gets every record once
+/// the store is back.
+#[test]
+fn a_consumer_waits_for_a_store_that_is_away_instead_of_skipping_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path(), &[]);
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..1000).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    s.close().unwrap();
+    drop(s);
+
+    let retry = Duration::from_millis(100);
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: peers(&[p.endpoint()]),
+            fetch_retry: retry,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.connect(c.endpoint()).unwrap();
+    // Held by the producer (no store to ACK them): the consumer sees the
+    // partition and FETCHes 0.. from the producer alone.
+    p.send_many((1000..1010).map(value).collect(), None)
+        .unwrap();
+    wait_for("the consumer's FETCHes", Duration::from_secs(20), || {
+        p.stats()
+            .snapshot()
+            .iter()
+            .any(|(k, v)| *k == "fetches_received" && *v >= 3)
+    });
+    // Well past the point where the consumer gives a gap up (give_up_fetches
+    // retries): nothing skipped, nothing delivered out of order.
+    let give_up = retry * ConsumerConfig::default().give_up_fetches;
+    let early = consume(&c, 1, give_up * 4);
+    assert!(
+        early.is_empty(),
+        "delivered {:?} before the history; consumer {:?}",
+        early.first().map(|d| d.offset),
+        c.stats().snapshot()
+    );
+
+    let s = store(dir.path(), &[p.endpoint(), c.endpoint()]);
+    p.connect(s.endpoint()).unwrap();
+    c.connect(s.endpoint()).unwrap();
+    let got = consume(&c, 1010, Duration::from_secs(60));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(
+        offsets,
+        (0..1010).collect::<Vec<u64>>(),
+        "{:?}",
+        c.stats().snapshot()
+    );
+    assert!(got.iter().all(|d| d.value == value(d.offset as u32)));
+    let lost = c.stats().snapshot();
+    assert!(
+        lost.iter().any(|(k, v)| *k == "records_lost" && *v == 0),
+        "{lost:?}"
+    );
+    c.close().unwrap();
+    p.close().unwrap();
+    s.close().unwrap();
+}
