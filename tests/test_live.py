@@ -128,6 +128,11 @@ def test_bad_arguments_raise_clear_errors() -> None:
         Consumer("t")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least one"):
         Consumer([])
+    # A bare str where a list of endpoints goes says how to fix it.
+    with pytest.raises(TypeError, match=r"'peers': .*wrap it in a list"):
+        Consumer(["t"], peers="tcp://127.0.0.1:1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"'towers': expected a list of str, got list"):
+        Producer("t", towers=[5556])  # type: ignore[list-item]
     with pytest.raises(dafka.ConfigError, match="tower endpoint"):
         Producer("t", towers=["localhost:5556"])
     with pytest.raises(dafka.ConfigError, match="bind endpoint"):

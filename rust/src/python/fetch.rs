@@ -7,12 +7,12 @@ use pyo3::types::PyBytes;
 use crate::node::config::NodeConfig;
 use crate::node::fetcher;
 use crate::python::node::{check_signals, node_config, seconds};
-use crate::python::unsigned;
+use crate::python::{str_list, unsigned, StrList};
 
 /// The short-lived read client's node config (default queue limits).
 fn read_config(
-    towers: Option<Vec<String>>,
-    peers: Option<Vec<String>>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
     wire: &str,
     bind: String,
     beacon_interval: f64,
@@ -41,8 +41,8 @@ fn read_config(
 fn heads(
     py: Python<'_>,
     topic: String,
-    towers: Option<Vec<String>>,
-    peers: Option<Vec<String>>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
     wire: &str,
     timeout: f64,
     settle: f64,
@@ -70,10 +70,10 @@ fn heads(
 fn offsets(
     py: Python<'_>,
     topic: String,
-    partitions: Option<Vec<String>>,
-    exclude: Option<Vec<String>>,
-    towers: Option<Vec<String>>,
-    peers: Option<Vec<String>>,
+    partitions: Option<StrList>,
+    exclude: Option<StrList>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
     wire: &str,
     timeout: f64,
     settle: f64,
@@ -83,7 +83,7 @@ fn offsets(
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
-    let exclude = exclude.unwrap_or_default();
+    let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
     let got = py.detach(|| {
         fetcher::offsets::<PyErr>(
             &cfg,
@@ -118,8 +118,8 @@ fn fetch_range<'py>(
     partition: String,
     start: i128,
     end: i128,
-    towers: Option<Vec<String>>,
-    peers: Option<Vec<String>>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
     wire: &str,
     timeout: f64,
     fail_on_loss: bool,

@@ -10,8 +10,9 @@ mod record;
 mod store;
 mod wire;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 /// A Rust unsigned type an integer argument is converted to.
 pub(crate) trait Unsigned: TryFrom<i128> {
@@ -42,6 +43,34 @@ pub(crate) fn unsigned<T: Unsigned>(name: &str, v: i128) -> PyResult<T> {
 /// [`unsigned`] for an optional argument.
 pub(crate) fn opt_unsigned<T: Unsigned>(name: &str, v: Option<i128>) -> PyResult<Option<T>> {
     v.map(|v| unsigned(name, v)).transpose()
+}
+
+/// A list-of-str argument (`towers=`, `peers=`, `partitions=`, ...). PyO3
+/// alone refuses a bare `str` with "Can't extract `str` to `Vec`"; this says
+/// to wrap it in a list.
+pub(crate) struct StrList(pub Vec<String>);
+
+impl<'py> FromPyObject<'py> for StrList {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = ob.downcast::<PyString>() {
+            let s = s.to_cow()?;
+            return Err(PyTypeError::new_err(format!(
+                "expected a list of str, got the str {s:?}: wrap it in a list, [{s:?}]"
+            )));
+        }
+        ob.extract::<Vec<String>>().map(StrList).map_err(|e| {
+            let kind = ob
+                .get_type()
+                .name()
+                .map_or_else(|_| "?".to_string(), |n| n.to_string());
+            PyTypeError::new_err(format!("expected a list of str, got {kind} ({e})"))
+        })
+    }
+}
+
+/// An optional [`StrList`] argument as the `Vec` the Rust side takes.
+pub(crate) fn str_list(v: Option<StrList>) -> Vec<String> {
+    v.map(|l| l.0).unwrap_or_default()
 }
 
 #[pymodule]

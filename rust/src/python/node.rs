@@ -17,7 +17,7 @@ use crate::node::{
     Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower, TowerConfig,
 };
 use crate::python::record::{PartitionNames, PyRecord};
-use crate::python::unsigned;
+use crate::python::{str_list, unsigned, StrList};
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -47,8 +47,8 @@ pub(super) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn node_config(
-    towers: Option<Vec<String>>,
-    peers: Option<Vec<String>>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
     wire: &str,
     bind: String,
     beacon_interval: f64,
@@ -58,8 +58,8 @@ pub(super) fn node_config(
 ) -> PyResult<NodeConfig> {
     let cfg = NodeConfig {
         bind,
-        towers: towers.unwrap_or_default(),
-        peers: peers.unwrap_or_default(),
+        towers: str_list(towers),
+        peers: str_list(peers),
         wire: wire.parse().map_err(PyValueError::new_err)?,
         beacon_interval: seconds("beacon_interval", beacon_interval)?,
         beacon_timeout: seconds("beacon_timeout", beacon_timeout)?,
@@ -160,8 +160,8 @@ impl PyProducer {
     fn new(
         py: Python<'_>,
         topic: String,
-        towers: Option<Vec<String>>,
-        peers: Option<Vec<String>>,
+        towers: Option<StrList>,
+        peers: Option<StrList>,
         wire: &str,
         min_acks: i128,
         head_interval: f64,
@@ -467,8 +467,8 @@ impl PyConsumer {
     fn new(
         py: Python<'_>,
         topics: &Bound<'_, PyAny>,
-        towers: Option<Vec<String>>,
-        peers: Option<Vec<String>>,
+        towers: Option<StrList>,
+        peers: Option<StrList>,
         wire: &str,
         offset_reset: &str,
         fetch_retry: f64,

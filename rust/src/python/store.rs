@@ -11,7 +11,7 @@ use pyo3::types::PyDict;
 use super::node::{node_config, seconds, stats_dict};
 use crate::log::{FsyncPolicy, RecoveryPolicy};
 use crate::node::store::{Store, StoreConfig};
-use crate::python::{opt_unsigned, unsigned};
+use crate::python::{opt_unsigned, unsigned, StrList};
 
 static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -38,8 +38,8 @@ impl PyStore {
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
-        towers: Option<Vec<String>>,
-        peers: Option<Vec<String>>,
+        towers: Option<StrList>,
+        peers: Option<StrList>,
         wire: &str,
         bind: String,
         beacon_interval: f64,
