@@ -12,19 +12,26 @@ use std::sync::Arc;
 use super::config::{IoOp, LogConfig};
 use super::error::{LogError, Result};
 
-/// How many of a log's segment files are open (see [`CountedFile`]).
+/// How many of a log's segment files are open (see [`CountedFile`]), and the
+/// most there ever were at once.
 #[derive(Debug, Clone, Default)]
-pub struct Gauge(Arc<AtomicUsize>);
+pub struct Gauge(Arc<(AtomicUsize, AtomicUsize)>);
 
 impl Gauge {
     /// Files open now.
     pub fn get(&self) -> usize {
-        self.0.load(Relaxed)
+        self.0 .0.load(Relaxed)
+    }
+
+    /// The most files open at once so far.
+    pub fn peak(&self) -> usize {
+        self.0 .1.load(Relaxed)
     }
 
     /// Counts `file` as open until the returned handle is dropped.
     pub fn track(&self, file: File) -> CountedFile {
-        self.0.fetch_add(1, Relaxed);
+        let now = self.0 .0.fetch_add(1, Relaxed) + 1;
+        self.0 .1.fetch_max(now, Relaxed);
         CountedFile {
             file,
             gauge: self.clone(),
@@ -49,7 +56,7 @@ impl Deref for CountedFile {
 
 impl Drop for CountedFile {
     fn drop(&mut self) {
-        self.gauge.0.fetch_sub(1, Relaxed);
+        self.gauge.0 .0.fetch_sub(1, Relaxed);
     }
 }
 

@@ -647,6 +647,11 @@ impl Log {
         self.gauge.get()
     }
 
+    /// The most segment files this log had open at once.
+    pub fn open_files_peak(&self) -> usize {
+        self.gauge.peak()
+    }
+
     /// Past [`LogConfig::max_open_files`]: closes the active files of the
     /// partitions appended to least recently, down to three quarters of the
     /// budget (so the scan runs once per quarter budget of new files, not at
@@ -861,16 +866,32 @@ impl Log {
         }
         let now = self.cfg.now();
         let mut n = 0;
-        for (key, p) in self.parts.iter_mut() {
-            let deleted = p.enforce_retention(now)?;
-            if deleted > 0 {
-                list_dirty(&mut self.dirty, key, p);
+        let mut first_err = None;
+        let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
+        for key in keys {
+            let Some(p) = self.parts.get_mut(&key) else {
+                continue;
+            };
+            // One partition's failure does not keep retention from the others.
+            match p.enforce_retention(now) {
+                Ok(0) => {}
+                Ok(deleted) => {
+                    list_dirty(&mut self.dirty, &key, p);
+                    n += deleted;
+                    // Rolling an expired active segment opened a new file:
+                    // when many partitions expire at once (producers that
+                    // ended together, a store back after a long stop), the
+                    // budget must hold during the sweep, not only after it.
+                    self.close_idle_files();
+                }
+                Err(e) => {
+                    list_dirty(&mut self.dirty, &key, p);
+                    first_err.get_or_insert(e);
+                }
             }
-            n += deleted;
         }
-        // Rolling an expired active segment opened a new file.
         self.close_idle_files();
-        Ok(n)
+        first_err.map_or(Ok(n), Err)
     }
 
     /// The first offset appended at or after `ts` (ms since the epoch), if any.
