@@ -32,6 +32,8 @@ use crate::wire::{decode, topic_matches, Message, NodeType, Record, Subscription
 
 /// Messages handled per loop turn before the loop syncs, ACKs and answers.
 const BATCH: usize = 4096;
+/// FETCH answer slices sent per turn at most (each is one read of the log).
+const REPLY_SLICES: usize = 256;
 /// Wait this long before retrying FETCH answers a full queue refused.
 const BACKOFF: Duration = Duration::from_millis(2);
 /// After a storage error, try to recover the log this often.
@@ -396,14 +398,19 @@ fn run<L: StoreLog>(
             send_all(&mut core, &[logic.ask_peer_heads()])?;
         }
 
-        // FETCH answers: a few slices per turn, between receives.
+        // FETCH answers between receives: about as many records per turn as
+        // a turn may receive, in up to REPLY_SLICES slices (many small jobs,
+        // a consumer catching up on thousands of partitions, must not wait
+        // behind the FETCHes that keep coming in).
         if logic.has_replies() && blocked_until.is_none_or(|t| t <= now) {
             blocked_until = None;
-            for _ in 0..8 {
-                if !logic.next_reply_slice(&mut slice) {
+            let mut records = 0;
+            for _ in 0..REPLY_SLICES {
+                if records >= BATCH || !logic.next_reply_slice(&mut slice) {
                     break;
                 }
                 let sent = send_slice(&mut core, &slice)?;
+                records += sent;
                 if sent < slice.len() {
                     logic.requeue_slice(&slice, sent);
                     blocked_until = Some(Instant::now() + BACKOFF);

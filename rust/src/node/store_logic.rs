@@ -163,8 +163,10 @@ pub struct StoreLogicConfig {
     pub reply_batch_records: usize,
     /// ... and about this many bytes (default 4 MiB).
     pub reply_batch_bytes: usize,
-    /// Concurrent FETCH answers in progress; beyond, the oldest is dropped
-    /// (its requester re-FETCHes) (default 64).
+    /// Concurrent FETCH answers in progress (one per requester and
+    /// partition); beyond, the oldest is dropped and its requester FETCHes
+    /// again (default 65,536: a consumer catching up on many partitions asks
+    /// for all of them at once; a job takes a few hundred bytes).
     pub max_reply_jobs: usize,
     /// The last ACK of a partition whose producer was heard from within
     /// `ack_refresh_window` is repeated this often, so a producer that missed
@@ -184,7 +186,7 @@ impl Default for StoreLogicConfig {
             max_record_bytes: 64 << 20,
             reply_batch_records: 1024,
             reply_batch_bytes: 4 << 20,
-            max_reply_jobs: 64,
+            max_reply_jobs: 65_536,
             ack_refresh: Duration::from_secs(1),
             ack_refresh_window: Duration::from_secs(5),
         }
@@ -285,14 +287,28 @@ impl ReplySlice {
     }
 }
 
-/// A FETCH being answered slice by slice.
-#[derive(Debug)]
-struct ReplyJob {
+/// Whom a FETCH answer goes to, and of which partition: one job each.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ReplyKey {
     to: Vec<u8>,
     topic: Vec<u8>,
     partition: Vec<u8>,
+}
+
+/// A FETCH being answered slice by slice: `[next, end)` left to send.
+#[derive(Debug)]
+struct ReplyJob {
     next: u64,
     end: u64,
+}
+
+/// The FETCH answers in progress: found by key in O(1) (a consumer catching
+/// up on thousands of partitions sends a FETCH for each at once, and retries
+/// them), served round robin in `order`, where each job's key is exactly once.
+#[derive(Debug, Default)]
+struct Replies {
+    jobs: FxMap<ReplyKey, ReplyJob>,
+    order: VecDeque<ReplyKey>,
 }
 
 /// The store's protocol state.
@@ -308,7 +324,7 @@ pub struct StoreLogic<L: StoreLog> {
     /// partition it ever saw (each Spark task makes one); the loop's work per
     /// turn must not grow with them.
     active: Vec<PartKey>,
-    replies: VecDeque<ReplyJob>,
+    replies: Replies,
     counters: StoreCounters,
     /// The last storage error, kept until an append succeeds again.
     last_error: Option<String>,
@@ -322,7 +338,7 @@ impl<L: StoreLog> StoreLogic<L> {
             cfg,
             parts: FxMap::default(),
             active: Vec::new(),
-            replies: VecDeque::new(),
+            replies: Replies::default(),
             counters: StoreCounters::default(),
             last_error: None,
         }
@@ -354,7 +370,7 @@ impl<L: StoreLog> StoreLogic<L> {
     }
     /// True while FETCH answers are waiting to be sent.
     pub fn has_replies(&self) -> bool {
-        !self.replies.is_empty()
+        !self.replies.jobs.is_empty()
     }
 
     /// The partition's state; looks up by borrowed slices and allocates keys
@@ -688,28 +704,29 @@ impl<L: StoreLog> StoreLogic<L> {
         // One job per requester and partition. A FETCH that overlaps or
         // continues the job in progress (a consumer pipelining its windows,
         // or retrying from where it stands) widens it; any other replaces it.
-        let same =
-            |j: &ReplyJob| j.to == f.address && j.partition == f.topic && j.topic == f.subject;
-        if let Some(j) = self.replies.iter_mut().find(|j| same(j)) {
-            if start <= j.end && j.next <= end {
-                j.next = j.next.min(start);
-                j.end = j.end.max(end);
-                self.counters.fetches_answered += 1;
-                return Vec::new();
-            }
-        }
-        self.replies.retain(|j| !same(j));
-        if self.replies.len() >= self.cfg.max_reply_jobs {
-            self.replies.pop_front();
-        }
         self.counters.fetches_answered += 1;
-        self.replies.push_back(ReplyJob {
+        let key = ReplyKey {
             to: f.address.to_vec(),
             topic: f.subject.to_vec(),
             partition: f.topic.to_vec(),
-            next: start,
-            end,
-        });
+        };
+        if let Some(j) = self.replies.jobs.get_mut(&key) {
+            if start <= j.end && j.next <= end {
+                j.next = j.next.min(start);
+                j.end = j.end.max(end);
+            } else {
+                *j = ReplyJob { next: start, end };
+            }
+            return Vec::new();
+        }
+        if self.replies.jobs.len() >= self.cfg.max_reply_jobs {
+            // Its requester FETCHes again.
+            if let Some(old) = self.replies.order.pop_front() {
+                self.replies.jobs.remove(&old);
+            }
+        }
+        self.replies.order.push_back(key.clone());
+        self.replies.jobs.insert(key, ReplyJob { next: start, end });
         Vec::new()
     }
 
@@ -717,13 +734,16 @@ impl<L: StoreLog> StoreLogic<L> {
     /// jobs); false if there is nothing to send now. The loop calls it while
     /// its XPUB can take more, so a slow peer cannot make the store buffer.
     pub fn next_reply_slice(&mut self, slice: &mut ReplySlice) -> bool {
-        let Some(mut job) = self.replies.pop_front() else {
+        let Some(key) = self.replies.order.pop_front() else {
+            return false;
+        };
+        let Some(mut job) = self.replies.jobs.remove(&key) else {
             return false;
         };
         let want = ((job.end - job.next) as usize).min(self.cfg.reply_batch_records);
         let first = match self.log.read_into(
-            &job.topic,
-            &job.partition,
+            &key.topic,
+            &key.partition,
             job.next,
             want,
             self.cfg.reply_batch_bytes,
@@ -743,14 +763,15 @@ impl<L: StoreLog> StoreLogic<L> {
         }
         slice.ends.truncate(want);
         let n = slice.ends.len() as u64;
-        slice.to.clone_from(&job.to);
-        slice.topic.clone_from(&job.topic);
-        slice.partition.clone_from(&job.partition);
+        slice.to.clone_from(&key.to);
+        slice.topic.clone_from(&key.topic);
+        slice.partition.clone_from(&key.partition);
         slice.first = job.next;
         job.next += n;
         self.counters.records_served += n;
         if job.next < job.end {
-            self.replies.push_back(job);
+            self.replies.order.push_back(key.clone());
+            self.replies.jobs.insert(key, job);
         }
         true
     }
@@ -764,24 +785,23 @@ impl<L: StoreLog> StoreLogic<L> {
         }
         let from = slice.first + sent as u64;
         let end = slice.first + slice.len() as u64;
-        let (to, topic, partition) = (&slice.to, &slice.topic, &slice.partition);
-        if let Some(i) = self
-            .replies
-            .iter()
-            .position(|j| &j.to == to && &j.partition == partition && &j.topic == topic)
-        {
-            let mut job = self.replies.remove(i).expect("index is valid");
+        let key = ReplyKey {
+            to: slice.to.clone(),
+            topic: slice.topic.clone(),
+            partition: slice.partition.clone(),
+        };
+        if let Some(job) = self.replies.jobs.get_mut(&key) {
             job.next = job.next.min(from);
-            self.replies.push_front(job);
+            // `next_reply_slice` put it at the back just now: search from there.
+            if let Some(i) = self.replies.order.iter().rposition(|k| *k == key) {
+                self.replies.order.remove(i);
+            }
         } else {
-            self.replies.push_front(ReplyJob {
-                to: to.to_vec(),
-                topic: topic.to_vec(),
-                partition: partition.to_vec(),
-                next: from,
-                end,
-            });
+            self.replies
+                .jobs
+                .insert(key.clone(), ReplyJob { next: from, end });
         }
+        self.replies.order.push_front(key);
         self.counters.records_served -= end - from;
     }
 
