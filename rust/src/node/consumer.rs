@@ -71,6 +71,9 @@ pub struct ConsumerState {
     pub gaps: u64,
     pub fetches: u64,
     pub lost: u64,
+    /// Partitions whose gap no node answered in `give_up_fetches` tries: they
+    /// wait for a store that holds the records (as of the last timer).
+    pub stalled: u64,
 }
 
 fn lossy(b: &[u8]) -> Arc<str> {
@@ -111,6 +114,16 @@ impl Part {
             self.stalled = 0;
         }
         self.stalled += 1;
+        if self.stalled == give_up && !self.answered_beyond {
+            tracing::warn!(
+                "partition {} of {}: no node answered a FETCH for offsets {}.. in {give_up} \
+                 tries; waiting for a store that holds them (are the stores reachable through \
+                 the towers or peers?)",
+                self.name,
+                self.topic,
+                self.next
+            );
+        }
         if self.stalled < give_up || !self.answered_beyond {
             return 0;
         }
@@ -152,6 +165,7 @@ impl ConsumerState {
             gaps: 0,
             fetches: 0,
             lost: 0,
+            stalled: 0,
         }
     }
 
@@ -371,6 +385,18 @@ impl ConsumerState {
         for k in due {
             self.maybe_fetch(&k, now, out);
         }
+        self.count_stalled();
+    }
+
+    /// Recounts [`ConsumerState::stalled`] (every partition: call it at
+    /// timers, and after messages only while some partition is stalled).
+    pub fn count_stalled(&mut self) {
+        let give_up = self.give_up_fetches;
+        self.stalled = self
+            .parts
+            .values()
+            .filter(|p| p.stalled >= give_up && !p.answered_beyond && p.retry_at.is_some())
+            .count() as u64;
     }
 
     /// The earliest FETCH retry deadline.
@@ -726,6 +752,12 @@ fn run(
                 }
             }
             core.emit_all(&outs)?;
+            // Before the records go out, as `records_lost` below: a reader
+            // that got them sees the stats that go with them.
+            if st.stalled > 0 {
+                st.count_stalled();
+                stats.stalled_partitions.store(st.stalled, SeqCst);
+            }
             deliver(&tx, shared, &mut dels);
         }
         if beacon_in {
@@ -739,6 +771,7 @@ fn run(
             core.emit_all(&outs)?;
             // Counted before the records that follow the skip are delivered.
             stats.records_lost.store(st.lost, SeqCst);
+            stats.stalled_partitions.store(st.stalled, SeqCst);
             deliver(&tx, shared, &mut dels);
         }
         if core.disc.next_deadline().is_some_and(|d| d <= now) {

@@ -185,6 +185,10 @@ pub struct Stats {
     pub fetches_sent: AtomicU64,
     /// Offsets a consumer skipped: no node that answers holds them any more.
     pub records_lost: AtomicU64,
+    /// Partitions a consumer waits on: no node answered its FETCH for the gap
+    /// in `give_up_fetches` tries (the stores that hold it are away, or not
+    /// reachable).
+    pub stalled_partitions: AtomicU64,
     pub fetches_received: AtomicU64,
     pub direct_records_sent: AtomicU64,
     pub acks_received: AtomicU64,
@@ -212,6 +216,7 @@ impl Stats {
             ("gaps", g(&self.gaps)),
             ("fetches_sent", g(&self.fetches_sent)),
             ("records_lost", g(&self.records_lost)),
+            ("stalled_partitions", g(&self.stalled_partitions)),
             ("fetches_received", g(&self.fetches_received)),
             ("direct_records_sent", g(&self.direct_records_sent)),
             ("acks_received", g(&self.acks_received)),

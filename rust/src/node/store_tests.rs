@@ -840,6 +840,15 @@ fn a_consumer_waits_for_a_store_that_is_away_instead_of_skipping_the_history() {
         early.first().map(|d| d.offset),
         c.stats().snapshot()
     );
+    // The wait shows in the stats.
+    let stat = |c: &Consumer, name: &str| {
+        c.stats()
+            .snapshot()
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+    };
+    assert_eq!(stat(&c, "stalled_partitions"), Some(1));
 
     let s = store(dir.path(), &[p.endpoint(), c.endpoint()]);
     p.connect(s.endpoint()).unwrap();
@@ -853,11 +862,8 @@ fn a_consumer_waits_for_a_store_that_is_away_instead_of_skipping_the_history() {
         c.stats().snapshot()
     );
     assert!(got.iter().all(|d| d.value == value(d.offset as u32)));
-    let lost = c.stats().snapshot();
-    assert!(
-        lost.iter().any(|(k, v)| *k == "records_lost" && *v == 0),
-        "{lost:?}"
-    );
+    assert_eq!(stat(&c, "records_lost"), Some(0));
+    assert_eq!(stat(&c, "stalled_partitions"), Some(0));
     c.close().unwrap();
     p.close().unwrap();
     s.close().unwrap();
