@@ -10,6 +10,10 @@
   record for each of N partitions to it from a raw ZeroMQ socket, waits until the
   store holds them all, prints ``HELD n LIMIT soft ERROR error OPEN files`` and
   exits.
+- ``two_stores DIR N LIMIT``: sets the open-files limits (soft and hard) to LIMIT,
+  runs two stores in this one process (DIR/a, DIR/b), publishes N partitions to
+  each, waits until both hold them, prints ``HELD a b ERROR error error OPEN
+  files`` (segment files open in the process) and exits.
 """
 
 from __future__ import annotations
@@ -83,10 +87,54 @@ def partitions(path: str, n: int, soft: int, hard: int | None) -> int:
     return 0
 
 
+def publish_partitions(s: dafka.Store, n: int) -> None:
+    """N one-record partitions of topic ``t`` to ``s``, from a raw ZeroMQ socket."""
+    import zmq
+
+    from dafka import wire
+
+    pub = zmq.Context.instance().socket(zmq.XPUB)
+    pub.setsockopt(zmq.LINGER, 0)
+    pub.setsockopt(zmq.RCVTIMEO, 10_000)
+    port = pub.bind_to_random_port("tcp://127.0.0.1")
+    s.connect(f"tcp://127.0.0.1:{port}")
+    while pub.recv() != b"\x01M":  # the store subscribed to every RECORD
+        pass
+    time.sleep(0.2)
+    for i in range(n):
+        rec = wire.Record(topic=b"t", address=b"%032X" % i, subject=b"t", sequence=0, content=b"x")
+        pub.send_multipart(wire.encode(rec))
+    pub.close()
+
+
+def two_stores(path: str, n: int, limit: int) -> int:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    with (
+        dafka.Store(f"{path}/a", beacon_interval=0.2) as a,
+        dafka.Store(f"{path}/b", beacon_interval=0.2) as b,
+    ):
+        publish_partitions(a, n)
+        publish_partitions(b, n)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(
+            len(s.partitions("t")) < n and s.stats()["error"] is None for s in (a, b)
+        ):
+            time.sleep(0.1)
+        held = [len(s.partitions("t")) for s in (a, b)]
+        errors = [s.stats()["error"] for s in (a, b)]
+        files = sum(int(s.stats()["open_files"] or 0) for s in (a, b))
+    print(f"HELD {held[0]} {held[1]} ERROR {errors[0]} {errors[1]} OPEN {files}", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     if role == "store":
         sys.exit(store(args[0], args[1]))
+    if role == "two_stores":
+        sys.exit(two_stores(args[0], int(args[1]), int(args[2])))
     if role == "partitions":
         hard = int(args[3]) if len(args) > 3 else None
         sys.exit(partitions(args[0], int(args[1]), int(args[2]), hard))

@@ -393,6 +393,31 @@ def test_more_partitions_than_the_hard_open_files_limit(tmp_path: Path) -> None:
     assert len(held) == n and all(p.next_offset == 1 for p in held)
 
 
+def test_two_stores_in_one_process_share_the_open_files_budget(tmp_path: Path) -> None:
+    """Every log of a process together keeps within half the open-files limit:
+    two stores of 400 partitions each under a limit of 512 hold them all (each
+    used to budget half the limit for itself, together all of it, and ran out of
+    descriptors: appends failed, and replication between them went wrong)."""
+    n, limit = 400, 512
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "store_procs.py"),
+            "two_stores",
+            str(tmp_path),
+            str(n),
+            str(limit),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    words = out.stdout.split()
+    assert words[:6] == ["HELD", str(n), str(n), "ERROR", "None", "None"], out.stdout
+    assert words[6] == "OPEN" and int(words[7]) <= limit // 2, out.stdout
+
+
 def test_a_damaged_partition_does_not_keep_the_store_from_starting(
     tmp_path: Path, tower: Tower
 ) -> None:

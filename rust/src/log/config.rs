@@ -98,7 +98,8 @@ pub struct LogConfig {
     /// appended to least recently are closed, to be reopened on their next
     /// append or read (a sync opens files by path, so unsynced appends lose
     /// nothing). `None` (the default): half of the process's open-files limit
-    /// (after raising the soft limit to the hard one), at least 64.
+    /// (after raising the soft limit to the hard one), at least 64. Whatever
+    /// it says, all the logs of a process together keep within that half.
     pub max_open_files: Option<usize>,
     /// A partition that cannot be opened (recovery refuses its damage, an I/O
     /// error) is set aside instead of failing the whole open: listed by

@@ -12,8 +12,43 @@ use std::sync::Arc;
 use super::config::{IoOp, LogConfig};
 use super::error::{LogError, Result};
 
+/// Segment files open in this process, over every log (two stores in one
+/// process share one open-files limit).
+static PROCESS_OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Segment files open now in this process, over every log.
+pub fn process_open_files() -> usize {
+    PROCESS_OPEN.load(Relaxed)
+}
+
+/// Logs open in this process.
+static LOGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Logs open now in this process (at least 1 once one is).
+pub fn process_logs() -> usize {
+    LOGS.load(Relaxed).max(1)
+}
+
+/// Counts its log in [`process_logs`] while it lives.
+#[derive(Debug)]
+pub struct LogCount(());
+
+impl LogCount {
+    pub fn new() -> Self {
+        LOGS.fetch_add(1, Relaxed);
+        LogCount(())
+    }
+}
+
+impl Drop for LogCount {
+    fn drop(&mut self) {
+        LOGS.fetch_sub(1, Relaxed);
+    }
+}
+
 /// How many of a log's segment files are open (see [`CountedFile`]), and the
-/// most there ever were at once.
+/// most there ever were at once; every file also counts in
+/// [`process_open_files`].
 #[derive(Debug, Clone, Default)]
 pub struct Gauge(Arc<(AtomicUsize, AtomicUsize)>);
 
@@ -32,6 +67,7 @@ impl Gauge {
     pub fn track(&self, file: File) -> CountedFile {
         let now = self.0 .0.fetch_add(1, Relaxed) + 1;
         self.0 .1.fetch_max(now, Relaxed);
+        PROCESS_OPEN.fetch_add(1, Relaxed);
         CountedFile {
             file,
             gauge: self.clone(),
@@ -57,6 +93,7 @@ impl Deref for CountedFile {
 impl Drop for CountedFile {
     fn drop(&mut self) {
         self.gauge.0 .0.fetch_sub(1, Relaxed);
+        PROCESS_OPEN.fetch_sub(1, Relaxed);
     }
 }
 

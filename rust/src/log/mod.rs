@@ -174,6 +174,10 @@ pub struct Log {
     gauge: io::Gauge,
     /// [`LogConfig::max_open_files`] resolved.
     max_open: usize,
+    /// Half the process's open-files limit: what every log of the process
+    /// keeps open at most, together ([`io::process_open_files`]).
+    process_max: usize,
+    _counted: io::LogCount,
     /// Counts appends, to stamp [`Partition::last_used`].
     uses: u64,
     /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
@@ -341,11 +345,11 @@ impl Log {
     /// Opens (creating if needed) the log at `root`, recovering every partition.
     pub fn open(root: impl AsRef<Path>, cfg: LogConfig) -> Result<Log> {
         cfg.validate()?;
-        // Partitions keep their active segment's file open, up to max_open.
+        // Partitions keep their active segment's file open, up to max_open,
+        // and every log of the process together up to half the limit.
         let limit = io::raise_open_files_limit();
-        let max_open = cfg
-            .max_open_files
-            .unwrap_or_else(|| usize::try_from(limit / 2).unwrap_or(usize::MAX).max(64));
+        let process_max = usize::try_from(limit / 2).unwrap_or(usize::MAX).max(64);
+        let max_open = cfg.max_open_files.unwrap_or(process_max);
         let root = root.as_ref().to_path_buf();
         if !root.exists() {
             if cfg.read_only {
@@ -396,7 +400,7 @@ impl Log {
                     Ok(Some(mut p)) => {
                         // Past the budget its file can go at once (a sync
                         // opens it again by path).
-                        if gauge.get() > max_open {
+                        if gauge.get() > max_open || io::process_open_files() > process_max {
                             p.close_file();
                         }
                         parts.insert((topic.clone(), name), p);
@@ -435,6 +439,8 @@ impl Log {
             damaged,
             gauge,
             max_open,
+            process_max,
+            _counted: io::LogCount::new(),
             uses: 0,
             _lock: lock,
         })
@@ -657,19 +663,43 @@ impl Log {
     /// budget (so the scan runs once per quarter budget of new files, not at
     /// every append). Appends not yet synced lose nothing: the written pages
     /// belong to the file, and a sync opens it by path.
+    ///
+    /// The same when all the logs of the process together are past half the
+    /// open-files limit (two stores in one process). A log holding at least
+    /// its fair share of the files closes its own least recent ones until the
+    /// total is back to three quarters of that; a smaller one keeps only what
+    /// the others leave of it. An idle log does this at its next
+    /// [`Log::tick`].
     fn close_idle_files(&mut self) {
-        let open = self.gauge.get();
-        if open <= self.max_open {
+        let (open, all) = (self.gauge.get(), io::process_open_files());
+        if open <= self.max_open && all <= self.process_max {
             return;
         }
-        let target = self.max_open - self.max_open / 4;
+        let own = if open > self.max_open {
+            open - (self.max_open - self.max_open / 4)
+        } else {
+            0
+        };
+        let shared = if all > self.process_max {
+            let target = self.process_max - self.process_max / 4;
+            if open * io::process_logs() >= all {
+                all - target
+            } else {
+                open.saturating_sub(target.saturating_sub(all - open))
+            }
+        } else {
+            0
+        };
+        if own == 0 && shared == 0 {
+            return;
+        }
         let mut stamps: Vec<u64> = self
             .parts
             .values()
             .filter(|p| p.file_open())
             .map(|p| p.last_used)
             .collect();
-        let excess = open.saturating_sub(target).min(stamps.len());
+        let excess = own.max(shared).min(stamps.len());
         if excess == 0 {
             return;
         }
@@ -828,6 +858,8 @@ impl Log {
     /// Periodic work for the owner's event loop: interval syncs that fell due and,
     /// every `retention_check_ms`, retention. Cheap when nothing is due.
     pub fn tick(&mut self) -> Result<()> {
+        // Other logs of the process may need descriptors this one holds.
+        self.close_idle_files();
         let now = self.cfg.now();
         let mut first_err = None;
         if self.cfg.fsync == FsyncPolicy::Interval {
