@@ -13,6 +13,10 @@ N partitions of 3 small records each reach one store from a raw ZeroMQ socket
   its FETCHes per partition. Baseline: reading each partition's file back (open,
   read, close), as the store must when its open-files budget is smaller than N.
 - reopen: closing the store and opening it again on the same directory.
+- replication: a second, empty store in the same process, with the first as its
+  peer, until it holds all 3N records too (GET-HEADS, then a FETCH per partition;
+  the two logs share the process's open-files budget). Also its FETCHes per
+  partition.
 
 ``python benches/partitions_py.py [N]`` (default 20,000). Results:
 benches/RESULTS.md, "Many partitions".
@@ -119,6 +123,18 @@ def catch_up(store: dafka.Store, n: int) -> tuple[float, int]:
         return time.perf_counter() - t0, c.stats()["fetches_sent"]
 
 
+def replicate(a: dafka.Store, path: Path, n: int) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    with dafka.Store(path, peers=[a.endpoint]) as b:
+        a.connect(b.endpoint)
+        deadline = time.monotonic() + 600
+        while sum(p.next_offset for p in b.partitions("t")) < 3 * n:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the second store did not catch up: {b.stats()}")
+            time.sleep(0.05)
+        return time.perf_counter() - t0, int(b.stats()["store_fetches_sent"] or 0)
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent.parent / "target") as tmp:
@@ -134,6 +150,7 @@ def main() -> None:
         with dafka.Store(root / "store") as s:
             reopen = time.perf_counter() - t0
             held = len(s.partitions("t"))
+            repl, repl_fetches = replicate(s, root / "replica", n)
     print(f"{n} partitions x 3 records (store kept {files} files open; reopened with {held})")
     print(
         f"ingest, durable: store {took:.2f} s | raw disk {raw_w:.2f} s | ratio {raw_w / took:.0%}"
@@ -143,6 +160,7 @@ def main() -> None:
         f" | raw read of every file {raw_r:.2f} s"
     )
     print(f"store reopen: {reopen:.2f} s")
+    print(f"replication to a new store: {repl:.2f} s, {repl_fetches / n:.1f} FETCHes per partition")
 
 
 if __name__ == "__main__":

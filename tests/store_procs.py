@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import dafka
 
@@ -54,27 +55,11 @@ def producer(tower: str, topic: str, n: int) -> int:
 def partitions(path: str, n: int, soft: int, hard: int | None) -> int:
     import resource
 
-    import zmq
-
-    from dafka import wire
-
     if hard is None:
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     with dafka.Store(path, beacon_interval=0.2) as s:
-        pub = zmq.Context.instance().socket(zmq.XPUB)
-        pub.setsockopt(zmq.LINGER, 0)
-        pub.setsockopt(zmq.RCVTIMEO, 10_000)
-        port = pub.bind_to_random_port("tcp://127.0.0.1")
-        s.connect(f"tcp://127.0.0.1:{port}")
-        while pub.recv() != b"\x01M":  # the store subscribed to every RECORD
-            pass
-        time.sleep(0.2)
-        for i in range(n):
-            rec = wire.Record(
-                topic=b"t", address=b"%032X" % i, subject=b"t", sequence=0, content=b"x"
-            )
-            pub.send_multipart(wire.encode(rec))
+        pub = publish_partitions(s, n)
         deadline = time.monotonic() + 60
         while len(s.partitions("t")) < n and s.stats()["error"] is None:
             if time.monotonic() > deadline:
@@ -87,8 +72,9 @@ def partitions(path: str, n: int, soft: int, hard: int | None) -> int:
     return 0
 
 
-def publish_partitions(s: dafka.Store, n: int) -> None:
-    """N one-record partitions of topic ``t`` to ``s``, from a raw ZeroMQ socket."""
+def publish_partitions(s: dafka.Store, n: int) -> Any:
+    """N one-record partitions of topic ``t`` to ``s``, from a raw ZeroMQ socket;
+    returns the socket, to close once the store holds them (LINGER is 0)."""
     import zmq
 
     from dafka import wire
@@ -104,7 +90,7 @@ def publish_partitions(s: dafka.Store, n: int) -> None:
     for i in range(n):
         rec = wire.Record(topic=b"t", address=b"%032X" % i, subject=b"t", sequence=0, content=b"x")
         pub.send_multipart(wire.encode(rec))
-    pub.close()
+    return pub
 
 
 def two_stores(path: str, n: int, limit: int) -> int:
@@ -115,8 +101,7 @@ def two_stores(path: str, n: int, limit: int) -> int:
         dafka.Store(f"{path}/a", beacon_interval=0.2) as a,
         dafka.Store(f"{path}/b", beacon_interval=0.2) as b,
     ):
-        publish_partitions(a, n)
-        publish_partitions(b, n)
+        pubs = [publish_partitions(a, n), publish_partitions(b, n)]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and any(
             len(s.partitions("t")) < n and s.stats()["error"] is None for s in (a, b)
@@ -125,6 +110,8 @@ def two_stores(path: str, n: int, limit: int) -> int:
         held = [len(s.partitions("t")) for s in (a, b)]
         errors = [s.stats()["error"] for s in (a, b)]
         files = sum(int(s.stats()["open_files"] or 0) for s in (a, b))
+        for pub in pubs:
+            pub.close()
     print(f"HELD {held[0]} {held[1]} ERROR {errors[0]} {errors[1]} OPEN {files}", flush=True)
     return 0
 
