@@ -86,7 +86,6 @@ def test_stores_killed_at_random_lose_nothing_acked(
         for _ in range(PRODUCERS)
     ]
     reader: Reader | None = None
-    stop = threading.Event()
     errors: list[BaseException] = []
 
     def stream(p: Producer) -> None:
@@ -146,7 +145,6 @@ def test_stores_killed_at_random_lose_nothing_acked(
             assert all(v == value(o) for o, v in got), where
         partitions = {p.address for p in producers}
     finally:
-        stop.set()
         if reader is not None:
             reader.stop.set()
         for p in producers:
