@@ -13,6 +13,10 @@ N partitions of 3 small records each reach one store from a raw ZeroMQ socket
   its FETCHes per partition. Baseline: reading each partition's file back (open,
   read, close), as the store must when its open-files budget is smaller than N.
 - reopen: closing the store and opening it again on the same directory.
+- live: with those N partitions known, the consumer's thread CPU while one
+  producer streams 60,000 records at 20,000/s (in sends of 20), against the
+  same stream to a consumer that knows one partition (the baseline: what a
+  record costs the consumer's thread when nothing else is known).
 - replication: a second, empty store in the same process, with the first as its
   peer, until it holds all 3N records too (GET-HEADS, then a FETCH per partition;
   the two logs share the process's open-files budget). Also its FETCHes per
@@ -110,7 +114,8 @@ def ingest(store: dafka.Store, n: int) -> float:
     return took
 
 
-def catch_up(store: dafka.Store, n: int) -> tuple[float, int]:
+def catch_up(store: dafka.Store, n: int) -> tuple[float, int, float]:
+    """Catch-up time and FETCHes, then the consumer's CPU for a live stream."""
     t0 = time.perf_counter()
     with dafka.Consumer(["t"], peers=[store.endpoint], offset_reset="earliest") as c:
         store.connect(c.endpoint)
@@ -120,7 +125,52 @@ def catch_up(store: dafka.Store, n: int) -> tuple[float, int]:
             if time.monotonic() > deadline:
                 raise SystemExit(f"the consumer got {got} of {3 * n}: {c.stats()}")
             got += len(c.poll_many(timeout=0.5))
-        return time.perf_counter() - t0, c.stats()["fetches_sent"]
+        took, fetches = time.perf_counter() - t0, c.stats()["fetches_sent"]
+        return took, fetches, live(store, c, "t")
+
+
+def consumer_cpu() -> float:
+    """CPU seconds of this process's consumer threads so far."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            if Path(f"/proc/self/task/{tid}/comm").read_text().strip() != "dafka-consumer":
+                continue
+            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+LIVE_RECORDS, LIVE_RATE = 60_000, 20_000
+
+
+def live(store: dafka.Store, consumer: dafka.Consumer, topic: str) -> float:
+    """The consumer thread's CPU seconds for a paced live stream of one producer."""
+    with dafka.Producer(topic, peers=[store.endpoint], min_acks=0) as p:
+        consumer.connect(p.endpoint)
+        deadline = time.monotonic() + 30
+        while not consumer.poll_many(timeout=0.1):  # joined: a record went through
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no live record reached the consumer: {consumer.stats()}")
+            p.send(b"hello")
+        batch = [b"x" * 100] * 20
+        cpu0, t0 = consumer_cpu(), time.perf_counter()
+        for sent in range(0, LIVE_RECORDS, len(batch)):
+            wait = t0 + sent / LIVE_RATE - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            p.send_many(batch)
+            consumer.poll_many(timeout=0)
+        got = 0
+        while got < LIVE_RECORDS:  # what the loop above took counts too
+            got = consumer.stats()["delivered"] - 1
+            if time.monotonic() > deadline + 60:
+                raise SystemExit(f"the consumer got {got} of {LIVE_RECORDS}: {consumer.stats()}")
+            consumer.poll_many(timeout=0.1)
+        return consumer_cpu() - cpu0
 
 
 def replicate(a: dafka.Store, path: Path, n: int) -> tuple[float, int]:
@@ -144,7 +194,9 @@ def main() -> None:
         shutil.rmtree(root / "raw")
         with dafka.Store(root / "store") as s:
             took = ingest(s, n)
-            catch, fetches = catch_up(s, n)
+            with dafka.Consumer(["u"], peers=[s.endpoint]) as c:
+                live_one = live(s, c, "u")
+            catch, fetches, live_n = catch_up(s, n)
             files = s.stats()["open_files"]
         t0 = time.perf_counter()
         with dafka.Store(root / "store") as s:
@@ -158,6 +210,10 @@ def main() -> None:
     print(
         f"late consumer catch-up: {catch:.2f} s, {fetches / n:.1f} FETCHes per partition"
         f" | raw read of every file {raw_r:.2f} s"
+    )
+    print(
+        f"live, consumer thread CPU for {LIVE_RECORDS} records at {LIVE_RATE}/s:"
+        f" {n} partitions known {live_n:.2f} s | one known {live_one:.2f} s"
     )
     print(f"store reopen: {reopen:.2f} s")
     print(f"replication to a new store: {repl:.2f} s, {repl_fetches / n:.1f} FETCHes per partition")

@@ -3,13 +3,14 @@
 //! deadline) and decides what to deliver and what to send; [`Consumer`] is the
 //! handle, receiving delivered records over a channel.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
@@ -28,8 +29,15 @@ pub struct Delivery {
     pub epoch: u64,
 }
 
+/// A stalled partition's FETCH retry interval doubles up to this many times
+/// (16 x `fetch_retry`: 8 s by default).
+const MAX_BACKOFF: u32 = 4;
+
 #[derive(Debug)]
 struct Part {
+    /// The partition's name as it keys [`ConsumerState::parts`] (shared with
+    /// the retry timers).
+    key: Arc<[u8]>,
     topic: Arc<str>,
     name: Arc<str>,
     next: u64,
@@ -48,6 +56,12 @@ struct Part {
     /// and `next` then.
     stalled: u32,
     stall_mark: u64,
+    /// Doublings of the retry interval: a partition that no node answered in
+    /// `give_up_fetches` tries is asked less and less often (a consumer of
+    /// many partitions whose stores are away would otherwise send each
+    /// partition's FETCH every `fetch_retry`, forever), until a store says
+    /// hello or records arrive.
+    backoff: u32,
 }
 
 /// Pure consumer protocol state.
@@ -61,6 +75,13 @@ pub struct ConsumerState {
     max_pending: usize,
     give_up_fetches: u32,
     parts: FxHashMap<Vec<u8>, Part>,
+    /// FETCH retry deadlines, earliest first. An entry whose partition's
+    /// `retry_at` is no longer its time is stale and dropped when it comes
+    /// up, so neither the loop's deadline nor a timer visits every partition.
+    timers: BinaryHeap<Reverse<(Instant, Arc<[u8]>)>>,
+    /// Partitions that reached `give_up_fetches` retries: the only ones
+    /// [`ConsumerState::count_stalled`] and a STORE-HELLO look at.
+    stall_watch: FxHashSet<Arc<[u8]>>,
     /// Where partitions not seen yet start, and their seek epoch: from
     /// [`ConsumerConfig::start_offsets`] and seeks that came before the
     /// partition's first RECORD or HEAD.
@@ -100,6 +121,7 @@ impl Part {
     fn forget_stall(&mut self) {
         self.answered_beyond = false;
         self.stalled = 0;
+        self.backoff = 0;
         self.stall_mark = self.next;
     }
 
@@ -123,6 +145,9 @@ impl Part {
                 self.topic,
                 self.next
             );
+        }
+        if self.stalled >= give_up && !self.answered_beyond {
+            self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
         }
         if self.stalled < give_up || !self.answered_beyond {
             return 0;
@@ -156,6 +181,8 @@ impl ConsumerState {
             max_pending: cfg.max_pending,
             give_up_fetches: cfg.give_up_fetches,
             parts: FxHashMap::default(),
+            timers: BinaryHeap::new(),
+            stall_watch: FxHashSet::default(),
             starts: cfg
                 .start_offsets
                 .iter()
@@ -196,10 +223,20 @@ impl ConsumerState {
         }
     }
 
-    /// STORE-HELLO addressed to us: answer CONSUMER-HELLO with our topics.
-    pub fn on_store_hello(&self, s: &StoreHello<'_>) -> Vec<Out> {
+    /// STORE-HELLO addressed to us: answer CONSUMER-HELLO with our topics. A
+    /// store (re)appeared: stalled partitions that backed off FETCH again now.
+    pub fn on_store_hello(&mut self, s: &StoreHello<'_>, now: Instant) -> Vec<Out> {
         if s.topic != self.address.as_slice() {
             return Vec::new();
+        }
+        for k in &self.stall_watch {
+            if let Some(p) = self.parts.get_mut(&**k) {
+                if p.backoff > 0 && p.retry_at.is_some() {
+                    p.backoff = 0;
+                    p.retry_at = Some(now);
+                    self.timers.push(Reverse((now, k.clone())));
+                }
+            }
         }
         vec![Out::ConsumerHello {
             to: s.address.to_vec(),
@@ -232,6 +269,7 @@ impl ConsumerState {
                 (None, OffsetReset::Latest, None) => (0, 0),
             };
             Part {
+                key: Arc::from(partition),
                 topic: lossy(subject),
                 name: lossy(partition),
                 next,
@@ -243,6 +281,7 @@ impl ConsumerState {
                 answered_beyond: false,
                 stalled: 0,
                 stall_mark: next,
+                backoff: 0,
             }
         });
     }
@@ -291,6 +330,7 @@ impl ConsumerState {
                 // Retries count from the first answer from past the gap.
                 p.answered_beyond = true;
                 p.stalled = 0;
+                p.backoff = 0;
             }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
             if p.pending.len() < max_pending {
@@ -355,7 +395,9 @@ impl ConsumerState {
         }
         let count = u32::try_from(end - from).unwrap_or(max_fetch);
         p.requested = end;
-        p.retry_at = Some(now + retry);
+        let at = now + retry * (1 << p.backoff);
+        p.retry_at = Some(at);
+        self.timers.push(Reverse((at, p.key.clone())));
         self.fetches += 1;
         out.push(Out::Fetch {
             partition: partition.to_vec(),
@@ -370,17 +412,25 @@ impl ConsumerState {
     pub fn on_timer(&mut self, now: Instant, deliver: &mut Vec<Delivery>, out: &mut Vec<Out>) {
         let give_up = self.give_up_fetches;
         let mut lost = 0;
-        let due: Vec<Vec<u8>> = self
-            .parts
-            .iter_mut()
-            .filter(|(_, p)| p.retry_at.is_some_and(|t| t <= now))
-            .map(|(k, p)| {
-                p.retry_at = None;
-                lost += p.retry_or_skip(give_up, deliver);
-                p.requested = p.next;
-                k.clone()
-            })
-            .collect();
+        let mut due = Vec::new();
+        while self.timers.peek().is_some_and(|Reverse((t, _))| *t <= now) {
+            let Some(Reverse((t, k))) = self.timers.pop() else {
+                break;
+            };
+            let Some(p) = self.parts.get_mut(&*k) else {
+                continue;
+            };
+            if p.retry_at != Some(t) {
+                continue; // stale: the FETCH was answered or re-sent since
+            }
+            p.retry_at = None;
+            lost += p.retry_or_skip(give_up, deliver);
+            p.requested = p.next;
+            if p.stalled >= give_up {
+                self.stall_watch.insert(k.clone());
+            }
+            due.push(k);
+        }
         self.lost += lost;
         for k in due {
             self.maybe_fetch(&k, now, out);
@@ -388,20 +438,30 @@ impl ConsumerState {
         self.count_stalled();
     }
 
-    /// Recounts [`ConsumerState::stalled`] (every partition: call it at
-    /// timers, and after messages only while some partition is stalled).
+    /// Recounts [`ConsumerState::stalled`] (the partitions that reached
+    /// `give_up_fetches` retries: call it at timers, and after messages only
+    /// while some partition is stalled).
     pub fn count_stalled(&mut self) {
-        let give_up = self.give_up_fetches;
+        let (give_up, parts) = (self.give_up_fetches, &self.parts);
+        self.stall_watch
+            .retain(|k| parts.get(&**k).is_some_and(|p| p.stalled >= give_up));
         self.stalled = self
-            .parts
-            .values()
-            .filter(|p| p.stalled >= give_up && !p.answered_beyond && p.retry_at.is_some())
+            .stall_watch
+            .iter()
+            .filter_map(|k| parts.get(&**k))
+            .filter(|p| !p.answered_beyond && p.retry_at.is_some())
             .count() as u64;
     }
 
-    /// The earliest FETCH retry deadline.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.parts.values().filter_map(|p| p.retry_at).min()
+    /// The earliest FETCH retry deadline (drops the stale timers before it).
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        while let Some(Reverse((t, k))) = self.timers.peek() {
+            if self.parts.get(&**k).is_some_and(|p| p.retry_at == Some(*t)) {
+                return Some(*t);
+            }
+            self.timers.pop();
+        }
+        None
     }
 
     /// Moves `partition` to `offset`: drops buffered records, FETCHes from
@@ -746,7 +806,7 @@ fn run(
                     }
                     Ok((Message::Head(h), _)) => st.on_head(&h, false, now, &mut outs),
                     Ok((Message::DirectHead(h), _)) => st.on_head(&h, true, now, &mut outs),
-                    Ok((Message::StoreHello(s), _)) => outs.extend(st.on_store_hello(&s)),
+                    Ok((Message::StoreHello(s), _)) => outs.extend(st.on_store_hello(&s, now)),
                     Ok(_) => Stats::add(&stats.ignored, 1),
                     Err(_) => Stats::add(&stats.malformed, 1),
                 }
@@ -829,11 +889,14 @@ mod tests {
     #[test]
     fn store_hello_answered_with_consumer_hello() {
         for topics in [&[][..], &[&b"hello"[..]][..]] {
-            let st = state(OffsetReset::Latest, topics);
-            let out = st.on_store_hello(&StoreHello {
-                topic: ME,
-                address: S,
-            });
+            let mut st = state(OffsetReset::Latest, topics);
+            let out = st.on_store_hello(
+                &StoreHello {
+                    topic: ME,
+                    address: S,
+                },
+                Instant::now(),
+            );
             assert_eq!(
                 out,
                 vec![Out::ConsumerHello {
@@ -842,10 +905,13 @@ mod tests {
                 }]
             );
             assert!(st
-                .on_store_hello(&StoreHello {
-                    topic: P,
-                    address: S
-                })
+                .on_store_hello(
+                    &StoreHello {
+                        topic: P,
+                        address: S
+                    },
+                    Instant::now()
+                )
                 .is_empty());
         }
     }
@@ -1066,6 +1132,63 @@ mod tests {
         }
         assert_eq!(offsets(&d), (10..=15).collect::<Vec<_>>());
         assert_eq!(st.lost, 0);
+    }
+
+    #[test]
+    fn a_stalled_partition_backs_off_until_a_store_says_hello() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        st.on_head(&direct_head(9), true, t0, &mut o);
+        let cfg = ConsumerConfig::default();
+        // A minute with nobody answering: after give_up_fetches tries at
+        // fetch_retry, the interval doubles up to 16 x fetch_retry.
+        let mut fetch_times = vec![t0];
+        while let Some(due) = st
+            .next_deadline()
+            .filter(|&t| t < t0 + Duration::from_secs(60))
+        {
+            o.clear();
+            st.on_timer(due, &mut d, &mut o);
+            assert_eq!(o.len(), 1, "one FETCH per retry: {o:?}");
+            fetch_times.push(due);
+        }
+        let gaps: Vec<Duration> = fetch_times.windows(2).map(|w| w[1] - w[0]).collect();
+        let r = cfg.fetch_retry;
+        let give_up = cfg.give_up_fetches as usize;
+        assert!(gaps[..give_up].iter().all(|&g| g == r), "{gaps:?}");
+        assert_eq!(
+            gaps[give_up..give_up + 5],
+            [2 * r, 4 * r, 8 * r, 16 * r, 16 * r]
+        );
+        assert!(
+            fetch_times.len() < 20,
+            "{} FETCHes in a minute",
+            fetch_times.len()
+        );
+        assert_eq!(st.stalled, 1);
+        assert!(d.is_empty());
+        // A store (re)appears: FETCH at once, and back off from the start.
+        let now = *fetch_times.last().unwrap() + Duration::from_secs(1);
+        st.on_store_hello(
+            &StoreHello {
+                topic: ME,
+                address: S,
+            },
+            now,
+        );
+        assert_eq!(st.next_deadline(), Some(now));
+        o.clear();
+        st.on_timer(now, &mut d, &mut o);
+        assert!(matches!(o[..], [Out::Fetch { sequence: 0, .. }]), "{o:?}");
+        assert_eq!(st.next_deadline(), Some(now + 2 * r));
+        // Its answer ends the stall and the backoff.
+        for seq in 0..10 {
+            st.on_record(&direct(seq, b"v"), true, now, &mut d, &mut o);
+        }
+        assert_eq!(offsets(&d), (0..10).collect::<Vec<_>>());
+        st.count_stalled();
+        assert_eq!((st.stalled, st.next_deadline()), (0, None));
     }
 
     #[test]
