@@ -1,7 +1,8 @@
 //! The node side of discovery (PROTOCOL.md, "Discovery"): a beacon PUB to each
 //! tower's XSUB and a beacon SUB (subscribed to `B` and the welcome `W`) to each
-//! tower's XPUB; a node beacon at once, on every welcome and every
-//! `beacon_interval`; a [`PeerTable`] that turns tower beacons into SUB
+//! tower's XPUB; a node beacon at once, on every welcome, whenever a tower's
+//! subscription reaches the beacon socket, and every `beacon_interval`; a
+//! [`PeerTable`] that turns tower beacons into SUB
 //! connects and, after `beacon_timeout` of silence, disconnects. Static peers
 //! (`peers=[...]`) are connected once and never expire.
 
@@ -92,6 +93,10 @@ impl PeerTable {
 
 /// Beacon sockets and timers of one node.
 pub struct Discovery {
+    /// The beacon publisher: an XPUB (a PUB on the wire) so that it sees a
+    /// tower's subscription arrive. A beacon sent before that is dropped by
+    /// ZeroMQ, so the one at start-up and the one on the welcome were often
+    /// lost and a new node was heard only a `beacon_interval` later.
     publ: Option<zmq::Socket>,
     sub: Option<zmq::Socket>,
     uuid: Vec<u8>,
@@ -120,9 +125,11 @@ impl Discovery {
     ) -> Result<Self> {
         let (mut publ, mut sub) = (None, None);
         if !towers.is_empty() {
-            let p = ctx.socket(zmq::PUB)?;
+            let p = ctx.socket(zmq::XPUB)?;
             let s = ctx.socket(zmq::SUB)?;
             p.set_linger(0)?;
+            // Every tower's subscription, not only the first.
+            p.set_xpub_verbose(true)?;
             s.set_linger(0)?;
             s.set_subscribe(b"B")?;
             s.set_subscribe(b"W")?;
@@ -155,9 +162,13 @@ impl Discovery {
         })
     }
 
-    /// The beacon SUB's poll item, if the node has towers.
-    pub fn poll_item(&self) -> Option<zmq::PollItem<'_>> {
-        self.sub.as_ref().map(|s| s.as_poll_item(zmq::POLLIN))
+    /// The beacon sockets' poll items (none without towers).
+    pub fn poll_items(&self) -> Vec<zmq::PollItem<'_>> {
+        [&self.sub, &self.publ]
+            .into_iter()
+            .flatten()
+            .map(|s| s.as_poll_item(zmq::POLLIN))
+            .collect()
     }
 
     fn send_beacon(&mut self, now: Instant) -> Result<()> {
@@ -174,9 +185,21 @@ impl Discovery {
         Ok(())
     }
 
-    /// Reads everything waiting on the beacon SUB.
+    /// Reads everything waiting on the beacon sockets.
     pub fn on_readable(&mut self, now: Instant) -> Result<Vec<PeerEvent>> {
         let mut out = Vec::new();
+        let mut subscribed = false;
+        while let Some(p) = &self.publ {
+            match p.recv_bytes(zmq::DONTWAIT) {
+                // A tower can hear us now (its XSUB subscribed): announce.
+                Ok(m) => subscribed |= m.first() == Some(&1),
+                Err(zmq::Error::EAGAIN) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if subscribed {
+            self.send_beacon(now)?;
+        }
         while let Some(sub) = &self.sub {
             let frames = match sub.recv_multipart(zmq::DONTWAIT) {
                 Ok(f) => f,
@@ -219,6 +242,85 @@ impl Discovery {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A node is heard by a tower as soon as the tower can hear it, not a
+    /// `beacon_interval` later (60 s here): a beacon sent before the tower's
+    /// subscription reached the node is dropped by ZeroMQ. A hand-made tower
+    /// holds its subscription back until well after its welcome, so the
+    /// beacons at start-up and on the welcome are both lost.
+    #[test]
+    fn a_node_beacons_when_the_tower_can_hear_it() {
+        let ctx = zmq::Context::new();
+        let xsub = ctx.socket(zmq::XSUB).unwrap();
+        let xpub = ctx.socket(zmq::XPUB).unwrap();
+        for s in [&xsub, &xpub] {
+            s.set_linger(0).unwrap();
+            s.set_rcvtimeo(100).unwrap();
+        }
+        xpub.set_xpub_welcome_msg(Some("W")).unwrap();
+        xsub.bind("tcp://127.0.0.1:*").unwrap();
+        xpub.bind("tcp://127.0.0.1:*").unwrap();
+        let port = |s: &zmq::Socket| {
+            let e = s.get_last_endpoint().unwrap().unwrap();
+            e.rsplit(':').next().unwrap().to_string()
+        };
+        let towers = [format!("tcp://127.0.0.1:{},{}", port(&xsub), port(&xpub))];
+        let uuid = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+        let (interval, timeout) = (Duration::from_secs(60), Duration::from_secs(180));
+        let now = Instant::now();
+        let mut d = Discovery::new(
+            &ctx,
+            &towers,
+            uuid,
+            "127.0.0.1",
+            4242,
+            interval,
+            timeout,
+            now,
+        )
+        .unwrap();
+        let step = |d: &mut Discovery| {
+            let mut items = d.poll_items();
+            zmq::poll(&mut items, 20).unwrap();
+            let readable = items.iter().any(|i| i.is_readable());
+            drop(items);
+            if readable {
+                d.on_readable(Instant::now()).unwrap();
+            }
+            d.on_timer(Instant::now()).unwrap();
+        };
+        // The node subscribes to beacons: it has been sent the welcome.
+        let end = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(Instant::now() < end, "the node did not subscribe");
+            step(&mut d);
+            if xpub.recv_bytes(zmq::DONTWAIT).is_ok_and(|m| m == b"\x01B") {
+                break;
+            }
+        }
+        let welcomed = Instant::now();
+        while welcomed.elapsed() < Duration::from_millis(300) {
+            step(&mut d);
+        }
+        // Only now can the tower hear the node.
+        xsub.send(&b"\x01B"[..], 0).unwrap();
+        let got = loop {
+            assert!(Instant::now() < end, "the node was not heard within 10 s");
+            step(&mut d);
+            if let Ok(m) = xsub.recv_multipart(zmq::DONTWAIT) {
+                break m;
+            }
+        };
+        assert_eq!(
+            got,
+            vec![
+                b"B".to_vec(),
+                uuid.to_vec(),
+                b"127.0.0.1".to_vec(),
+                b"4242".to_vec()
+            ]
+        );
+    }
 
     #[test]
     fn peers_connect_once_move_and_expire() {

@@ -519,9 +519,7 @@ impl Core {
             self.xpub.as_poll_item(zmq::POLLIN),
             self.sub.as_poll_item(sub_events),
         ];
-        if let Some(b) = self.disc.poll_item() {
-            items.push(b);
-        }
+        items.extend(self.disc.poll_items());
         let t = inbox.before_poll(timeout_ms);
         let polled = zmq::poll(&mut items, t);
         inbox.after_poll();
@@ -529,7 +527,7 @@ impl Core {
         Ok(Readable {
             xpub: items[1].is_readable(),
             sub: items[2].is_readable(),
-            beacon: items.get(3).is_some_and(|i| i.is_readable()),
+            beacon: items[3..].iter().any(|i| i.is_readable()),
         })
     }
 }

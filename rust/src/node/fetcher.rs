@@ -70,11 +70,9 @@ impl Client {
                 self.core.xpub.as_poll_item(zmq::POLLIN),
                 self.core.sub.as_poll_item(zmq::POLLIN),
             ];
-            if let Some(b) = self.core.disc.poll_item() {
-                items.push(b);
-            }
+            items.extend(self.core.disc.poll_items());
             zmq::poll(&mut items, timeout)?;
-            let b = items.get(2).is_some_and(|i| i.is_readable());
+            let b = items[2..].iter().any(|i| i.is_readable());
             (items[0].is_readable(), items[1].is_readable(), b)
         };
         if xpub_in {

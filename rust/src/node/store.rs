@@ -293,6 +293,7 @@ fn run<L: StoreLog>(
                     Ok(sub) if n == 1 && sub.subscribe => {
                         if sub.prefix == b"G" {
                             peer_heads.store_joined(now);
+                            logic.store_joined();
                         }
                         let outs = logic.on_subscribe(sub.prefix);
                         send_all(&mut core, &outs)?;

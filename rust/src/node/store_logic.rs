@@ -258,6 +258,20 @@ struct InFlight {
     /// A peer answered it with records past `from` (it holds none of the gap)
     /// while the store held no record of the partition (see `on_direct_record`).
     answered_beyond: bool,
+    /// Doublings of the retry interval: a gap unanswered for
+    /// `give_up_fetches` tries that the store keeps waiting for (its peers
+    /// are away) is asked for less and less often, up to 16 x `fetch_retry`,
+    /// until another store connects ([`StoreLogic::store_joined`]).
+    backoff: u32,
+}
+
+/// See [`InFlight::backoff`].
+const MAX_FETCH_BACKOFF: u32 = 4;
+
+impl InFlight {
+    fn retry_at(&self, retry: Duration) -> Instant {
+        self.at + retry * (1 << self.backoff)
+    }
 }
 
 /// One slice of a FETCH answer: records `first..first + len()` of a
@@ -569,8 +583,9 @@ impl<L: StoreLog> StoreLogic<L> {
         let count = (gap_end - want_from + 1).min(u64::from(cfg.max_fetch_count));
         let mut tries = 0;
         let mut answered_beyond = false;
+        let mut backoff = 0;
         if let Some(f) = st.fetch {
-            let fresh = now.duration_since(f.at) < cfg.fetch_retry;
+            let fresh = now < f.retry_at(cfg.fetch_retry);
             // The FETCH in flight still covers what is missing: its answers are
             // on their way (asking again would only make the peers resend).
             if fresh && f.from <= want_from && want_from < f.end {
@@ -581,6 +596,9 @@ impl<L: StoreLog> StoreLogic<L> {
                 // holds any more starts at the earliest offset held.
                 tries = f.tries + 1;
                 answered_beyond = f.answered_beyond;
+                if tries >= cfg.give_up_fetches {
+                    backoff = (f.backoff + 1).min(MAX_FETCH_BACKOFF);
+                }
                 if next.is_none() && tries >= cfg.give_up_fetches {
                     if let Some(first) = first_held {
                         st.fetch = None;
@@ -625,6 +643,7 @@ impl<L: StoreLog> StoreLogic<L> {
             at: now,
             tries,
             answered_beyond,
+            backoff,
         });
         let count = count as u32;
         self.counters.fetches_sent += 1;
@@ -672,6 +691,22 @@ impl<L: StoreLog> StoreLogic<L> {
         }
         self.fetch_gap(h.subject, h.address, now, &mut out);
         out
+    }
+
+    /// Another store connected: FETCHes that backed off are retried at the
+    /// next tick (it may hold what nobody answered).
+    pub fn store_joined(&mut self) {
+        for (t, p) in &self.active {
+            if let Some(f) = self
+                .parts
+                .get_mut(t)
+                .and_then(|m| m.get_mut(p))
+                .and_then(|st| st.fetch.as_mut())
+            {
+                // Due `fetch_retry` after the last FETCH: at once, mostly.
+                f.backoff = 0;
+            }
+        }
     }
 
     /// The GET-HEADS a store sends to other stores: an empty topic asks for
@@ -949,7 +984,7 @@ impl<L: StoreLog> StoreLogic<L> {
                 (Some(_), Some(sent), Some(seen)) if now < seen + window => Some(sent + refresh),
                 _ => None,
             };
-            [p.fetch.map(|f| f.at + self.cfg.fetch_retry), repeat]
+            [p.fetch.map(|f| f.retry_at(self.cfg.fetch_retry)), repeat]
         });
         parts.chain([self.log.next_sync()]).flatten().min()
     }

@@ -3,8 +3,20 @@
 //! Subscriptions from nodes are relayed upstream to the XSUB; node beacons
 //! (4 frames) are rewritten into tower beacons (3 frames `B`, UUID,
 //! `tcp://host:port`), an empty host replaced by the TCP peer address.
+//!
+//! A node that joins would otherwise learn the others only from their next
+//! beacons (up to `beacon_interval` later: a second by default, which every
+//! short-lived client such as a Spark read task would pay). So the tower keeps
+//! the last beacon of each node it heard and, when a new node subscribes to
+//! beacons, sends those of the live ones again ([`Known`]). Everyone gets the
+//! repeat (an XPUB cannot address one subscriber); a beacon of a known peer
+//! only refreshes it, and repeats are coalesced to one per
+//! [`REPLAY_EVERY`] when many nodes join at once.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
@@ -33,6 +45,94 @@ pub fn rewrite(frames: &[&[u8]], peer_address: Option<&str>) -> Option<Vec<Vec<u
             )
         }
         _ => None,
+    }
+}
+
+/// The least time between two repeats of the known beacons.
+pub const REPLAY_EVERY: Duration = Duration::from_millis(50);
+/// A node is repeated while its last beacon is at most this old, or three of
+/// its own beacon intervals if longer (the tower does not know the nodes'
+/// settings; with the defaults a node forgets a silent peer after 4 s).
+pub const REPLAY_MAX_AGE: Duration = Duration::from_secs(5);
+/// Nodes silent for this long are forgotten.
+const FORGET_AFTER: Duration = Duration::from_secs(600);
+
+/// A node's last tower beacon.
+#[derive(Debug)]
+struct Heard {
+    frames: Vec<Vec<u8>>,
+    at: Instant,
+    /// Since the beacon before (the node's interval), once two were heard.
+    interval: Option<Duration>,
+}
+
+/// The last tower beacon of every node heard, for new subscribers.
+#[derive(Debug, Default)]
+pub struct Known {
+    /// By node UUID.
+    nodes: FxHashMap<Vec<u8>, Heard>,
+    /// A repeat is due then (a node subscribed), and when the last one went.
+    due: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl Known {
+    /// A tower beacon (its frames) was relayed at `now`.
+    pub fn heard(&mut self, frames: &[Vec<u8>], now: Instant) {
+        let Some(uuid) = frames.get(1) else {
+            return;
+        };
+        match self.nodes.get_mut(uuid.as_slice()) {
+            Some(h) => {
+                h.interval = Some(now.duration_since(h.at));
+                h.at = now;
+                if h.frames.as_slice() != frames {
+                    h.frames = frames.to_vec();
+                }
+            }
+            None => {
+                let h = Heard {
+                    frames: frames.to_vec(),
+                    at: now,
+                    interval: None,
+                };
+                self.nodes.insert(uuid.clone(), h);
+            }
+        }
+    }
+
+    /// A node subscribed to beacons at `now`: schedule a repeat.
+    pub fn joined(&mut self, now: Instant) {
+        if self.due.is_none() {
+            let earliest = self.last.map_or(now, |l| l + REPLAY_EVERY);
+            self.due = Some(earliest.max(now));
+        }
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.due
+    }
+
+    /// The beacons to send again if a repeat is due at `now` (the live
+    /// nodes'), forgetting nodes silent for long.
+    pub fn replay(&mut self, now: Instant) -> Vec<Vec<Vec<u8>>> {
+        if self.due.is_none_or(|d| d > now) {
+            return Vec::new();
+        }
+        self.due = None;
+        self.last = Some(now);
+        self.nodes
+            .retain(|_, h| now.duration_since(h.at) < FORGET_AFTER);
+        self.nodes
+            .values()
+            .filter(|h| {
+                let age = h
+                    .interval
+                    .map_or(REPLAY_MAX_AGE, |i| (3 * i).max(REPLAY_MAX_AGE));
+                now.duration_since(h.at) <= age
+            })
+            .map(|h| h.frames.clone())
+            .collect()
     }
 }
 
@@ -114,21 +214,37 @@ fn run(
     let xpub = ctx.socket(zmq::XPUB)?;
     xpub.set_linger(0)?;
     xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
+    // Every node's subscription, not only the first: each one joining is told
+    // the nodes already known.
+    xpub.set_xpub_verbose(true)?;
     let bin = bind(&xsub, &cfg.beacon_in)?;
     let bout = bind(&xpub, &cfg.beacon_out)?;
     ready.send((bin, bout));
     let mut frames = Frames::default();
+    let mut known = Known::default();
+    // Subscriptions relayed upstream: each once, as a non-verbose XPUB would
+    // (the XPUB is verbose to see every join, but a duplicate sent upstream
+    // would reach every node's beacon socket and make them all beacon).
+    let mut relayed: std::collections::HashSet<Vec<u8>> = Default::default();
     loop {
         if inbox.terminated() {
             return Ok(());
         }
+        let now = Instant::now();
+        for beacon in known.replay(now) {
+            xpub.send_multipart(beacon, zmq::DONTWAIT)?;
+        }
+        let wait = known.deadline().map_or(-1, |d| {
+            let us = d.saturating_duration_since(now).as_micros();
+            i64::try_from(us.div_ceil(1000)).unwrap_or(i64::MAX)
+        });
         let (sub_in, pub_in) = {
             let mut items = [
                 inbox.poll_item(),
                 xsub.as_poll_item(zmq::POLLIN),
                 xpub.as_poll_item(zmq::POLLIN),
             ];
-            let t = inbox.before_poll(-1);
+            let t = inbox.before_poll(wait);
             zmq::poll(&mut items, t)?;
             (items[1].is_readable(), items[2].is_readable())
         };
@@ -138,7 +254,23 @@ fn run(
             while frames.recv(&xpub)? {
                 let (s, n) = frames.slices();
                 if n == 1 && !frames.too_long() {
-                    xsub.send(s[0], zmq::DONTWAIT)?;
+                    let m = s[0];
+                    let forward = match m.split_first() {
+                        Some((1, topic)) => {
+                            if topic.starts_with(b"B") {
+                                known.joined(Instant::now());
+                            }
+                            relayed.insert(topic.to_vec())
+                        }
+                        Some((0, topic)) => {
+                            relayed.remove(topic);
+                            true
+                        }
+                        _ => true,
+                    };
+                    if forward {
+                        xsub.send(m, zmq::DONTWAIT)?;
+                    }
                 }
             }
         }
@@ -152,6 +284,7 @@ fn run(
                 let (s, n) = frames.slices();
                 match rewrite(&s[..n], peer.as_deref()) {
                     Some(out) => {
+                        known.heard(&out, Instant::now());
                         xpub.send_multipart(out, zmq::DONTWAIT)?;
                         Stats::add(&stats.beacons, 1);
                     }
@@ -181,5 +314,137 @@ mod tests {
         assert!(rewrite(&[b"B", U, b"tcp://x:1"], Some("h")).is_none());
         assert!(rewrite(&[b"B", U, b"h", b"0"], Some("h")).is_none());
         assert!(rewrite(&[b"X"], Some("h")).is_none());
+    }
+
+    fn beacon(uuid: &[u8], port: u16) -> Vec<Vec<u8>> {
+        let ep = format!("tcp://127.0.0.1:{port}");
+        vec![b"B".to_vec(), uuid.to_vec(), ep.into_bytes()]
+    }
+
+    #[test]
+    fn known_beacons_repeat_for_joiners_coalesced_and_only_live_ones() {
+        const V: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+        const Q: &[u8] = b"5D5B5C63E2C54B6A8C2BDA2B5D1F0A11";
+        let t0 = Instant::now();
+        let mut k = Known::default();
+        assert!(k.replay(t0).is_empty(), "nothing due before a node joins");
+        k.heard(&beacon(U, 1), t0);
+        // Q beacons every 10 s: it stays live for three of its intervals.
+        k.heard(&beacon(Q, 3), t0);
+        k.heard(&beacon(Q, 3), t0 + Duration::from_secs(10));
+        k.heard(&beacon(V, 2), t0 + Duration::from_secs(10));
+        let t = t0 + Duration::from_secs(11);
+        k.joined(t);
+        let mut got = k.replay(t);
+        got.sort();
+        // U's last beacon is 11 s old (it stopped): not repeated.
+        assert_eq!(got, vec![beacon(Q, 3), beacon(V, 2)]);
+        // Three joins right after: one repeat, REPLAY_EVERY after the last.
+        for _ in 0..3 {
+            k.joined(t);
+        }
+        assert_eq!(k.deadline(), Some(t + REPLAY_EVERY));
+        assert!(k.replay(t).is_empty());
+        assert_eq!(k.replay(t + REPLAY_EVERY).len(), 2);
+        assert!(k.replay(t + 2 * REPLAY_EVERY).is_empty(), "no join since");
+        // Past three intervals (30 s) Q is no longer repeated either.
+        let late = t0 + Duration::from_secs(41);
+        k.joined(late);
+        assert!(k.replay(late).is_empty());
+    }
+
+    /// Each node joining is seen (to repeat the known beacons), but its
+    /// subscription goes upstream only once: a duplicate would reach every
+    /// node's beacon socket, and every node would beacon at each join.
+    #[test]
+    fn subscriptions_go_upstream_once() {
+        let tower = Tower::new(TowerConfig {
+            beacon_in: "tcp://127.0.0.1:0".into(),
+            beacon_out: "tcp://127.0.0.1:0".into(),
+        })
+        .unwrap();
+        let ctx = zmq::Context::new();
+        let join = || {
+            let s = ctx.socket(zmq::SUB).unwrap();
+            s.set_linger(0).unwrap();
+            s.set_rcvtimeo(10_000).unwrap();
+            s.set_subscribe(b"B").unwrap();
+            s.set_subscribe(b"W").unwrap();
+            s.connect(tower.beacon_out()).unwrap();
+            assert_eq!(s.recv_multipart(0).unwrap(), vec![b"W".to_vec()]);
+            s
+        };
+        let _first = join();
+        // A node's beacon socket, as Discovery makes it.
+        let node = ctx.socket(zmq::XPUB).unwrap();
+        node.set_linger(0).unwrap();
+        node.set_xpub_verbose(true).unwrap();
+        node.set_rcvtimeo(10_000).unwrap();
+        node.connect(tower.beacon_in()).unwrap();
+        let mut subs = vec![node.recv_bytes(0).unwrap()];
+        let _more: Vec<zmq::Socket> = (0..3).map(|_| join()).collect();
+        node.set_rcvtimeo(300).unwrap();
+        while let Ok(m) = node.recv_bytes(0) {
+            subs.push(m);
+        }
+        assert_eq!(subs, vec![b"\x01B".to_vec(), b"\x01W".to_vec()]);
+        tower.close().unwrap();
+    }
+
+    #[test]
+    fn a_node_that_joins_learns_the_known_nodes_at_once() {
+        let tower = Tower::new(TowerConfig {
+            beacon_in: "tcp://127.0.0.1:0".into(),
+            beacon_out: "tcp://127.0.0.1:0".into(),
+        })
+        .unwrap();
+        let ctx = zmq::Context::new();
+        let sub = |ctx: &zmq::Context| {
+            let s = ctx.socket(zmq::SUB).unwrap();
+            s.set_linger(0).unwrap();
+            s.set_rcvtimeo(100).unwrap();
+            s.set_subscribe(b"B").unwrap();
+            s.connect(tower.beacon_out()).unwrap();
+            s
+        };
+        let first = sub(&ctx);
+        let node = ctx.socket(zmq::PUB).unwrap();
+        node.set_linger(0).unwrap();
+        node.connect(tower.beacon_in()).unwrap();
+        let relayed = vec![b"B".to_vec(), U.to_vec(), b"tcp://127.0.0.1:4242".to_vec()];
+        // The node beacons until its beacon comes through (subscriptions
+        // travel upstream first), then falls silent.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(Instant::now() < deadline, "no beacon relayed");
+            let frames: [&[u8]; 4] = [b"B", U, b"127.0.0.1", b"4242"];
+            node.send_multipart(frames, 0).unwrap();
+            if first.recv_multipart(0).is_ok_and(|m| m == relayed) {
+                break;
+            }
+        }
+        // Beacons still in flight are through once the first SUB heard none
+        // for 300 ms.
+        let mut quiet = 0;
+        while quiet < 3 {
+            quiet = if first.recv_multipart(0).is_ok() {
+                0
+            } else {
+                quiet + 1
+            };
+        }
+        // A node that subscribes now hears it without another beacon.
+        let second = sub(&ctx);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            assert!(
+                Instant::now() < deadline,
+                "the known node was not repeated to the new subscriber"
+            );
+            if second.recv_multipart(0).is_ok_and(|m| m == relayed) {
+                break;
+            }
+        }
+        tower.close().unwrap();
     }
 }

@@ -268,6 +268,46 @@ fn unanswered_fetch_is_retried_after_the_retry_interval() {
 }
 
 #[test]
+fn an_unanswered_gap_backs_off_until_another_store_connects() {
+    let mut s = store();
+    let t0 = Instant::now();
+    rec(&mut s, 0, t0);
+    // Records 1..5 are held by a store that is away; 5 came live.
+    assert_eq!(fetch_of(&rec(&mut s, 5, t0)), vec![(1, 4)]);
+    let mut fetched = vec![t0];
+    let mut t = t0;
+    while let Some(due) = s
+        .next_deadline(t)
+        .filter(|&d| d < t0 + Duration::from_secs(60))
+    {
+        t = due;
+        let f = fetch_of(&s.tick(t));
+        if !f.is_empty() {
+            assert_eq!(f, vec![(1, 4)]);
+            fetched.push(t);
+        }
+    }
+    let gaps: Vec<Duration> = fetched.windows(2).map(|w| w[1] - w[0]).collect();
+    let (r, give_up) = {
+        let c = StoreLogicConfig::default();
+        (c.fetch_retry, c.give_up_fetches as usize)
+    };
+    assert!(gaps[..give_up].iter().all(|&g| g == r), "{gaps:?}");
+    assert_eq!(
+        gaps[give_up..give_up + 5],
+        [2 * r, 4 * r, 8 * r, 16 * r, 16 * r],
+        "{gaps:?}"
+    );
+    assert!(fetched.len() < 20, "{} FETCHes in a minute", fetched.len());
+    // Another store connects: the gap is asked for at once.
+    let now = t + Duration::from_secs(1);
+    s.store_joined();
+    assert_eq!(s.next_deadline(now).map(|d| d <= now), Some(true));
+    assert_eq!(fetch_of(&s.tick(now)), vec![(1, 4)]);
+    assert_eq!(s.next_deadline(now), Some(now + 2 * r));
+}
+
+#[test]
 fn a_set_aside_partition_takes_no_records_and_fetches_nothing() {
     let mut s = store();
     s.log_mut().aside.push((T.to_vec(), P.to_vec()));

@@ -1,0 +1,96 @@
+"""How long a new node takes to find its peers: what every short-lived client
+(a Spark read task's ``fetch_range``, ``heads``) pays before its first record.
+Run after ``maturin develop --release``.
+
+A tower and a store run on 127.0.0.1 (towers only, no static peers); the store
+holds 10 records of one partition. Then, R times each:
+
+- ``fetch_range`` of those 10 records by a new client (discovery both ways,
+  FETCH, answers);
+- ``heads`` of the topic (discovery, GET-HEADS, plus its settle time of 0.5 s
+  with no new answer: the part of it that is not discovery).
+
+Baseline in the same run: a fresh pyzmq SUB connecting to a bound XPUB that
+answers its subscription with one message (the least a join can cost: a TCP
+connect and a ZeroMQ handshake each way).
+
+``python benches/discovery_py.py [R]`` (default 20). Results: benches/RESULTS.md,
+"Discovery".
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+
+import zmq
+
+import dafka
+
+
+def baseline(r: int) -> list[float]:
+    ctx = zmq.Context.instance()
+    xpub = ctx.socket(zmq.XPUB)
+    xpub.setsockopt(zmq.LINGER, 0)
+    port = xpub.bind_to_random_port("tcp://127.0.0.1")
+    out = []
+    for _ in range(r):
+        t0 = time.perf_counter()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.setsockopt(zmq.RCVTIMEO, 10_000)
+        sub.setsockopt(zmq.SUBSCRIBE, b"x")
+        sub.connect(f"tcp://127.0.0.1:{port}")
+        assert xpub.recv() == b"\x01x"
+        xpub.send(b"x1")
+        assert sub.recv() == b"x1"
+        out.append(time.perf_counter() - t0)
+        sub.close()
+        assert xpub.recv() == b"\x00x"  # gone before the next one joins
+    xpub.close()
+    return out
+
+
+def main() -> None:
+    r = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    with (
+        tempfile.TemporaryDirectory() as d,
+        dafka.Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower,
+    ):
+        towers = [tower.endpoint]
+        with dafka.Store(d, towers=towers):
+            with dafka.Producer("t", towers=towers) as p:
+                if p.wait_for_stores(1, timeout=10.0) < 1:
+                    raise SystemExit("the producer found no store")
+                p.send_many([b"x" * 100] * 10)
+                if p.flush(10.0) != 0:
+                    raise SystemExit("the store did not ACK")
+                partition = p.address
+            fetch, heads = [], []
+            for _ in range(r):
+                t0 = time.perf_counter()
+                got, _lost = dafka.fetch_range("t", partition, 0, 10, towers=towers, timeout=30.0)
+                fetch.append(time.perf_counter() - t0)
+                if len(got) != 10:
+                    raise SystemExit(f"fetch_range read {len(got)} of 10 records")
+                t0 = time.perf_counter()
+                if partition not in dafka.heads("t", towers=towers, timeout=30.0):
+                    raise SystemExit("heads did not list the partition")
+                heads.append(time.perf_counter() - t0)
+    base = baseline(r)
+    med = statistics.median
+
+    def ms(xs: list[float]) -> str:
+        return f"median {med(xs) * 1e3:.1f} ms, max {max(xs) * 1e3:.1f} ms"
+
+    print(f"{r} runs each")
+    print(f"fetch_range of 10 records by a new client: {ms(fetch)}")
+    print(f"heads by a new client (0.5 s of it is settling): {ms(heads)}")
+    print(f"baseline, raw pyzmq SUB joining an XPUB: {ms(base)}")
+    print(f"fetch_range / baseline: {med(fetch) / med(base):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
