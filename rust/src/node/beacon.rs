@@ -91,6 +91,9 @@ impl PeerTable {
     }
 }
 
+/// See [`Discovery::on_readable`].
+const SUBSCRIBED_BEACON_GAP: Duration = Duration::from_millis(20);
+
 /// Beacon sockets and timers of one node.
 pub struct Discovery {
     /// The beacon publisher: an XPUB (a PUB on the wire) so that it sees a
@@ -104,6 +107,8 @@ pub struct Discovery {
     port: u16,
     interval: Duration,
     next_beacon: Instant,
+    /// When a beacon was last sent because a tower subscribed.
+    last_on_subscribe: Option<Instant>,
     pub table: PeerTable,
     /// Malformed beacon messages dropped.
     pub malformed: u64,
@@ -157,6 +162,7 @@ impl Discovery {
             port,
             interval,
             next_beacon: now,
+            last_on_subscribe: None,
             table: PeerTable::new(uuid, timeout),
             malformed: 0,
         })
@@ -198,7 +204,19 @@ impl Discovery {
             }
         }
         if subscribed {
-            self.send_beacon(now)?;
+            // A tower that relays every node's subscription upstream (ours
+            // relays each once) would make every node beacon at each join:
+            // at most one such beacon per SUBSCRIBED_BEACON_GAP, the next
+            // one deferred, never dropped.
+            match self.last_on_subscribe {
+                Some(last) if now < last + SUBSCRIBED_BEACON_GAP => {
+                    self.next_beacon = self.next_beacon.min(last + SUBSCRIBED_BEACON_GAP);
+                }
+                _ => {
+                    self.last_on_subscribe = Some(now);
+                    self.send_beacon(now)?;
+                }
+            }
         }
         while let Some(sub) = &self.sub {
             let frames = match sub.recv_multipart(zmq::DONTWAIT) {
@@ -243,14 +261,9 @@ impl Discovery {
 mod tests {
     use super::*;
 
-    /// A node is heard by a tower as soon as the tower can hear it, not a
-    /// `beacon_interval` later (60 s here): a beacon sent before the tower's
-    /// subscription reached the node is dropped by ZeroMQ. A hand-made tower
-    /// holds its subscription back until well after its welcome, so the
-    /// beacons at start-up and on the welcome are both lost.
-    #[test]
-    fn a_node_beacons_when_the_tower_can_hear_it() {
-        let ctx = zmq::Context::new();
+    /// A hand-made tower (XSUB and XPUB with the welcome) and a node's
+    /// Discovery (beacon every 60 s) pointed at it.
+    fn hand_made_tower(ctx: &zmq::Context) -> (zmq::Socket, zmq::Socket, Discovery) {
         let xsub = ctx.socket(zmq::XSUB).unwrap();
         let xpub = ctx.socket(zmq::XPUB).unwrap();
         for s in [&xsub, &xpub] {
@@ -265,30 +278,45 @@ mod tests {
             e.rsplit(':').next().unwrap().to_string()
         };
         let towers = [format!("tcp://127.0.0.1:{},{}", port(&xsub), port(&xpub))];
-        let uuid = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
         let (interval, timeout) = (Duration::from_secs(60), Duration::from_secs(180));
-        let now = Instant::now();
-        let mut d = Discovery::new(
-            &ctx,
+        let d = Discovery::new(
+            ctx,
             &towers,
-            uuid,
+            UUID,
             "127.0.0.1",
             4242,
             interval,
             timeout,
-            now,
+            Instant::now(),
         )
         .unwrap();
-        let step = |d: &mut Discovery| {
-            let mut items = d.poll_items();
-            zmq::poll(&mut items, 20).unwrap();
-            let readable = items.iter().any(|i| i.is_readable());
-            drop(items);
-            if readable {
-                d.on_readable(Instant::now()).unwrap();
-            }
-            d.on_timer(Instant::now()).unwrap();
-        };
+        (xsub, xpub, d)
+    }
+
+    const UUID: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+
+    /// One turn of a node's loop over its beacon sockets and timers.
+    fn step(d: &mut Discovery, wait_ms: i64) {
+        let mut items = d.poll_items();
+        zmq::poll(&mut items, wait_ms).unwrap();
+        let readable = items.iter().any(|i| i.is_readable());
+        drop(items);
+        if readable {
+            d.on_readable(Instant::now()).unwrap();
+        }
+        d.on_timer(Instant::now()).unwrap();
+    }
+
+    /// A node is heard by a tower as soon as the tower can hear it, not a
+    /// `beacon_interval` later (60 s here): a beacon sent before the tower's
+    /// subscription reached the node is dropped by ZeroMQ. A hand-made tower
+    /// holds its subscription back until well after its welcome, so the
+    /// beacons at start-up and on the welcome are both lost.
+    #[test]
+    fn a_node_beacons_when_the_tower_can_hear_it() {
+        let ctx = zmq::Context::new();
+        let (xsub, xpub, mut d) = hand_made_tower(&ctx);
+        let step = |d: &mut Discovery| step(d, 20);
         // The node subscribes to beacons: it has been sent the welcome.
         let end = Instant::now() + Duration::from_secs(10);
         loop {
@@ -315,10 +343,50 @@ mod tests {
             got,
             vec![
                 b"B".to_vec(),
-                uuid.to_vec(),
+                UUID.to_vec(),
                 b"127.0.0.1".to_vec(),
                 b"4242".to_vec()
             ]
+        );
+    }
+
+    /// A tower that relays every join's subscription (not ours) makes a node
+    /// beacon at most once per SUBSCRIBED_BEACON_GAP.
+    #[test]
+    fn beacons_on_subscriptions_are_spaced() {
+        let ctx = zmq::Context::new();
+        let (xsub, xpub, mut d) = hand_made_tower(&ctx);
+        let end = Instant::now() + Duration::from_secs(10);
+        // Joined: the node subscribed and beacons once the tower subscribes.
+        while !xpub.recv_bytes(zmq::DONTWAIT).is_ok_and(|m| m == b"\x01B") {
+            assert!(Instant::now() < end, "the node did not subscribe");
+            step(&mut d, 5);
+        }
+        xsub.send(&b"\x01B"[..], 0).unwrap();
+        while xsub.recv_multipart(zmq::DONTWAIT).is_err() {
+            assert!(Instant::now() < end, "the node was not heard");
+            step(&mut d, 5);
+        }
+        // 50 more joins relayed 2 ms apart, over about 100 ms.
+        let t0 = Instant::now();
+        for _ in 0..50 {
+            xsub.send(&b"\x01B"[..], 0).unwrap();
+            let until = Instant::now() + Duration::from_millis(2);
+            while Instant::now() < until {
+                step(&mut d, 1);
+            }
+        }
+        while t0.elapsed() < Duration::from_millis(300) {
+            step(&mut d, 5);
+        }
+        let mut beacons = 0;
+        while xsub.recv_multipart(zmq::DONTWAIT).is_ok() {
+            beacons += 1;
+        }
+        let bound = t0.elapsed().as_millis() / SUBSCRIBED_BEACON_GAP.as_millis() + 2;
+        assert!(
+            (1..=bound as usize).contains(&beacons),
+            "{beacons} beacons for 50 joins (at most {bound})"
         );
     }
 
