@@ -122,9 +122,27 @@ def test_batch_read_bounded_range(spark: Any, cluster: Cluster) -> None:
         )
     )
     assert got == {r for r in held if (r[1] == a and r[2] >= 1000) or (r[1] == b and r[2] < 500)}
-    # Ranges split over several tasks read the same records.
+    # Ranges split over several tasks read the same records (the two tails,
+    # 200 and 600 records, shorter than a task's 700, share one).
     df = reader(spark, cluster, "b", False, maxRecordsPerTask="700")
-    assert df.rdd.getNumPartitions() == 5 + 3
+    assert df.rdd.getNumPartitions() == 4 + 2 + 1
+    assert rows(df) == held
+
+
+def test_batch_read_packs_small_partitions_into_few_tasks(spark: Any, cluster: Cluster) -> None:
+    """A topic written by many Spark tasks has many small partitions: they share
+    tasks (one read client each) instead of costing a Spark task apiece."""
+    for k in range(24):
+        cluster.produce("m", vals(f"p{k}", 20 + k))
+    held = cluster.held("m")
+    assert len(held) == sum(20 + k for k in range(24))
+    df = reader(spark, cluster, "m", False)
+    assert df.rdd.getNumPartitions() == 1
+    assert rows(df) == held
+    # At least 100 records a task (20-43 records a partition, 756 in all): 3-5
+    # partitions a task, so 6-8 tasks, depending on the partitions' order.
+    df = reader(spark, cluster, "m", False, minRecordsPerTask="100")
+    assert 6 <= df.rdd.getNumPartitions() <= 8
     assert rows(df) == held
 
 

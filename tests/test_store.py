@@ -418,6 +418,29 @@ def test_two_stores_in_one_process_share_the_open_files_budget(tmp_path: Path) -
     assert words[6] == "OPEN" and int(words[7]) <= limit // 2, out.stdout
 
 
+def test_fetch_ranges_reads_several_partitions_through_one_client(
+    tmp_path: Path, tower: Tower
+) -> None:
+    """``fetch_ranges`` returns each range's records in order, as ``fetch_range``
+    would, with empty and partial ranges, from one client."""
+    names = [c * 32 for c in "ABCD"]
+    with dafka.Log(tmp_path / "log", retain_hours=None) as log:
+        for k, n in enumerate(names):
+            log.append_many("t", n, 0, [value(1000 * k + i) for i in range(50 + k)])
+    towers = [tower.endpoint]
+    with Store(tmp_path, bind=LOCAL, towers=towers, **FAST):
+        ranges = [("t", names[0], 0, 50), ("t", names[1], 10, 20), ("t", names[2], 5, 5)]
+        ranges.append(("t", names[3], 40, 53))
+        got = dafka.fetch_ranges(ranges, towers=towers, timeout=30, **FAST)
+        assert len(got) == 4
+        for (_, _, start, end), (records, lost), k in zip(ranges, got, range(4), strict=True):
+            assert records == [(i, value(1000 * k + i)) for i in range(start, end)]
+            assert lost == []
+        assert dafka.fetch_ranges([], towers=towers) == []
+        with pytest.raises(ValueError, match="start"):
+            dafka.fetch_ranges([("t", names[0], -1, 5)], towers=towers)
+
+
 def test_a_damaged_partition_does_not_keep_the_store_from_starting(
     tmp_path: Path, tower: Tower
 ) -> None:

@@ -8,7 +8,17 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 from __future__ import annotations
 
 from dafka import wire
-from dafka._native import Consumer, Producer, Store, Tower, __version__, fetch_range, heads, offsets
+from dafka._native import (
+    Consumer,
+    Producer,
+    Store,
+    Tower,
+    __version__,
+    fetch_range,
+    fetch_ranges,
+    heads,
+    offsets,
+)
 from dafka.exceptions import (
     BufferFullError,
     ClosedError,
@@ -52,6 +62,7 @@ __all__ = [
     "WireError",
     "__version__",
     "fetch_range",
+    "fetch_ranges",
     "heads",
     "offsets",
     "wire",

@@ -17,6 +17,7 @@ __all__ = [
     "Tower",
     "__version__",
     "fetch_range",
+    "fetch_ranges",
     "heads",
     "offsets",
     "run_store_cli",
@@ -98,6 +99,18 @@ def fetch_range(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
 ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]: ...
+def fetch_ranges(
+    ranges: list[tuple[str, str, int, int]],
+    *,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    timeout: float = 60.0,
+    fail_on_loss: bool = True,
+    bind: str = ...,
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+) -> list[tuple[list[tuple[int, bytes]], list[tuple[int, int]]]]: ...
 
 @final
 class Record:

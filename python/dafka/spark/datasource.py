@@ -21,7 +21,11 @@ needs; as with Kafka, ``earliest`` and partitions discovered later begin at the
 first record stores still hold, so what retention deleted before is not a
 loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``maxRecordsPerTask``
 (default 500,000: longer ranges are split over several Spark tasks, each holding its
-range in memory while it reads). Both sides take ``bind``
+range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
+``maxRecordsPerTask``: shorter ranges share a task, read one after the other by
+one client, until it holds at least that many records; a topic written by many
+Spark tasks has many small partitions, and a Spark task each would cost more
+than reading them). Both sides take ``bind``
 (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
 reach the executors) and ``beaconInterval``. Schema: ``topic string,
 partition string, offset long, value binary``. Offsets are JSON
@@ -48,7 +52,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from dafka._native import fetch_range, heads, offsets
+from dafka._native import fetch_range, fetch_ranges, heads, offsets
 from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
     Options,
@@ -89,6 +93,14 @@ class RangePartition(InputPartition):
     end: int
 
 
+@dataclass
+class PackedRanges(InputPartition):
+    """Short ranges of several dafka partitions, read by one Spark task in turn
+    through one client."""
+
+    ranges: tuple[RangePartition, ...]
+
+
 def _positive(options: dict[str, str], key: str, default: int) -> int:
     v = options.get(key)
     try:
@@ -113,6 +125,7 @@ class ReadSettings:
     beacon_interval: float
     bind: str
     max_records_per_task: int
+    min_records_per_task: int
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ReadSettings:
@@ -136,6 +149,7 @@ class ReadSettings:
             beacon_interval=float(options.get("beaconInterval", "1.0")),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
             max_records_per_task=_positive(options, "maxRecordsPerTask", 500_000),
+            min_records_per_task=_positive(options, "minRecordsPerTask", 50_000),
         )
 
     def heads(self) -> dict[str, tuple[str, int]]:
@@ -190,6 +204,26 @@ class ReadSettings:
         )
         for off, value in records:
             yield (r.topic, r.partition, off, value)
+
+    def read_packed(self, packed: PackedRanges) -> Iterator[tuple[str, str, int, bytes]]:
+        got = fetch_ranges(
+            [(r.topic, r.partition, r.start, r.end) for r in packed.ranges],
+            towers=list(self.towers),
+            peers=list(self.peers) or None,
+            timeout=self.fetch_timeout,
+            fail_on_loss=self.fail_on_data_loss,
+            beacon_interval=self.beacon_interval,
+            bind=self.bind,
+        )
+        for r, (records, _lost) in zip(packed.ranges, got, strict=True):
+            for off, value in records:
+                yield (r.topic, r.partition, off, value)
+
+    def read_any(self, p: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+        if isinstance(p, PackedRanges):
+            return self.read_packed(p)
+        assert isinstance(p, RangePartition)
+        return self.read(p)
 
 
 def parse_offsets(spec: str, option: str) -> str | dict[str, int]:
@@ -252,11 +286,15 @@ def resolve(
 
 def plan(
     settings: ReadSettings, start: dict[str, int], end: dict[str, int], topics: dict[str, str]
-) -> list[RangePartition]:
+) -> list[InputPartition]:
     """One Spark input partition per ``settings.max_records_per_task`` offsets of
-    each dafka partition (a task holds its range in memory while it reads)."""
-    parts = []
+    each dafka partition (a task holds its range in memory while it reads); ranges
+    shorter than ``settings.min_records_per_task`` (at most that) are packed
+    together until a pack holds at least that many records."""
+    parts: list[InputPartition] = []
+    short: list[RangePartition] = []
     step = settings.max_records_per_task
+    least = min(settings.min_records_per_task, step)
     for p, e in sorted(end.items()):
         s = start.get(p, 0)
         if p not in topics:
@@ -267,7 +305,16 @@ def plan(
                 )
             continue
         for lo in range(s, e, step):
-            parts.append(RangePartition(topics[p], p, lo, min(lo + step, e)))
+            r = RangePartition(topics[p], p, lo, min(lo + step, e))
+            (short if r.end - r.start < least else parts).append(r)
+    pack: list[RangePartition] = []
+    held = 0
+    for r in short:
+        pack.append(r)
+        held += r.end - r.start
+        if held >= least or r is short[-1]:
+            parts.append(pack[0] if len(pack) == 1 else PackedRanges(tuple(pack)))
+            pack, held = [], 0
     return parts
 
 
@@ -280,7 +327,7 @@ class DafkaBatchReader(DataSourceReader):
         self.starting = parse_offsets(options.get("startingOffsets", "earliest"), "startingOffsets")
         self.ending = parse_offsets(options.get("endingOffsets", "latest"), "endingOffsets")
 
-    def partitions(self) -> list[RangePartition]:
+    def partitions(self) -> list[InputPartition]:
         probe = needs_firsts(self.starting, EARLIEST)
         hs, firsts = self.settings.offsets(None if probe else ())
         start = resolve(self.starting, hs, EARLIEST, firsts)
@@ -288,8 +335,7 @@ class DafkaBatchReader(DataSourceReader):
         return plan(self.settings, start, end, {p: t for p, (t, _) in hs.items()})
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
-        assert isinstance(partition, RangePartition)
-        return self.settings.read(partition)
+        return self.settings.read_any(partition)
 
 
 class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -382,14 +428,13 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict[str, int] | None:
         return None
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[RangePartition]:
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         if any(p not in self.topics for p in end):
             self._heads()
         return plan(self.settings, self._begin(start, end), end, self.topics)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
-        assert isinstance(partition, RangePartition)
-        return self.settings.read(partition)
+        return self.settings.read_any(partition)
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing to release: stores keep records by their own retention."""

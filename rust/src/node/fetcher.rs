@@ -354,120 +354,186 @@ pub fn fetch_range<E: From<Error>>(
     fail_on_loss: bool,
     mut check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<Fetched, E> {
-    let mut out = Fetched::default();
     if start >= end {
-        return Ok(out);
+        return Ok(Fetched::default());
     }
-    let want = usize::try_from(end - start).unwrap_or(usize::MAX);
-    out.records.reserve(want.min(1 << 20));
     let mut c = Client::open(cfg)?;
-    let own = c.core.address.clone();
-    let deadline = Instant::now() + timeout;
-    let mut next = start;
-    let mut pending: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-    // FETCH is sent once some peer that answers FETCH for the partition is connected.
-    let mut connected = false;
-    let mut next_ask: Option<Instant> = None;
-    let mut short_rounds = 0u32;
-    let mut progressed = false;
-    let mut requested_to = start;
-    // A store answered with records at or past `end` only (it holds none of
-    // what is left of the range: retention deleted it).
-    let mut past_end = false;
-    while next < end {
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(Error::Timeout(format!(
-                "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
+    let mut peers = FetchPeers::default();
+    let r = (topic, partition, start, end);
+    c.read_range(&mut peers, r, timeout, fail_on_loss, &mut check)
+}
+
+/// One range to read: `(topic, partition, start, end)`.
+pub type Range<'a> = (&'a str, &'a str, u64, u64);
+
+/// [`fetch_range`] of several ranges, one after the other, by one client: its
+/// discovery and the stores' connections are paid once (a Spark task reading
+/// many small partitions). `timeout` applies to each range.
+pub fn fetch_ranges<E: From<Error>>(
+    cfg: &NodeConfig,
+    ranges: &[Range<'_>],
+    timeout: Duration,
+    fail_on_loss: bool,
+    mut check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<Vec<Fetched>, E> {
+    if ranges.iter().all(|r| r.2 >= r.3) {
+        return Ok(vec![Fetched::default(); ranges.len()]);
+    }
+    let mut c = Client::open(cfg)?;
+    let mut peers = FetchPeers::default();
+    ranges
+        .iter()
+        .map(|&r| c.read_range(&mut peers, r, timeout, fail_on_loss, &mut check))
+        .collect()
+}
+
+/// The peers that answer FETCH, as their subscriptions on the client's XPUB
+/// showed: every partition (a store's catch-all `F`) or named ones (a
+/// producer's own). Kept across the ranges one client reads.
+#[derive(Debug, Default)]
+struct FetchPeers {
+    all: bool,
+    partitions: HashSet<Vec<u8>>,
+}
+
+impl FetchPeers {
+    fn serve(&self, partition: &[u8]) -> bool {
+        self.all || self.partitions.contains(partition)
+    }
+}
+
+impl Client {
+    fn read_range<E: From<Error>>(
+        &mut self,
+        peers: &mut FetchPeers,
+        (topic, partition, start, end): Range<'_>,
+        timeout: Duration,
+        fail_on_loss: bool,
+        check: &mut impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Fetched, E> {
+        let mut out = Fetched::default();
+        if start >= end {
+            return Ok(out);
+        }
+        let want = usize::try_from(end - start).unwrap_or(usize::MAX);
+        out.records.reserve(want.min(1 << 20));
+        let c = self;
+        let own = c.core.address.clone();
+        let deadline = Instant::now() + timeout;
+        let mut next = start;
+        let mut pending: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        // FETCH is sent once some peer that answers FETCH for the partition is connected.
+        let mut connected = peers.serve(partition.as_bytes());
+        let mut next_ask: Option<Instant> = None;
+        let mut short_rounds = 0u32;
+        let mut progressed = false;
+        let mut requested_to = start;
+        // A store answered with records at or past `end` only (it holds none of
+        // what is left of the range: retention deleted it).
+        let mut past_end = false;
+        while next < end {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::Timeout(format!(
+                    "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
                  {:.1}s; no store answered for the rest (check `towers`, that a store holds \
                  the partition, or retention if failOnDataLoss is off)",
-                timeout.as_secs_f64()
-            ))
-            .into());
-        }
-        if connected && next_ask.is_none_or(|t| now >= t) {
-            if next_ask.is_some() {
-                // A whole retry round passed: did answers start past `next`?
-                let answered_past = pending.keys().next().map_or(past_end, |&k| k > next);
-                if !progressed && answered_past {
-                    short_rounds += 1;
-                } else {
-                    short_rounds = 0;
-                }
-                progressed = false;
-                if short_rounds >= LOSS_ROUNDS {
-                    let first = pending.keys().next().copied().unwrap_or(end);
-                    if fail_on_loss {
-                        return Err(Error::DataLoss(format!(
-                            "records [{next}, {first}) of {topic}/{partition} are gone from \
-                             every store (retention); set failOnDataLoss=false to skip them"
-                        ))
-                        .into());
-                    }
-                    out.lost.push((next, first));
-                    next = first;
-                    drain(&mut pending, &mut next, end, &mut out.records);
-                    short_rounds = 0;
-                    continue;
-                }
+                    timeout.as_secs_f64()
+                ))
+                .into());
             }
-            let count = (end - next).min(MAX_FETCH) as u32;
-            c.core.emit(&Out::Fetch {
-                partition: partition.as_bytes().to_vec(),
-                subject: topic.as_bytes().to_vec(),
-                sequence: next,
-                count,
-            })?;
-            next_ask = Some(now + RETRY);
-            requested_to = next + u64::from(count);
-        }
-        let mut peer = false;
-        let before = next;
-        c.step(
-            deadline,
-            &mut |kind, key| {
-                if kind == Kind::Fetch && (key.is_empty() || key == partition.as_bytes()) {
-                    peer = true;
+            if connected && next_ask.is_none_or(|t| now >= t) {
+                if next_ask.is_some() {
+                    // A whole retry round passed: did answers start past `next`?
+                    let answered_past = pending.keys().next().map_or(past_end, |&k| k > next);
+                    if !progressed && answered_past {
+                        short_rounds += 1;
+                    } else {
+                        short_rounds = 0;
+                    }
+                    progressed = false;
+                    if short_rounds >= LOSS_ROUNDS {
+                        let first = pending.keys().next().copied().unwrap_or(end);
+                        if fail_on_loss {
+                            return Err(Error::DataLoss(format!(
+                                "records [{next}, {first}) of {topic}/{partition} are gone from \
+                             every store (retention); set failOnDataLoss=false to skip them"
+                            ))
+                            .into());
+                        }
+                        out.lost.push((next, first));
+                        next = first;
+                        drain(&mut pending, &mut next, end, &mut out.records);
+                        short_rounds = 0;
+                        continue;
+                    }
                 }
-            },
-            &mut |m| {
-                if let Message::DirectRecord(r) = m {
-                    if r.topic == own.as_slice()
-                        && r.address == partition.as_bytes()
-                        && r.subject == topic.as_bytes()
-                        && r.sequence >= next
-                    {
-                        if r.sequence < end {
-                            pending
-                                .entry(r.sequence)
-                                .or_insert_with(|| r.content.to_vec());
-                        } else {
-                            past_end = true;
+                let count = (end - next).min(MAX_FETCH) as u32;
+                c.core.emit(&Out::Fetch {
+                    partition: partition.as_bytes().to_vec(),
+                    subject: topic.as_bytes().to_vec(),
+                    sequence: next,
+                    count,
+                })?;
+                next_ask = Some(now + RETRY);
+                requested_to = next + u64::from(count);
+            }
+            let mut peer = false;
+            let before = next;
+            c.step(
+                deadline,
+                &mut |kind, key| {
+                    if kind != Kind::Fetch {
+                        return;
+                    }
+                    if key.is_empty() {
+                        peers.all = true;
+                    } else {
+                        peers.partitions.insert(key.to_vec());
+                    }
+                    if key.is_empty() || key == partition.as_bytes() {
+                        peer = true;
+                    }
+                },
+                &mut |m| {
+                    if let Message::DirectRecord(r) = m {
+                        if r.topic == own.as_slice()
+                            && r.address == partition.as_bytes()
+                            && r.subject == topic.as_bytes()
+                            && r.sequence >= next
+                        {
+                            if r.sequence < end {
+                                pending
+                                    .entry(r.sequence)
+                                    .or_insert_with(|| r.content.to_vec());
+                            } else {
+                                past_end = true;
+                            }
                         }
                     }
-                }
-            },
-        )?;
-        drain(&mut pending, &mut next, end, &mut out.records);
-        if next > before {
-            progressed = true;
-            // Ask for the next window as soon as this one is in; while records
-            // of this one flow, hold the retry back.
-            next_ask = Some(if next >= requested_to {
-                Instant::now()
-            } else {
-                Instant::now() + RETRY
-            });
+                },
+            )?;
+            drain(&mut pending, &mut next, end, &mut out.records);
+            if next > before {
+                progressed = true;
+                // Ask for the next window as soon as this one is in; while records
+                // of this one flow, hold the retry back.
+                next_ask = Some(if next >= requested_to {
+                    Instant::now()
+                } else {
+                    Instant::now() + RETRY
+                });
+            }
+            if peer && !connected {
+                connected = true;
+                next_ask = None;
+            } else if peer {
+                next_ask = Some(Instant::now());
+            }
+            check()?;
         }
-        if peer && !connected {
-            connected = true;
-            next_ask = None;
-        } else if peer {
-            next_ask = Some(Instant::now());
-        }
-        check()?;
+        Ok(out)
     }
-    Ok(out)
 }
 
 fn drain(

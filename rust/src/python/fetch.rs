@@ -1,5 +1,5 @@
-//! `dafka._native.heads`, `dafka._native.offsets` and
-//! `dafka._native.fetch_range`: the bounded read client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
+//! `dafka._native.heads`, `dafka._native.offsets`, `dafka._native.fetch_range`
+//! and `dafka._native.fetch_ranges`: the bounded read client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -111,7 +111,7 @@ fn offsets(
     timeout = 60.0, fail_on_loss = true, bind = "tcp://127.0.0.1:*".to_string(),
     beacon_interval = 1.0, beacon_timeout = 4.0
 ))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 fn fetch_range<'py>(
     py: Python<'py>,
     topic: String,
@@ -126,7 +126,7 @@ fn fetch_range<'py>(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
-) -> PyResult<(Vec<(u64, Bound<'py, PyBytes>)>, Vec<(u64, u64)>)> {
+) -> PyResult<PyFetched<'py>> {
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let t = seconds("timeout", timeout)?;
     let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
@@ -142,17 +142,66 @@ fn fetch_range<'py>(
             check_signals,
         )
     })?;
+    Ok(to_py(py, got))
+}
+
+/// What one range read gave Python: ``(records, lost)``.
+type PyFetched<'py> = (Vec<(u64, Bound<'py, PyBytes>)>, Vec<(u64, u64)>);
+
+fn to_py(py: Python<'_>, got: fetcher::Fetched) -> PyFetched<'_> {
     let records = got
         .records
         .into_iter()
         .map(|(o, v)| (o, PyBytes::new(py, &v)))
         .collect();
-    Ok((records, got.lost))
+    (records, got.lost)
+}
+
+/// :func:`fetch_range` of several ``(topic, partition, start, end)`` ranges,
+/// in turn, by one client (discovery and connections paid once); returns one
+/// ``(records, lost)`` per range. ``timeout`` applies to each range.
+#[pyfunction]
+#[pyo3(signature = (
+    ranges, *, towers = None, peers = None, wire = "rfc", timeout = 60.0, fail_on_loss = true,
+    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0
+))]
+#[allow(clippy::too_many_arguments)]
+fn fetch_ranges<'py>(
+    py: Python<'py>,
+    ranges: Vec<(String, String, i128, i128)>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
+    wire: &str,
+    timeout: f64,
+    fail_on_loss: bool,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+) -> PyResult<Vec<PyFetched<'py>>> {
+    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+    let t = seconds("timeout", timeout)?;
+    let mut owned = Vec::with_capacity(ranges.len());
+    for (topic, partition, start, end) in ranges {
+        owned.push((
+            topic,
+            partition,
+            unsigned("start", start)?,
+            unsigned("end", end)?,
+        ));
+    }
+    let refs: Vec<fetcher::Range<'_>> = owned
+        .iter()
+        .map(|(t, p, s, e)| (t.as_str(), p.as_str(), *s, *e))
+        .collect();
+    let got =
+        py.detach(|| fetcher::fetch_ranges::<PyErr>(&cfg, &refs, t, fail_on_loss, check_signals))?;
+    Ok(got.into_iter().map(|f| to_py(py, f)).collect())
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(heads, m)?)?;
     m.add_function(wrap_pyfunction!(offsets, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_range, m)?)?;
+    m.add_function(wrap_pyfunction!(fetch_ranges, m)?)?;
     Ok(())
 }
