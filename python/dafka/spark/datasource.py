@@ -52,7 +52,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from dafka._native import fetch_range, fetch_ranges, heads, offsets
+from dafka._native import fetch_ranges, heads, offsets
 from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
     Options,
@@ -189,25 +189,15 @@ class ReadSettings:
                     firsts[p] = first
         return out, firsts
 
-    def read(self, r: RangePartition) -> Iterator[tuple[str, str, int, bytes]]:
-        records, _lost = fetch_range(
-            r.topic,
-            r.partition,
-            r.start,
-            r.end,
-            towers=list(self.towers),
-            peers=list(self.peers) or None,
-            timeout=self.fetch_timeout,
-            fail_on_loss=self.fail_on_data_loss,
-            beacon_interval=self.beacon_interval,
-            bind=self.bind,
-        )
-        for off, value in records:
-            yield (r.topic, r.partition, off, value)
-
-    def read_packed(self, packed: PackedRanges) -> Iterator[tuple[str, str, int, bytes]]:
+    def read(self, p: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+        """The records of a task's range, or of its packed ranges in turn."""
+        if isinstance(p, PackedRanges):
+            ranges = p.ranges
+        else:
+            assert isinstance(p, RangePartition), p
+            ranges = (p,)
         got = fetch_ranges(
-            [(r.topic, r.partition, r.start, r.end) for r in packed.ranges],
+            [(r.topic, r.partition, r.start, r.end) for r in ranges],
             towers=list(self.towers),
             peers=list(self.peers) or None,
             timeout=self.fetch_timeout,
@@ -215,15 +205,9 @@ class ReadSettings:
             beacon_interval=self.beacon_interval,
             bind=self.bind,
         )
-        for r, (records, _lost) in zip(packed.ranges, got, strict=True):
+        for r, (records, _lost) in zip(ranges, got, strict=True):
             for off, value in records:
                 yield (r.topic, r.partition, off, value)
-
-    def read_any(self, p: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
-        if isinstance(p, PackedRanges):
-            return self.read_packed(p)
-        assert isinstance(p, RangePartition)
-        return self.read(p)
 
 
 def parse_offsets(spec: str, option: str) -> str | dict[str, int]:
@@ -335,7 +319,7 @@ class DafkaBatchReader(DataSourceReader):
         return plan(self.settings, start, end, {p: t for p, (t, _) in hs.items()})
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
-        return self.settings.read_any(partition)
+        return self.settings.read(partition)
 
 
 class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -434,7 +418,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan(self.settings, self._begin(start, end), end, self.topics)
 
     def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
-        return self.settings.read_any(partition)
+        return self.settings.read(partition)
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing to release: stores keep records by their own retention."""
