@@ -441,6 +441,23 @@ def test_fetch_ranges_reads_several_partitions_through_one_client(
             dafka.fetch_ranges([("t", names[0], -1, 5)], towers=towers)
 
 
+def test_nodes_find_each_other_without_waiting_for_periodic_beacons(
+    tmp_path: Path, tower: Tower
+) -> None:
+    """A store and a read client that beacon only every 30 s still find each
+    other at once: each node's first beacon reaches the tower (it is sent when the
+    tower's subscription arrives), and the tower tells a node that joins about the
+    nodes it knows. Before, the client waited for the store's next beacon (and the
+    store for the client's second one)."""
+    with dafka.Log(tmp_path / "log", retain_hours=None) as log:
+        log.append_many("t", "A" * 32, 0, [value(i) for i in range(10)])
+    towers = [tower.endpoint]
+    slow = {"beacon_interval": 30.0, "beacon_timeout": 90.0}
+    with Store(tmp_path, bind=LOCAL, towers=towers, **slow):  # type: ignore[arg-type]
+        got, lost = dafka.fetch_range("t", "A" * 32, 0, 10, towers=towers, timeout=10, **slow)
+        assert [v for _, v in got] == [value(i) for i in range(10)] and not lost
+
+
 def test_a_damaged_partition_does_not_keep_the_store_from_starting(
     tmp_path: Path, tower: Tower
 ) -> None:
