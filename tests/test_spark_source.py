@@ -339,3 +339,29 @@ def test_data_source_is_auto_discovered(tmp_path: Path) -> None:
     )
     # The dafka reader itself answered: it wants towers.
     assert 'option("towers"' in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_read_options_in_seconds_are_checked_and_reach_the_heads_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``headsSettle`` reaches ``heads``/``offsets``; a bad number of seconds names
+    its option (it used to be a bare float() error)."""
+    from dafka.spark import datasource
+
+    base = {"subscribe": "t", "towers": "tcp://127.0.0.1:1,2"}
+    s = datasource.ReadSettings.from_options({**base, "headsSettle": "0.1"})
+    assert (s.heads_settle, s.heads_timeout, s.fetch_timeout) == (0.1, 10.0, 60.0)
+    seen: list[dict[str, Any]] = []
+
+    def fake(topic: str, **kw: Any) -> dict[str, Any]:
+        seen.append(kw)
+        return {}
+
+    monkeypatch.setattr(datasource, "heads", fake)
+    monkeypatch.setattr(datasource, "offsets", fake)
+    s.heads()
+    s.offsets(None)
+    assert [kw["settle"] for kw in seen] == [0.1, 0.1]
+    for key, bad in [("headsSettle", "soon"), ("fetchTimeout", "-1"), ("headsTimeout", "nan")]:
+        with pytest.raises(ValueError, match=key):
+            datasource.ReadSettings.from_options({**base, key: bad})

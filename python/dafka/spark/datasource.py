@@ -19,7 +19,9 @@ latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
 ``failOnDataLoss`` (default true: raise when retention removed records a range
 needs; as with Kafka, ``earliest`` and partitions discovered later begin at the
 first record stores still hold, so what retention deleted before is not a
-loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``maxRecordsPerTask``
+loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``headsSettle`` seconds
+(default 0.5: planning asks stores for heads until no new answer came for this
+long; every micro-batch waits it once), ``maxRecordsPerTask``
 (default 500,000: longer ranges are split over several Spark tasks, each holding its
 range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
 ``maxRecordsPerTask``: shorter ranges share a task, read one after the other by
@@ -101,6 +103,17 @@ class PackedRanges(InputPartition):
     ranges: tuple[RangePartition, ...]
 
 
+def _seconds(options: dict[str, str], key: str, default: float) -> float:
+    v = options.get(key)
+    try:
+        x = default if v is None else float(v)
+    except ValueError:
+        raise ValueError(f"option {key} must be a number of seconds, got {v!r}") from None
+    if not 0 < x < float("inf"):
+        raise ValueError(f"option {key} must be a positive number of seconds, got {v!r}")
+    return x
+
+
 def _positive(options: dict[str, str], key: str, default: int) -> int:
     v = options.get(key)
     try:
@@ -122,6 +135,7 @@ class ReadSettings:
     fail_on_data_loss: bool
     fetch_timeout: float
     heads_timeout: float
+    heads_settle: float
     beacon_interval: float
     bind: str
     max_records_per_task: int
@@ -144,9 +158,10 @@ class ReadSettings:
             towers=towers,
             peers=peers,
             fail_on_data_loss=flag(options, "failOnDataLoss", True),
-            fetch_timeout=float(options.get("fetchTimeout", "60")),
-            heads_timeout=float(options.get("headsTimeout", "10")),
-            beacon_interval=float(options.get("beaconInterval", "1.0")),
+            fetch_timeout=_seconds(options, "fetchTimeout", 60.0),
+            heads_timeout=_seconds(options, "headsTimeout", 10.0),
+            heads_settle=_seconds(options, "headsSettle", 0.5),
+            beacon_interval=_seconds(options, "beaconInterval", 1.0),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
             max_records_per_task=_positive(options, "maxRecordsPerTask", 500_000),
             min_records_per_task=_positive(options, "minRecordsPerTask", 50_000),
@@ -170,6 +185,7 @@ class ReadSettings:
                 "towers": list(self.towers),
                 "peers": list(self.peers) or None,
                 "timeout": self.heads_timeout,
+                "settle": self.heads_settle,
                 "beacon_interval": self.beacon_interval,
                 "bind": self.bind,
             }
