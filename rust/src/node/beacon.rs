@@ -21,11 +21,19 @@ pub enum PeerEvent {
 }
 
 /// Known peers by UUID: pure, no sockets.
+///
+/// Two UUIDs can name one endpoint for a while: a node that ended is
+/// remembered until `timeout`, and a new node may have been given its port.
+/// The SUB is connected to an endpoint once and disconnected when no peer
+/// names it any more (a ZeroMQ disconnect drops every connection to the
+/// endpoint, so dropping the dead peer's would cut the live one off for good).
 #[derive(Debug)]
 pub struct PeerTable {
     own: Vec<u8>,
     timeout: Duration,
     peers: HashMap<Vec<u8>, (String, Instant)>,
+    /// Peers naming each endpoint.
+    users: HashMap<String, usize>,
 }
 
 impl PeerTable {
@@ -34,6 +42,27 @@ impl PeerTable {
             own: own.to_vec(),
             timeout,
             peers: HashMap::new(),
+            users: HashMap::new(),
+        }
+    }
+
+    /// One more peer names `ep`: connect if it is the first.
+    fn add_user(&mut self, ep: &str, out: &mut Vec<PeerEvent>) {
+        let n = self.users.entry(ep.to_string()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            out.push(PeerEvent::Connect(ep.to_string()));
+        }
+    }
+
+    /// One peer fewer names `ep`: disconnect if it was the last.
+    fn drop_user(users: &mut HashMap<String, usize>, ep: &str, out: &mut Vec<PeerEvent>) {
+        if let Some(n) = users.get_mut(ep) {
+            *n -= 1;
+            if *n == 0 {
+                users.remove(ep);
+                out.push(PeerEvent::Disconnect(ep.to_string()));
+            }
         }
     }
 
@@ -42,35 +71,33 @@ impl PeerTable {
         if uuid == self.own.as_slice() || !endpoint.starts_with("tcp://") {
             return Vec::new();
         }
+        let mut out = Vec::new();
         match self.peers.get_mut(uuid) {
-            Some((ep, seen)) if ep == endpoint => {
-                *seen = now;
-                Vec::new()
-            }
+            Some((ep, seen)) if ep == endpoint => *seen = now,
             Some((ep, seen)) => {
                 let old = std::mem::replace(ep, endpoint.to_string());
                 *seen = now;
-                vec![
-                    PeerEvent::Disconnect(old),
-                    PeerEvent::Connect(endpoint.into()),
-                ]
+                Self::drop_user(&mut self.users, &old, &mut out);
+                self.add_user(endpoint, &mut out);
             }
             None => {
                 self.peers
                     .insert(uuid.to_vec(), (endpoint.to_string(), now));
-                vec![PeerEvent::Connect(endpoint.into())]
+                self.add_user(endpoint, &mut out);
             }
         }
+        out
     }
 
     /// Forgets peers silent for `timeout`.
     pub fn expire(&mut self, now: Instant) -> Vec<PeerEvent> {
         let timeout = self.timeout;
         let mut out = Vec::new();
+        let users = &mut self.users;
         self.peers.retain(|_, (ep, seen)| {
             let keep = now.duration_since(*seen) < timeout;
             if !keep {
-                out.push(PeerEvent::Disconnect(ep.clone()));
+                Self::drop_user(users, ep, &mut out);
             }
             keep
         });
@@ -388,6 +415,39 @@ mod tests {
             (1..=bound as usize).contains(&beacons),
             "{beacons} beacons for 50 joins (at most {bound})"
         );
+    }
+
+    /// A node that ended and a new one given its port: one connection, kept
+    /// while either is known, dropped when neither is.
+    #[test]
+    fn an_endpoint_two_peers_name_is_connected_once_and_kept_for_the_live_one() {
+        let t0 = Instant::now();
+        let mut t = PeerTable::new(b"ME", Duration::from_secs(4));
+        let ep = "tcp://127.0.0.1:5000";
+        assert_eq!(
+            t.on_beacon(b"OLD", ep, t0),
+            vec![PeerEvent::Connect(ep.into())]
+        );
+        let t1 = t0 + Duration::from_secs(3);
+        assert!(t.on_beacon(b"NEW", ep, t1).is_empty(), "connected already");
+        // OLD expires; NEW, still beaconing, keeps the connection.
+        let t5 = t0 + Duration::from_secs(5);
+        assert!(t.on_beacon(b"NEW", ep, t5).is_empty());
+        assert!(t.expire(t5).is_empty(), "NEW still uses the endpoint");
+        assert_eq!(t.len(), 1);
+        // NEW moves away: now the endpoint goes.
+        assert_eq!(
+            t.on_beacon(b"NEW", "tcp://127.0.0.1:5001", t5),
+            vec![
+                PeerEvent::Disconnect(ep.into()),
+                PeerEvent::Connect("tcp://127.0.0.1:5001".into())
+            ]
+        );
+        assert_eq!(
+            t.expire(t5 + Duration::from_secs(4)),
+            vec![PeerEvent::Disconnect("tcp://127.0.0.1:5001".into())]
+        );
+        assert!(t.is_empty());
     }
 
     #[test]
