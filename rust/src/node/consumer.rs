@@ -15,7 +15,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::{ConsumerConfig, OffsetReset};
-use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::node::core::{new_address, poll_timeout, Backoff, Core, Frames, Out, Stats};
 use crate::wire::{decode, Head, Message, NodeType, Record, StoreHello, Subscription};
 
 /// One record handed to the application.
@@ -28,10 +28,6 @@ pub struct Delivery {
     /// Seek generation of the partition when delivered (stale ones are skipped).
     pub epoch: u64,
 }
-
-/// A stalled partition's FETCH retry interval doubles up to this many times
-/// (16 x `fetch_retry`: 8 s by default).
-const MAX_BACKOFF: u32 = 4;
 
 #[derive(Debug)]
 struct Part {
@@ -56,12 +52,11 @@ struct Part {
     /// and `next` then.
     stalled: u32,
     stall_mark: u64,
-    /// Doublings of the retry interval: a partition that no node answered in
-    /// `give_up_fetches` tries is asked less and less often (a consumer of
-    /// many partitions whose stores are away would otherwise send each
-    /// partition's FETCH every `fetch_retry`, forever), until a store says
-    /// hello or records arrive.
-    backoff: u32,
+    /// A partition that no node answered in `give_up_fetches` tries is asked
+    /// less and less often (a consumer of many partitions whose stores are
+    /// away would otherwise send each partition's FETCH every `fetch_retry`,
+    /// forever), until a store says hello or records arrive.
+    backoff: Backoff,
 }
 
 /// Pure consumer protocol state.
@@ -121,7 +116,7 @@ impl Part {
     fn forget_stall(&mut self) {
         self.answered_beyond = false;
         self.stalled = 0;
-        self.backoff = 0;
+        self.backoff = Backoff::default();
         self.stall_mark = self.next;
     }
 
@@ -147,7 +142,7 @@ impl Part {
             );
         }
         if self.stalled >= give_up && !self.answered_beyond {
-            self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
+            self.backoff = self.backoff.doubled();
         }
         if self.stalled < give_up || !self.answered_beyond {
             return 0;
@@ -231,8 +226,8 @@ impl ConsumerState {
         }
         for k in &self.stall_watch {
             if let Some(p) = self.parts.get_mut(&**k) {
-                if p.backoff > 0 && p.retry_at.is_some() {
-                    p.backoff = 0;
+                if p.backoff.is_on() && p.retry_at.is_some() {
+                    p.backoff = Backoff::default();
                     p.retry_at = Some(now);
                     self.timers.push(Reverse((now, k.clone())));
                 }
@@ -281,7 +276,7 @@ impl ConsumerState {
                 answered_beyond: false,
                 stalled: 0,
                 stall_mark: next,
-                backoff: 0,
+                backoff: Backoff::default(),
             }
         });
     }
@@ -330,7 +325,7 @@ impl ConsumerState {
                 // Retries count from the first answer from past the gap.
                 p.answered_beyond = true;
                 p.stalled = 0;
-                p.backoff = 0;
+                p.backoff = Backoff::default();
             }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
             if p.pending.len() < max_pending {
@@ -395,7 +390,7 @@ impl ConsumerState {
         }
         let count = u32::try_from(end - from).unwrap_or(max_fetch);
         p.requested = end;
-        let at = now + retry * (1 << p.backoff);
+        let at = now + p.backoff.interval(retry);
         p.retry_at = Some(at);
         self.timers.push(Reverse((at, p.key.clone())));
         self.fetches += 1;

@@ -4,7 +4,7 @@
 //! machines return, reusable receive [`Frames`], and [`Stats`] counters.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::node::actor::Inbox;
@@ -529,6 +529,33 @@ impl Core {
             sub: items[2].is_readable(),
             beacon: items[3..].iter().any(|i| i.is_readable()),
         })
+    }
+}
+
+/// How far the FETCH retry interval of a gap that nobody answers has backed
+/// off, for consumers and stores alike: after `give_up_fetches` unanswered
+/// tries it doubles with each retry, up to 16 x `fetch_retry` (8 s by
+/// default), and starts over when records arrive or a store (re)appears.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Backoff(u32);
+
+impl Backoff {
+    /// Doublings at most: 2^4 = 16 x `fetch_retry`.
+    const MAX: u32 = 4;
+
+    /// One more unanswered retry past `give_up_fetches`.
+    pub fn doubled(self) -> Self {
+        Self((self.0 + 1).min(Self::MAX))
+    }
+
+    /// Whether the interval is longer than `fetch_retry`.
+    pub fn is_on(self) -> bool {
+        self.0 > 0
+    }
+
+    /// The retry interval, `retry` backed off.
+    pub fn interval(self, retry: Duration) -> Duration {
+        retry * (1 << self.0)
     }
 }
 

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxBuildHasher;
 
-use crate::node::core::Out;
+use crate::node::core::{Backoff, Out};
 use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
 
 /// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).
@@ -258,19 +258,15 @@ struct InFlight {
     /// A peer answered it with records past `from` (it holds none of the gap)
     /// while the store held no record of the partition (see `on_direct_record`).
     answered_beyond: bool,
-    /// Doublings of the retry interval: a gap unanswered for
-    /// `give_up_fetches` tries that the store keeps waiting for (its peers
-    /// are away) is asked for less and less often, up to 16 x `fetch_retry`,
+    /// A gap unanswered for `give_up_fetches` tries that the store keeps
+    /// waiting for (its peers are away) is asked for less and less often,
     /// until another store connects ([`StoreLogic::store_joined`]).
-    backoff: u32,
+    backoff: Backoff,
 }
-
-/// See [`InFlight::backoff`].
-const MAX_FETCH_BACKOFF: u32 = 4;
 
 impl InFlight {
     fn retry_at(&self, retry: Duration) -> Instant {
-        self.at + retry * (1 << self.backoff)
+        self.at + self.backoff.interval(retry)
     }
 }
 
@@ -583,7 +579,7 @@ impl<L: StoreLog> StoreLogic<L> {
         let count = (gap_end - want_from + 1).min(u64::from(cfg.max_fetch_count));
         let mut tries = 0;
         let mut answered_beyond = false;
-        let mut backoff = 0;
+        let mut backoff = Backoff::default();
         if let Some(f) = st.fetch {
             let fresh = now < f.retry_at(cfg.fetch_retry);
             // The FETCH in flight still covers what is missing: its answers are
@@ -597,7 +593,7 @@ impl<L: StoreLog> StoreLogic<L> {
                 tries = f.tries + 1;
                 answered_beyond = f.answered_beyond;
                 if tries >= cfg.give_up_fetches {
-                    backoff = (f.backoff + 1).min(MAX_FETCH_BACKOFF);
+                    backoff = f.backoff.doubled();
                 }
                 if next.is_none() && tries >= cfg.give_up_fetches {
                     if let Some(first) = first_held {
@@ -704,7 +700,7 @@ impl<L: StoreLog> StoreLogic<L> {
                 .and_then(|st| st.fetch.as_mut())
             {
                 // Due `fetch_retry` after the last FETCH: at once, mostly.
-                f.backoff = 0;
+                f.backoff = Backoff::default();
             }
         }
     }
