@@ -417,8 +417,7 @@ impl Client {
         }
         let want = usize::try_from(end - start).unwrap_or(usize::MAX);
         out.records.reserve(want.min(1 << 20));
-        let c = self;
-        let own = c.core.address.clone();
+        let own = self.core.address.clone();
         let deadline = Instant::now() + timeout;
         let mut next = start;
         let mut pending: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
@@ -469,7 +468,7 @@ impl Client {
                     }
                 }
                 let count = (end - next).min(MAX_FETCH) as u32;
-                c.core.emit(&Out::Fetch {
+                self.core.emit(&Out::Fetch {
                     partition: partition.as_bytes().to_vec(),
                     subject: topic.as_bytes().to_vec(),
                     sequence: next,
@@ -480,7 +479,7 @@ impl Client {
             }
             let mut peer = false;
             let before = next;
-            c.step(
+            self.step(
                 deadline,
                 &mut |kind, key| {
                     if kind != Kind::Fetch {
