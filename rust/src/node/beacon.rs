@@ -27,6 +27,7 @@ pub enum PeerEvent {
 /// The SUB is connected to an endpoint once and disconnected when no peer
 /// names it any more (a ZeroMQ disconnect drops every connection to the
 /// endpoint, so dropping the dead peer's would cut the live one off for good).
+/// Static peers count as users of their endpoint for good.
 #[derive(Debug)]
 pub struct PeerTable {
     own: Vec<u8>,
@@ -101,6 +102,15 @@ impl PeerTable {
             }
             keep
         });
+        out
+    }
+
+    /// A static peer (`peers=[...]`, or `connect` at run time): it names its
+    /// endpoint for good, so the connection outlives any discovered peer that
+    /// shares it. Connects only if nothing named the endpoint yet.
+    pub fn add_static(&mut self, endpoint: &str) -> Vec<PeerEvent> {
+        let mut out = Vec::new();
+        self.add_user(endpoint, &mut out);
         out
     }
 
@@ -448,6 +458,26 @@ mod tests {
             vec![PeerEvent::Disconnect("tcp://127.0.0.1:5001".into())]
         );
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_static_peer_also_discovered_is_connected_once_and_never_dropped() {
+        let t0 = Instant::now();
+        let mut t = PeerTable::new(b"ME", Duration::from_secs(4));
+        let ep = "tcp://127.0.0.1:5000";
+        assert_eq!(t.add_static(ep), vec![PeerEvent::Connect(ep.into())]);
+        assert!(t.on_beacon(b"P1", ep, t0).is_empty(), "connected already");
+        // The discovered entry expires; the static peer keeps the connection.
+        assert!(t.expire(t0 + Duration::from_secs(5)).is_empty());
+        assert!(t.is_empty());
+        // Discovered first, then named as a static peer: still one connect.
+        let other = "tcp://127.0.0.1:5001";
+        assert_eq!(
+            t.on_beacon(b"P2", other, t0),
+            vec![PeerEvent::Connect(other.into())]
+        );
+        assert!(t.add_static(other).is_empty());
+        assert!(t.expire(t0 + Duration::from_secs(5)).is_empty());
     }
 
     #[test]

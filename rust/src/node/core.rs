@@ -353,14 +353,7 @@ impl Core {
         for prefix in subscriptions(node, address.as_bytes(), topics) {
             sub.set_subscribe(&prefix)?;
         }
-        for p in &cfg.peers {
-            sub.connect(p).map_err(|source| Error::Socket {
-                op: "connect",
-                endpoint: p.clone(),
-                source,
-            })?;
-        }
-        let disc = Discovery::new(
+        let mut disc = Discovery::new(
             ctx,
             &cfg.towers,
             address.as_bytes(),
@@ -370,6 +363,16 @@ impl Core {
             cfg.beacon_timeout,
             Instant::now(),
         )?;
+        for p in &cfg.peers {
+            if disc.table.add_static(p).is_empty() {
+                continue; // named twice in `peers`
+            }
+            sub.connect(p).map_err(|source| Error::Socket {
+                op: "connect",
+                endpoint: p.clone(),
+                source,
+            })?;
+        }
         Ok(Self {
             xpub,
             sub,
@@ -403,7 +406,11 @@ impl Core {
     }
 
     /// Connects the SUB to one more static peer (an XPUB endpoint).
+    /// Connected once, however many static or discovered peers name it.
     pub fn connect(&mut self, endpoint: &str) {
+        if self.disc.table.add_static(endpoint).is_empty() {
+            return;
+        }
         if let Err(e) = self.sub.connect(endpoint) {
             tracing::warn!("cannot connect to peer {endpoint}: {e}");
         }

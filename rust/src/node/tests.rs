@@ -100,6 +100,61 @@ fn tower_discovery_end_to_end() {
     t.close().unwrap();
 }
 
+fn stat(snapshot: Vec<(&'static str, u64)>, key: &str) -> u64 {
+    snapshot
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, v)| v)
+}
+
+#[test]
+fn a_static_peer_stays_connected_when_its_discovered_twin_expires() {
+    let t = tower();
+    let node = |peers: Vec<String>| NodeConfig {
+        towers: vec![t.endpoint()],
+        peers,
+        beacon_interval: Duration::from_millis(100),
+        beacon_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            node: node(vec![]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            node: node(vec![p.endpoint().to_string()]),
+            offset_reset: OffsetReset::Earliest,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let wait_peers = |want: u64| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while stat(c.stats().snapshot(), "peers") != want {
+            assert!(Instant::now() < deadline, "peers never became {want}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The producer is both a static peer and discovered through the tower.
+    wait_peers(1);
+    // The tower goes: the discovered entry expires, the static peer stays.
+    t.close().unwrap();
+    wait_peers(0);
+    for i in 0..100u32 {
+        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+    }
+    let got = consume(&c, 100, Duration::from_secs(10));
+    assert_eq!(got.len(), 100, "stats: {:?}", c.stats().snapshot());
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
 #[test]
 fn bind_error_is_reported_by_the_constructor() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
