@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from nodes_util import wait_for
+
 import dafka
 from dafka import Log, Producer, Store, Tower
 
@@ -357,11 +359,52 @@ def test_read_options_in_seconds_are_checked_and_reach_the_heads_round(
         seen.append(kw)
         return {}
 
-    monkeypatch.setattr(datasource, "heads", fake)
     monkeypatch.setattr(datasource, "offsets", fake)
     s.heads()
     s.offsets(None)
     assert [kw["settle"] for kw in seen] == [0.1, 0.1]
+    assert seen[0]["partitions"] == [], "heads alone probes no first offset"
     for key, bad in [("headsSettle", "soon"), ("fetchTimeout", "-1"), ("headsTimeout", "nan")]:
         with pytest.raises(ValueError, match=key):
             datasource.ReadSettings.from_options({**base, key: bad})
+
+
+def test_stream_reader_plans_through_one_client_kept_across_batches(cluster: Cluster) -> None:
+    """The stream reader's planning rounds go through one :class:`dafka.HeadsWatch`
+    per topic, kept across micro-batches: after the first, a round ends shortly
+    after the stores answered instead of waiting ``headsSettle`` (``quick_rounds``).
+    A partition that appears later is still found; the reader still pickles (Spark
+    ships readers to executors) without its client; ``stop()`` closes the client."""
+    import pickle
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from dafka.spark.datasource import DafkaStreamReader
+
+    first = cluster.produce("w", vals("a", 10))
+    r = DafkaStreamReader(
+        {
+            "subscribe": "w",
+            "towers": cluster.tower.endpoint,
+            "beaconInterval": "0.2",
+            "startingOffsets": "earliest",
+        }
+    )
+    start = r.initialOffset()
+    assert start == {first: 0}
+    assert r.latestOffset(start, ReadAllAvailable()) == {first: 10}
+    assert r._watch_clients is not None
+    watch = r._watch_clients["w"]
+    assert watch.stats()["quick_rounds"] >= 1, watch.stats()
+    second = cluster.produce("w", vals("b", 5))
+    wait_for(
+        lambda: r.latestOffset(start, ReadAllAvailable()) == {first: 10, second: 5},
+        "the new partition in the reader's heads",
+    )
+    assert r.partitions(start, {first: 10, second: 5})
+    assert watch.stats()["rounds"] >= 3
+    copy = pickle.loads(pickle.dumps(r))
+    assert copy._watch_clients is None and copy.topics == r.topics
+    r.stop()
+    with pytest.raises(dafka.ClosedError):
+        watch.offsets()

@@ -441,6 +441,43 @@ def test_fetch_ranges_reads_several_partitions_through_one_client(
             dafka.fetch_ranges([("t", names[0], -1, 5)], towers=towers)
 
 
+def test_heads_watch_rounds_after_the_first_end_after_the_answers(
+    tmp_path: Path, tower: Tower
+) -> None:
+    """A :class:`dafka.HeadsWatch` round after the first asks the stores that
+    answered before and ends shortly after their answers (``quick_rounds``), with
+    the same result as a full round; heads rise as a producer writes; a peer that
+    connects (the new producer) makes a full round; a closed watch raises."""
+    a = "A" * 32
+    with dafka.Log(tmp_path / "log", retain_hours=None) as log:
+        log.append_many("t", a, 0, [value(i) for i in range(10)])
+    towers = [tower.endpoint]
+    with (
+        Store(tmp_path, bind=LOCAL, towers=towers, **FAST),
+        dafka.HeadsWatch("t", towers=towers, **FAST) as w,
+    ):
+        assert w.offsets(exclude=[a], timeout=30) == {a: (0, 10)}
+        assert w.offsets(timeout=30) == {a: (0, 10)}
+        assert w.stats() == {"rounds": 2, "quick_rounds": 1}
+        with Producer("t", bind=LOCAL, towers=towers, **FAST) as p:
+            p.send_many([value(i) for i in range(5)])
+            assert flush_all(p) == 0
+            wait_for(
+                lambda: w.offsets(partitions=[]).get(p.address) == (0, 5),
+                "the new partition's head",
+            )
+
+            def full_rounds() -> int:
+                st = w.stats()
+                return st["rounds"] - st["quick_rounds"]
+
+            wait_for(lambda: bool(w.offsets()) and full_rounds() >= 2, "a full round")
+    with pytest.raises(dafka.ClosedError):
+        w.offsets()
+    with pytest.raises(ValueError, match="settle"):
+        dafka.HeadsWatch("t", towers=towers).offsets(settle=-1)
+
+
 def test_nodes_find_each_other_without_waiting_for_periodic_beacons(
     tmp_path: Path, tower: Tower
 ) -> None:

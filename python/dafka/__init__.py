@@ -10,6 +10,7 @@ from __future__ import annotations
 from dafka import wire
 from dafka._native import (
     Consumer,
+    HeadsWatch,
     Producer,
     Store,
     Tower,
@@ -47,6 +48,7 @@ __all__ = [
     "DafkaError",
     "DataLossError",
     "FetchTimeoutError",
+    "HeadsWatch",
     "Log",
     "LogError",
     "LogIOError",

@@ -10,6 +10,7 @@ from dafka.log import PartitionInfo
 
 __all__ = [
     "Consumer",
+    "HeadsWatch",
     "NativeLog",
     "Producer",
     "Record",
@@ -147,6 +148,34 @@ class Record:
     def __ne__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[Any, ...]: ...
+
+@final
+class HeadsWatch:
+    """A read client kept across heads rounds of one topic."""
+
+    def __new__(
+        cls,
+        topic: str,
+        *,
+        towers: list[str] | None = None,
+        peers: list[str] | None = None,
+        wire: str = "rfc",
+        bind: str = ...,
+        beacon_interval: float = 1.0,
+        beacon_timeout: float = 4.0,
+    ) -> HeadsWatch: ...
+    def offsets(
+        self,
+        *,
+        partitions: list[str] | None = None,
+        exclude: list[str] | None = None,
+        timeout: float = 10.0,
+        settle: float = 0.5,
+    ) -> dict[str, tuple[int, int]]: ...
+    def stats(self) -> dict[str, int]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_exc: object) -> Literal[False]: ...
 
 @final
 class Tower:

@@ -21,7 +21,10 @@ needs; as with Kafka, ``earliest`` and partitions discovered later begin at the
 first record stores still hold, so what retention deleted before is not a
 loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``headsSettle`` seconds
 (default 0.5: planning asks stores for heads until no new answer came for this
-long; every micro-batch waits it once), ``maxRecordsPerTask``
+long; a batch read waits it once, a streaming query in its first micro-batch and
+after a pause longer than the stores' beacon timeout: it keeps its planning
+client, whose later rounds end shortly after the stores' answers, see
+:class:`dafka.HeadsWatch`), ``maxRecordsPerTask``
 (default 500,000: longer ranges are split over several Spark tasks, each holding its
 range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
 ``maxRecordsPerTask``: shorter ranges share a task, read one after the other by
@@ -54,7 +57,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from dafka._native import fetch_ranges, heads, offsets
+from dafka._native import HeadsWatch, fetch_ranges, offsets
 from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
     Options,
@@ -167,38 +170,53 @@ class ReadSettings:
             min_records_per_task=_positive(options, "minRecordsPerTask", 50_000),
         )
 
-    def heads(self) -> dict[str, tuple[str, int]]:
+    def heads(self, watches: dict[str, HeadsWatch] | None = None) -> dict[str, tuple[str, int]]:
         """``{partition: (topic, next_offset)}`` over every subscribed topic."""
-        return self.offsets(())[0]
+        return self.offsets((), watches=watches)[0]
+
+    def watch(self, topic: str) -> HeadsWatch:
+        """A read client kept across heads rounds of ``topic`` (see
+        :class:`dafka.HeadsWatch`): a round after the first costs a round trip,
+        not ``headsSettle``."""
+        return HeadsWatch(
+            topic,
+            towers=list(self.towers),
+            peers=list(self.peers) or None,
+            bind=self.bind,
+            beacon_interval=self.beacon_interval,
+        )
 
     def offsets(
-        self, only: Collection[str] | None, exclude: Collection[str] = ()
+        self,
+        only: Collection[str] | None,
+        exclude: Collection[str] = (),
+        watches: dict[str, HeadsWatch] | None = None,
     ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
         """:meth:`heads`, and the first offset still held (where ``earliest``
         begins) of the partitions in ``only`` (every one for None; none for an
-        empty collection) that are not in ``exclude``, asked in the same round."""
+        empty collection) that are not in ``exclude``, asked in the same round;
+        through ``watches[topic]`` when given, else by a one-off client."""
         out: dict[str, tuple[str, int]] = {}
         firsts: dict[str, int] = {}
         wanted = None if only is None else set(only)
+        round_args: dict[str, Any] = {
+            "partitions": None if only is None else list(only),
+            "exclude": list(exclude) or None,
+            "timeout": self.heads_timeout,
+            "settle": self.heads_settle,
+        }
         for t in self.topics:
-            common: dict[str, Any] = {
-                "towers": list(self.towers),
-                "peers": list(self.peers) or None,
-                "timeout": self.heads_timeout,
-                "settle": self.heads_settle,
-                "beacon_interval": self.beacon_interval,
-                "bind": self.bind,
-            }
-            if only is not None and not only:
-                for p, n in heads(t, **common).items():
-                    out[p] = (t, n)
-                continue
-            got = offsets(
-                t,
-                partitions=None if only is None else list(only),
-                exclude=list(exclude) or None,
-                **common,
-            )
+            if watches is not None:
+                got = watches[t].offsets(**round_args)
+            else:
+                got = offsets(
+                    t,
+                    towers=list(self.towers),
+                    peers=list(self.peers) or None,
+                    beacon_interval=self.beacon_interval,
+                    bind=self.bind,
+                    **round_args,
+                )
             for p, (first, n) in got.items():
                 out[p] = (t, n)
                 if (wanted is None or p in wanted) and p not in exclude:
@@ -355,19 +373,34 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # First offsets still held of partitions that appeared after the query
         # started (read from there, like Kafka's new partitions from earliest).
         self.firsts: dict[str, int] = {}
+        # Read clients kept across micro-batches, one per topic; made on first
+        # use (Spark also builds readers that only plan reads on executors).
+        self._watch_clients: dict[str, HeadsWatch] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_watch_clients"] = None
+        return state
+
+    def _watches(self) -> dict[str, HeadsWatch]:
+        if self._watch_clients is None:
+            self._watch_clients = {t: self.settings.watch(t) for t in self.settings.topics}
+        return self._watch_clients
 
     def prepareForTriggerAvailableNow(self) -> None:
+        # A full round by a new client: the target must be everything stores
+        # hold now, not what answered within a short round.
         self.target = self.settings.heads()
 
     def _heads(self) -> dict[str, tuple[str, int]]:
-        hs = self.target if self.target is not None else self.settings.heads()
+        hs = self.target if self.target is not None else self.settings.heads(self._watches())
         self.topics.update({p: t for p, (t, _) in hs.items()})
         return hs
 
     def initialOffset(self) -> dict[str, int]:
         if not needs_firsts(self.starting, EARLIEST):
             return resolve(self.starting, self._heads(), EARLIEST)
-        hs, firsts = self.settings.offsets(None)
+        hs, firsts = self.settings.offsets(None, watches=self._watches())
         if self.target is not None:
             hs = self.target
         self.topics.update({p: t for p, (t, _) in hs.items()})
@@ -379,7 +412,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.firsts = {p: v for p, v in self.firsts.items() if p not in start}
         new = [p for p in parts if p not in start and p not in self.firsts]
         if new:
-            self.firsts.update(self.settings.offsets(new)[1])
+            self.firsts.update(self.settings.offsets(new, watches=self._watches())[1])
         return {p: start[p] if p in start else self.firsts.get(p, 0) for p in parts}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -395,7 +428,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.target is None:
             # The heads, and in the same round where partitions new to the
             # query begin: they are read from their first record held.
-            hs, firsts = self.settings.offsets(None, exclude=start.keys())
+            hs, firsts = self.settings.offsets(None, exclude=start.keys(), watches=self._watches())
             self.topics.update({p: t for p, (t, _) in hs.items()})
             self.firsts.update(firsts)
         else:
@@ -440,7 +473,10 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to release: stores keep records by their own retention."""
 
     def stop(self) -> None:
-        """No long-lived resources: every read opens and closes its own client."""
+        """Closes the planning clients (each task's reads close their own)."""
+        for w in (self._watch_clients or {}).values():
+            w.close()
+        self._watch_clients = None
 
 
 def _value_bytes(v: Any) -> bytes:

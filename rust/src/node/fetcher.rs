@@ -125,7 +125,9 @@ pub fn heads<E: From<Error>>(
     mut check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, u64>, E> {
     let mut c = Client::open(cfg)?;
-    c.heads(topic, timeout, settle, &mut check)
+    let mut heads = BTreeMap::new();
+    c.heads_round(topic, &mut heads, timeout, settle, None, &mut check)?;
+    Ok(heads)
 }
 
 /// What [`offsets`] found of one partition.
@@ -161,22 +163,75 @@ pub fn offsets<E: From<Error>>(
     mut check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
     let mut c = Client::open(cfg)?;
-    let deadline = Instant::now() + timeout;
-    let heads = c.heads(topic, timeout, settle, &mut check)?;
-    let only: Option<HashSet<&String>> = only.map(|o| o.iter().collect());
-    let exclude: HashSet<&String> = exclude.iter().collect();
-    let probe: Vec<&String> = heads
-        .keys()
-        .filter(|p| only.as_ref().is_none_or(|o| o.contains(p)) && !exclude.contains(p))
-        .collect();
-    let firsts = c.firsts(topic, &probe, deadline, settle, &mut check)?;
-    Ok(heads
-        .iter()
-        .map(|(p, &next)| {
-            let first = firsts.get(p.as_str()).copied().unwrap_or(0).min(next);
-            (p.clone(), Offsets { first, next })
+    let mut heads = BTreeMap::new();
+    let (got, _) = c.offsets_round(
+        topic, &mut heads, only, exclude, timeout, settle, None, &mut check,
+    )?;
+    Ok(got)
+}
+
+/// How long a [`HeadsWatch`] round waits after the last answer for more.
+pub const WATCH_QUIET: Duration = Duration::from_millis(50);
+
+/// A read client kept across rounds of [`offsets`] for one topic: a
+/// streaming source's planning, once per micro-batch. The first round (and
+/// one in which a peer connects) waits `settle` as [`offsets`] does; later
+/// rounds ask the peers that answered before and end [`WATCH_QUIET`] after
+/// the last answer, so a round costs a round trip, not `settle`. Heads only
+/// rise: an answer that comes after its round ended counts in the next one.
+///
+/// The client runs only inside a round: between rounds it neither beacons
+/// nor reads, so after a pause longer than the stores' `beacon_timeout` they
+/// have dropped it and the next round waits for them to reconnect (a full
+/// round).
+pub struct HeadsWatch {
+    client: Client,
+    topic: String,
+    heads: BTreeMap<String, u64>,
+    answered: bool,
+    /// Rounds so far, and how many of them ended quick (after [`WATCH_QUIET`]).
+    pub rounds: u64,
+    pub quick_rounds: u64,
+}
+
+impl HeadsWatch {
+    pub fn open(cfg: &NodeConfig, topic: &str) -> Result<Self> {
+        Ok(Self {
+            client: Client::open(cfg)?,
+            topic: topic.to_string(),
+            heads: BTreeMap::new(),
+            answered: false,
+            rounds: 0,
+            quick_rounds: 0,
         })
-        .collect())
+    }
+
+    /// One round: every partition known with `first` (probed as in
+    /// [`offsets`] for the partitions of `only` not in `exclude`) and `next`.
+    pub fn offsets<E: From<Error>>(
+        &mut self,
+        only: Option<&[String]>,
+        exclude: &[String],
+        timeout: Duration,
+        settle: Duration,
+        mut check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
+        let quiet = self.answered.then_some(WATCH_QUIET.min(settle));
+        let (got, quick) = self.client.offsets_round(
+            &self.topic,
+            &mut self.heads,
+            only,
+            exclude,
+            timeout,
+            settle,
+            quiet,
+            &mut check,
+        )?;
+        self.answered |= !self.heads.is_empty();
+        self.rounds += 1;
+        self.quick_rounds += u64::from(quick);
+        Ok(got)
+    }
 }
 
 /// Retry rounds ([`RETRY`] apart) of the first-offset probe for partitions
@@ -184,32 +239,54 @@ pub fn offsets<E: From<Error>>(
 const PROBE_ROUNDS: u32 = 5;
 
 impl Client {
-    fn heads<E: From<Error>>(
+    /// One heads round into `heads` (raised, never lowered). A round that
+    /// knows no answering peer yet waits for the first GET-HEADS subscriber,
+    /// then asks until `settle` passed with no new peer or higher head. With
+    /// `quiet` (a [`HeadsWatch`] whose peers answered before) the round asks
+    /// at once and ends `quiet` after the last answer; answers that come
+    /// later raise the heads of the next round. A new peer connecting during
+    /// the round turns it into a full `settle` round.
+    #[allow(clippy::too_many_arguments)]
+    fn heads_round<E: From<Error>>(
         &mut self,
         topic: &str,
+        heads: &mut BTreeMap<String, u64>,
         timeout: Duration,
         settle: Duration,
+        quiet: Option<Duration>,
         check: &mut impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<BTreeMap<String, u64>, E> {
+    ) -> std::result::Result<bool, E> {
         let own = self.core.address.clone();
-        let deadline = Instant::now() + timeout;
-        let mut heads: BTreeMap<String, u64> = BTreeMap::new();
-        let mut first_peer: Option<Instant> = None;
-        let mut last_news = Instant::now();
-        let mut next_ask = Instant::now();
+        let start = Instant::now();
+        let deadline = start + timeout;
+        // Quick: the peers that answered before are asked at once.
+        let mut quick = quiet;
+        let mut first_peer: Option<Instant> = quick.map(|_| start);
+        let mut last_news = start;
+        let mut last_answer: Option<Instant> = None;
+        let mut next_ask = start;
         let ask = Out::GetHeads {
             topic: topic.as_bytes().to_vec(),
         };
         loop {
             let now = Instant::now();
-            if let Some(t) = first_peer {
-                if now >= t + settle && now >= last_news + settle {
-                    return Ok(heads);
+            match (quick, first_peer) {
+                (Some(q), _) => {
+                    let quiet_after = last_answer.is_some_and(|a| now >= a + q);
+                    if quiet_after || now >= start + settle {
+                        return Ok(true);
+                    }
                 }
+                (None, Some(t)) => {
+                    if now >= t + settle && now >= last_news + settle {
+                        return Ok(false);
+                    }
+                }
+                (None, None) => {}
             }
             if now >= deadline {
                 return match first_peer {
-                    Some(_) => Ok(heads),
+                    Some(_) => Ok(quick.is_some()),
                     None => Err(Error::Timeout(format!(
                         "no store or producer of topic {topic:?} answered within {:.1}s: \
                          check `towers` (reads need discovery, so stores can reach this client)",
@@ -225,8 +302,14 @@ impl Client {
             let mut outs: Vec<Out> = Vec::new();
             let mut peer = false;
             let mut news = false;
+            let mut answered = false;
+            let until = match (quick, last_answer) {
+                (Some(q), Some(a)) => deadline.min(a + q),
+                (Some(_), None) => deadline.min(start + settle),
+                _ => deadline,
+            };
             self.step(
-                deadline,
+                until,
                 &mut |kind, key| {
                     if kind == Kind::GetHeads && (key.is_empty() || key == topic.as_bytes()) {
                         peer = true;
@@ -236,6 +319,7 @@ impl Client {
                     Message::DirectHead(h)
                         if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
                     {
+                        answered = true;
                         let p = String::from_utf8_lossy(h.address).into_owned();
                         let next = h.sequence.saturating_add(1);
                         let e = heads.entry(p).or_insert(0);
@@ -255,6 +339,9 @@ impl Client {
             )?;
             let now = Instant::now();
             if peer {
+                // A peer that connected now missed the asks so far and may
+                // hold partitions nobody answered for: a full round.
+                quick = None;
                 first_peer.get_or_insert(now);
                 last_news = now;
                 next_ask = now;
@@ -262,9 +349,50 @@ impl Client {
             if news {
                 last_news = now;
             }
+            if answered {
+                last_answer = Some(now);
+            }
             self.core.emit_all(&outs)?;
             check()?;
         }
+    }
+
+    /// A heads round, then the first offsets of the partitions of `only` not
+    /// in `exclude` (see [`offsets`]); the probe is skipped when it covers no
+    /// partition.
+    #[allow(clippy::too_many_arguments)]
+    fn offsets_round<E: From<Error>>(
+        &mut self,
+        topic: &str,
+        heads: &mut BTreeMap<String, u64>,
+        only: Option<&[String]>,
+        exclude: &[String],
+        timeout: Duration,
+        settle: Duration,
+        quiet: Option<Duration>,
+        check: &mut impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<(BTreeMap<String, Offsets>, bool), E> {
+        let deadline = Instant::now() + timeout;
+        let quick = self.heads_round(topic, heads, timeout, settle, quiet, check)?;
+        let only: Option<HashSet<&String>> = only.map(|o| o.iter().collect());
+        let exclude: HashSet<&String> = exclude.iter().collect();
+        let probe: Vec<&String> = heads
+            .keys()
+            .filter(|p| only.as_ref().is_none_or(|o| o.contains(p)) && !exclude.contains(p))
+            .collect();
+        let firsts = if probe.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.firsts(topic, &probe, deadline, settle, check)?
+        };
+        let got = heads
+            .iter()
+            .map(|(p, &next)| {
+                let first = firsts.get(p.as_str()).copied().unwrap_or(0).min(next);
+                (p.clone(), Offsets { first, next })
+            })
+            .collect();
+        Ok((got, quick))
     }
 
     /// The lowest offset answered to a `FETCH(0, 1)` of each partition in

@@ -198,7 +198,91 @@ fn fetch_ranges<'py>(
     Ok(got.into_iter().map(|f| to_py(py, f)).collect())
 }
 
+/// A read client kept across :meth:`offsets` rounds of one topic, for a
+/// streaming source that plans every micro-batch: after the first round, a
+/// round asks the stores that answered before and ends shortly after their
+/// last answer instead of waiting ``settle``; heads only rise, and an answer
+/// that comes after its round counts in the next. Between rounds the client
+/// is idle, so after a pause longer than the stores' ``beacon_timeout`` the
+/// next round waits for them as the first did. Close it (or use ``with``).
+#[pyclass(module = "dafka._native")]
+pub struct HeadsWatch {
+    inner: std::sync::Mutex<Option<fetcher::HeadsWatch>>,
+}
+
+#[pymethods]
+impl HeadsWatch {
+    #[new]
+    #[pyo3(signature = (
+        topic, *, towers = None, peers = None, wire = "rfc",
+        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0
+    ))]
+    fn new(
+        topic: String,
+        towers: Option<StrList>,
+        peers: Option<StrList>,
+        wire: &str,
+        bind: String,
+        beacon_interval: f64,
+        beacon_timeout: f64,
+    ) -> PyResult<Self> {
+        let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+        let w = fetcher::HeadsWatch::open(&cfg, &topic)?;
+        Ok(Self {
+            inner: std::sync::Mutex::new(Some(w)),
+        })
+    }
+
+    /// :func:`offsets` through this client: ``{partition: (first, next)}``.
+    #[pyo3(signature = (*, partitions = None, exclude = None, timeout = 10.0, settle = 0.5))]
+    fn offsets(
+        &self,
+        py: Python<'_>,
+        partitions: Option<StrList>,
+        exclude: Option<StrList>,
+        timeout: f64,
+        settle: f64,
+    ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
+        let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
+        let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
+        let got = py.detach(|| {
+            let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let w = guard.as_mut().ok_or(crate::error::Error::Closed)?;
+            w.offsets::<PyErr>(partitions.as_deref(), &exclude, t, s, check_signals)
+        })?;
+        Ok(got
+            .into_iter()
+            .map(|(p, o)| (p, (o.first, o.next)))
+            .collect())
+    }
+
+    /// ``{"rounds": n, "quick_rounds": m}``: rounds so far, and those that
+    /// ended shortly after the last answer instead of waiting ``settle``.
+    fn stats(&self) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let w = guard.as_ref().ok_or(crate::error::Error::Closed)?;
+        Ok([("rounds", w.rounds), ("quick_rounds", w.quick_rounds)].into())
+    }
+
+    /// Closes the client's sockets; later rounds raise ClosedError.
+    fn close(&self, py: Python<'_>) {
+        let w = py.detach(|| self.inner.lock().unwrap_or_else(|e| e.into_inner()).take());
+        drop(w);
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<HeadsWatch>()?;
     m.add_function(wrap_pyfunction!(heads, m)?)?;
     m.add_function(wrap_pyfunction!(offsets, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_range, m)?)?;
