@@ -8,7 +8,12 @@ holds 10 records of one partition. Then, R times each:
 - ``fetch_range`` of those 10 records by a new client (discovery both ways,
   FETCH, answers);
 - ``heads`` of the topic (discovery, GET-HEADS, plus its settle time of 0.5 s
-  with no new answer: the part of it that is not discovery).
+  with no new answer: the part of it that is not discovery);
+- ``offsets`` of the topic excluding its one partition from the first-offset
+  probe (what a streaming micro-batch's plan asked for, per topic, with a new
+  client each time);
+- a round of one :class:`dafka.HeadsWatch` kept across the runs (what the
+  streaming source plans through now), after its first round.
 
 Baseline in the same run: a fresh pyzmq SUB connecting to a bound XPUB that
 answers its subscription with one message (the least a join can cost: a TCP
@@ -68,7 +73,9 @@ def main() -> None:
                 if p.flush(10.0) != 0:
                     raise SystemExit("the store did not ACK")
                 partition = p.address
-            fetch, heads = [], []
+            fetch, heads, plan, watch = [], [], [], []
+            w = dafka.HeadsWatch("t", towers=towers)
+            w.offsets(exclude=[partition], timeout=30.0)  # the full first round
             for _ in range(r):
                 t0 = time.perf_counter()
                 got, _lost = dafka.fetch_range("t", partition, 0, 10, towers=towers, timeout=30.0)
@@ -79,6 +86,16 @@ def main() -> None:
                 if partition not in dafka.heads("t", towers=towers, timeout=30.0):
                     raise SystemExit("heads did not list the partition")
                 heads.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                if partition not in dafka.offsets("t", towers=towers, exclude=[partition]):
+                    raise SystemExit("offsets did not list the partition")
+                plan.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                if partition not in w.offsets(exclude=[partition], timeout=30.0):
+                    raise SystemExit("the HeadsWatch round did not list the partition")
+                watch.append(time.perf_counter() - t0)
+            rounds = w.stats()
+            w.close()
     base = baseline(r)
     med = statistics.median
 
@@ -88,6 +105,8 @@ def main() -> None:
     print(f"{r} runs each")
     print(f"fetch_range of 10 records by a new client: {ms(fetch)}")
     print(f"heads by a new client (0.5 s of it is settling): {ms(heads)}")
+    print(f"offsets excluding the partition, new client: {ms(plan)}")
+    print(f"HeadsWatch round after the first: {ms(watch)} ({rounds})")
     print(f"baseline, raw pyzmq SUB joining an XPUB: {ms(base)}")
     print(f"fetch_range / baseline: {med(fetch) / med(base):.1f}x")
 

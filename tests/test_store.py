@@ -478,6 +478,39 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
         dafka.HeadsWatch("t", towers=towers).offsets(settle=-1)
 
 
+def test_heads_settles_while_a_producer_keeps_writing(tmp_path: Path, tower: Tower) -> None:
+    """A heads round ends ``settle`` after the last new peer or partition: a head
+    that keeps rising (a live producer, re-asked every 200 ms) does not hold it
+    open. Before, a round under steady writes ran to its timeout, so a streaming
+    micro-batch over a live topic took ``headsTimeout`` (10 s) to plan."""
+    towers = [tower.endpoint]
+    with (
+        Store(tmp_path, bind=LOCAL, towers=towers, **FAST),
+        Producer("t", bind=LOCAL, towers=towers, **FAST) as p,
+    ):
+        stop = threading.Event()
+        writes: list[int] = []
+
+        def write() -> None:
+            deadline = time.monotonic() + 60
+            while not stop.is_set() and time.monotonic() < deadline:
+                p.send_many([value(i) for i in range(10)])
+                writes.append(10)
+                time.sleep(0.02)
+
+        th = threading.Thread(target=write)
+        th.start()
+        try:
+            wait_for(lambda: len(writes) > 5, "the first writes")
+            got = dafka.heads("t", towers=towers, timeout=120, settle=0.3, **FAST)
+            still_writing = th.is_alive()
+        finally:
+            stop.set()
+            th.join(30)
+        assert got.get(p.address, 0) > 0, got
+        assert still_writing, "heads returned only after the writes stopped (its timeout)"
+
+
 def test_nodes_find_each_other_without_waiting_for_periodic_beacons(
     tmp_path: Path, tower: Tower
 ) -> None:

@@ -9,6 +9,7 @@
 //! XPUB; a store listed only in `peers` cannot answer unless it also lists the
 //! client, so reads should name `towers`.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -115,7 +116,8 @@ impl Client {
 
 /// The partitions of `topic` that stores (and live producers) hold, each with
 /// its next offset (last offset + 1). Asks until `settle` has passed with no
-/// new answer after the first peer that answers GET-HEADS connected; fails
+/// new peer or partition after the first peer that answers GET-HEADS
+/// connected (a head that keeps rising does not hold the round open); fails
 /// with [`Error::Timeout`] when none connected within `timeout`.
 pub fn heads<E: From<Error>>(
     cfg: &NodeConfig,
@@ -241,7 +243,7 @@ const PROBE_ROUNDS: u32 = 5;
 impl Client {
     /// One heads round into `heads` (raised, never lowered). A round that
     /// knows no answering peer yet waits for the first GET-HEADS subscriber,
-    /// then asks until `settle` passed with no new peer or higher head. With
+    /// then asks until `settle` passed with no new peer or partition. With
     /// `quiet` (a [`HeadsWatch`] whose peers answered before) the round asks
     /// at once and ends `quiet` after the last answer; answers that come
     /// later raise the heads of the next round. A new peer connecting during
@@ -322,10 +324,18 @@ impl Client {
                         answered = true;
                         let p = String::from_utf8_lossy(h.address).into_owned();
                         let next = h.sequence.saturating_add(1);
-                        let e = heads.entry(p).or_insert(0);
-                        if next > *e {
-                            *e = next;
-                            news = true;
+                        // Only a partition new to the round is news: a head
+                        // that rose (a live producer writing, re-asked every
+                        // RETRY) would keep the round from ever settling.
+                        match heads.entry(p) {
+                            Entry::Vacant(v) => {
+                                v.insert(next);
+                                news = true;
+                            }
+                            Entry::Occupied(mut o) => {
+                                let e = o.get_mut();
+                                *e = (*e).max(next);
+                            }
                         }
                     }
                     Message::StoreHello(s) if s.topic == own.as_slice() => {
