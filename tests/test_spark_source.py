@@ -371,7 +371,7 @@ def test_read_options_in_seconds_are_checked_and_reach_the_heads_round(
 def test_stream_reader_plans_through_one_client_kept_across_batches(cluster: Cluster) -> None:
     """The stream reader's planning rounds go through one :class:`dafka.HeadsWatch`
     per topic, kept across micro-batches: after the first, a round ends shortly
-    after the stores answered instead of waiting ``headsSettle`` (``quick_rounds``).
+    once the stores answered again instead of waiting ``headsSettle`` (``quick_rounds``).
     A partition that appears later is still found; the reader still pickles (Spark
     ships readers to executors) without its client; ``stop()`` closes the client."""
     import pickle

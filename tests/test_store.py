@@ -445,7 +445,7 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
     tmp_path: Path, tower: Tower
 ) -> None:
     """A :class:`dafka.HeadsWatch` round after the first asks the stores that
-    answered before and ends shortly after their answers (``quick_rounds``), with
+    answered before and ends once they answered again (``quick_rounds``), with
     the same result as a full round; heads rise as a producer writes; a peer that
     connects (the new producer) makes a full round; a closed watch raises."""
     a = "A" * 32

@@ -172,15 +172,12 @@ pub fn offsets<E: From<Error>>(
     Ok(got)
 }
 
-/// How long a [`HeadsWatch`] round waits after the last answer for more.
-pub const WATCH_QUIET: Duration = Duration::from_millis(50);
-
 /// A read client kept across rounds of [`offsets`] for one topic: a
 /// streaming source's planning, once per micro-batch. The first round (and
-/// one in which a peer connects) waits `settle` as [`offsets`] does; later
-/// rounds ask the peers that answered before and end [`WATCH_QUIET`] after
-/// the last answer, so a round costs a round trip, not `settle`. Heads only
-/// rise: an answer that comes after its round ended counts in the next one.
+/// one in which a peer connects) waits `settle` as [`offsets`] does; a later
+/// round asks once and ends when as many answers came as in the round before,
+/// so it costs a round trip, not `settle` (see `Client::heads_round`). Heads
+/// only rise.
 ///
 /// The client runs only inside a round: between rounds it neither beacons
 /// nor reads, so after a pause longer than the stores' `beacon_timeout` they
@@ -190,8 +187,9 @@ pub struct HeadsWatch {
     client: Client,
     topic: String,
     heads: BTreeMap<String, u64>,
-    answered: bool,
-    /// Rounds so far, and how many of them ended quick (after [`WATCH_QUIET`]).
+    /// Answers per ask in the last round.
+    expect: usize,
+    /// Rounds so far, and how many of them ended on their count of answers.
     pub rounds: u64,
     pub quick_rounds: u64,
 }
@@ -202,7 +200,7 @@ impl HeadsWatch {
             client: Client::open(cfg)?,
             topic: topic.to_string(),
             heads: BTreeMap::new(),
-            answered: false,
+            expect: 0,
             rounds: 0,
             quick_rounds: 0,
         })
@@ -218,20 +216,19 @@ impl HeadsWatch {
         settle: Duration,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
-        let quiet = self.answered.then_some(WATCH_QUIET.min(settle));
-        let (got, quick) = self.client.offsets_round(
+        let (got, round) = self.client.offsets_round(
             &self.topic,
             &mut self.heads,
             only,
             exclude,
             timeout,
             settle,
-            quiet,
+            Some(self.expect),
             &mut check,
         )?;
-        self.answered |= !self.heads.is_empty();
+        self.expect = round.answers;
         self.rounds += 1;
-        self.quick_rounds += u64::from(quick);
+        self.quick_rounds += u64::from(round.quick);
         Ok(got)
     }
 }
@@ -240,14 +237,69 @@ impl HeadsWatch {
 /// nobody answered before [`offsets`] gives up on them.
 const PROBE_ROUNDS: u32 = 5;
 
+/// How a heads round ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RoundEnd {
+    /// It ended on its count of answers, not on `settle`.
+    quick: bool,
+    /// The most answers one ask had (those that came before the next ask):
+    /// what the next round of the same peers expects.
+    answers: usize,
+}
+
+/// The answers to each GET-HEADS ask of one round, for what the next round
+/// of the same peers expects.
+#[derive(Debug, Default)]
+struct AskWindows {
+    /// Answers since the last ask, when it went out, and whether it was a
+    /// timed re-ask (no peer had just connected).
+    count: usize,
+    since: Option<Instant>,
+    timed: bool,
+    /// The most answers a timed re-ask had (its answers come within a round
+    /// trip, long before the next ask), and the most any ask had.
+    best_timed: Option<usize>,
+    best: usize,
+}
+
+impl AskWindows {
+    fn asked(&mut self, now: Instant, timed: bool) {
+        self.close(now);
+        (self.count, self.since, self.timed) = (0, Some(now), timed);
+    }
+
+    fn close(&mut self, now: Instant) {
+        self.best = self.best.max(self.count);
+        if self.timed && self.since.is_some_and(|t| now >= t + RETRY / 2) {
+            self.best_timed = Some(self.best_timed.map_or(self.count, |b| b.max(self.count)));
+        }
+    }
+
+    /// Answers per ask: rather too many (the next round then waits `settle`
+    /// once and learns the new count) than too few (it would end before
+    /// every peer answered).
+    fn expect(&mut self, now: Instant) -> usize {
+        self.close(now);
+        self.timed = false;
+        self.best_timed.unwrap_or(self.best)
+    }
+}
+
 impl Client {
-    /// One heads round into `heads` (raised, never lowered). A round that
-    /// knows no answering peer yet waits for the first GET-HEADS subscriber,
-    /// then asks until `settle` passed with no new peer or partition. With
-    /// `quiet` (a [`HeadsWatch`] whose peers answered before) the round asks
-    /// at once and ends `quiet` after the last answer; answers that come
-    /// later raise the heads of the next round. A new peer connecting during
-    /// the round turns it into a full `settle` round.
+    /// One heads round into `heads` (raised, never lowered).
+    ///
+    /// A full round (`expect` None or 0) waits for the first GET-HEADS
+    /// subscriber, then asks (again every [`RETRY`], and whenever a peer
+    /// connects) until `settle` passed with no new peer or partition.
+    ///
+    /// A quick round (a [`HeadsWatch`] whose peers answered before) expects
+    /// as many answers as the last round had per ask: it first takes in the
+    /// answers to earlier asks still queued (into `heads`, not counted), asks
+    /// once, and ends as soon as that many answers came: every peer answered
+    /// again, in one round trip. It ends on `settle` instead when fewer came
+    /// (a peer went away; the next round expects the new count), and turns
+    /// into a full round when a peer connects (it may hold partitions nobody
+    /// answered for).
     #[allow(clippy::too_many_arguments)]
     fn heads_round<E: From<Error>>(
         &mut self,
@@ -255,40 +307,42 @@ impl Client {
         heads: &mut BTreeMap<String, u64>,
         timeout: Duration,
         settle: Duration,
-        quiet: Option<Duration>,
+        expect: Option<usize>,
         check: &mut impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<bool, E> {
+    ) -> std::result::Result<RoundEnd, E> {
         let own = self.core.address.clone();
         let start = Instant::now();
         let deadline = start + timeout;
-        // Quick: the peers that answered before are asked at once.
-        let mut quick = quiet;
+        let mut quick = expect.filter(|&n| n > 0);
+        let mut draining = quick.is_some();
         let mut first_peer: Option<Instant> = quick.map(|_| start);
         let mut last_news = start;
-        let mut last_answer: Option<Instant> = None;
         let mut next_ask = start;
+        // The next ask follows a peer's connecting (or is the first one).
+        let mut peer_ask = true;
+        let mut windows = AskWindows::default();
         let ask = Out::GetHeads {
             topic: topic.as_bytes().to_vec(),
+        };
+        let end = |quick: bool, windows: &mut AskWindows| RoundEnd {
+            quick,
+            answers: windows.expect(Instant::now()),
         };
         loop {
             let now = Instant::now();
             match (quick, first_peer) {
-                (Some(q), _) => {
-                    let quiet_after = last_answer.is_some_and(|a| now >= a + q);
-                    if quiet_after || now >= start + settle {
-                        return Ok(true);
-                    }
+                (Some(n), _) if !draining && windows.count >= n => {
+                    return Ok(end(true, &mut windows));
                 }
-                (None, Some(t)) => {
-                    if now >= t + settle && now >= last_news + settle {
-                        return Ok(false);
-                    }
+                (Some(_), _) if now >= start + settle => return Ok(end(false, &mut windows)),
+                (None, Some(t)) if now >= t + settle && now >= last_news + settle => {
+                    return Ok(end(false, &mut windows));
                 }
-                (None, None) => {}
+                _ => {}
             }
             if now >= deadline {
                 return match first_peer {
-                    Some(_) => Ok(quick.is_some()),
+                    Some(_) => Ok(end(false, &mut windows)),
                     None => Err(Error::Timeout(format!(
                         "no store or producer of topic {topic:?} answered within {:.1}s: \
                          check `towers` (reads need discovery, so stores can reach this client)",
@@ -297,19 +351,25 @@ impl Client {
                     .into()),
                 };
             }
-            if first_peer.is_some() && now >= next_ask {
+            // A quick round asks once; a full one re-asks every RETRY.
+            if !draining && first_peer.is_some() && now >= next_ask {
                 self.core.emit(&ask)?;
-                next_ask = now + RETRY;
+                windows.asked(now, !peer_ask);
+                peer_ask = false;
+                next_ask = if quick.is_some() {
+                    deadline
+                } else {
+                    now + RETRY
+                };
             }
             let mut outs: Vec<Out> = Vec::new();
-            let mut peer = false;
-            let mut news = false;
-            let mut answered = false;
-            let until = match (quick, last_answer) {
-                (Some(q), Some(a)) => deadline.min(a + q),
-                (Some(_), None) => deadline.min(start + settle),
-                _ => deadline,
+            let (mut peer, mut news, mut received) = (false, false, 0usize);
+            let until = match quick {
+                _ if draining => now,
+                Some(_) => deadline.min(start + settle),
+                None => deadline,
             };
+            let counting = !draining;
             self.step(
                 until,
                 &mut |kind, key| {
@@ -317,50 +377,56 @@ impl Client {
                         peer = true;
                     }
                 },
-                &mut |m| match m {
-                    Message::DirectHead(h)
-                        if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
-                    {
-                        answered = true;
-                        let p = String::from_utf8_lossy(h.address).into_owned();
-                        let next = h.sequence.saturating_add(1);
-                        // Only a partition new to the round is news: a head
-                        // that rose (a live producer writing, re-asked every
-                        // RETRY) would keep the round from ever settling.
-                        match heads.entry(p) {
-                            Entry::Vacant(v) => {
-                                v.insert(next);
-                                news = true;
-                            }
-                            Entry::Occupied(mut o) => {
-                                let e = o.get_mut();
-                                *e = (*e).max(next);
+                &mut |m| {
+                    received += 1;
+                    match m {
+                        Message::DirectHead(h)
+                            if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
+                        {
+                            windows.count += usize::from(counting);
+                            let p = String::from_utf8_lossy(h.address).into_owned();
+                            let next = h.sequence.saturating_add(1);
+                            // Only a partition new to the round is news: a
+                            // head that rose (a live producer writing,
+                            // re-asked every RETRY) would keep the round
+                            // from ever settling.
+                            match heads.entry(p) {
+                                Entry::Vacant(v) => {
+                                    v.insert(next);
+                                    news = true;
+                                }
+                                Entry::Occupied(mut o) => {
+                                    let e = o.get_mut();
+                                    *e = (*e).max(next);
+                                }
                             }
                         }
+                        Message::StoreHello(s) if s.topic == own.as_slice() => {
+                            outs.push(Out::ConsumerHello {
+                                to: s.address.to_vec(),
+                                subjects: vec![topic.as_bytes().to_vec()],
+                            });
+                        }
+                        _ => {}
                     }
-                    Message::StoreHello(s) if s.topic == own.as_slice() => {
-                        outs.push(Out::ConsumerHello {
-                            to: s.address.to_vec(),
-                            subjects: vec![topic.as_bytes().to_vec()],
-                        });
-                    }
-                    _ => {}
                 },
             )?;
             let now = Instant::now();
+            if draining && received == 0 {
+                draining = false;
+            }
             if peer {
                 // A peer that connected now missed the asks so far and may
                 // hold partitions nobody answered for: a full round.
                 quick = None;
+                draining = false;
                 first_peer.get_or_insert(now);
                 last_news = now;
                 next_ask = now;
+                peer_ask = true;
             }
             if news {
                 last_news = now;
-            }
-            if answered {
-                last_answer = Some(now);
             }
             self.core.emit_all(&outs)?;
             check()?;
@@ -379,11 +445,11 @@ impl Client {
         exclude: &[String],
         timeout: Duration,
         settle: Duration,
-        quiet: Option<Duration>,
+        expect: Option<usize>,
         check: &mut impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<(BTreeMap<String, Offsets>, bool), E> {
+    ) -> std::result::Result<(BTreeMap<String, Offsets>, RoundEnd), E> {
         let deadline = Instant::now() + timeout;
-        let quick = self.heads_round(topic, heads, timeout, settle, quiet, check)?;
+        let round = self.heads_round(topic, heads, timeout, settle, expect, check)?;
         let only: Option<HashSet<&String>> = only.map(|o| o.iter().collect());
         let exclude: HashSet<&String> = exclude.iter().collect();
         let probe: Vec<&String> = heads
@@ -402,7 +468,7 @@ impl Client {
                 (p.clone(), Offsets { first, next })
             })
             .collect();
-        Ok((got, quick))
+        Ok((got, round))
     }
 
     /// The lowest offset answered to a `FETCH(0, 1)` of each partition in
@@ -687,5 +753,46 @@ fn drain(
             }
             None => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_expects_what_one_timed_ask_had_else_the_most_any_ask_had() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        // Full round: asks as two peers connect (their answers overlap the
+        // next ask), then timed re-asks every RETRY; the last one shortly
+        // before the round ends.
+        let mut w = AskWindows::default();
+        w.asked(ms(0), false);
+        w.count = 1;
+        w.asked(ms(5), false);
+        w.count = 3; // one late answer to the first ask, two to this one
+        w.asked(ms(205), true);
+        w.count = 2;
+        w.asked(ms(405), true);
+        w.count = 2;
+        w.asked(ms(605), true);
+        w.count = 1; // the round ends before the second answer is in
+        assert_eq!(w.expect(ms(610)), 2, "not 3 (overlap), not 1 (cut short)");
+
+        // A round too short for a timed re-ask: the most any ask had.
+        let mut w = AskWindows::default();
+        w.asked(ms(0), false);
+        w.count = 1;
+        w.asked(ms(5), false);
+        w.count = 3;
+        assert_eq!(w.expect(ms(100)), 3);
+
+        // A quick round: one ask, its answers.
+        let mut w = AskWindows::default();
+        w.asked(ms(0), false);
+        w.count = 4;
+        assert_eq!(w.expect(ms(1)), 4);
+        assert_eq!(AskWindows::default().expect(ms(1)), 0);
     }
 }

@@ -200,9 +200,10 @@ fn fetch_ranges<'py>(
 
 /// A read client kept across :meth:`offsets` rounds of one topic, for a
 /// streaming source that plans every micro-batch: after the first round, a
-/// round asks the stores that answered before and ends shortly after their
-/// last answer instead of waiting ``settle``; heads only rise, and an answer
-/// that comes after its round counts in the next. Between rounds the client
+/// round asks once and ends as soon as as many answers came as in the round
+/// before (every store answered again) instead of waiting ``settle``; heads
+/// only rise. A store that connects makes a full round; one that went away
+/// makes the round wait ``settle`` once. Between rounds the client
 /// is idle, so after a pause longer than the stores' ``beacon_timeout`` the
 /// next round waits for them as the first did. Close it (or use ``with``).
 #[pyclass(module = "dafka._native")]
@@ -257,7 +258,7 @@ impl HeadsWatch {
     }
 
     /// ``{"rounds": n, "quick_rounds": m}``: rounds so far, and those that
-    /// ended shortly after the last answer instead of waiting ``settle``.
+    /// ended once every peer answered again instead of waiting ``settle``.
     fn stats(&self) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
         let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let w = guard.as_ref().ok_or(crate::error::Error::Closed)?;
