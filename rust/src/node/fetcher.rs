@@ -124,12 +124,10 @@ pub fn heads<E: From<Error>>(
     topic: &str,
     timeout: Duration,
     settle: Duration,
-    mut check: impl FnMut() -> std::result::Result<(), E>,
+    check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, u64>, E> {
-    let mut c = Client::open(cfg)?;
-    let mut heads = BTreeMap::new();
-    c.heads_round(topic, &mut heads, timeout, settle, None, &mut check)?;
-    Ok(heads)
+    let got = offsets(cfg, topic, Some(&[]), &[], timeout, settle, check)?;
+    Ok(got.into_iter().map(|(p, o)| (p, o.next)).collect())
 }
 
 /// What [`offsets`] found of one partition.
@@ -162,14 +160,10 @@ pub fn offsets<E: From<Error>>(
     exclude: &[String],
     timeout: Duration,
     settle: Duration,
-    mut check: impl FnMut() -> std::result::Result<(), E>,
+    check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
-    let mut c = Client::open(cfg)?;
-    let mut heads = BTreeMap::new();
-    let (got, _) = c.offsets_round(
-        topic, &mut heads, only, exclude, timeout, settle, None, &mut check,
-    )?;
-    Ok(got)
+    // A new watch's round is a full one.
+    HeadsWatch::open(cfg, topic)?.offsets(only, exclude, timeout, settle, check)
 }
 
 /// A read client kept across rounds of [`offsets`] for one topic: a
