@@ -23,7 +23,7 @@ loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``headsSettle`` seconds
 (default 0.5: planning asks stores for heads until no new answer came for this
 long; a batch read waits it once, a streaming query in its first micro-batch and
 after a pause longer than the stores' beacon timeout: it keeps its planning
-client, whose later rounds end shortly after the stores' answers, see
+client, whose later rounds end once every store answered again, see
 :class:`dafka.HeadsWatch`), ``maxRecordsPerTask``
 (default 500,000: longer ranges are split over several Spark tasks, each holding its
 range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
