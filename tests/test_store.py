@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zmq
@@ -476,6 +477,43 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
         w.offsets()
     with pytest.raises(ValueError, match="settle"):
         dafka.HeadsWatch("t", towers=towers).offsets(settle=-1)
+
+
+def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
+    tmp_path: Path, tower: Tower
+) -> None:
+    """A store that connects while a round probes first offsets (a phase that
+    reads the same socket) still makes the next heads round a full one: a quick
+    round would expect the old count of answers and could end before the new
+    store answered."""
+    a = "A" * 32
+    with dafka.Log(tmp_path / "a" / "log", retain_hours=None) as log:
+        log.append_many("t", a, 0, [value(i) for i in range(10)])
+    towers = [tower.endpoint]
+    with (
+        Store(tmp_path / "a", bind=LOCAL, towers=towers, **FAST),
+        dafka.HeadsWatch("t", towers=towers, **FAST) as w,
+    ):
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+        assert w.stats() == {"rounds": 2, "quick_rounds": 1}
+
+        def full_rounds() -> int:
+            st = w.stats()
+            return st["rounds"] - st["quick_rounds"]
+
+        before = full_rounds()
+        got: dict[str, Any] = {}
+        # A quick heads round, then a 2 s probe of the first offsets; the new
+        # store starts (and connects) during the probe.
+        probe = threading.Thread(target=lambda: got.update(o=w.offsets(timeout=30, settle=2.0)))
+        probe.start()
+        time.sleep(0.3)
+        with Store(tmp_path / "b", bind=LOCAL, towers=towers, **FAST):
+            probe.join(30)
+            assert got["o"] == {a: (0, 10)}
+            assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+            assert full_rounds() > before, w.stats()
 
 
 def test_heads_settles_while_a_producer_keeps_writing(tmp_path: Path, tower: Tower) -> None:

@@ -41,6 +41,10 @@ struct Client {
     core: Core,
     frames: Frames,
     stats: Stats,
+    /// The topics (empty: every topic) of the GET-HEADS subscriptions that
+    /// arrived since a heads round last looked: peers that connected, seen
+    /// by whichever phase was reading, kept for the next heads round.
+    joined: Vec<Vec<u8>>,
 }
 
 impl Client {
@@ -52,7 +56,17 @@ impl Client {
             core,
             frames: Frames::default(),
             stats: Stats::default(),
+            joined: Vec::new(),
         })
+    }
+
+    /// Whether a peer that answers GET-HEADS for `topic` connected since the
+    /// last call.
+    fn take_joined(&mut self, topic: &str) -> bool {
+        let t = topic.as_bytes();
+        let any = self.joined.iter().any(|k| k.is_empty() || k == t);
+        self.joined.clear();
+        any
     }
 
     /// Waits up to `until` (at most one slice) for input; hands every XPUB
@@ -84,6 +98,9 @@ impl Client {
                 }
                 if let Ok(sub) = Subscription::decode(s[0]) {
                     if let (true, Some((kind, key))) = (sub.subscribe, sub.target()) {
+                        if kind == Kind::GetHeads {
+                            self.joined.push(key.to_vec());
+                        }
                         on_sub(kind, key);
                     }
                 }
@@ -357,58 +374,52 @@ impl Client {
                 };
             }
             let mut outs: Vec<Out> = Vec::new();
-            let (mut peer, mut news, mut received) = (false, false, 0usize);
+            let (mut news, mut received) = (false, 0usize);
             let until = match quick {
                 _ if draining => now,
                 Some(_) => deadline.min(start + settle),
                 None => deadline,
             };
             let counting = !draining;
-            self.step(
-                until,
-                &mut |kind, key| {
-                    if kind == Kind::GetHeads && (key.is_empty() || key == topic.as_bytes()) {
-                        peer = true;
-                    }
-                },
-                &mut |m| {
-                    received += 1;
-                    match m {
-                        Message::DirectHead(h)
-                            if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
-                        {
-                            windows.count += usize::from(counting);
-                            let p = String::from_utf8_lossy(h.address).into_owned();
-                            let next = h.sequence.saturating_add(1);
-                            // Only a partition new to the round is news: a
-                            // head that rose (a live producer writing,
-                            // re-asked every RETRY) would keep the round
-                            // from ever settling.
-                            match heads.entry(p) {
-                                Entry::Vacant(v) => {
-                                    v.insert(next);
-                                    news = true;
-                                }
-                                Entry::Occupied(mut o) => {
-                                    let e = o.get_mut();
-                                    *e = (*e).max(next);
-                                }
+            self.step(until, &mut |_, _| {}, &mut |m| {
+                received += 1;
+                match m {
+                    Message::DirectHead(h)
+                        if h.topic == own.as_slice() && h.subject == topic.as_bytes() =>
+                    {
+                        windows.count += usize::from(counting);
+                        let p = String::from_utf8_lossy(h.address).into_owned();
+                        let next = h.sequence.saturating_add(1);
+                        // Only a partition new to the round is news: a
+                        // head that rose (a live producer writing,
+                        // re-asked every RETRY) would keep the round
+                        // from ever settling.
+                        match heads.entry(p) {
+                            Entry::Vacant(v) => {
+                                v.insert(next);
+                                news = true;
+                            }
+                            Entry::Occupied(mut o) => {
+                                let e = o.get_mut();
+                                *e = (*e).max(next);
                             }
                         }
-                        Message::StoreHello(s) if s.topic == own.as_slice() => {
-                            outs.push(Out::ConsumerHello {
-                                to: s.address.to_vec(),
-                                subjects: vec![topic.as_bytes().to_vec()],
-                            });
-                        }
-                        _ => {}
                     }
-                },
-            )?;
+                    Message::StoreHello(s) if s.topic == own.as_slice() => {
+                        outs.push(Out::ConsumerHello {
+                            to: s.address.to_vec(),
+                            subjects: vec![topic.as_bytes().to_vec()],
+                        });
+                    }
+                    _ => {}
+                }
+            })?;
             let now = Instant::now();
             if draining && received == 0 {
                 draining = false;
             }
+            // Also those that connected in another phase or between rounds.
+            let peer = self.take_joined(topic);
             if peer {
                 // A peer that connected now missed the asks so far and may
                 // hold partitions nobody answered for: a full round.
