@@ -510,6 +510,9 @@ def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
         probe.start()
         time.sleep(0.3)
         with Store(tmp_path / "b", bind=LOCAL, towers=towers, **FAST):
+            # Waits for the round in progress with the GIL released (holding
+            # it would deadlock: the round checks for signals under the GIL).
+            assert w.stats()["rounds"] >= 2
             probe.join(30)
             assert got["o"] == {a: (0, 10)}
             assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}

@@ -259,10 +259,14 @@ impl HeadsWatch {
 
     /// ``{"rounds": n, "quick_rounds": m}``: rounds so far, and those that
     /// ended once every peer answered again instead of waiting ``settle``.
-    fn stats(&self) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
-        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let w = guard.as_ref().ok_or(crate::error::Error::Closed)?;
-        Ok([("rounds", w.rounds), ("quick_rounds", w.quick_rounds)].into())
+    /// (Waits for a round in progress in another thread, GIL released.)
+    fn stats(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
+        let (rounds, quick) = py.detach(|| {
+            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let w = guard.as_ref().ok_or(crate::error::Error::Closed)?;
+            Ok::<_, crate::error::Error>((w.rounds, w.quick_rounds))
+        })?;
+        Ok([("rounds", rounds), ("quick_rounds", quick)].into())
     }
 
     /// Closes the client's sockets; later rounds raise ClosedError.
