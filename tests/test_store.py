@@ -442,6 +442,12 @@ def test_fetch_ranges_reads_several_partitions_through_one_client(
             dafka.fetch_ranges([("t", names[0], -1, 5)], towers=towers)
 
 
+def full_rounds(w: dafka.HeadsWatch) -> int:
+    """The rounds of ``w`` that waited ``settle`` (not ended on their count)."""
+    st = w.stats()
+    return st["rounds"] - st["quick_rounds"]
+
+
 def test_heads_watch_rounds_after_the_first_end_after_the_answers(
     tmp_path: Path, tower: Tower
 ) -> None:
@@ -468,11 +474,7 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
                 "the new partition's head",
             )
 
-            def full_rounds() -> int:
-                st = w.stats()
-                return st["rounds"] - st["quick_rounds"]
-
-            wait_for(lambda: bool(w.offsets()) and full_rounds() >= 2, "a full round")
+            wait_for(lambda: bool(w.offsets()) and full_rounds(w) >= 2, "a full round")
     with pytest.raises(dafka.ClosedError):
         w.offsets()
     with pytest.raises(ValueError, match="settle"):
@@ -498,11 +500,7 @@ def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
         assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
         assert w.stats() == {"rounds": 2, "quick_rounds": 1}
 
-        def full_rounds() -> int:
-            st = w.stats()
-            return st["rounds"] - st["quick_rounds"]
-
-        before = full_rounds()
+        before = full_rounds(w)
         got: dict[str, Any] = {}
         # A quick heads round, then a 2 s probe of the first offsets; the new
         # store starts (and connects) during the probe.
@@ -516,7 +514,7 @@ def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
             probe.join(30)
             assert got["o"] == {a: (0, 10)}
             assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
-            assert full_rounds() > before, w.stats()
+            assert full_rounds(w) > before, w.stats()
 
 
 def test_heads_settles_while_a_producer_keeps_writing(tmp_path: Path, tower: Tower) -> None:

@@ -289,9 +289,8 @@ impl AskWindows {
     /// Answers per ask: rather too many (the next round then waits `settle`
     /// once and learns the new count) than too few (it would end before
     /// every peer answered).
-    fn expect(&mut self, now: Instant) -> usize {
+    fn expect(mut self, now: Instant) -> usize {
         self.close(now);
-        self.timed = false;
         self.best_timed.unwrap_or(self.best)
     }
 }
@@ -335,7 +334,7 @@ impl Client {
         let ask = Out::GetHeads {
             topic: topic.as_bytes().to_vec(),
         };
-        let end = |quick: bool, windows: &mut AskWindows| RoundEnd {
+        let end = |quick: bool, windows: AskWindows| RoundEnd {
             quick,
             answers: windows.expect(Instant::now()),
         };
@@ -343,17 +342,17 @@ impl Client {
             let now = Instant::now();
             match (quick, first_peer) {
                 (Some(n), _) if !draining && windows.count >= n => {
-                    return Ok(end(true, &mut windows));
+                    return Ok(end(true, windows));
                 }
-                (Some(_), _) if now >= start + settle => return Ok(end(false, &mut windows)),
+                (Some(_), _) if now >= start + settle => return Ok(end(false, windows)),
                 (None, Some(t)) if now >= t + settle && now >= last_news + settle => {
-                    return Ok(end(false, &mut windows));
+                    return Ok(end(false, windows));
                 }
                 _ => {}
             }
             if now >= deadline {
                 return match first_peer {
-                    Some(_) => Ok(end(false, &mut windows)),
+                    Some(_) => Ok(end(false, windows)),
                     None => Err(Error::Timeout(format!(
                         "no store or producer of topic {topic:?} answered within {:.1}s: \
                          check `towers` (reads need discovery, so stores can reach this client)",

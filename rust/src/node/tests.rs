@@ -22,6 +22,17 @@ fn tower() -> Tower {
     .unwrap()
 }
 
+/// A node that finds its peers through `t`, beaconing every 100 ms.
+fn via_tower(t: &Tower, peers: Vec<String>, beacon_timeout_ms: u64) -> NodeConfig {
+    NodeConfig {
+        towers: vec![t.endpoint()],
+        peers,
+        beacon_interval: Duration::from_millis(100),
+        beacon_timeout: Duration::from_millis(beacon_timeout_ms),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn static_peers_late_earliest_consumer_gets_history() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
@@ -54,13 +65,7 @@ fn static_peers_late_earliest_consumer_gets_history() {
 #[test]
 fn tower_discovery_end_to_end() {
     let t = tower();
-    let node = |peers: Vec<String>| NodeConfig {
-        towers: vec![t.endpoint()],
-        peers,
-        beacon_interval: Duration::from_millis(100),
-        beacon_timeout: Duration::from_millis(1000),
-        ..Default::default()
-    };
+    let node = |peers: Vec<String>| via_tower(&t, peers, 1000);
     let c = Consumer::new(
         &["weather".to_string()],
         ConsumerConfig {
@@ -110,13 +115,7 @@ fn stat(snapshot: Vec<(&'static str, u64)>, key: &str) -> u64 {
 #[test]
 fn a_static_peer_stays_connected_when_its_discovered_twin_expires() {
     let t = tower();
-    let node = |peers: Vec<String>| NodeConfig {
-        towers: vec![t.endpoint()],
-        peers,
-        beacon_interval: Duration::from_millis(100),
-        beacon_timeout: Duration::from_millis(500),
-        ..Default::default()
-    };
+    let node = |peers: Vec<String>| via_tower(&t, peers, 500);
     let p = Producer::new(
         "t",
         ProducerConfig {
