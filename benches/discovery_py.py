@@ -13,7 +13,14 @@ holds 10 records of one partition. Then, R times each:
   probe (what a streaming micro-batch's plan asked for, per topic, with a new
   client each time);
 - a round of one :class:`dafka.HeadsWatch` kept across the runs (what the
-  streaming source plans through now), after its first round.
+  streaming source plans through now), after its first round;
+- the same round with the first-offset probe of the partition (what a
+  micro-batch pays for a partition new to the query): it begins at offset 0,
+  so the probe ends on its answer;
+- the same for a second partition (written with :class:`dafka.Log` before the
+  store starts) that begins at offset 5, as after retention: its probe waits
+  its settle time (0.5 s) for a lower answer from another store, as every
+  probe did before session 11.
 
 Baseline in the same run: a fresh pyzmq SUB connecting to a bound XPUB that
 answers its subscription with one message (the least a join can cost: a TCP
@@ -60,11 +67,14 @@ def baseline(r: int) -> list[float]:
 
 def main() -> None:
     r = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    trimmed = "B" * 32
     with (
         tempfile.TemporaryDirectory() as d,
         dafka.Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower,
     ):
         towers = [tower.endpoint]
+        with dafka.Log(f"{d}/log", retain_hours=None) as log:
+            log.append_many("t", trimmed, 5, [b"y" * 100] * 3)
         with dafka.Store(d, towers=towers):
             with dafka.Producer("t", towers=towers) as p:
                 if p.wait_for_stores(1, timeout=10.0) < 1:
@@ -73,9 +83,9 @@ def main() -> None:
                 if p.flush(10.0) != 0:
                     raise SystemExit("the store did not ACK")
                 partition = p.address
-            fetch, heads, plan, watch = [], [], [], []
+            fetch, heads, plan, watch, probe0, probe5 = [], [], [], [], [], []
             w = dafka.HeadsWatch("t", towers=towers)
-            w.offsets(exclude=[partition], timeout=30.0)  # the full first round
+            w.offsets(exclude=[partition, trimmed], timeout=30.0)  # the full first round
             for _ in range(r):
                 t0 = time.perf_counter()
                 got, _lost = dafka.fetch_range("t", partition, 0, 10, towers=towers, timeout=30.0)
@@ -87,13 +97,21 @@ def main() -> None:
                     raise SystemExit("heads did not list the partition")
                 heads.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                if partition not in dafka.offsets("t", towers=towers, exclude=[partition]):
+                if partition not in dafka.offsets("t", towers=towers, exclude=[partition, trimmed]):
                     raise SystemExit("offsets did not list the partition")
                 plan.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                if partition not in w.offsets(exclude=[partition], timeout=30.0):
+                if partition not in w.offsets(exclude=[partition, trimmed], timeout=30.0):
                     raise SystemExit("the HeadsWatch round did not list the partition")
                 watch.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                if w.offsets(partitions=[partition], timeout=30.0)[partition] != (0, 10):
+                    raise SystemExit("the HeadsWatch probe did not find offset 0")
+                probe0.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                if w.offsets(partitions=[trimmed], timeout=30.0)[trimmed] != (5, 8):
+                    raise SystemExit("the HeadsWatch probe did not find offset 5")
+                probe5.append(time.perf_counter() - t0)
             rounds = w.stats()
             w.close()
     base = baseline(r)
@@ -107,6 +125,8 @@ def main() -> None:
     print(f"heads by a new client (0.5 s of it is settling): {ms(heads)}")
     print(f"offsets excluding the partition, new client: {ms(plan)}")
     print(f"HeadsWatch round after the first: {ms(watch)} ({rounds})")
+    print(f"  with the probe of a partition beginning at 0: {ms(probe0)}")
+    print(f"  with the probe of a partition beginning at 5: {ms(probe5)}")
     print(f"baseline, raw pyzmq SUB joining an XPUB: {ms(base)}")
     print(f"fetch_range / baseline: {med(fetch) / med(base):.1f}x")
 

@@ -402,6 +402,8 @@ def test_stream_reader_plans_through_one_client_kept_across_batches(cluster: Clu
     )
     assert r.partitions(start, {first: 10, second: 5})
     assert watch.stats()["rounds"] >= 3
+    # Probes of partitions that begin at 0 (this one, the first) end at once.
+    assert watch.stats()["quick_probes"] >= 1, watch.stats()
     copy = pickle.loads(pickle.dumps(r))
     assert copy._watch_clients is None and copy.topics == r.topics
     r.stop()

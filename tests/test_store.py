@@ -454,18 +454,25 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
     """A :class:`dafka.HeadsWatch` round after the first asks the stores that
     answered before and ends once they answered again (``quick_rounds``), with
     the same result as a full round; heads rise as a producer writes; a peer that
-    connects (the new producer) makes a full round; a closed watch raises."""
-    a = "A" * 32
+    connects (the new producer) makes a full round; a closed watch raises.
+    The first-offset probe ends at once when every partition it asks about
+    answered offset 0 (``quick_probes``: nothing lower can come), and waits
+    ``settle`` for a lower answer otherwise."""
+    a, b = "A" * 32, "B" * 32
     with dafka.Log(tmp_path / "log", retain_hours=None) as log:
         log.append_many("t", a, 0, [value(i) for i in range(10)])
+        # Begins at 5, as one whose first records retention deleted.
+        log.append_many("t", b, 5, [value(i) for i in range(3)])
     towers = [tower.endpoint]
     with (
         Store(tmp_path, bind=LOCAL, towers=towers, **FAST),
         dafka.HeadsWatch("t", towers=towers, **FAST) as w,
     ):
-        assert w.offsets(exclude=[a], timeout=30) == {a: (0, 10)}
-        assert w.offsets(timeout=30) == {a: (0, 10)}
-        assert w.stats() == {"rounds": 2, "quick_rounds": 1}
+        assert w.offsets(exclude=[a, b], timeout=30) == {a: (0, 10), b: (0, 8)}
+        assert w.offsets(partitions=[a], timeout=30) == {a: (0, 10), b: (0, 8)}
+        assert w.stats() == {"rounds": 2, "quick_rounds": 1, "probes": 1, "quick_probes": 1}
+        assert w.offsets(timeout=30) == {a: (0, 10), b: (5, 8)}
+        assert w.stats() == {"rounds": 3, "quick_rounds": 2, "probes": 2, "quick_probes": 1}
         with Producer("t", bind=LOCAL, towers=towers, **FAST) as p:
             p.send_many([value(i) for i in range(5)])
             assert flush_all(p) == 0
@@ -490,15 +497,16 @@ def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
     store answered."""
     a = "A" * 32
     with dafka.Log(tmp_path / "a" / "log", retain_hours=None) as log:
-        log.append_many("t", a, 0, [value(i) for i in range(10)])
+        # Begins at 3, so the probe waits its `settle` for a lower answer.
+        log.append_many("t", a, 3, [value(i) for i in range(10)])
     towers = [tower.endpoint]
     with (
         Store(tmp_path / "a", bind=LOCAL, towers=towers, **FAST),
         dafka.HeadsWatch("t", towers=towers, **FAST) as w,
     ):
-        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
-        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
-        assert w.stats() == {"rounds": 2, "quick_rounds": 1}
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 13)}
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 13)}
+        assert w.stats() == {"rounds": 2, "quick_rounds": 1, "probes": 0, "quick_probes": 0}
 
         before = full_rounds(w)
         got: dict[str, Any] = {}
@@ -512,8 +520,8 @@ def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
             # it would deadlock: the round checks for signals under the GIL).
             assert w.stats()["rounds"] >= 2
             probe.join(30)
-            assert got["o"] == {a: (0, 10)}
-            assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+            assert got["o"] == {a: (3, 13)}
+            assert w.offsets(partitions=[], timeout=30) == {a: (0, 13)}
             assert full_rounds(w) > before, w.stats()
 
 

@@ -167,9 +167,10 @@ pub struct Offsets {
 /// There is no wire field for a first offset: each partition gets a
 /// `FETCH(0, 1)`, which a store answers with its first record held (it answers
 /// a FETCH below what it holds from there); the lowest answer of every peer
-/// wins. Probing ends once every partition answered and `settle` passed with
-/// no new peer or lower answer, or after [`PROBE_ROUNDS`] retries for the
-/// partitions nobody answered.
+/// wins. Probing ends as soon as every partition answered 0 (nothing lower
+/// exists), else once every partition answered and `settle` passed with no new
+/// peer or lower answer, or after [`PROBE_ROUNDS`] retries for the partitions
+/// nobody answered.
 pub fn offsets<E: From<Error>>(
     cfg: &NodeConfig,
     topic: &str,
@@ -203,6 +204,10 @@ pub struct HeadsWatch {
     /// Rounds so far, and how many of them ended on their count of answers.
     pub rounds: u64,
     pub quick_rounds: u64,
+    /// Rounds that probed first offsets, and how many of those probes ended
+    /// at once (every partition answered 0) instead of on `settle`.
+    pub probes: u64,
+    pub quick_probes: u64,
 }
 
 impl HeadsWatch {
@@ -214,6 +219,8 @@ impl HeadsWatch {
             expect: 0,
             rounds: 0,
             quick_rounds: 0,
+            probes: 0,
+            quick_probes: 0,
         })
     }
 
@@ -240,6 +247,8 @@ impl HeadsWatch {
         self.expect = round.answers;
         self.rounds += 1;
         self.quick_rounds += u64::from(round.quick);
+        self.probes += u64::from(round.probe != Probe::None);
+        self.quick_probes += u64::from(round.probe == Probe::Quick);
         Ok(got)
     }
 }
@@ -256,6 +265,19 @@ struct RoundEnd {
     /// The most answers one ask had (those that came before the next ask):
     /// what the next round of the same peers expects.
     answers: usize,
+    /// How the first-offset probe after it ended.
+    probe: Probe,
+}
+
+/// How a round's first-offset probe ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// There was none: no partition to probe.
+    None,
+    /// Every partition answered offset 0 (nothing lower can come): at once.
+    Quick,
+    /// On `settle` after the last answer, or on its retries or deadline.
+    Settled,
 }
 
 /// The answers to each GET-HEADS ask of one round, for what the next round
@@ -337,6 +359,7 @@ impl Client {
         let end = |quick: bool, windows: AskWindows| RoundEnd {
             quick,
             answers: windows.expect(Instant::now()),
+            probe: Probe::None,
         };
         loop {
             let now = Instant::now();
@@ -460,10 +483,13 @@ impl Client {
             .keys()
             .filter(|p| only.as_ref().is_none_or(|o| o.contains(p)) && !exclude.contains(p))
             .collect();
-        let firsts = if probe.is_empty() {
-            BTreeMap::new()
+        let (firsts, probe) = if probe.is_empty() {
+            (BTreeMap::new(), Probe::None)
         } else {
-            self.firsts(topic, &probe, deadline, settle, check)?
+            match self.firsts(topic, &probe, deadline, settle, check)? {
+                (f, true) => (f, Probe::Quick),
+                (f, false) => (f, Probe::Settled),
+            }
         };
         let got = heads
             .iter()
@@ -472,11 +498,13 @@ impl Client {
                 (p.clone(), Offsets { first, next })
             })
             .collect();
-        Ok((got, round))
+        Ok((got, RoundEnd { probe, ..round }))
     }
 
     /// The lowest offset answered to a `FETCH(0, 1)` of each partition in
     /// `parts` (see [`offsets`]); partitions nobody answered are left out.
+    /// True when it ended as soon as every partition answered 0, without
+    /// waiting `settle`.
     fn firsts<E: From<Error>>(
         &mut self,
         topic: &str,
@@ -484,7 +512,7 @@ impl Client {
         deadline: Instant,
         settle: Duration,
         check: &mut impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<BTreeMap<String, u64>, E> {
+    ) -> std::result::Result<(BTreeMap<String, u64>, bool), E> {
         let own = self.core.address.clone();
         let wanted: HashSet<&str> = parts.iter().map(|p| p.as_str()).collect();
         let mut firsts: BTreeMap<String, u64> = BTreeMap::new();
@@ -502,8 +530,14 @@ impl Client {
         loop {
             let now = Instant::now();
             let all = firsts.len() == parts.len();
+            // Every partition answered from offset 0: no peer can answer
+            // lower, so `settle` has nothing left to wait for (a partition
+            // new since the last micro-batch, the common case).
+            if all && firsts.values().all(|&f| f == 0) {
+                return Ok((firsts, true));
+            }
             if now >= deadline || (now >= last_news + settle && (all || rounds >= PROBE_ROUNDS)) {
-                return Ok(firsts);
+                return Ok((firsts, false));
             }
             if ask_all || (!all && now >= next_retry) {
                 let asks: Vec<Out> = parts

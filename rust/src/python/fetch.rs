@@ -59,7 +59,9 @@ fn heads(
 /// ``(first, next)``: the lowest offset still held (where "earliest" begins
 /// once retention deleted older records; 0 when nobody answered) and the next
 /// offset. The first-offset probe (one FETCH each) covers ``partitions`` (all
-/// when None) except those in ``exclude``; the others report 0.
+/// when None) except those in ``exclude``; the others report 0. It ends as
+/// soon as every partition it covers answered 0, else ``settle`` after the
+/// last answer (a lower one may still come from another store).
 #[pyfunction]
 #[pyo3(signature = (
     topic, *, partitions = None, exclude = None, towers = None, peers = None, wire = "rfc",
@@ -257,16 +259,23 @@ impl HeadsWatch {
             .collect())
     }
 
-    /// ``{"rounds": n, "quick_rounds": m}``: rounds so far, and those that
-    /// ended once every peer answered again instead of waiting ``settle``.
+    /// ``{"rounds", "quick_rounds", "probes", "quick_probes"}``: rounds so
+    /// far, and those that ended once every peer answered again instead of
+    /// waiting ``settle``; rounds that probed first offsets, and those whose
+    /// probe ended at once because every partition answered offset 0.
     /// (Waits for a round in progress in another thread, GIL released.)
     fn stats(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<&'static str, u64>> {
-        let (rounds, quick) = py.detach(|| {
+        let s = py.detach(|| {
             let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let w = guard.as_ref().ok_or(crate::error::Error::Closed)?;
-            Ok::<_, crate::error::Error>((w.rounds, w.quick_rounds))
+            Ok::<_, crate::error::Error>([
+                ("rounds", w.rounds),
+                ("quick_rounds", w.quick_rounds),
+                ("probes", w.probes),
+                ("quick_probes", w.quick_probes),
+            ])
         })?;
-        Ok([("rounds", rounds), ("quick_rounds", quick)].into())
+        Ok(s.into())
     }
 
     /// Closes the client's sockets; later rounds raise ClosedError.
