@@ -12,8 +12,14 @@
 //!   tasks), against the same run's fdatasync of each active segment plus an
 //!   fsync of each partition directory (what opening cost per partition before
 //!   one syncfs covered a large log).
+//! - parked: 20,000 partitions whose records retention deleted (each finished
+//!   Spark task's), parked in `.parked`, against the same partitions each still
+//!   holding its records in a directory of its own (what an emptied partition
+//!   kept before parking: a directory, a segment and an index): the sweep that
+//!   parks them, then `Log::open` and RSS of each log in a child process, and
+//!   the files and directories each uses.
 //!
-//! `cargo bench --bench log [-- append|read|rss|open]` (nothing runs without
+//! `cargo bench --bench log [-- append|read|rss|open|parked]` (nothing runs without
 //! `--bench`, so `cargo test --all-targets` skips them). `DAFKA_BENCH_DIR` picks
 //! the directory (default: `target/bench-log`), `DAFKA_BENCH_SCALE` scales the
 //! data sizes (e.g. 0.1 for a quick run).
@@ -288,6 +294,111 @@ fn open_many() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// Files and directories under `dir` (itself not counted).
+fn entries(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    1 + if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        entries(&e.path())
+                    } else {
+                        0
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn rss_kib() -> u64 {
+    let s = fs::read_to_string("/proc/self/status").expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// Runs in a child process: opens the log at `dir`, prints the seconds it
+/// took, the RSS it added (KiB) and its partitions.
+fn open_child(dir: &Path) {
+    let before = rss_kib();
+    let t0 = Instant::now();
+    let log = Log::open(dir, LogConfig::default()).expect("open");
+    let secs = t0.elapsed().as_secs_f64();
+    let n = log.partitions(None).len();
+    println!("{secs} {} {n}", rss_kib().saturating_sub(before));
+}
+
+fn open_in_child(dir: &Path) -> (f64, u64, usize) {
+    let root = File::open(dir).expect("open dir");
+    // SAFETY: syncfs only reads the descriptor, which `root` keeps open.
+    assert_eq!(unsafe { libc::syncfs(root.as_raw_fd()) }, 0);
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .arg("open-child")
+        .arg(dir)
+        .output()
+        .expect("run the open child");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let w: Vec<&str> = text.split_whitespace().collect();
+    (
+        w[0].parse().expect("secs"),
+        w[1].parse().expect("rss"),
+        w[2].parse().expect("count"),
+    )
+}
+
+/// Emptied partitions, parked, against the same partitions in directories.
+fn parked() {
+    let n = ((20_000.0 * scale()) as usize).max(1);
+    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
+    let now = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
+    let c = now.clone();
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Never,
+        retain_hours: Some(1),
+        clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
+        ..LogConfig::default()
+    };
+    let (dir_a, dir_b) = (bench_dir("parked-dirs"), bench_dir("parked"));
+    for d in [&dir_a, &dir_b] {
+        let mut log = Log::open(d, cfg.clone()).expect("open");
+        for p in &names {
+            log.append_batch(b"t", p, 0, &[vec![1u8; 100], vec![2u8; 100]])
+                .expect("append");
+        }
+        log.close().expect("close");
+    }
+    let mut log = Log::open(&dir_b, cfg.clone()).expect("open");
+    now.store(1_000_000 + 7_200_000, std::sync::atomic::Ordering::SeqCst);
+    let t0 = Instant::now();
+    log.enforce_retention().expect("retention");
+    let sweep = t0.elapsed().as_secs_f64();
+    assert_eq!(log.parked_count(), n);
+    drop(log);
+    let (open_a, rss_a, n_a) = open_in_child(&dir_a);
+    let (open_b, rss_b, n_b) = open_in_child(&dir_b);
+    assert_eq!((n_a, n_b), (n, n));
+    println!(
+        "parked {n} partitions: the sweep that deleted their records and parked them {sweep:.2} s"
+    );
+    println!(
+        "  Log::open: parked {open_b:.3} s, RSS +{:.1} MiB, {} files and directories | \
+         in directories (before) {open_a:.3} s, RSS +{:.1} MiB, {} files and directories",
+        rss_b as f64 / 1024.0,
+        entries(&dir_b),
+        rss_a as f64 / 1024.0,
+        entries(&dir_a),
+    );
+    let _ = fs::remove_dir_all(&dir_a);
+    let _ = fs::remove_dir_all(&dir_b);
+}
+
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<String> = raw
@@ -297,6 +408,10 @@ fn main() {
         .collect();
     if args.first().map(String::as_str) == Some("rss-child") {
         rss_child();
+        return;
+    }
+    if args.first().map(String::as_str) == Some("open-child") {
+        open_child(Path::new(&args[1]));
         return;
     }
     if !raw.iter().any(|a| a == "--bench") {
@@ -315,6 +430,9 @@ fn main() {
     }
     if want("open") {
         open_many();
+    }
+    if want("parked") {
+        parked();
     }
     if want("rss") {
         let out = Command::new(std::env::current_exe().expect("exe"))

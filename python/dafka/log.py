@@ -52,7 +52,8 @@ class PartitionInfo:
     bytes: int
     """Bytes in segment files."""
     segments: int
-    """Number of segment files, the active one included."""
+    """Number of segment files, the active one included (0 for a partition with no
+    record left, which is kept only as its next offset in the log's ``.parked``)."""
 
 
 class Log:
@@ -61,7 +62,8 @@ class Log:
     Options (keyword-only, defaults as ZPER): ``segment_bytes`` (512 MiB) rolls to a
     new segment; ``retain_hours`` (168, ``None`` keeps forever) and ``retain_bytes``
     (per partition, ``None``) delete whole old segments (age also the active one, once
-    all of it is that old: the partition keeps its next offset); ``fsync`` is ``"always"``
+    all of it is that old: the partition keeps its next offset, "parked" in the log's
+    ``.parked`` file without a directory of its own); ``fsync`` is ``"always"``
     (every append call), ``"interval"`` (once ``flush_messages`` records are unsynced
     or ``flush_interval_ms`` passed, checked on append and :meth:`tick`) or
     ``"never"`` (only :meth:`flush`); ``recovery`` says what to do with a damaged

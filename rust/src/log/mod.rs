@@ -12,6 +12,8 @@
 //!       00000000000000004711.log      ...
 //!   .lock                       flock'ed by the one writable Log (read-only opens
 //!                               take no lock)
+//!   .parked                     partitions with no record left: their next offsets
+//!                               (see [`parked`]); they have no directory
 //! ```
 //!
 //! # Segment file (`.log`), all integers big-endian
@@ -93,6 +95,7 @@ mod error;
 pub mod format;
 mod index;
 mod io;
+pub mod parked;
 mod partition;
 pub mod recovery;
 mod segment;
@@ -107,6 +110,7 @@ use std::sync::Arc;
 
 pub use config::{system_clock_ms, Clock, Failpoint, FsyncPolicy, IoOp, LogConfig};
 pub use error::{LogError, Result};
+pub use parked::PARKED_FILE;
 pub use partition::{PartitionInfo, PartitionSync, StoredRecord};
 pub use recovery::RecoveryPolicy;
 
@@ -182,6 +186,13 @@ pub struct Log {
     uses: u64,
     /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
     _lock: Option<fs::File>,
+    /// Partitions with no record left, parked (see [`parked`]): next offsets.
+    parked: parked::Parked,
+    /// Lines in `ROOT/.parked`, stale ones included.
+    parked_lines: usize,
+    /// An append to `ROOT/.parked` failed (it may end in a torn line): the
+    /// next parking rewrites it.
+    parked_rewrite: bool,
 }
 
 /// Name of the lock file in the log's root (not a valid escaped topic name).
@@ -333,6 +344,74 @@ fn unknown_partition(topic: &[u8], partition: &str) -> LogError {
     }
 }
 
+/// Stale lines in `ROOT/.parked` (of partitions appended to again, or
+/// parked twice) tolerated before a parking rewrites the file: at least this
+/// many, and at least as many as there are parked partitions.
+const PARKED_STALE_MIN: usize = 1024;
+
+/// A partition the log holds: open, or parked at its next offset.
+enum Found<'a> {
+    Open(&'a Partition),
+    Parked(u64),
+}
+
+/// A read of a parked partition (no record, at `next`): nothing from `next`,
+/// out of range from anywhere else, as for an open one.
+fn parked_read(topic: &[u8], partition: &str, start: u64, next: u64) -> Result<()> {
+    if start == next {
+        return Ok(());
+    }
+    Err(LogError::OffsetOutOfRange {
+        topic: lossy(topic),
+        partition: partition.to_owned(),
+        requested: start,
+        first: next,
+        next,
+    })
+}
+
+fn parked_info(topic: &[u8], partition: &str, next: u64) -> PartitionInfo {
+    PartitionInfo {
+        topic: topic.to_vec(),
+        partition: partition.to_owned(),
+        first_offset: next,
+        next_offset: next,
+        durable_next: next,
+        bytes: 0,
+        segments: 0,
+    }
+}
+
+/// The parked partitions of the log at `root` (see [`parked`]) that have no
+/// directory, and the registry's line count. A writable log drops the stale
+/// lines (rewriting the file) and the empty directories a crash while
+/// parking left.
+fn open_parked(
+    cfg: &LogConfig,
+    root: &Path,
+    parts: &BTreeMap<PartKey, Partition>,
+    damaged: &BTreeMap<PartKey, Damaged>,
+    empty_dirs: &[(PartKey, PathBuf)],
+) -> Result<(parked::Parked, usize)> {
+    let loaded = parked::load(root)?;
+    let mut got = loaded.parked;
+    got.retain(|k, _| !parts.contains_key(k) && !damaged.contains_key(k));
+    if cfg.read_only {
+        return Ok((got, loaded.lines));
+    }
+    for (key, dir) in empty_dirs {
+        if got.contains_key(key) {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+    if loaded.lines == got.len() {
+        return Ok((got, loaded.lines));
+    }
+    parked::rewrite(cfg, root, &got)?;
+    let n = got.len();
+    Ok((got, n))
+}
+
 fn damaged_error((topic, partition): &PartKey, why: &str) -> LogError {
     LogError::Failed {
         topic: lossy(topic),
@@ -370,6 +449,8 @@ impl Log {
         let gauge = io::Gauge::default();
         let mut parts = BTreeMap::new();
         let mut damaged = BTreeMap::new();
+        // Partition directories without a segment (a crash while parking).
+        let mut empty_dirs: Vec<(PartKey, PathBuf)> = Vec::new();
         for topic_entry in fs::read_dir(&root).map_err(|e| LogError::io("list", &root, e))? {
             let topic_entry = topic_entry.map_err(|e| LogError::io("list", &root, e))?;
             let tpath = topic_entry.path();
@@ -405,7 +486,7 @@ impl Log {
                         }
                         parts.insert((topic.clone(), name), p);
                     }
-                    Ok(None) => {}
+                    Ok(None) => empty_dirs.push(((topic.clone(), name), ppath.clone())),
                     Err(e) if cfg.isolate_damaged => {
                         set_aside_at_open(&mut damaged, (topic.clone(), name), ppath, &e);
                     }
@@ -413,6 +494,7 @@ impl Log {
                 }
             }
         }
+        let (parked, parked_lines) = open_parked(&cfg, &root, &parts, &damaged, &empty_dirs)?;
         let now = cfg.now();
         if !cfg.read_only {
             sync_opened(&cfg, &root, &mut parts, &mut damaged, now)?;
@@ -443,6 +525,9 @@ impl Log {
             _counted: io::LogCount::new(),
             uses: 0,
             _lock: lock,
+            parked,
+            parked_lines,
+            parked_rewrite: false,
         })
     }
 
@@ -456,14 +541,23 @@ impl Log {
         &self.cfg
     }
 
-    fn part(&self, topic: &[u8], partition: &str) -> Result<&Partition> {
+    fn find(&self, topic: &[u8], partition: &str) -> Result<Found<'_>> {
         let key = (topic.to_vec(), partition.to_owned());
-        self.parts
-            .get(&key)
-            .ok_or_else(|| match self.damaged.get(&key) {
-                Some(d) => damaged_error(&key, &d.why),
-                None => unknown_partition(topic, partition),
-            })
+        if let Some(p) = self.parts.get(&key) {
+            return Ok(Found::Open(p));
+        }
+        if let Some(&next) = self.parked.get(&key) {
+            return Ok(Found::Parked(next));
+        }
+        Err(match self.damaged.get(&key) {
+            Some(d) => damaged_error(&key, &d.why),
+            None => unknown_partition(topic, partition),
+        })
+    }
+
+    /// Partitions parked now (no record left; see [`parked`]).
+    pub fn parked_count(&self) -> usize {
+        self.parked.len()
     }
 
     /// Partitions set aside because they could not be opened
@@ -598,6 +692,17 @@ impl Log {
                 // Never create over a partition's damaged files.
                 return Err(damaged_error(&key, &d.why));
             }
+            if let Some(&expected) = self.parked.get(&key) {
+                // It goes on where it stood: a directory again.
+                if first_offset != expected {
+                    return Err(LogError::OffsetMismatch {
+                        topic: lossy(topic),
+                        partition: partition.to_owned(),
+                        expected,
+                        got: first_offset,
+                    });
+                }
+            }
             if values.is_empty() {
                 return Ok(());
             }
@@ -614,6 +719,8 @@ impl Log {
                 first_offset,
                 &self.gauge,
             )?;
+            // Its registry line is stale now: the directory wins.
+            self.parked.remove(&key);
             self.parts.insert(key.clone(), p);
         }
         let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
@@ -638,6 +745,29 @@ impl Log {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
         let key = (topic.to_vec(), partition.to_owned());
+        if let Some(&next) = self.parked.get(&key) {
+            // No record to drop: it stands at `offset` from now on.
+            if offset <= next {
+                return Err(LogError::Invalid(format!(
+                    "skip to offset {offset}: the partition already reaches {next}"
+                )));
+            }
+            let line = parked::encode(topic, partition, offset)?;
+            let r = if self.parked_rewrite {
+                let mut all = self.parked.clone();
+                all.insert(key.clone(), offset);
+                parked::rewrite(&self.cfg, &self.root, &all)
+                    .map(|()| (self.parked_lines, self.parked_rewrite) = (all.len(), false))
+            } else {
+                parked::append(&self.cfg, &self.root, &line).map(|()| self.parked_lines += 1)
+            };
+            if r.is_err() {
+                self.parked_rewrite = true;
+            } else {
+                self.parked.insert(key, offset);
+            }
+            return r;
+        }
         let p = self
             .parts
             .get_mut(&key)
@@ -722,8 +852,10 @@ impl Log {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<Vec<StoredRecord>> {
-        self.part(topic, partition)?
-            .read(start, max_records, max_bytes)
+        match self.find(topic, partition)? {
+            Found::Open(p) => p.read(start, max_records, max_bytes),
+            Found::Parked(next) => parked_read(topic, partition, start, next).map(|()| Vec::new()),
+        }
     }
 
     /// [`Log::read`] without building records: `f(offset, timestamp, value)`
@@ -737,27 +869,34 @@ impl Log {
         max_bytes: usize,
         f: impl FnMut(u64, u64, &[u8]),
     ) -> Result<usize> {
-        self.part(topic, partition)?
-            .read_with(start, max_records, max_bytes, f)
+        match self.find(topic, partition)? {
+            Found::Open(p) => p.read_with(start, max_records, max_bytes, f),
+            Found::Parked(next) => parked_read(topic, partition, start, next).map(|()| 0),
+        }
     }
 
     /// The offset the next append to this partition must carry, if it exists.
     pub fn next_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        self.part(topic, partition).ok().map(Partition::next_offset)
+        match self.find(topic, partition).ok()? {
+            Found::Open(p) => Some(p.next_offset()),
+            Found::Parked(next) => Some(next),
+        }
     }
 
     /// The first available offset, if the partition exists.
     pub fn first_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        self.part(topic, partition)
-            .ok()
-            .map(Partition::first_offset)
+        match self.find(topic, partition).ok()? {
+            Found::Open(p) => Some(p.first_offset()),
+            Found::Parked(next) => Some(next),
+        }
     }
 
     /// The durable high-water mark: every offset below it has reached fdatasync.
     pub fn durable_next(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        self.part(topic, partition)
-            .ok()
-            .map(Partition::durable_next)
+        match self.find(topic, partition).ok()? {
+            Found::Open(p) => Some(p.durable_next()),
+            Found::Parked(next) => Some(next),
+        }
     }
 
     /// fdatasyncs every partition with unsynced appends (group commit).
@@ -796,6 +935,7 @@ impl Log {
             match p.begin_sync() {
                 Ok(Some(job)) => {
                     p.listed = false;
+                    p.syncing = true;
                     parts.push((key, job));
                 }
                 Ok(None) => p.listed = false,
@@ -821,6 +961,7 @@ impl Log {
         let mut first_err = None;
         for (key, target, result) in done.results {
             if let Some(p) = self.parts.get_mut(&key) {
+                p.syncing = false;
                 if let Err(e) = p.finish_sync(target, result, now) {
                     first_err.get_or_insert(e);
                 }
@@ -849,10 +990,13 @@ impl Log {
     /// fdatasyncs one partition.
     pub fn sync_partition(&mut self, topic: &[u8], partition: &str) -> Result<()> {
         let now = self.cfg.now();
-        self.parts
-            .get_mut(&(topic.to_vec(), partition.to_owned()))
-            .ok_or_else(|| unknown_partition(topic, partition))?
-            .sync(now)
+        let key = (topic.to_vec(), partition.to_owned());
+        match self.parts.get_mut(&key) {
+            Some(p) => p.sync(now),
+            // Its registry line was synced when it was parked.
+            None if self.parked.contains_key(&key) => Ok(()),
+            None => Err(unknown_partition(topic, partition)),
+        }
     }
 
     /// Periodic work for the owner's event loop: interval syncs that fell due and,
@@ -922,34 +1066,117 @@ impl Log {
                 }
             }
         }
+        if let Err(e) = self.park_empty() {
+            // Not an error of the log: a partition not parked (or parked with
+            // files left behind) is the same partition.
+            tracing::warn!("parking partitions with no record left: {e}");
+        }
         self.close_idle_files();
         first_err.map_or(Ok(n), Err)
     }
 
+    /// Parks every partition that holds no record (retention deleted them
+    /// all; see [`parked`]): its next offset goes into `ROOT/.parked`
+    /// (synced first), then its files and directory are deleted. A crash in
+    /// between leaves both, and the directory wins. Returns how many.
+    fn park_empty(&mut self) -> Result<usize> {
+        let keys: Vec<(PartKey, u64)> = self
+            .parts
+            .iter()
+            .filter(|(_, p)| p.parkable())
+            .map(|(k, p)| (k.clone(), p.next_offset()))
+            .collect();
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let stale = self.parked_lines.saturating_sub(self.parked.len());
+        if self.parked_rewrite || stale > self.parked.len().max(PARKED_STALE_MIN) {
+            let mut all = self.parked.clone();
+            all.extend(keys.iter().cloned());
+            parked::rewrite(&self.cfg, &self.root, &all)?;
+            (self.parked_lines, self.parked_rewrite) = (all.len(), false);
+        } else {
+            let mut lines = String::new();
+            for ((t, p), next) in &keys {
+                lines.push_str(&parked::encode(t, p, *next)?);
+            }
+            if let Err(e) = parked::append(&self.cfg, &self.root, &lines) {
+                self.parked_rewrite = true;
+                return Err(e);
+            }
+            self.parked_lines += keys.len();
+        }
+        let mut topic_dirs: Vec<PathBuf> = Vec::new();
+        let mut first_err = None;
+        for (key, next) in &keys {
+            let p = self.parts.remove(key).expect("listed above");
+            if let Some(d) = p.dir().parent() {
+                if topic_dirs.last().is_none_or(|l| l.as_path() != d) {
+                    topic_dirs.push(d.to_path_buf());
+                }
+            }
+            // Files left behind (an error here) open as the same empty
+            // partition, and the directory wins over the registry line.
+            if let Err(e) = p.remove_parked() {
+                first_err.get_or_insert(e);
+            }
+            self.parked.insert(key.clone(), *next);
+        }
+        self.dirty.retain(|k| !self.parked.contains_key(k));
+        for d in &topic_dirs {
+            if let Err(e) = io::sync_dir(&self.cfg, d) {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(keys.len()), Err)
+    }
+
     /// The first offset appended at or after `ts` (ms since the epoch), if any.
     pub fn offset_for_time(&self, topic: &[u8], partition: &str, ts: u64) -> Result<Option<u64>> {
-        self.part(topic, partition)?.offset_for_time(ts)
+        match self.find(topic, partition)? {
+            Found::Open(p) => p.offset_for_time(ts),
+            Found::Parked(_) => Ok(None),
+        }
     }
 
     /// Every topic, sorted.
     pub fn topics(&self) -> Vec<Vec<u8>> {
         let mut t: Vec<Vec<u8>> = self.parts.keys().map(|(t, _)| t.clone()).collect();
+        t.extend(self.parked.keys().map(|(t, _)| t.clone()));
+        t.sort_unstable();
         t.dedup();
         t
     }
 
-    /// The listing of every partition, or of one topic's.
+    /// The listing of every partition, or of one topic's, sorted (parked
+    /// ones included: no record, no segment).
     pub fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartitionInfo> {
-        self.parts
+        let want = |t: &Vec<u8>| topic.is_none_or(|w| w == t.as_slice());
+        let mut out: Vec<PartitionInfo> = self
+            .parts
             .iter()
-            .filter(|((t, _), _)| topic.is_none_or(|want| want == t.as_slice()))
+            .filter(|((t, _), _)| want(t))
             .map(|(_, p)| p.info())
-            .collect()
+            .collect();
+        if self.parked.is_empty() {
+            return out;
+        }
+        out.extend(
+            self.parked
+                .iter()
+                .filter(|((t, _), _)| want(t))
+                .map(|((t, p), &next)| parked_info(t, p, next)),
+        );
+        out.sort_unstable_by(|a, b| (&a.topic, &a.partition).cmp(&(&b.topic, &b.partition)));
+        out
     }
 
     /// The listing entry of one partition.
     pub fn partition(&self, topic: &[u8], partition: &str) -> Option<PartitionInfo> {
-        self.part(topic, partition).ok().map(Partition::info)
+        match self.find(topic, partition).ok()? {
+            Found::Open(p) => Some(p.info()),
+            Found::Parked(next) => Some(parked_info(topic, partition, next)),
+        }
     }
 
     /// Closes cleanly: indexes written out, everything synced.

@@ -94,6 +94,9 @@ pub struct Partition {
     /// When the log last appended here (its own counter), for closing the
     /// files of the partitions used least recently.
     pub(crate) last_used: u64,
+    /// Taken by a [`crate::log::SyncBatch`] not yet finished: not parked
+    /// meanwhile (the batch would sync files that are gone).
+    pub(crate) syncing: bool,
 }
 
 impl Partition {
@@ -127,6 +130,7 @@ impl Partition {
             failed: None,
             listed: false,
             last_used: 0,
+            syncing: false,
         })
     }
 
@@ -201,6 +205,7 @@ impl Partition {
             failed: None,
             listed: false,
             last_used: 0,
+            syncing: false,
         };
         if !p.cfg.read_only {
             // What survived is what counts from now on: it must be made
@@ -513,6 +518,28 @@ impl Partition {
     /// Why the partition is unusable, after an I/O error it could not undo.
     pub(crate) fn failed(&self) -> Option<&str> {
         self.failed.as_deref()
+    }
+
+    /// Whether the partition holds no record and nothing in flight, so it can
+    /// be parked (see [`crate::log::parked`]): only its next offset matters.
+    pub(crate) fn parkable(&self) -> bool {
+        self.sealed.is_empty()
+            && self.active.seg.tail.next == self.active.seg.base
+            && self.failed.is_none()
+            && !self.syncing
+            && !self.cfg.read_only
+    }
+
+    /// Deletes the files and the directory of a [`Partition::parkable`]
+    /// partition, index first (a crash in between leaves an empty segment,
+    /// which opens as the same partition).
+    pub(crate) fn remove_parked(mut self) -> Result<()> {
+        self.close_file();
+        // Nothing left for `Drop` to write.
+        self.failed = Some("parked".to_owned());
+        io::remove(&self.cfg, self.active.seg.index.path())?;
+        io::remove(&self.cfg, &self.active.seg.log_path)?;
+        fs::remove_dir(&self.dir).map_err(|e| LogError::io("remove directory", &self.dir, e))
     }
 
     /// Whether the active segment's file is open.

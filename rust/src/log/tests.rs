@@ -198,8 +198,10 @@ impl Model {
         self.segments.iter().flatten().cloned().collect()
     }
     fn first(&self) -> Option<u64> {
-        let f = self.segments.front()?;
-        Some(f.first().map_or(self.next.unwrap(), |r| r.0))
+        match self.segments.front() {
+            Some(f) => Some(f.first().map_or(self.next.unwrap(), |r| r.0)),
+            None => self.next,
+        }
     }
     fn retention(&mut self, now: u64, retain_ms: u64, retain_bytes: u64) {
         let max_ts = |s: &Vec<(u64, u64, Vec<u8>)>| s.iter().map(|r| r.1).max().unwrap_or(0);
@@ -212,10 +214,11 @@ impl Model {
                 break;
             }
         }
-        // An active segment entirely past the age limit rolls and goes.
+        // An active segment entirely past the age limit rolls and goes; the
+        // partition, with no record left, is parked: no segment at all.
         if let [only] = self.segments.make_contiguous() {
             if !only.is_empty() && now.saturating_sub(max_ts(only)) > retain_ms {
-                only.clear();
+                self.segments.clear();
             }
         }
     }
@@ -702,17 +705,17 @@ fn retention_by_age_and_size() {
     assert_eq!(read_all(&log)[0].0, info.first_offset);
     // Everything old: every segment goes, the active one rolled first (a
     // partition whose producer is gone would otherwise keep it forever); the
-    // partition keeps its next offset.
+    // partition keeps its next offset, parked: no file, no directory.
     clock.set(1_000_000 + 10 * hour);
     log.enforce_retention().unwrap();
     let info = log.partition(T, P).unwrap();
-    assert_eq!(info.segments, 1);
+    assert_eq!(info.segments, 0);
     assert_eq!(info.next_offset, 60);
     assert_eq!(info.first_offset, 60);
-    assert_eq!(info.bytes, FILE_HEADER_LEN as u64);
+    assert_eq!(info.bytes, 0);
     assert!(read_all(&log).is_empty());
-    assert_eq!(seg_files(&pdir(dir.path()), "log").len(), 1);
-    assert_eq!(seg_files(&pdir(dir.path()), "index").len(), 1);
+    assert!(!pdir(dir.path()).exists());
+    assert_eq!(log.parked_count(), 1);
     assert!(matches!(
         log.read(T, P, 0, 1, 1),
         Err(LogError::OffsetOutOfRange { .. })
@@ -1342,20 +1345,30 @@ fn group_commit_looks_only_at_partitions_written_since_the_last_sync() {
     log.finish_sync(batch.run()).unwrap();
     assert_eq!(log.durable_next(T, &names[7]), Some(3));
     assert_eq!(log.durable_next(T, &names[8]), Some(1));
-    // Retention that deletes a segment lists its partition (a directory to sync).
-    clock.set(1_000_000 + 2 * 3_600_000);
-    assert_eq!(log.enforce_retention().unwrap(), 50);
-    assert_eq!(log.dirty.len(), 50);
-    let batch = log.begin_sync();
-    assert_eq!(batch.parts.len(), 50);
-    log.finish_sync(batch.run()).unwrap();
+    // A partition with segments older than the others.
+    let old: Vec<Vec<u8>> = (0..40).map(value).collect();
+    log.append_batch(T, P, 0, &old).unwrap();
+    let done = log.begin_sync().run();
+    log.finish_sync(done).unwrap();
     drop(log);
     // After a reopen every partition is listed once (recovery syncs what it
     // keeps, so the first group commit finds nothing) and then none.
     let mut log = Log::open(dir.path(), cfg()).unwrap();
-    assert_eq!(log.dirty.len(), 50);
+    assert_eq!(log.dirty.len(), 51);
     assert!(log.begin_sync().is_empty());
     assert!(log.dirty.is_empty());
+    // Retention that deletes segments but keeps records lists the partition
+    // (a directory to sync); one that empties a partition parks it (its next
+    // offset synced in `.parked`), with nothing left to sync.
+    clock.set(1_000_000 + 2 * 3_600_000);
+    log.append(T, P, 40, b"new").unwrap();
+    let done = log.begin_sync().run();
+    log.finish_sync(done).unwrap();
+    assert!(log.enforce_retention().unwrap() > 50);
+    assert_eq!(log.parked_count(), 50);
+    assert_eq!(log.dirty, vec![(T.to_vec(), P.to_string())]);
+    assert_eq!(log.begin_sync().parts.len(), 1);
+    // One appended to again is a partition again: listed, synced.
     log.append(T, &names[3], 1, b"w").unwrap();
     assert_eq!(log.begin_sync().parts.len(), 1);
 }
@@ -1567,4 +1580,195 @@ fn when_syncfs_fails_each_partition_syncs_and_a_failing_one_is_set_aside() {
     assert_eq!(damaged.len(), 1, "{damaged:?}");
     assert_eq!(damaged[0].1, names[1]);
     log.close().unwrap();
+}
+
+/// A log of `names` in topic `T` (one record each at `at`) and one partition
+/// of topic `other`, with 1 h retention.
+fn aged_log(dir: &Path, clock: &Clock, names: &[&str], fp: Option<Failpoint>) -> Log {
+    let cfg = LogConfig {
+        retain_hours: Some(1),
+        failpoint: fp,
+        ..small(clock)
+    };
+    let mut log = Log::open(dir, cfg).unwrap();
+    for (i, n) in names.iter().enumerate() {
+        let vals: Vec<Vec<u8>> = (0..=i as u64).map(value).collect();
+        log.append_batch(T, n, 10, &vals).unwrap();
+    }
+    log.append(b"other", "Z", 0, b"z").unwrap();
+    log
+}
+
+fn parked_lines(root: &Path) -> usize {
+    fs::read_to_string(root.join(PARKED_FILE)).map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn a_partition_retention_emptied_is_parked_without_files_and_keeps_its_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let mut log = aged_log(dir.path(), &clock, &["A", "B", "C"], None);
+    let before = log.partitions(None);
+    clock.set(1_000_000 + 2 * 3_600_000);
+    assert!(log.enforce_retention().unwrap() >= 4);
+    assert_eq!(log.parked_count(), 4);
+    assert_eq!(parked_lines(dir.path()), 4);
+    for n in ["A", "B", "C"] {
+        assert!(!dir.path().join("weather").join(n).exists(), "{n}");
+    }
+    // Everything answers as for an empty partition at the same next offset.
+    let got = log.partitions(None);
+    assert_eq!(got.len(), 4);
+    for (b, g) in before.iter().zip(&got) {
+        assert_eq!((&g.topic, &g.partition), (&b.topic, &b.partition));
+        assert_eq!(
+            (g.first_offset, g.next_offset, g.durable_next),
+            (b.next_offset, b.next_offset, b.next_offset)
+        );
+        assert_eq!((g.bytes, g.segments), (0, 0));
+    }
+    assert_eq!(log.partitions(Some(b"other")).len(), 1);
+    assert_eq!(log.topics(), vec![b"other".to_vec(), T.to_vec()]);
+    assert_eq!(log.next_offset(T, "B"), Some(12));
+    assert_eq!(log.first_offset(T, "B"), Some(12));
+    assert_eq!(log.durable_next(T, "B"), Some(12));
+    assert!(log.read(T, "B", 12, 10, 1000).unwrap().is_empty());
+    assert_eq!(
+        log.read_with(T, "B", 12, 10, 1000, |_, _, _| {}).unwrap(),
+        0
+    );
+    assert!(matches!(
+        log.read(T, "B", 11, 1, 1),
+        Err(LogError::OffsetOutOfRange {
+            first: 12,
+            next: 12,
+            ..
+        })
+    ));
+    assert_eq!(log.offset_for_time(T, "B", 0).unwrap(), None);
+    log.sync_partition(T, "B").unwrap();
+    assert!(matches!(
+        log.read(T, "Q", 0, 1, 1),
+        Err(LogError::UnknownPartition { .. })
+    ));
+
+    // Appending where it stood makes it a partition again; anywhere else is
+    // refused as for an open one.
+    assert!(matches!(
+        log.append(T, "A", 12, b"a"),
+        Err(LogError::OffsetMismatch {
+            expected: 11,
+            got: 12,
+            ..
+        })
+    ));
+    log.append(T, "A", 11, b"a").unwrap();
+    assert_eq!(log.parked_count(), 3);
+    assert_eq!(log.partition(T, "A").unwrap().segments, 1);
+    assert_eq!(log.read(T, "A", 11, 10, 1000).unwrap()[0].value, b"a");
+    // Skipping moves a parked partition's offset.
+    assert!(log.skip_to(T, "B", 12).is_err());
+    log.skip_to(T, "B", 50).unwrap();
+    assert_eq!(log.next_offset(T, "B"), Some(50));
+    assert_eq!(log.parked_count(), 3);
+    log.close().unwrap();
+
+    // Reopened: the directory of A wins over its line, B stands at 50, and
+    // the registry is rewritten without stale lines.
+    assert_eq!(parked_lines(dir.path()), 5);
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert_eq!(log.parked_count(), 3);
+    assert_eq!(parked_lines(dir.path()), 3);
+    assert_eq!(log.next_offset(T, "A"), Some(12));
+    assert_eq!(log.next_offset(T, "B"), Some(50));
+    assert_eq!(log.next_offset(T, "C"), Some(13));
+    assert_eq!(log.next_offset(b"other", "Z"), Some(1));
+    log.close().unwrap();
+
+    // A read-only open sees them and rewrites nothing.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(dir.path().join(PARKED_FILE))
+        .unwrap()
+        .write_all_at(b"torn", 0)
+        .unwrap();
+    let bytes = fs::read(dir.path().join(PARKED_FILE)).unwrap();
+    let ro = Log::open(
+        dir.path(),
+        LogConfig {
+            read_only: true,
+            ..small(&clock)
+        },
+    )
+    .unwrap();
+    assert_eq!(ro.parked_count(), 3);
+    assert_eq!(ro.next_offset(T, "B"), Some(50));
+    drop(ro);
+    assert_eq!(fs::read(dir.path().join(PARKED_FILE)).unwrap(), bytes);
+    // A writable one leaves the torn line out and rewrites the file.
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert_eq!(log.parked_count(), 3);
+    assert_eq!(parked_lines(dir.path()), 3);
+    assert!(fs::read_to_string(dir.path().join(PARKED_FILE))
+        .unwrap()
+        .ends_with('\n'));
+}
+
+#[test]
+fn parking_interrupted_leaves_the_same_partition_and_a_sync_in_flight_delays_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let fail_remove = Arc::new(AtomicBool::new(true));
+    let fr = fail_remove.clone();
+    let fp: Failpoint = Arc::new(move |op, path| {
+        // The index of A's empty segment (at its next offset, 11).
+        let index = path.ends_with("A/00000000000000000011.index");
+        if op == IoOp::Remove && index && fr.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(5)); // EIO
+        }
+        Ok(())
+    });
+    let mut log = aged_log(dir.path(), &clock, &["A", "B"], Some(fp));
+    // B's append is taken by a sync batch that has not finished.
+    log.sync().unwrap();
+    log.append(T, "B", 12, b"b").unwrap();
+    let batch = log.begin_sync();
+    assert!(!batch.is_empty());
+    clock.set(1_000_000 + 2 * 3_600_000);
+    // Retention deletes every record. Parking A fails to delete its index
+    // (it is parked, with its files left behind: the same empty partition);
+    // B waits for its batch.
+    log.enforce_retention().unwrap();
+    assert_eq!(log.next_offset(T, "B"), Some(13));
+    assert_eq!(
+        log.partition(T, "B").unwrap().segments,
+        1,
+        "not parked while syncing"
+    );
+    assert_eq!(log.partition(T, "A").unwrap().segments, 0);
+    assert!(dir.path().join("weather").join("A").exists(), "files left");
+    log.finish_sync(batch.run()).unwrap();
+    fail_remove.store(false, Ordering::SeqCst);
+    log.enforce_retention().unwrap();
+    assert_eq!(log.partition(T, "B").unwrap().segments, 0);
+    assert!(!dir.path().join("weather").join("B").exists());
+    drop(log);
+    // Reopened: A's leftover directory wins over its line, as the same empty
+    // partition at the same offset, and the next sweep parks it.
+    let clock2 = Clock::new(1_000_000 + 3 * 3_600_000);
+    let mut log = Log::open(
+        dir.path(),
+        LogConfig {
+            retain_hours: Some(1),
+            ..small(&clock2)
+        },
+    )
+    .unwrap();
+    assert_eq!(log.partition(T, "A").unwrap().segments, 1);
+    assert_eq!(log.next_offset(T, "A"), Some(11));
+    assert_eq!(log.parked_count(), 2, "B and Z");
+    log.enforce_retention().unwrap();
+    assert_eq!(log.parked_count(), 3);
+    assert!(!dir.path().join("weather").join("A").exists());
+    assert_eq!(log.next_offset(T, "A"), Some(11));
 }
