@@ -1049,7 +1049,10 @@ impl Log {
                 continue;
             };
             // One partition's failure does not keep retention from the others.
-            match p.enforce_retention(now) {
+            // An active segment all past the age limit is left for parking
+            // below (its files simply go), unless a sync batch holds the
+            // partition: then it rolls to an empty one as before.
+            match p.enforce_retention(now, p.syncing) {
                 Ok(0) => {}
                 Ok(deleted) => {
                     list_dirty(&mut self.dirty, &key, p);
@@ -1066,25 +1069,47 @@ impl Log {
                 }
             }
         }
-        if let Err(e) = self.park_empty() {
-            // Not an error of the log: a partition not parked (or parked with
-            // files left behind) is the same partition.
-            tracing::warn!("parking partitions with no record left: {e}");
+        match self.park_empty(now) {
+            Ok(k) => n += k,
+            Err(e) => {
+                // Not an error of the log: a partition not parked (or parked
+                // with files left behind) is the same partition. Expired
+                // records still go, the way they did before parking.
+                tracing::warn!("parking partitions with no record left: {e}");
+                for (key, p) in self.parts.iter_mut() {
+                    match p.enforce_retention(now, true) {
+                        Ok(0) => {}
+                        Ok(deleted) => {
+                            list_dirty(&mut self.dirty, key, p);
+                            n += deleted;
+                        }
+                        Err(e) => {
+                            list_dirty(&mut self.dirty, key, p);
+                            first_err.get_or_insert(e);
+                        }
+                    }
+                }
+            }
         }
         self.close_idle_files();
         first_err.map_or(Ok(n), Err)
     }
 
-    /// Parks every partition that holds no record (retention deleted them
-    /// all; see [`parked`]): its next offset goes into `ROOT/.parked`
+    /// Parks every partition whose records retention deleted, or would
+    /// delete now (see [`parked`]): its next offset goes into `ROOT/.parked`
     /// (synced first), then its files and directory are deleted. A crash in
-    /// between leaves both, and the directory wins. Returns how many.
-    fn park_empty(&mut self) -> Result<usize> {
+    /// between leaves both, and the directory wins. Returns how many segments
+    /// holding records went.
+    fn park_empty(&mut self, now: u64) -> Result<usize> {
+        let mut with_records = 0;
         let keys: Vec<(PartKey, u64)> = self
             .parts
             .iter()
-            .filter(|(_, p)| p.parkable())
-            .map(|(k, p)| (k.clone(), p.next_offset()))
+            .filter(|(_, p)| p.parkable(now))
+            .map(|(k, p)| {
+                with_records += usize::from(p.has_records());
+                (k.clone(), p.next_offset())
+            })
             .collect();
         if keys.is_empty() {
             return Ok(0);
@@ -1128,7 +1153,12 @@ impl Log {
                 first_err.get_or_insert(e);
             }
         }
-        first_err.map_or(Ok(keys.len()), Err)
+        if let Some(e) = first_err {
+            // Parked all the same (the registry says so); what is left on
+            // disk opens as the same partition.
+            tracing::warn!("parking partitions: {e}");
+        }
+        Ok(with_records)
     }
 
     /// The first offset appended at or after `ts` (ms since the epoch), if any.

@@ -520,19 +520,29 @@ impl Partition {
         self.failed.as_deref()
     }
 
-    /// Whether the partition holds no record and nothing in flight, so it can
-    /// be parked (see [`crate::log::parked`]): only its next offset matters.
-    pub(crate) fn parkable(&self) -> bool {
-        self.sealed.is_empty()
-            && self.active.seg.tail.next == self.active.seg.base
-            && self.failed.is_none()
-            && !self.syncing
-            && !self.cfg.read_only
+    /// Whether the partition can be parked (see [`crate::log::parked`]): it
+    /// holds no record, or only records all past the age limit at `now` (in
+    /// one segment), and nothing is in flight. Only its next offset matters.
+    pub(crate) fn parkable(&self, now: u64) -> bool {
+        if !self.sealed.is_empty() || self.failed.is_some() || self.syncing || self.cfg.read_only {
+            return false;
+        }
+        let tail = &self.active.seg.tail;
+        tail.next == self.active.seg.base
+            || self
+                .cfg
+                .retain_ms()
+                .is_some_and(|r| now.saturating_sub(tail.max_ts) > r)
+    }
+
+    /// Whether the partition holds a record.
+    pub(crate) fn has_records(&self) -> bool {
+        self.active.seg.tail.next > self.first_offset()
     }
 
     /// Deletes the files and the directory of a [`Partition::parkable`]
-    /// partition, index first (a crash in between leaves an empty segment,
-    /// which opens as the same partition).
+    /// partition, index first (a crash in between leaves the segment, which
+    /// opens as the same partition, and the next sweep parks it).
     pub(crate) fn remove_parked(mut self) -> Result<()> {
         self.close_file();
         // Nothing left for `Drop` to write.
@@ -696,9 +706,11 @@ impl Partition {
     }
 
     /// Deletes the oldest sealed segments while they are older than `retain_hours`
-    /// (by their newest record) or the partition is over `retain_bytes`. Never
-    /// deletes the active segment. Returns how many segments went.
-    pub(crate) fn enforce_retention(&mut self, now: u64) -> Result<usize> {
+    /// (by their newest record) or the partition is over `retain_bytes`. With
+    /// `roll_expired`, an active segment all past the age limit too (rolled
+    /// first); without, it is left for the log to park the partition
+    /// ([`Partition::parkable`]). Returns how many segments went.
+    pub(crate) fn enforce_retention(&mut self, now: u64, roll_expired: bool) -> Result<usize> {
         let retain_ms = self.cfg.retain_ms();
         let retain_bytes = self.cfg.retain_bytes;
         let mut total = self.bytes();
@@ -729,9 +741,9 @@ impl Partition {
         // the old one. Size retention leaves the active segment alone.
         let tail = &self.active.seg.tail;
         let expired = retain_ms.is_some_and(|r| now.saturating_sub(tail.max_ts) > r);
-        if self.sealed.is_empty() && tail.next > self.active.seg.base && expired {
+        if roll_expired && self.sealed.is_empty() && tail.next > self.active.seg.base && expired {
             self.roll()?;
-            n += self.enforce_retention(now)?;
+            n += self.enforce_retention(now, true)?;
         }
         Ok(n)
     }

@@ -1721,8 +1721,8 @@ fn parking_interrupted_leaves_the_same_partition_and_a_sync_in_flight_delays_it(
     let fail_remove = Arc::new(AtomicBool::new(true));
     let fr = fail_remove.clone();
     let fp: Failpoint = Arc::new(move |op, path| {
-        // The index of A's empty segment (at its next offset, 11).
-        let index = path.ends_with("A/00000000000000000011.index");
+        // The index of A's segment (at 10), which parking deletes.
+        let index = path.ends_with("A/00000000000000000010.index");
         if op == IoOp::Remove && index && fr.load(Ordering::SeqCst) {
             return Err(std::io::Error::from_raw_os_error(5)); // EIO
         }
@@ -1736,10 +1736,12 @@ fn parking_interrupted_leaves_the_same_partition_and_a_sync_in_flight_delays_it(
     assert!(!batch.is_empty());
     clock.set(1_000_000 + 2 * 3_600_000);
     // Retention deletes every record. Parking A fails to delete its index
-    // (it is parked, with its files left behind: the same empty partition);
-    // B waits for its batch.
+    // (it is parked all the same, its files left behind: the same partition,
+    // its records past the age limit); B, in the batch, is not parked: its
+    // expired segment rolls to an empty one as before parking.
     log.enforce_retention().unwrap();
     assert_eq!(log.next_offset(T, "B"), Some(13));
+    assert_eq!(log.first_offset(T, "B"), Some(13));
     assert_eq!(
         log.partition(T, "B").unwrap().segments,
         1,
@@ -1753,7 +1755,7 @@ fn parking_interrupted_leaves_the_same_partition_and_a_sync_in_flight_delays_it(
     assert_eq!(log.partition(T, "B").unwrap().segments, 0);
     assert!(!dir.path().join("weather").join("B").exists());
     drop(log);
-    // Reopened: A's leftover directory wins over its line, as the same empty
+    // Reopened: A's leftover directory wins over its line, as the same
     // partition at the same offset, and the next sweep parks it.
     let clock2 = Clock::new(1_000_000 + 3 * 3_600_000);
     let mut log = Log::open(

@@ -859,3 +859,88 @@ fn a_consumer_waits_for_a_store_that_is_away_instead_of_skipping_the_history() {
     p.close().unwrap();
     s.close().unwrap();
 }
+
+/// A store whose partition retention emptied parks it (no directory left),
+/// keeps ACKing and serving from where it stood when its producer writes
+/// again, and after a restart still knows where that was.
+#[test]
+fn a_store_parks_a_partition_retention_emptied_and_goes_on_from_its_offset() {
+    use std::sync::atomic::AtomicU64;
+    let dir = tempfile::tempdir().unwrap();
+    let now = std::sync::Arc::new(AtomicU64::new(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64,
+    ));
+    let open = |now: &std::sync::Arc<AtomicU64>| {
+        let c = now.clone();
+        let mut cfg = StoreConfig::default();
+        cfg.log.retain_hours = Some(1);
+        cfg.log.retention_check_ms = 20;
+        cfg.log.clock = std::sync::Arc::new(move || c.load(SeqCst));
+        Store::open(dir.path(), cfg).unwrap()
+    };
+    let s = open(&now);
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..100).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    let part = p.address().to_string();
+    let pdir = dir.path().join("log").join("t").join(&part);
+    assert!(pdir.exists());
+    // Two hours later every record is past retention: parked.
+    now.fetch_add(2 * 3_600_000, SeqCst);
+    wait_for(
+        "the partition to be parked",
+        Duration::from_secs(30),
+        || !pdir.exists(),
+    );
+    let held = |s: &Store| {
+        let part = part.clone();
+        s.query(move |l| {
+            let log = l.log().unwrap();
+            (
+                log.first_offset(b"t", &part),
+                log.next_offset(b"t", &part),
+                log.parked_count(),
+            )
+        })
+        .unwrap()
+    };
+    assert_eq!(held(&s), (Some(100), Some(100), 1));
+    // The producer writes again: the store goes on from 100 and ACKs.
+    p.send_many((100..110).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+    assert_eq!(p.acked_offset(), Some(109));
+    assert_eq!(held(&s), (Some(100), Some(110), 0));
+    assert!(pdir.exists());
+    p.close().unwrap();
+    drop(p);
+    // A late consumer gets what is left, from the store alone.
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: peers(&[s.endpoint()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.connect(c.endpoint()).unwrap();
+    let got = consume(&c, 10, Duration::from_secs(60));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (100..110).collect::<Vec<u64>>());
+    c.close().unwrap();
+    // Parked again, then restarted: it still stands at 110.
+    now.fetch_add(2 * 3_600_000, SeqCst);
+    wait_for(
+        "the partition to be parked again",
+        Duration::from_secs(30),
+        || !pdir.exists(),
+    );
+    s.close().unwrap();
+    let s = open(&now);
+    assert_eq!(held(&s), (Some(110), Some(110), 1));
+    s.close().unwrap();
+}
