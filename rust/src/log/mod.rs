@@ -1201,6 +1201,16 @@ impl Log {
         out
     }
 
+    /// (topic, partition) of every partition that is not parked (each in a
+    /// directory of its own; it may be empty), or of one topic's, sorted.
+    pub fn open_partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
+        self.parts
+            .keys()
+            .filter(|(t, _)| topic.is_none_or(|w| w == t.as_slice()))
+            .cloned()
+            .collect()
+    }
+
     /// The listing entry of one partition.
     pub fn partition(&self, topic: &[u8], partition: &str) -> Option<PartitionInfo> {
         match self.find(topic, partition).ok()? {

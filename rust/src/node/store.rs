@@ -163,7 +163,8 @@ impl<L: StoreLog + Send + 'static> StoreNode<L> {
             .map_err(|_| self.actor.check().err().unwrap_or(Error::Closed))
     }
 
-    /// Every (topic, partition) held, with its next offset.
+    /// Every (topic, partition) held, with its next offset (parked ones,
+    /// with no record left, are not listed; see `crate::log::parked`).
     pub fn heads(&self, topic: Option<Vec<u8>>) -> Result<Vec<(PartKey, u64)>> {
         self.query(move |log| {
             log.partitions(topic.as_deref())
@@ -877,10 +878,12 @@ impl StoreLog for DurableLog {
         let Some(log) = self.log.as_ref() else {
             return Vec::new();
         };
+        // Parked partitions hold no record: no head to tell (a store that
+        // has seen a million partitions would walk them all at every ask).
         let mut keys: Vec<PartKey> = log
-            .partitions(topic)
+            .open_partitions(topic)
             .into_iter()
-            .map(|i| (i.topic, i.partition.into_bytes()))
+            .map(|(t, p)| (t, p.into_bytes()))
             .collect();
         for b in self.pending.in_use() {
             if topic.is_none_or(|t| t == b.topic.as_slice())

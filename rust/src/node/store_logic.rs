@@ -103,7 +103,8 @@ pub trait StoreLog {
     }
     /// The offset after the last record that reached stable storage.
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
-    /// Every (topic, partition) held, optionally for one topic.
+    /// Every (topic, partition) held, optionally for one topic (partitions
+    /// with no record left may be left out: they have no head to tell).
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey>;
     /// Drops every record of a partition and continues it at `offset`, past
     /// its next offset: the records between are gone from every peer.

@@ -909,12 +909,15 @@ fn a_store_parks_a_partition_retention_emptied_and_goes_on_from_its_offset() {
         .unwrap()
     };
     assert_eq!(held(&s), (Some(100), Some(100), 1));
+    // No head to tell for it (GET-HEADS answers walk held partitions only).
+    assert!(s.heads(None).unwrap().is_empty());
     // The producer writes again: the store goes on from 100 and ACKs.
     p.send_many((100..110).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
     assert_eq!(p.acked_offset(), Some(109));
     assert_eq!(held(&s), (Some(100), Some(110), 0));
     assert!(pdir.exists());
+    assert_eq!(s.heads(None).unwrap().len(), 1);
     p.close().unwrap();
     drop(p);
     // A late consumer gets what is left, from the store alone.
