@@ -20,7 +20,10 @@ holds 10 records of one partition. Then, R times each:
 - the same for a second partition (written with :class:`dafka.Log` before the
   store starts) that begins at offset 5, as after retention: its probe waits
   its settle time (0.5 s) for a lower answer from another store, as every
-  probe did before session 11.
+  probe did before session 11;
+- three rounds of that watch, each after a 5 s pause: longer than the store's
+  beacon timeout (4 s), so a client that did nothing between rounds had been
+  dropped by the store and its next round was a full one (reconnect, settle).
 
 Baseline in the same run: a fresh pyzmq SUB connecting to a bound XPUB that
 answers its subscription with one message (the least a join can cost: a TCP
@@ -112,6 +115,13 @@ def main() -> None:
                 if w.offsets(partitions=[trimmed], timeout=30.0)[trimmed] != (5, 8):
                     raise SystemExit("the HeadsWatch probe did not find offset 5")
                 probe5.append(time.perf_counter() - t0)
+            paused = []
+            for _ in range(3):
+                time.sleep(5.0)
+                t0 = time.perf_counter()
+                if partition not in w.offsets(exclude=[partition, trimmed], timeout=30.0):
+                    raise SystemExit("the HeadsWatch round did not list the partition")
+                paused.append(time.perf_counter() - t0)
             rounds = w.stats()
             w.close()
     base = baseline(r)
@@ -127,6 +137,7 @@ def main() -> None:
     print(f"HeadsWatch round after the first: {ms(watch)} ({rounds})")
     print(f"  with the probe of a partition beginning at 0: {ms(probe0)}")
     print(f"  with the probe of a partition beginning at 5: {ms(probe5)}")
+    print(f"  after a 5 s pause (3 rounds): {ms(paused)}")
     print(f"baseline, raw pyzmq SUB joining an XPUB: {ms(base)}")
     print(f"fetch_range / baseline: {med(fetch) / med(base):.1f}x")
 

@@ -488,6 +488,31 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
         dafka.HeadsWatch("t", towers=towers).offsets(settle=-1)
 
 
+def test_heads_watch_stays_known_to_the_stores_between_rounds(tmp_path: Path, tower: Tower) -> None:
+    """A :class:`dafka.HeadsWatch` idle for longer than the stores' beacon timeout
+    (a streaming query with a ``processingTime`` trigger of minutes) still plans
+    its next round as a quick one: between rounds its own thread keeps beaconing.
+    Before, the stores had dropped the idle client, and the next round waited for
+    them to reconnect and for ``settle``, as the first round did."""
+    a = "A" * 32
+    with dafka.Log(tmp_path / "log", retain_hours=None) as log:
+        log.append_many("t", a, 0, [value(i) for i in range(10)])
+    towers = [tower.endpoint]
+    timing = {"beacon_interval": 0.2, "beacon_timeout": 1.0}
+    with (
+        Store(tmp_path, bind=LOCAL, towers=towers, **timing),
+        dafka.HeadsWatch("t", towers=towers, **timing) as w,
+    ):
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+        assert full_rounds(w) == 1, w.stats()
+        # Three times the store's beacon timeout with no round.
+        time.sleep(3.0)
+        assert w.offsets(partitions=[], timeout=30) == {a: (0, 10)}
+        assert full_rounds(w) == 1, w.stats()
+        assert w.stats()["quick_rounds"] == 2
+
+
 def test_heads_watch_sees_a_store_that_connected_during_a_first_offset_probe(
     tmp_path: Path, tower: Tower
 ) -> None:

@@ -11,6 +11,8 @@
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -180,8 +182,8 @@ pub fn offsets<E: From<Error>>(
     settle: Duration,
     check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
-    // A new watch's round is a full one.
-    HeadsWatch::open(cfg, topic)?.offsets(only, exclude, timeout, settle, check)
+    // A new client's round is a full one.
+    WatchState::open(cfg, topic)?.round(only, exclude, timeout, settle, check)
 }
 
 /// A read client kept across rounds of [`offsets`] for one topic: a
@@ -191,17 +193,22 @@ pub fn offsets<E: From<Error>>(
 /// so it costs a round trip, not `settle` (see `Client::heads_round`). Heads
 /// only rise.
 ///
-/// The client runs only inside a round: between rounds it neither beacons
-/// nor reads, so after a pause longer than the stores' `beacon_timeout` they
-/// have dropped it and the next round waits for them to reconnect (a full
-/// round).
+/// Between rounds a keeper thread (started after the first round) goes on
+/// beaconing and reading for the client, every [`KEEP_SLICE`], so after a
+/// pause longer than the stores' `beacon_timeout` (a `processingTime`
+/// trigger of a minute) they still know it and the next round is a quick
+/// one. The keeper touches the sockets only under the client's lock, never
+/// during a round.
 pub struct HeadsWatch {
-    client: Client,
-    topic: String,
-    heads: BTreeMap<String, u64>,
-    /// Answers per ask in the last round.
-    expect: usize,
-    /// Rounds so far, and how many of them ended on their count of answers.
+    state: Arc<Mutex<WatchState>>,
+    stop: Arc<AtomicBool>,
+    keeper: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Rounds of a [`HeadsWatch`] so far.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WatchStats {
+    /// Rounds, and how many of them ended on their count of answers.
     pub rounds: u64,
     pub quick_rounds: u64,
     /// Rounds that probed first offsets, and how many of those probes ended
@@ -210,23 +217,31 @@ pub struct HeadsWatch {
     pub quick_probes: u64,
 }
 
-impl HeadsWatch {
-    pub fn open(cfg: &NodeConfig, topic: &str) -> Result<Self> {
+/// How often the keeper of an idle [`HeadsWatch`] beacons and reads.
+const KEEP_SLICE: Duration = Duration::from_millis(100);
+
+/// The client of a [`HeadsWatch`] and what its rounds learnt.
+struct WatchState {
+    client: Client,
+    topic: String,
+    heads: BTreeMap<String, u64>,
+    /// Answers per ask in the last round.
+    expect: usize,
+    stats: WatchStats,
+}
+
+impl WatchState {
+    fn open(cfg: &NodeConfig, topic: &str) -> Result<Self> {
         Ok(Self {
             client: Client::open(cfg)?,
             topic: topic.to_string(),
             heads: BTreeMap::new(),
             expect: 0,
-            rounds: 0,
-            quick_rounds: 0,
-            probes: 0,
-            quick_probes: 0,
+            stats: WatchStats::default(),
         })
     }
 
-    /// One round: every partition known with `first` (probed as in
-    /// [`offsets`] for the partitions of `only` not in `exclude`) and `next`.
-    pub fn offsets<E: From<Error>>(
+    fn round<E: From<Error>>(
         &mut self,
         only: Option<&[String]>,
         exclude: &[String],
@@ -244,13 +259,119 @@ impl HeadsWatch {
             Some(self.expect),
             &mut check,
         )?;
+        let st = &mut self.stats;
         self.expect = round.answers;
-        self.rounds += 1;
-        self.quick_rounds += u64::from(round.quick);
-        self.probes += u64::from(round.probe != Probe::None);
-        self.quick_probes += u64::from(round.probe == Probe::Quick);
+        st.rounds += 1;
+        st.quick_rounds += u64::from(round.quick);
+        st.probes += u64::from(round.probe != Probe::None);
+        st.quick_probes += u64::from(round.probe == Probe::Quick);
         Ok(got)
     }
+
+    /// Between rounds, without waiting: beacons when due, takes in peers'
+    /// beacons and subscriptions (a peer that connects makes the next round
+    /// a full one) and late answers (heads only rise).
+    fn idle(&mut self) -> Result<()> {
+        let own = self.client.core.address.clone();
+        let topic = self.topic.as_bytes().to_vec();
+        let heads = &mut self.heads;
+        self.client.step(Instant::now(), &mut |_, _| {}, &mut |m| {
+            if let Message::DirectHead(h) = m {
+                if h.topic == own.as_slice() && h.subject == topic.as_slice() {
+                    let p = String::from_utf8_lossy(h.address).into_owned();
+                    let next = h.sequence.saturating_add(1);
+                    let e = heads.entry(p).or_insert(next);
+                    *e = (*e).max(next);
+                }
+            }
+        })
+    }
+}
+
+impl HeadsWatch {
+    pub fn open(cfg: &NodeConfig, topic: &str) -> Result<Self> {
+        Ok(Self {
+            state: Arc::new(Mutex::new(WatchState::open(cfg, topic)?)),
+            stop: Arc::new(AtomicBool::new(false)),
+            keeper: None,
+        })
+    }
+
+    /// One round: every partition known with `first` (probed as in
+    /// [`offsets`] for the partitions of `only` not in `exclude`) and `next`.
+    pub fn offsets<E: From<Error>>(
+        &mut self,
+        only: Option<&[String]>,
+        exclude: &[String],
+        timeout: Duration,
+        settle: Duration,
+        check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
+        let got = lock(&self.state).round(only, exclude, timeout, settle, check);
+        if self.keeper.is_none() {
+            self.keeper = Some(self.spawn_keeper()?);
+        }
+        got
+    }
+
+    /// Rounds so far.
+    pub fn stats(&self) -> WatchStats {
+        lock(&self.state).stats
+    }
+
+    fn spawn_keeper(&self) -> Result<std::thread::JoinHandle<()>> {
+        let (state, stop) = (self.state.clone(), self.stop.clone());
+        std::thread::Builder::new()
+            .name("dafka-heads-watch".into())
+            .spawn(move || loop {
+                std::thread::park_timeout(KEEP_SLICE);
+                if stop.load(Ordering::Acquire) {
+                    return;
+                }
+                // A round in progress reads the sockets itself.
+                let Ok(mut st) = state.try_lock() else {
+                    continue;
+                };
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| st.idle()));
+                match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        // The next round meets the same socket error itself.
+                        tracing::warn!(
+                            "heads watch of {:?}: stops keeping between rounds: {e}",
+                            st.topic
+                        );
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::error!(
+                            "heads watch of {:?}: its keeper panicked; rounds go on without it",
+                            st.topic
+                        );
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| {
+                Error::Config(format!("cannot start the heads watch's keeper thread: {e}"))
+            })
+    }
+}
+
+impl Drop for HeadsWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.keeper.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+/// The watch's state, even after a keeper panicked holding it (its state
+/// is a socket client and counters: a round works from whatever it left).
+fn lock(m: &Mutex<WatchState>) -> std::sync::MutexGuard<'_, WatchState> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Retry rounds ([`RETRY`] apart) of the first-offset probe for partitions

@@ -205,9 +205,10 @@ fn fetch_ranges<'py>(
 /// round asks once and ends as soon as as many answers came as in the round
 /// before (every store answered again) instead of waiting ``settle``; heads
 /// only rise. A store that connects makes a full round; one that went away
-/// makes the round wait ``settle`` once. Between rounds the client
-/// is idle, so after a pause longer than the stores' ``beacon_timeout`` the
-/// next round waits for them as the first did. Close it (or use ``with``).
+/// makes the round wait ``settle`` once. Between rounds a thread of its own
+/// keeps the client known to the stores (beacons, every 0.1 s), so a round
+/// after a long pause (a ``processingTime`` trigger of minutes) is still a
+/// quick one. Close it (or use ``with``).
 #[pyclass(module = "dafka._native")]
 pub struct HeadsWatch {
     inner: std::sync::Mutex<Option<fetcher::HeadsWatch>>,
@@ -268,11 +269,12 @@ impl HeadsWatch {
         let s = py.detach(|| {
             let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let w = guard.as_ref().ok_or(crate::error::Error::Closed)?;
+            let st = w.stats();
             Ok::<_, crate::error::Error>([
-                ("rounds", w.rounds),
-                ("quick_rounds", w.quick_rounds),
-                ("probes", w.probes),
-                ("quick_probes", w.quick_probes),
+                ("rounds", st.rounds),
+                ("quick_rounds", st.quick_rounds),
+                ("probes", st.probes),
+                ("quick_probes", st.quick_probes),
             ])
         })?;
         Ok(s.into())
