@@ -524,7 +524,7 @@ impl Partition {
     /// holds no record, or only records all past the age limit at `now` (in
     /// one segment), and nothing is in flight. Only its next offset matters.
     pub(crate) fn parkable(&self, now: u64) -> bool {
-        if !self.sealed.is_empty() || self.failed.is_some() || self.syncing || self.cfg.read_only {
+        if !self.sealed.is_empty() || !self.may_park() {
             return false;
         }
         let tail = &self.active.seg.tail;
@@ -533,6 +533,12 @@ impl Partition {
                 .cfg
                 .retain_ms()
                 .is_some_and(|r| now.saturating_sub(tail.max_ts) > r)
+    }
+
+    /// Whether nothing keeps the partition from being parked once it holds
+    /// no record: not failed, not in a sync batch, a writable log.
+    pub(crate) fn may_park(&self) -> bool {
+        self.failed.is_none() && !self.syncing && !self.cfg.read_only
     }
 
     /// Whether the partition holds a record.

@@ -1774,3 +1774,48 @@ fn parking_interrupted_leaves_the_same_partition_and_a_sync_in_flight_delays_it(
     assert!(!dir.path().join("weather").join("A").exists());
     assert_eq!(log.next_offset(T, "A"), Some(11));
 }
+
+#[test]
+fn tick_parks_many_expiring_partitions_a_batch_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let cfg = || LogConfig {
+        retain_hours: Some(1),
+        retention_check_ms: 1_000,
+        fsync: FsyncPolicy::Never,
+        ..small(&clock)
+    };
+    let n = 2 * PARK_BATCH + 88;
+    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    for p in &names {
+        log.append(T, p, 0, b"x").unwrap();
+    }
+    clock.set(1_000_000 + 2 * 3_600_000);
+    // Each tick parks one batch, and the next tick is due at once until all are.
+    for want in [PARK_BATCH, 2 * PARK_BATCH, n] {
+        log.tick().unwrap();
+        assert_eq!(log.parked_count(), want);
+        assert_eq!(
+            log.next_deadline() <= clock.0.load(Ordering::SeqCst),
+            want < n
+        );
+    }
+    log.tick().unwrap();
+    assert_eq!(log.parked_count(), n);
+    assert!(log
+        .partitions(None)
+        .iter()
+        .all(|i| i.segments == 0 && i.next_offset == 1));
+    drop(log);
+    // `enforce_retention` itself parks every one at once.
+    let dir = tempfile::tempdir().unwrap();
+    clock.set(1_000_000);
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    for p in &names {
+        log.append(T, p, 0, b"x").unwrap();
+    }
+    clock.set(1_000_000 + 2 * 3_600_000);
+    assert_eq!(log.enforce_retention().unwrap(), n);
+    assert_eq!(log.parked_count(), n);
+}
