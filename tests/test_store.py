@@ -655,6 +655,51 @@ def test_a_damaged_partition_does_not_keep_the_store_from_starting(
         assert s.stats()["error"] is None
 
 
+def _crc32c(data: bytes) -> int:
+    """CRC32C (Castagnoli), bit by bit: what ``.parked`` lines carry."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def test_a_parked_partition_keeps_its_offsets_through_the_python_api(
+    tmp_path: Path, tower: Tower
+) -> None:
+    """A partition with no record left is parked: one line of the log's
+    ``.parked`` file (the documented format, written here by hand), no directory.
+    ``Log`` lists it at its next offset with no segment, a store counts it in
+    ``stats()["parked_partitions"]``, and a producer of that partition writing
+    on from its offset makes it a directory again, ACKed and readable."""
+    a, b = "A" * 32, "B" * 32
+    (tmp_path / "log").mkdir()
+    body = f"t {a} 7"
+    (tmp_path / "log" / ".parked").write_text(f"{body} {_crc32c(body.encode()):08x}\n")
+    with dafka.Log(tmp_path / "log", retain_hours=None) as log:
+        log.append_many("t", b, 0, [value(i) for i in range(3)])
+        infos = {p.partition: p for p in log.partitions("t")}
+        assert (infos[a].first_offset, infos[a].next_offset, infos[a].segments) == (7, 7, 0)
+        assert infos[a].bytes == 0 and infos[b].segments == 1
+        assert log.read("t", a, 7) == []
+        with pytest.raises(dafka.LogError):
+            log.append("t", a, 0, b"not where it stood")
+        log.append_many("t", a, 7, [value(7), value(8)])
+        assert [r.offset for r in log.read("t", a, 7)] == [7, 8]
+        assert (tmp_path / "log" / "t" / a).is_dir()
+    # Parked again by hand (the line wins only where no directory is left).
+    shutil.rmtree(tmp_path / "log" / "t" / a)
+    body = f"t {a} 9"
+    with open(tmp_path / "log" / ".parked", "a") as f:
+        f.write(f"{body} {_crc32c(body.encode()):08x}\n")
+    towers = [tower.endpoint]
+    with Store(tmp_path, bind=LOCAL, towers=towers, **FAST) as s:
+        wait_for(lambda: s.stats()["parked_partitions"] == 1, "parked_partitions in stats")
+        infos = {p.partition: p for p in s.partitions("t")}
+        assert (infos[a].first_offset, infos[a].next_offset, infos[a].segments) == (9, 9, 0)
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

@@ -103,6 +103,8 @@ pub struct StoreShared {
     pub open_files: AtomicU64,
     /// Partitions the log set aside because they could not be opened.
     pub damaged_partitions: AtomicU64,
+    /// Partitions the log parked (no record left; `crate::log::parked`).
+    pub parked_partitions: AtomicU64,
 }
 
 /// A running store node over any [`StoreLog`].
@@ -192,6 +194,9 @@ fn publish(shared: &StoreShared, logic: &StoreLogic<impl StoreLog>, sync_error: 
     let (files, damaged) = logic.log().files_and_damaged();
     shared.open_files.store(files as u64, Relaxed);
     shared.damaged_partitions.store(damaged as u64, Relaxed);
+    shared
+        .parked_partitions
+        .store(logic.log().parked() as u64, Relaxed);
 }
 
 /// Sends `outs` (ACKs, FETCHes, DIRECT-HEADs, STORE-HELLOs); EAGAIN (a full
@@ -948,6 +953,9 @@ impl StoreLog for DurableLog {
         self.log
             .as_ref()
             .map_or((0, 0), |l| (l.open_files(), l.damaged_count()))
+    }
+    fn parked(&self) -> usize {
+        self.log.as_ref().map_or(0, Log::parked_count)
     }
     fn set_aside(&self, topic: &[u8], partition: &[u8]) -> bool {
         match (self.log.as_ref(), part_name(partition)) {

@@ -141,6 +141,10 @@ pub trait StoreLog {
     fn files_and_damaged(&self) -> (usize, usize) {
         (0, 0)
     }
+    /// Partitions parked: no record left, kept as their next offset.
+    fn parked(&self) -> usize {
+        0
+    }
 }
 
 /// Tunables of the store logic, with their defaults.

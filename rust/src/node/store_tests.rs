@@ -911,6 +911,9 @@ fn a_store_parks_a_partition_retention_emptied_and_goes_on_from_its_offset() {
     assert_eq!(held(&s), (Some(100), Some(100), 1));
     // No head to tell for it (GET-HEADS answers walk held partitions only).
     assert!(s.heads(None).unwrap().is_empty());
+    wait_for("the stats to count it", Duration::from_secs(10), || {
+        s.shared().parked_partitions.load(SeqCst) == 1
+    });
     // The producer writes again: the store goes on from 100 and ACKs.
     p.send_many((100..110).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);

@@ -200,6 +200,12 @@ impl PyStore {
                     .damaged_partitions
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
+            (
+                "parked_partitions",
+                shared
+                    .parked_partitions
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
         ] {
             d.set_item(k, v)?;
         }
