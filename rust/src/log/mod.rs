@@ -67,7 +67,9 @@
 //!
 //! Per partition: one open file (the active segment), a few hundred pending index
 //! entries at most, and per sealed segment two paths and a few integers. No
-//! per-record state is kept; sealed segments are opened on demand.
+//! per-record state is kept; sealed segments are opened on demand. A parked
+//! partition (no record left, see [`parked`]) is one map entry: its name and
+//! next offset.
 //!
 //! # API
 //!

@@ -100,7 +100,10 @@ impl Client {
                 }
                 if let Ok(sub) = Subscription::decode(s[0]) {
                     if let (true, Some((kind, key))) = (sub.subscribe, sub.target()) {
-                        if kind == Kind::GetHeads {
+                        if kind == Kind::GetHeads && !self.joined.iter().any(|k| k == key) {
+                            // Once per topic (the empty one: every topic): a
+                            // client that never asks (`fetch_ranges`) keeps
+                            // one entry per topic, not one per connect.
                             self.joined.push(key.to_vec());
                         }
                         on_sub(kind, key);
