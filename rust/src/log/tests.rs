@@ -41,6 +41,14 @@ fn small(clock: &Clock) -> LogConfig {
     }
 }
 
+/// [`small`], opened read-only.
+fn read_only(clock: &Clock) -> LogConfig {
+    LogConfig {
+        read_only: true,
+        ..small(clock)
+    }
+}
+
 fn value(i: u64) -> Vec<u8> {
     format!("value-{i}-{}", "x".repeat((i % 13) as usize)).into_bytes()
 }
@@ -1105,14 +1113,7 @@ fn read_only_open_changes_nothing() {
         .unwrap();
     fs::remove_file(seg.with_extension("index")).unwrap();
     let clock = Clock::new(5);
-    let mut log = Log::open(
-        dir.path(),
-        LogConfig {
-            read_only: true,
-            ..small(&clock)
-        },
-    )
-    .unwrap();
+    let mut log = Log::open(dir.path(), read_only(&clock)).unwrap();
     assert_eq!(read_all(&log), all[..9]);
     assert!(matches!(
         log.append(T, P, 9, b"x"),
@@ -1214,10 +1215,7 @@ fn a_torn_last_sealed_segment_is_recovered_as_the_active_one() {
             .unwrap();
         fs::remove_file(seg.with_extension("index")).unwrap();
         // A read-only open reports it and changes nothing.
-        let ro = LogConfig {
-            read_only: true,
-            ..small(&clock)
-        };
+        let ro = read_only(&clock);
         assert!(matches!(
             Log::open(dir.path(), ro),
             Err(LogError::Corruption { .. })
@@ -1233,14 +1231,7 @@ fn a_torn_last_sealed_segment_is_recovered_as_the_active_one() {
 
 fn read_all_from(root: &Path) -> Vec<(u64, Vec<u8>)> {
     let clock = Clock::new(5);
-    let log = Log::open(
-        root,
-        LogConfig {
-            read_only: true,
-            ..small(&clock)
-        },
-    )
-    .unwrap();
+    let log = Log::open(root, read_only(&clock)).unwrap();
     read_all(&log)
 }
 
@@ -1300,14 +1291,7 @@ fn one_writer_per_directory() {
         err.to_string().contains("open for writing elsewhere"),
         "{err}"
     );
-    let ro = Log::open(
-        dir.path(),
-        LogConfig {
-            read_only: true,
-            ..small(&clock)
-        },
-    )
-    .unwrap();
+    let ro = Log::open(dir.path(), read_only(&clock)).unwrap();
     assert_eq!(ro.next_offset(T, P), Some(1));
     drop(log);
     Log::open(dir.path(), small(&clock)).unwrap();
@@ -1693,14 +1677,7 @@ fn a_partition_retention_emptied_is_parked_without_files_and_keeps_its_offsets()
         .write_all_at(b"torn", 0)
         .unwrap();
     let bytes = fs::read(dir.path().join(PARKED_FILE)).unwrap();
-    let ro = Log::open(
-        dir.path(),
-        LogConfig {
-            read_only: true,
-            ..small(&clock)
-        },
-    )
-    .unwrap();
+    let ro = Log::open(dir.path(), read_only(&clock)).unwrap();
     assert_eq!(ro.parked_count(), 3);
     assert_eq!(ro.next_offset(T, "B"), Some(50));
     drop(ro);

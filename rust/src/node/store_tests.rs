@@ -66,6 +66,22 @@ fn consume(c: &Consumer, n: usize, within: Duration) -> Vec<Delivery> {
     got
 }
 
+/// A consumer of topic `t` from the earliest offset, with `s` as its only
+/// peer (and connected to by it).
+fn late_consumer(s: &Store) -> Consumer {
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: peers(&[s.endpoint()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    s.connect(c.endpoint()).unwrap();
+    c
+}
+
 fn value(i: u32) -> Vec<u8> {
     format!("record-{i}").into_bytes()
 }
@@ -108,16 +124,7 @@ fn store_acks_durably_and_serves_a_late_consumer_alone() {
     p.close().unwrap();
     drop(p);
 
-    let c = Consumer::new(
-        &["t".to_string()],
-        ConsumerConfig {
-            offset_reset: OffsetReset::Earliest,
-            node: peers(&[s.endpoint()]),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    s.connect(c.endpoint()).unwrap();
+    let c = late_consumer(&s);
     let got = consume(&c, n as usize, Duration::from_secs(60));
     assert_eq!(
         got.len(),
@@ -924,16 +931,7 @@ fn a_store_parks_a_partition_retention_emptied_and_goes_on_from_its_offset() {
     p.close().unwrap();
     drop(p);
     // A late consumer gets what is left, from the store alone.
-    let c = Consumer::new(
-        &["t".to_string()],
-        ConsumerConfig {
-            offset_reset: OffsetReset::Earliest,
-            node: peers(&[s.endpoint()]),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    s.connect(c.endpoint()).unwrap();
+    let c = late_consumer(&s);
     let got = consume(&c, 10, Duration::from_secs(60));
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (100..110).collect::<Vec<u64>>());
