@@ -762,21 +762,9 @@ impl Log {
                     "skip to offset {offset}: the partition already reaches {next}"
                 )));
             }
-            let line = parked::encode(topic, partition, offset)?;
-            let r = if self.parked_rewrite {
-                let mut all = self.parked.clone();
-                all.insert(key.clone(), offset);
-                parked::rewrite(&self.cfg, &self.root, &all)
-                    .map(|()| (self.parked_lines, self.parked_rewrite) = (all.len(), false))
-            } else {
-                parked::append(&self.cfg, &self.root, &line).map(|()| self.parked_lines += 1)
-            };
-            if r.is_err() {
-                self.parked_rewrite = true;
-            } else {
-                self.parked.insert(key, offset);
-            }
-            return r;
+            self.write_parked(&[(key.clone(), offset)])?;
+            self.parked.insert(key, offset);
+            return Ok(());
         }
         let p = self
             .parts
@@ -1071,19 +1059,44 @@ impl Log {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
         let now = self.cfg.now();
-        let mut n = 0;
         let mut first_err = None;
+        // An active segment all past the age limit is left for parking below
+        // (its files simply go), unless something keeps the partition from
+        // it (a sync batch holds it, it failed): then it rolls to an empty
+        // one as before.
+        let mut n = self.retain_each(now, |p| !p.may_park(), &mut first_err);
+        match self.park_empty(now, park_at_most) {
+            Ok(k) => n += k,
+            Err(e) => {
+                // Not an error of the log: a partition not parked (or parked
+                // with files left behind) is the same partition. Expired
+                // records still go, the way they did before parking.
+                tracing::warn!("parking partitions with no record left: {e}");
+                n += self.retain_each(now, |_| true, &mut first_err);
+            }
+        }
+        self.close_idle_files();
+        first_err.map_or(Ok(n), Err)
+    }
+
+    /// [`Partition::enforce_retention`] on every partition, rolling an
+    /// expired active segment where `roll` says so; returns the segments
+    /// deleted, and keeps the first error (one partition's failure does not
+    /// keep retention from the others).
+    fn retain_each(
+        &mut self,
+        now: u64,
+        roll: impl Fn(&Partition) -> bool,
+        first_err: &mut Option<LogError>,
+    ) -> usize {
+        let mut n = 0;
         let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
         for key in keys {
             let Some(p) = self.parts.get_mut(&key) else {
                 continue;
             };
-            // One partition's failure does not keep retention from the others.
-            // An active segment all past the age limit is left for parking
-            // below (its files simply go), unless something keeps the
-            // partition from it (a sync batch holds it, it failed): then it
-            // rolls to an empty one as before.
-            match p.enforce_retention(now, !p.may_park()) {
+            let rolls = roll(p);
+            match p.enforce_retention(now, rolls) {
                 Ok(0) => {}
                 Ok(deleted) => {
                     list_dirty(&mut self.dirty, &key, p);
@@ -1100,30 +1113,29 @@ impl Log {
                 }
             }
         }
-        match self.park_empty(now, park_at_most) {
-            Ok(k) => n += k,
-            Err(e) => {
-                // Not an error of the log: a partition not parked (or parked
-                // with files left behind) is the same partition. Expired
-                // records still go, the way they did before parking.
-                tracing::warn!("parking partitions with no record left: {e}");
-                for (key, p) in self.parts.iter_mut() {
-                    match p.enforce_retention(now, true) {
-                        Ok(0) => {}
-                        Ok(deleted) => {
-                            list_dirty(&mut self.dirty, key, p);
-                            n += deleted;
-                        }
-                        Err(e) => {
-                            list_dirty(&mut self.dirty, key, p);
-                            first_err.get_or_insert(e);
-                        }
-                    }
-                }
+        n
+    }
+
+    /// Records `entries` (partition → next offset) in `ROOT/.parked`,
+    /// synced: appended, or the whole file rewritten once stale lines
+    /// outnumber the parked partitions or an earlier append may have left a
+    /// torn line. On an error the next write rewrites it.
+    fn write_parked(&mut self, entries: &[(PartKey, u64)]) -> Result<()> {
+        let stale = self.parked_lines.saturating_sub(self.parked.len());
+        let r = if self.parked_rewrite || stale > self.parked.len().max(PARKED_STALE_MIN) {
+            let mut all = self.parked.clone();
+            all.extend(entries.iter().cloned());
+            parked::rewrite(&self.cfg, &self.root, &all).map(|()| self.parked_lines = all.len())
+        } else {
+            let mut lines = String::new();
+            for ((t, p), next) in entries {
+                lines.push_str(&parked::encode(t, p, *next)?);
             }
-        }
-        self.close_idle_files();
-        first_err.map_or(Ok(n), Err)
+            parked::append(&self.cfg, &self.root, &lines)
+                .map(|()| self.parked_lines += entries.len())
+        };
+        self.parked_rewrite = r.is_err();
+        r
     }
 
     /// Parks every partition whose records retention deleted, or would
@@ -1150,23 +1162,7 @@ impl Log {
         if keys.is_empty() {
             return Ok(0);
         }
-        let stale = self.parked_lines.saturating_sub(self.parked.len());
-        if self.parked_rewrite || stale > self.parked.len().max(PARKED_STALE_MIN) {
-            let mut all = self.parked.clone();
-            all.extend(keys.iter().cloned());
-            parked::rewrite(&self.cfg, &self.root, &all)?;
-            (self.parked_lines, self.parked_rewrite) = (all.len(), false);
-        } else {
-            let mut lines = String::new();
-            for ((t, p), next) in &keys {
-                lines.push_str(&parked::encode(t, p, *next)?);
-            }
-            if let Err(e) = parked::append(&self.cfg, &self.root, &lines) {
-                self.parked_rewrite = true;
-                return Err(e);
-            }
-            self.parked_lines += keys.len();
-        }
+        self.write_parked(&keys)?;
         self.park_more = keys.len() == cap;
         let mut topic_dirs: Vec<PathBuf> = Vec::new();
         let mut first_err = None;

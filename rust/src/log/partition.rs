@@ -527,12 +527,11 @@ impl Partition {
         if !self.sealed.is_empty() || !self.may_park() {
             return false;
         }
-        let tail = &self.active.seg.tail;
-        tail.next == self.active.seg.base
+        !self.has_records()
             || self
                 .cfg
                 .retain_ms()
-                .is_some_and(|r| now.saturating_sub(tail.max_ts) > r)
+                .is_some_and(|r| now.saturating_sub(self.active.seg.tail.max_ts) > r)
     }
 
     /// Whether nothing keeps the partition from being parked once it holds
