@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import os
 import platform
+import re
 import shutil
 import tempfile
 import time
@@ -65,12 +66,14 @@ def cluster(path: str, store_dir: str) -> Iterator[tuple[Tower, Store | None]]:
             yield tower, store
 
 
-def cpu_by_thread() -> dict[tuple[str, str], float]:
+def cpu_by_thread() -> dict[tuple[str, str], tuple[str, str, float]]:
     """CPU seconds used so far by every thread of this machine's processes, keyed by
-    (process kind, thread name without its trailing number). Linux only."""
+    (pid, tid), with (process kind, thread name without its trailing number). Keyed by
+    thread, not name: a kernel worker renames itself with the work it does, and a
+    key by name would count its whole lifetime as used in the path. Linux only."""
     hz = os.sysconf("SC_CLK_TCK")
     me = os.getpid()
-    out: dict[tuple[str, str], float] = {}
+    out: dict[tuple[str, str], tuple[str, str, float]] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -85,24 +88,45 @@ def cpu_by_thread() -> dict[tuple[str, str], float]:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/stat") as f:
                     st = f.read()
-                name = st[st.index("(") + 1 : st.rindex(")")].rstrip("0123456789-#")
+                name = st[st.index("(") + 1 : st.rindex(")")]
+                name = re.sub(r"[0-9:/-]*$", "", name.split("-")[0] if kind == "?" else name)
                 fields = st[st.rindex(")") + 2 :].split()
-                key = (kind, name)
-                out[key] = out.get(key, 0.0) + (int(fields[11]) + int(fields[12])) / hz
+                out[(pid, tid)] = (kind, name, (int(fields[11]) + int(fields[12])) / hz)
         except (OSError, ValueError, IndexError):
             continue  # the process or thread ended while we read it
     return out
 
 
+def machine_busy() -> float:
+    """CPU seconds the whole machine spent not idle so far (/proc/stat), threads that
+    ended included."""
+    with open("/proc/stat") as f:
+        cpu = [int(x) for x in f.readline().split()[1:]]
+    idle = cpu[3] + cpu[4]  # idle, iowait
+    return (sum(cpu[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def print_cpu(
-    before: dict[tuple[str, str], float],
-    after: dict[tuple[str, str], float],
+    before: dict[tuple[str, str], tuple[str, str, float]],
+    after: dict[tuple[str, str], tuple[str, str, float]],
+    busy: float,
+    took: float,
     rows: int,
     top: int = 12,
 ) -> None:
-    used = {k: v - before.get(k, 0.0) for k, v in after.items()}
-    total = sum(v for v in used.values() if v > 0)
-    print(f"    cpu {total:.1f} s = {total * 1e6 / rows:.2f} cpu-µs/row:", end="")
+    used: dict[tuple[str, str], float] = {}
+    for key, (kind, name, v) in after.items():
+        d = v - (before[key][2] if key in before else 0.0)
+        if d > 0:
+            used[(kind, name)] = used.get((kind, name), 0.0) + d
+    total = sum(used.values())
+    cores = os.cpu_count() or 1
+    print(
+        f"    machine busy {busy:.1f} s = {busy * 1e6 / rows:.2f} cpu-µs/row, "
+        f"{busy / (took * cores):.0%} of {cores} cores; threads still alive "
+        f"{total * 1e6 / rows:.2f}:",
+        end="",
+    )
     for (kind, name), v in sorted(used.items(), key=lambda kv: -kv[1])[:top]:
         print(f" {kind}/{name} {v * 1e6 / rows:.2f}", end="")
     print()
@@ -134,12 +158,19 @@ def main() -> int:
         action="store_true",
         help="also print each path's CPU time per row by process and thread (Linux /proc)",
     )
+    ap.add_argument(
+        "--arrow-batch",
+        type=int,
+        default=100_000,
+        help="rows per Arrow batch handed to the Python workers "
+        "(spark.sql.execution.arrow.maxRecordsPerBatch)",
+    )
     args = ap.parse_args()
 
     spark = local_session(
         "dafka-bench",
         args.master,
-        **{"spark.sql.execution.arrow.maxRecordsPerBatch": "100000"},
+        **{"spark.sql.execution.arrow.maxRecordsPerBatch": str(args.arrow_batch)},
     )
     df = frame(spark, args.rows, args.value_bytes, args.partitions)
     mb = args.rows * args.value_bytes / 1e6
@@ -170,6 +201,7 @@ def main() -> int:
                     wire=args.wire,
                 )
                 cpu0 = cpu_by_thread() if args.cpu else {}
+                busy0 = machine_busy() if args.cpu else 0.0
                 start = time.monotonic()
                 if path == "noop":
                     df.write.format("noop").mode("overwrite").save()
@@ -190,6 +222,7 @@ def main() -> int:
                     )
                 took = time.monotonic() - start
                 if args.cpu:  # before the store's threads end
+                    busy = machine_busy() - busy0
                     print_after = cpu_by_thread()
                 if store is not None and path in ("arrow", "foreach"):
                     held = sum(i.next_offset for i in store.partitions(f"bench-{path}"))
@@ -204,7 +237,7 @@ def main() -> int:
             flush=True,
         )
         if args.cpu:
-            print_cpu(cpu0, print_after, args.rows)
+            print_cpu(cpu0, print_after, busy, took, args.rows)
     spark.stop()
     return 0
 
