@@ -114,7 +114,7 @@ fn pair() -> (Producer, Consumer) {
     p.connect(c.endpoint()).unwrap();
     // Slow joiner: send until the consumer sees a record.
     loop {
-        p.send(b"sync".to_vec(), None).unwrap();
+        p.send(b"sync", None).unwrap();
         if !c
             .poll_many(1 << 20, Duration::from_millis(50))
             .unwrap()

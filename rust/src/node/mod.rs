@@ -5,6 +5,7 @@
 //! Protocol decisions are pure state machines, unit-tested without sockets.
 
 pub mod actor;
+pub mod batch;
 pub mod beacon;
 pub mod config;
 pub mod consumer;
@@ -15,6 +16,7 @@ pub mod store;
 pub mod store_logic;
 pub mod tower;
 
+pub use batch::Batch;
 pub use config::{ConsumerConfig, NodeConfig, OffsetReset, ProducerConfig, TowerConfig};
 pub use consumer::{Consumer, ConsumerState, Delivery};
 pub use producer::{Producer, ProducerState};

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
+use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
 use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
@@ -22,9 +23,12 @@ pub struct ProducerState {
     min_acks: usize,
     head_interval: Duration,
     next_head: Option<Instant>,
-    /// Offset of `buf[0]`.
+    /// The first offset not released.
     base: u64,
-    buf: VecDeque<Vec<u8>>,
+    /// Records not released, in batches: each with its first offset. The
+    /// first `front` values of `held[0]` are released already.
+    held: VecDeque<(u64, Batch)>,
+    front: usize,
     bytes: usize,
     next: u64,
     /// Highest offset each store ACKed (cumulative); `b""` = an address-less
@@ -44,7 +48,8 @@ impl ProducerState {
             head_interval,
             next_head: None,
             base: 0,
-            buf: VecDeque::new(),
+            held: VecDeque::new(),
+            front: 0,
             bytes: 0,
             next: 0,
             acks: HashMap::new(),
@@ -91,17 +96,25 @@ impl ProducerState {
         self.bytes
     }
 
-    /// Records a published record; returns its offset and the bytes released
-    /// at once (all of them when `min_acks == 0`).
-    pub fn append(&mut self, content: Vec<u8>) -> (u64, usize) {
+    /// [`ProducerState::append_batch`] of one record.
+    #[cfg(test)]
+    pub fn append(&mut self, content: &[u8]) -> (u64, usize) {
+        self.append_batch(Batch::from(content.to_vec()))
+    }
+
+    /// Records a published batch; returns its first offset and the bytes
+    /// released at once (all of them when `min_acks == 0`).
+    pub fn append_batch(&mut self, batch: Batch) -> (u64, usize) {
         let off = self.next;
-        self.next += 1;
+        self.next += batch.len() as u64;
         if self.min_acks == 0 {
             self.base = self.next;
-            return (off, content.len());
+            return (off, batch.bytes());
         }
-        self.bytes += content.len();
-        self.buf.push_back(content);
+        if !batch.is_empty() {
+            self.bytes += batch.bytes();
+            self.held.push_back((off, batch));
+        }
         (off, 0)
     }
 
@@ -149,12 +162,17 @@ impl ProducerState {
         let upto = v[self.min_acks - 1];
         let mut freed = 0;
         while self.base <= upto {
-            match self.buf.pop_front() {
-                Some(c) => {
-                    freed += c.len();
-                    self.base += 1;
-                }
-                None => break,
+            let Some((_, b)) = self.held.front() else {
+                break;
+            };
+            let want = usize::try_from(upto - self.base + 1).unwrap_or(usize::MAX);
+            let take = want.min(b.len() - self.front);
+            freed += b.span(self.front, self.front + take);
+            self.front += take;
+            self.base += take as u64;
+            if self.front == b.len() {
+                self.held.pop_front();
+                self.front = 0;
             }
         }
         self.bytes -= freed;
@@ -191,8 +209,12 @@ impl ProducerState {
 
     /// The content of a held record.
     pub fn get(&self, offset: u64) -> Option<&[u8]> {
-        let i = usize::try_from(offset.checked_sub(self.base)?).ok()?;
-        self.buf.get(i).map(Vec::as_slice)
+        if offset < self.base {
+            return None;
+        }
+        let i = self.held.partition_point(|(first, _)| *first <= offset);
+        let (first, b) = self.held.get(i.checked_sub(1)?)?;
+        b.get(usize::try_from(offset - first).ok()?)
     }
 
     pub fn topic(&self) -> &[u8] {
@@ -231,10 +253,37 @@ impl ProducerState {
     }
 }
 
+/// Records sent one at a time gather in batches of up to this many bytes
+/// before the node thread takes them (sooner if it is idle).
+const COALESCE: usize = 64 << 10;
+
 enum Cmd {
-    One(Vec<u8>),
-    Many(Vec<Vec<u8>>),
+    /// Take [`Pending::batch`] if its generation is still this one.
+    Take(u64),
+    Many(Batch),
     Connect(String),
+}
+
+/// Records sent one at a time and not yet taken by the node thread: `send`
+/// copies a value here instead of allocating it and queueing a command.
+/// Every hand-over happens under this lock, so the node thread receives the
+/// records in offset order.
+#[derive(Debug, Default)]
+struct Pending {
+    /// The offset the next record sent gets.
+    next: u64,
+    batch: Batch,
+    /// Bumped at every hand-over of `batch`: a [`Cmd::Take`] of an older
+    /// generation (its records went with a later command) takes nothing.
+    gen: u64,
+}
+
+impl Pending {
+    /// Hands `batch` over: the caller sends it as [`Cmd::Many`].
+    fn hand_over(&mut self) -> Batch {
+        self.gen += 1;
+        std::mem::take(&mut self.batch)
+    }
 }
 
 /// What the handle and the node thread share.
@@ -249,12 +298,17 @@ pub struct ProducerShared {
     /// Subscriptions to every RECORD (`M`, what stores subscribe) on the
     /// XPUB, less their unsubscriptions: the stores connected now.
     stores_seen: AtomicUsize,
+    pending: Mutex<Pending>,
 }
 
 impl ProducerShared {
     fn notify(&self) {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         self.cv.notify_all();
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn wait(&self, slice: Duration) {
@@ -267,7 +321,6 @@ impl ProducerShared {
 pub struct Producer {
     actor: Actor<Cmd>,
     shared: Arc<ProducerShared>,
-    next: Mutex<u64>,
     max_bytes: usize,
     address: String,
     topic: String,
@@ -301,7 +354,6 @@ impl Producer {
         Ok(Self {
             actor,
             shared,
-            next: Mutex::new(0),
             max_bytes,
             address,
             topic: topic.to_string(),
@@ -353,7 +405,7 @@ impl Producer {
 
     /// Offsets handed out so far (the next `send` gets this one).
     pub fn next_offset(&self) -> u64 {
-        *self.next.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.pending().next
     }
 
     pub fn unacked_bytes(&self) -> usize {
@@ -413,74 +465,83 @@ impl Producer {
     /// full, up to `timeout` (None = forever), calling `check` every 100 ms.
     pub fn send_with<E: From<Error>>(
         &self,
-        value: Vec<u8>,
+        value: &[u8],
         timeout: Option<Duration>,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
         self.reserve(value.len(), timeout, &mut check)?;
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        let off = *next;
-        self.actor.send(Cmd::One(value))?;
-        *next += 1;
+        Ok(self.push(value)?)
+    }
+
+    /// Publishes one record if the buffer has room: `Ok(None)` when it is
+    /// full (then wait with [`Producer::send_with`]).
+    pub fn try_send(&self, value: &[u8]) -> Result<Option<u64>> {
+        if !self.try_reserve(value.len()) {
+            self.actor.check()?;
+            return Ok(None);
+        }
+        self.push(value).map(Some)
+    }
+
+    /// Adds a reserved record to the pending batch; wakes the node thread
+    /// when the batch was empty, hands it over when it is full.
+    fn push(&self, value: &[u8]) -> Result<u64> {
+        let mut p = self.shared.pending();
+        let off = p.next;
+        if p.batch.is_empty() {
+            p.batch = Batch::with_capacity(0, COALESCE.max(value.len()));
+            self.actor.send(Cmd::Take(p.gen))?;
+        }
+        p.batch.push(value);
+        p.next += 1;
+        if p.batch.bytes() >= COALESCE {
+            let b = p.hand_over();
+            self.actor.send(Cmd::Many(b))?;
+        }
         Ok(off)
     }
 
-    /// Publishes one record if the buffer has room: `Ok(Err(value))` gives the
-    /// value back when it is full (then wait with [`Producer::send_with`]).
-    pub fn try_send(&self, value: Vec<u8>) -> Result<std::result::Result<u64, Vec<u8>>> {
-        if !self.try_reserve(value.len()) {
-            self.actor.check()?;
-            return Ok(Err(value));
-        }
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        let off = *next;
-        self.actor.send(Cmd::One(value))?;
-        *next += 1;
-        Ok(Ok(off))
-    }
-
     /// [`Producer::send_with`] without interruption.
-    pub fn send(&self, value: Vec<u8>, timeout: Option<Duration>) -> Result<u64> {
-        self.send_with(value, timeout, || Ok::<(), Error>(()))
+    pub fn send(&self, value: impl AsRef<[u8]>, timeout: Option<Duration>) -> Result<u64> {
+        self.send_with(value.as_ref(), timeout, || Ok::<(), Error>(()))
     }
 
     /// Publishes a batch; returns the last offset (None for an empty batch).
     /// A batch larger than the buffer goes in buffer-sized pieces.
-    pub fn send_many_with<E: From<Error>>(
+    pub fn send_batch_with<E: From<Error>>(
         &self,
-        values: Vec<Vec<u8>>,
+        batch: Batch,
         timeout: Option<Duration>,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<Option<u64>, E> {
         let mut last = None;
-        let mut rest = values.into_iter().peekable();
-        while rest.peek().is_some() {
-            let mut chunk = Vec::new();
-            let mut bytes = 0usize;
-            while let Some(v) = rest.peek() {
-                if !chunk.is_empty() && bytes + v.len() > self.max_bytes {
-                    break;
-                }
-                bytes += v.len();
-                chunk.push(rest.next().unwrap_or_default());
+        for piece in batch.split(self.max_bytes) {
+            if piece.is_empty() {
+                continue;
             }
-            self.reserve(bytes, timeout, &mut check)?;
-            let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-            let n = chunk.len() as u64;
-            self.actor.send(Cmd::Many(chunk))?;
-            *next += n;
-            last = Some(*next - 1);
+            self.reserve(piece.bytes(), timeout, &mut check)?;
+            let mut p = self.shared.pending();
+            if !p.batch.is_empty() {
+                let b = p.hand_over();
+                self.actor.send(Cmd::Many(b))?;
+            }
+            let n = piece.len() as u64;
+            self.actor.send(Cmd::Many(piece))?;
+            p.next += n;
+            last = Some(p.next - 1);
         }
         Ok(last)
     }
 
-    /// [`Producer::send_many_with`] without interruption.
+    /// Publishes a batch of values; returns the last offset (None for an
+    /// empty batch).
     pub fn send_many(
         &self,
         values: Vec<Vec<u8>>,
         timeout: Option<Duration>,
     ) -> Result<Option<u64>> {
-        self.send_many_with(values, timeout, || Ok::<(), Error>(()))
+        let batch = values.iter().collect();
+        self.send_batch_with(batch, timeout, || Ok::<(), Error>(()))
     }
 
     /// Records sent but not yet released.
@@ -562,17 +623,20 @@ fn run(
         let mut freed = 0usize;
         while sent < BATCH {
             match inbox.try_recv() {
-                Some(Cmd::One(v)) => {
-                    core.send_record(tb, st.next_offset(), &v)?;
-                    freed += st.append(v).1;
-                    sent += 1;
+                Some(Cmd::Many(b)) => {
+                    sent += b.len();
+                    freed += publish(&mut core, &mut st, b)?;
                 }
-                Some(Cmd::Many(vs)) => {
-                    sent += vs.len();
-                    for v in vs {
-                        core.send_record(tb, st.next_offset(), &v)?;
-                        freed += st.append(v).1;
-                    }
+                Some(Cmd::Take(gen)) => {
+                    let b = {
+                        let mut p = shared.pending();
+                        if p.gen != gen {
+                            continue; // its records went with a later command
+                        }
+                        p.hand_over()
+                    };
+                    sent += b.len();
+                    freed += publish(&mut core, &mut st, b)?;
                 }
                 Some(Cmd::Connect(ep)) => core.connect(&ep),
                 None => break,
@@ -673,6 +737,16 @@ fn run(
     }
 }
 
+/// Publishes a batch as RECORDs from the next offset on and holds it;
+/// returns the bytes released at once.
+fn publish(core: &mut Core, st: &mut ProducerState, b: Batch) -> Result<usize> {
+    let first = st.next_offset();
+    for (off, v) in (first..).zip(b.iter()) {
+        core.send_record(&st.topic, off, v)?;
+    }
+    Ok(st.append_batch(b).1)
+}
+
 fn release(shared: &ProducerShared, st: &ProducerState, freed: usize) {
     shared.unacked_bytes.fetch_sub(freed, SeqCst);
     let acked = i64::try_from(st.released_upto()).unwrap_or(i64::MAX) - 1;
@@ -727,7 +801,7 @@ mod tests {
     #[test]
     fn fetch_zero_answers_direct_record() {
         let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        st.append(b"CONTENT".to_vec());
+        st.append(b"CONTENT");
         let out = st.on_fetch(&fetch(0, 1));
         assert_eq!(
             out,
@@ -749,7 +823,7 @@ mod tests {
     fn fetch_returns_exactly_the_range_after_partial_ack() {
         let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
         for i in 0..10u8 {
-            st.append(vec![i; usize::from(i) + 1]);
+            st.append(&vec![i; usize::from(i) + 1]);
         }
         assert_eq!(st.on_ack(&ack(Some(b"S1"), 3)), 1 + 2 + 3 + 4);
         assert_eq!(st.released_upto(), 4);
@@ -773,7 +847,7 @@ mod tests {
         let lsub = [b"L".as_slice(), C].concat();
         let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
         for i in 0..10u8 {
-            st.append(vec![i]);
+            st.append(&[i]);
         }
         st.on_ack(&ack(Some(b"S1"), 3));
         assert_eq!(st.released_upto(), 4);
@@ -808,7 +882,7 @@ mod tests {
     fn min_acks_counts_distinct_stores() {
         let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
         for _ in 0..5 {
-            st.append(vec![0; 10]);
+            st.append(&[0; 10]);
         }
         assert_eq!(st.on_ack(&ack(Some(b"S1"), 4)), 0);
         assert_eq!(st.on_ack(&ack(Some(b"S1"), 4)), 0, "same store twice");
@@ -825,8 +899,73 @@ mod tests {
         );
         assert_eq!(st.held_bytes(), 0);
         let mut zero = ProducerState::new(b"hello", P, 0, Duration::from_secs(1));
-        assert_eq!(zero.append(vec![1, 2, 3]), (0, 3));
+        assert_eq!(zero.append(&[1, 2, 3]), (0, 3));
         assert_eq!(zero.released_upto(), 1);
+    }
+
+    mod held {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Records sent one at a time and in batches, ACKed in any steps:
+            /// every record not released reads back as sent, every released one
+            /// is gone, and the bytes released and held add up, against a model
+            /// that keeps one value per offset.
+            #[test]
+            fn held_batches_read_and_release_like_one_value_per_offset(
+                ops in proptest::collection::vec(
+                    proptest::prop_oneof![
+                        proptest::collection::vec(proptest::num::u8::ANY, 0..300)
+                            .prop_map(|v| (0u8, vec![v], 0u64)),
+                        proptest::collection::vec(
+                            proptest::collection::vec(proptest::num::u8::ANY, 0..50), 0..40)
+                            .prop_map(|vs| (1u8, vs, 0u64)),
+                        (0u64..2000).prop_map(|upto| (2u8, Vec::new(), upto)),
+                    ],
+                    1..60,
+                ),
+            ) {
+                let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+                let mut model: Vec<Vec<u8>> = Vec::new();
+                let mut released = 0usize;
+                for (kind, values, upto) in ops {
+                    match kind {
+                        0 => {
+                            let (off, freed) = st.append(&values[0]);
+                            prop_assert_eq!((off, freed), (model.len() as u64, 0));
+                            model.push(values[0].clone());
+                        }
+                        1 => {
+                            let (off, freed) = st.append_batch(values.iter().collect());
+                            prop_assert_eq!((off, freed), (model.len() as u64, 0));
+                            model.extend(values);
+                        }
+                        _ => {
+                            let freed = st.on_ack(&ack(Some(b"S1"), upto));
+                            let now = usize::try_from(
+                                upto.saturating_add(1).min(model.len() as u64)
+                            ).unwrap().max(released);
+                            let want: usize = model[released..now].iter().map(Vec::len).sum();
+                            prop_assert_eq!(freed, want);
+                            released = now;
+                        }
+                    }
+                    prop_assert_eq!(st.released_upto(), released as u64);
+                    let held: usize = model[released..].iter().map(Vec::len).sum();
+                    prop_assert_eq!(st.held_bytes(), held);
+                    for (off, v) in model.iter().enumerate() {
+                        let got = st.get(off as u64);
+                        if off < released {
+                            prop_assert_eq!(got, None);
+                        } else {
+                            prop_assert_eq!(got, Some(v.as_slice()));
+                        }
+                    }
+                    prop_assert_eq!(st.get(model.len() as u64), None);
+                }
+            }
+        }
     }
 
     // C reference feature: producer answers GET-HEADS with DIRECT-HEAD.
@@ -838,8 +977,8 @@ mod tests {
             address: C,
         };
         assert!(st.on_get_heads(&g).is_empty());
-        st.append(b"a".to_vec());
-        st.append(b"b".to_vec());
+        st.append(b"a");
+        st.append(b"b");
         assert_eq!(
             st.on_get_heads(&g),
             vec![Out::DirectHead {
@@ -859,7 +998,7 @@ mod tests {
         let mut st = ProducerState::new(b"hello", P, 1, s);
         st.arm_head(t0);
         assert_eq!(st.next_head(), None, "no HEAD before the first record");
-        st.append(b"x".to_vec());
+        st.append(b"x");
         st.arm_head(t0);
         assert_eq!(st.on_timer(t0), None);
         let h = st.on_timer(t0 + s).expect("HEAD after one interval");
@@ -871,7 +1010,7 @@ mod tests {
                 sequence: 0
             }
         );
-        st.append(b"y".to_vec());
+        st.append(b"y");
         assert_eq!(st.on_timer(t0 + s + s / 2), None);
         assert!(matches!(
             st.on_timer(t0 + 2 * s),

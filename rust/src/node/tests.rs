@@ -37,7 +37,7 @@ fn via_tower(t: &Tower, peers: Vec<String>, beacon_timeout_ms: u64) -> NodeConfi
 fn static_peers_late_earliest_consumer_gets_history() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
     for i in 0..1000u32 {
-        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+        p.send(i.to_be_bytes(), None).unwrap();
     }
     // Joins after everything was published: HEAD/GET-HEADS → FETCH from 0.
     let c = Consumer::new(
@@ -58,6 +58,81 @@ fn static_peers_late_earliest_consumer_gets_history() {
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (0..1000).collect::<Vec<_>>());
     assert_eq!(got[999].value, 999u32.to_be_bytes());
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
+/// `send` gathers records in a pending batch that the node thread takes;
+/// `send_many` hands that batch over before its own. From two threads at
+/// once, with values large enough to fill a pending batch: every record
+/// arrives at the offset its send returned.
+#[test]
+fn records_sent_one_at_a_time_and_in_batches_from_two_threads_keep_their_offsets() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.connect(c.endpoint()).unwrap();
+    let value = |who: u8, i: u32| {
+        let mut v = vec![
+            who;
+            if i % 97 == 0 {
+                70_000
+            } else {
+                4 + i as usize % 300
+            }
+        ];
+        v[..4].copy_from_slice(&i.to_be_bytes());
+        v
+    };
+    let sent: Vec<(u64, Vec<u8>)> = std::thread::scope(|s| {
+        let one = s.spawn(|| {
+            (0..3000u32)
+                .map(|i| (p.send(value(1, i), None).unwrap(), value(1, i)))
+                .collect::<Vec<_>>()
+        });
+        let mut mixed = Vec::new();
+        for i in 0..300u32 {
+            if i % 3 == 0 {
+                let vs: Vec<Vec<u8>> = (0..10).map(|k| value(2, i * 10 + k)).collect();
+                let last = p.send_many(vs.clone(), None).unwrap().unwrap();
+                mixed.extend((last + 1 - 10..=last).zip(vs));
+            } else {
+                mixed.push((p.send(value(2, i * 10), None).unwrap(), value(2, i * 10)));
+            }
+        }
+        let mut all = one.join().unwrap();
+        all.extend(mixed);
+        all
+    });
+    let n = sent.len();
+    let mut want: Vec<Option<Vec<u8>>> = vec![None; n];
+    for (off, v) in sent {
+        assert!(
+            want[off as usize].replace(v).is_none(),
+            "offset {off} given twice"
+        );
+    }
+    let got = consume(&c, n, Duration::from_secs(60));
+    assert_eq!(got.len(), n, "stats: {:?}", c.stats().snapshot());
+    for d in &got {
+        assert_eq!(
+            Some(&d.value[..]),
+            want[d.offset as usize].as_deref(),
+            "offset {}",
+            d.offset
+        );
+    }
+    assert_eq!(p.next_offset(), n as u64);
     c.close().unwrap();
     p.close().unwrap();
 }
@@ -146,7 +221,7 @@ fn a_static_peer_stays_connected_when_its_discovered_twin_expires() {
     t.close().unwrap();
     wait_peers(0);
     for i in 0..100u32 {
-        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+        p.send(i.to_be_bytes(), None).unwrap();
     }
     let got = consume(&c, 100, Duration::from_secs(10));
     assert_eq!(got.len(), 100, "stats: {:?}", c.stats().snapshot());
@@ -195,7 +270,7 @@ fn consumer_of(p: &Producer, start_offsets: Vec<(String, u64)>) -> Consumer {
 fn a_seek_before_the_partition_is_known_starts_it_there() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
     for i in 0..100u32 {
-        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+        p.send(i.to_be_bytes(), None).unwrap();
     }
     let c = consumer_of(&p, Vec::new());
     // Nothing of the partition has reached the consumer yet (its first HEAD
@@ -214,7 +289,7 @@ fn a_seek_before_the_partition_is_known_starts_it_there() {
 fn a_consumer_resumes_from_saved_positions() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
     for i in 0..50u32 {
-        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+        p.send(i.to_be_bytes(), None).unwrap();
     }
     let c = consumer_of(&p, vec![(p.address().to_string(), 20)]);
     assert_eq!(c.positions(), vec![(p.address().to_string(), 20)]);
@@ -225,7 +300,7 @@ fn a_consumer_resumes_from_saved_positions() {
     assert_eq!(saved, vec![(p.address().to_string(), 50)]);
     c.close().unwrap();
     for i in 50..80u32 {
-        p.send(i.to_be_bytes().to_vec(), None).unwrap();
+        p.send(i.to_be_bytes(), None).unwrap();
     }
     // A new consumer from the saved positions: exactly what came after.
     let c = consumer_of(&p, saved);

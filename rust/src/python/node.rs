@@ -14,7 +14,8 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use crate::error::Error;
 use crate::node::core::Stats;
 use crate::node::{
-    Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower, TowerConfig,
+    Batch, Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower,
+    TowerConfig,
 };
 use crate::python::record::{PartitionNames, PyRecord};
 use crate::python::{str_list, unsigned, StrList};
@@ -214,13 +215,12 @@ impl PyProducer {
         value: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
-        match self.inner.try_send(value_bytes(py, value, "send")?)? {
-            Ok(off) => Ok(off),
-            Err(v) => {
-                let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-                py.detach(|| self.inner.send_with(v, t, check_signals))
-            }
+        if let Some(off) = with_value(py, value, "send", |v| self.inner.try_send(v))?? {
+            return Ok(off);
         }
+        let v = value_bytes(py, value, "send")?;
+        let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
+        py.detach(|| self.inner.send_with(&v, t, check_signals))
     }
 
     /// Publishes a batch of values (``bytes`` or bytes-like) in one call;
@@ -232,7 +232,7 @@ impl PyProducer {
         values: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
-        let mut batch = Vec::with_capacity(values.len().unwrap_or(0));
+        let mut batch = Batch::with_capacity(values.len().unwrap_or(0), 0);
         if values.is_instance_of::<PyBytes>() || values.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err(
                 "send_many takes an iterable of values, e.g. [b\"a\", b\"b\"]: for one value \
@@ -240,10 +240,10 @@ impl PyProducer {
             ));
         }
         for item in values.try_iter()? {
-            batch.push(value_bytes(py, &item?, "send_many")?);
+            with_value(py, &item?, "send_many", |v| batch.push(v))?;
         }
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        py.detach(|| self.inner.send_many_with(batch, t, check_signals))
+        py.detach(|| self.inner.send_batch_with(batch, t, check_signals))
     }
 
     /// Publishes the values of an Arrow ``binary``/``string`` array straight
@@ -272,31 +272,15 @@ impl PyProducer {
                 raw.len()
             )));
         }
-        let bounds: Vec<i64> = raw
-            .chunks_exact(width)
-            .map(|c| match c.try_into() {
-                Ok(b) => i64::from_ne_bytes(b),
-                Err(_) => i64::from(i32::from_ne_bytes(c.try_into().expect("width is 4"))),
-            })
-            .collect();
-        let mut batch = Vec::with_capacity(bounds.len().saturating_sub(1));
-        for w in bounds.windows(2) {
-            let ok = 0 <= w[0] && w[0] <= w[1] && w[1] as u64 <= values.len() as u64;
-            if !ok {
-                return Err(PyValueError::new_err(format!(
-                    "offsets must be non-decreasing and within the {}-byte data buffer, \
-                     got [{}, {})",
-                    values.len(),
-                    w[0],
-                    w[1]
-                )));
-            }
-            batch.push(values[w[0] as usize..w[1] as usize].to_vec());
-        }
+        let bounds = raw.chunks_exact(width).map(|c| match c.try_into() {
+            Ok(b) => i64::from_ne_bytes(b),
+            Err(_) => i64::from(i32::from_ne_bytes(c.try_into().expect("width is 4"))),
+        });
+        let batch = Batch::from_offsets(values, bounds).map_err(PyValueError::new_err)?;
         drop((data, offs));
         let n = batch.len() as u64;
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        let last = py.detach(|| self.inner.send_many_with(batch, t, check_signals))?;
+        let last = py.detach(|| self.inner.send_batch_with(batch, t, check_signals))?;
         Ok(last.map(|l| (l + 1 - n, l)))
     }
 
@@ -614,8 +598,18 @@ impl PyConsumer {
 /// (``bytearray``, ``memoryview``, ``pyarrow.Buffer``...). A ``str`` gets a
 /// TypeError that says to encode it.
 fn value_bytes(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    with_value(py, v, what, <[u8]>::to_vec)
+}
+
+/// Calls `f` with the bytes of a value (`bytes` or any bytes-like object).
+fn with_value<R>(
+    py: Python<'_>,
+    v: &Bound<'_, PyAny>,
+    what: &str,
+    f: impl FnOnce(&[u8]) -> R,
+) -> PyResult<R> {
     if let Ok(b) = v.cast::<PyBytes>() {
-        return Ok(b.as_bytes().to_vec());
+        return Ok(f(b.as_bytes()));
     }
     if v.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err(format!(
@@ -628,7 +622,7 @@ fn value_bytes(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec
             .map_or_else(|_| "?".into(), |n| n.to_string())
     };
     match ByteView::get(py, v, what) {
-        Ok(view) => Ok(view.bytes().to_vec()),
+        Ok(view) => Ok(f(view.bytes())),
         Err(e) if e.is_instance_of::<PyTypeError>(py) => Err(PyTypeError::new_err(format!(
             "{what} takes bytes or a bytes-like object (bytearray, memoryview), got {}",
             type_name()

@@ -1,0 +1,206 @@
+//! [`Batch`]: record values packed end to end in one buffer. What
+//! `send_many` and the Arrow path hand to a producer's thread, and what the
+//! producer holds until stores ACK: one allocation per batch instead of one
+//! per record, freed by one thread.
+
+/// Record values packed end to end: `data` holds them in order, `ends[i]` is
+/// where value `i` ends (value `i` starts where value `i - 1` ends, or at 0).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Batch {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Room for `records` values of `bytes` in all.
+    pub fn with_capacity(records: usize, bytes: usize) -> Self {
+        Self {
+            data: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(records),
+        }
+    }
+
+    /// The values of an Arrow binary/string array: `bounds` are its `n + 1`
+    /// value offsets into `values`. One copy of the bytes they span. Errors
+    /// name the first offsets that go backwards or past `values`.
+    pub fn from_offsets(
+        values: &[u8],
+        bounds: impl IntoIterator<Item = i64>,
+    ) -> std::result::Result<Self, String> {
+        let mut bounds = bounds.into_iter();
+        let Some(mut prev) = bounds.next() else {
+            return Ok(Self::new());
+        };
+        let pos = |b: i64| usize::try_from(b).ok().filter(|&p| p <= values.len());
+        let mut ends = Vec::with_capacity(bounds.size_hint().0);
+        let mut start = None;
+        for b in bounds {
+            match (pos(prev), pos(b)) {
+                (Some(from), Some(to)) if from <= to => {
+                    let s = *start.get_or_insert(from);
+                    ends.push(to - s);
+                }
+                _ => {
+                    return Err(format!(
+                        "offsets must be non-decreasing and within the {}-byte data \
+                         buffer, got [{prev}, {b})",
+                        values.len()
+                    ))
+                }
+            }
+            prev = b;
+        }
+        let start = start.unwrap_or(0);
+        let stop = start + ends.last().copied().unwrap_or(0);
+        Ok(Self {
+            data: values[start..stop].to_vec(),
+            ends,
+        })
+    }
+
+    /// Appends one value (a copy).
+    pub fn push(&mut self, value: &[u8]) {
+        self.data.extend_from_slice(value);
+        self.ends.push(self.data.len());
+    }
+
+    /// How many values.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of all values.
+    pub fn bytes(&self) -> usize {
+        self.data.len()
+    }
+
+    fn start(&self, i: usize) -> usize {
+        match i.checked_sub(1) {
+            Some(j) => self.ends[j],
+            None => 0,
+        }
+    }
+
+    /// Value `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let end = *self.ends.get(i)?;
+        Some(&self.data[self.start(i)..end])
+    }
+
+    /// Bytes of values `from..to`.
+    pub fn span(&self, from: usize, to: usize) -> usize {
+        if from >= to {
+            return 0;
+        }
+        self.ends[to - 1] - self.start(from)
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| &self.data[self.start(i)..self.ends[i]])
+    }
+
+    /// Pieces of at most `max` bytes each (a value larger than `max` goes
+    /// alone), in order. A batch that fits is returned as it is, uncopied.
+    pub fn split(self, max: usize) -> Vec<Batch> {
+        if self.bytes() <= max {
+            return vec![self];
+        }
+        let mut out = Vec::new();
+        let mut from = 0;
+        while from < self.len() {
+            let mut to = from + 1;
+            while to < self.len() && self.span(from, to + 1) <= max {
+                to += 1;
+            }
+            let mut piece = Batch::with_capacity(to - from, self.span(from, to));
+            for i in from..to {
+                piece.push(&self.data[self.start(i)..self.ends[i]]);
+            }
+            out.push(piece);
+            from = to;
+        }
+        out
+    }
+}
+
+/// One value, not copied.
+impl From<Vec<u8>> for Batch {
+    fn from(value: Vec<u8>) -> Self {
+        let ends = vec![value.len()];
+        Self { data: value, ends }
+    }
+}
+
+impl<T: AsRef<[u8]>> FromIterator<T> for Batch {
+    fn from_iter<I: IntoIterator<Item = T>>(values: I) -> Self {
+        let mut b = Batch::new();
+        for v in values {
+            b.push(v.as_ref());
+        }
+        b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn values_come_back_in_order_with_their_spans() {
+        let b: Batch = [&b"ab"[..], b"", b"cde"].into_iter().collect();
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.bytes(), 5);
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![&b"ab"[..], b"", b"cde"]);
+        assert_eq!(b.get(1), Some(&b""[..]));
+        assert_eq!(b.get(3), None);
+        assert_eq!((b.span(0, 3), b.span(1, 3), b.span(2, 2)), (5, 3, 0));
+        let one = Batch::from(b"xyz".to_vec());
+        assert_eq!(one.iter().collect::<Vec<_>>(), vec![&b"xyz"[..]]);
+    }
+
+    #[test]
+    fn arrow_offsets_are_checked_and_may_start_past_zero() {
+        let values = b"..abcdef";
+        let b = Batch::from_offsets(values, [2, 4, 4, 8]).unwrap();
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![&b"ab"[..], b"", b"cdef"]);
+        assert_eq!(b.bytes(), 6);
+        assert!(Batch::from_offsets(values, [0]).unwrap().is_empty());
+        assert!(Batch::from_offsets(values, []).unwrap().is_empty());
+        let back = Batch::from_offsets(values, [0, 3, 2]).unwrap_err();
+        assert!(back.contains("got [3, 2)"), "{back}");
+        let past = Batch::from_offsets(values, [0, 9]).unwrap_err();
+        assert!(past.contains("8-byte data buffer, got [0, 9)"), "{past}");
+        assert!(Batch::from_offsets(values, [-1, 2]).is_err());
+        assert!(
+            Batch::from_offsets(values, [9]).unwrap().is_empty(),
+            "no value, no check"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn split_keeps_every_value_in_pieces_within_the_bound(
+            values in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..60),
+            max in 1usize..200,
+        ) {
+            let b: Batch = values.iter().collect();
+            let pieces = b.split(max);
+            let mut back = Vec::new();
+            for p in &pieces {
+                prop_assert!(!p.is_empty() || values.is_empty());
+                prop_assert!(p.bytes() <= max || p.len() == 1);
+                back.extend(p.iter().map(<[u8]>::to_vec));
+            }
+            prop_assert_eq!(back, values);
+        }
+    }
+}
