@@ -5,13 +5,17 @@
 - end to end: ``send_many`` → ``poll_many`` records/s, producer and consumer in this
   process (static peers, ``min_acks=0``);
 - ``poll_many`` alone: draining records already delivered to the consumer's buffer
-  into ``dafka.Record`` objects.
+  into ``dafka.Record`` objects;
+- memory: how much the process grows while a producer holds 1M records of 100 B
+  that no store has ACKed (``min_acks=1``, no store), sent with ``send`` and with
+  ``send_many``.
 
 ``python benches/live_py.py [N]``. Results: benches/RESULTS.md, "Live path".
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 
@@ -36,6 +40,32 @@ def pair() -> tuple[Producer, Consumer]:
     while c.poll_many(timeout=0.1):
         pass
     return p, c
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def held_memory(n: int, batched: bool) -> float:
+    """MiB the process grows by while a producer holds ``n`` unACKed 100 B records."""
+    p = Producer("bench-held", min_acks=1, max_unacked_bytes=1 << 30)
+    value = b"\x5a" * 100
+    before = rss_mib()
+    if batched:
+        for _ in range(n // 1000):
+            p.send_many([value] * 1000)
+    else:
+        for _ in range(n):
+            p.send(value)
+    while p.stats()["records_sent"] < n:
+        time.sleep(0.01)
+    grown = rss_mib() - before
+    p.close()
+    return grown
 
 
 def drain(c: Consumer, n: int) -> None:
@@ -87,7 +117,22 @@ def main() -> None:
         print(f"| Python poll_many (drain to Record objects) | {size} B | {m} | {r:.0f} |")
         p.close()
         c.close()
+    print()
+    print("| records held unACKed (100 B) | sent with | RSS growth (a fresh process each) |")
+    print("|---|---|---|")
+    for how in ("send", "send_many"):
+        out = subprocess.run(
+            [sys.executable, __file__, "--held", how, str(n)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        label = "send_many(1000)" if how == "send_many" else how
+        print(f"| {n} | {label} | {float(out):.0f} MiB |")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--held"]:
+        print(held_memory(int(sys.argv[3]), sys.argv[2] == "send_many"))
+    else:
+        main()
