@@ -331,7 +331,9 @@ pub struct StoreLogic<L: StoreLog> {
     address: Vec<u8>,
     log: L,
     cfg: StoreLogicConfig,
-    /// topic → partition → state (Fx hashing: keys are short and ours).
+    /// topic → partition → state (Fx hashing: keys are short and ours), for
+    /// the partitions in `active` only: one with nothing left to do has
+    /// nothing here that the log does not say, and is forgotten.
     parts: FxMap<Vec<u8>, FxMap<Vec<u8>, PartState>>,
     /// The partitions `tick` visits: every one touched since it last had
     /// nothing to do (no ACK or sync pending, no gap, no held records, its
@@ -382,6 +384,10 @@ impl<L: StoreLog> StoreLogic<L> {
     /// How many partitions `tick` visits (of all the store knows).
     pub fn active_partitions(&self) -> usize {
         self.active.len()
+    }
+    /// How many partitions have state beside the log's (the active ones).
+    pub fn partition_states(&self) -> usize {
+        self.parts.values().map(|m| m.len()).sum()
     }
     /// True while FETCH answers are waiting to be sent.
     pub fn has_replies(&self) -> bool {
@@ -949,12 +955,20 @@ impl<L: StoreLog> StoreLogic<L> {
         out
     }
 
-    /// Whether `tick` must visit the partition again; clears its flag if not.
+    /// Whether `tick` must visit the partition again; forgets its state if
+    /// not. Idle, it holds nothing the log does not: no FETCH, no held
+    /// records, everything stored durable and ACKed, its producer silent. If
+    /// the producer speaks again, the state starts afresh from the log (and
+    /// ACKs once more what was ACKed, which is harmless: ACKs are cumulative).
+    /// A store sees a partition per Spark task, and must not keep each one.
     fn still_active(&mut self, topic: &[u8], partition: &[u8], now: Instant) -> bool {
         let next = self.log.next_offset(topic, partition);
         let durable = self.log.durable_next(topic, partition);
         let window = self.cfg.ack_refresh_window;
-        let Some(st) = self.parts.get_mut(topic).and_then(|p| p.get_mut(partition)) else {
+        let Some(parts) = self.parts.get_mut(topic) else {
+            return false;
+        };
+        let Some(st) = parts.get_mut(partition) else {
             return false;
         };
         let want = next.unwrap_or(0);
@@ -966,7 +980,12 @@ impl<L: StoreLog> StoreLogic<L> {
             || st.acked.map(|a| a + 1) != next
             // ACKs are repeated while the producer is heard.
             || st.last_seen.is_some_and(|t| now.duration_since(t) < window);
-        st.active = busy;
+        if !busy {
+            parts.remove(partition);
+            if parts.is_empty() {
+                self.parts.remove(topic);
+            }
+        }
         busy
     }
 

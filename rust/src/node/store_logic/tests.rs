@@ -216,6 +216,9 @@ fn tick_visits_only_partitions_with_work_left() {
     assert!(s.tick(gone).is_empty());
     assert_eq!(s.active_partitions(), 0);
     assert_eq!(s.next_deadline(gone), None);
+    // Nor is their state kept: the log says all there is.
+    assert_eq!(s.partition_states(), 0);
+    assert_eq!(s.log().partitions(None).len(), 1000);
     // One live producer: only its partition is visited.
     s.on_record(T, P, 0, b"a", gone);
     s.on_record(T, P, 1, b"b", gone);
@@ -231,6 +234,22 @@ fn tick_visits_only_partitions_with_work_left() {
     let retry = back + Duration::from_secs(1);
     assert_eq!(fetch_of(&s.tick(retry)), vec![(1, 4)]);
     assert_eq!(s.active_partitions(), 2);
+    // One that speaks again in order starts from the log: its record is
+    // appended and ACKed.
+    assert!(s.on_record(T, &names[3], 1, b"z", retry).is_empty());
+    s.log_mut().sync();
+    let acks: Vec<_> = s
+        .tick(retry)
+        .into_iter()
+        .filter(|o| matches!(o, Out::Ack { .. }))
+        .collect();
+    assert_eq!(acks.len(), 1);
+    let Message::Ack(a) = acks[0].as_message(ME) else {
+        panic!()
+    };
+    assert_eq!((a.topic, a.sequence), (&names[3][..], 1));
+    assert_eq!(s.log().next_offset(T, &names[3]), Some(2));
+    assert_eq!((s.active_partitions(), s.partition_states()), (3, 3));
 }
 
 #[test]
