@@ -57,7 +57,15 @@ struct Part {
     /// away would otherwise send each partition's FETCH every `fetch_retry`,
     /// forever), until a store says hello or records arrive.
     backoff: Backoff,
+    /// When a RECORD, HEAD or seek last concerned it.
+    touched: Instant,
 }
+
+/// A partition caught up and not heard of for this long keeps only its
+/// position (in [`ConsumerState::starts`]), not its [`Part`]: a topic that
+/// Spark jobs feed gets a partition per task, and a long-lived consumer
+/// would otherwise keep every one.
+pub const IDLE_AFTER: Duration = Duration::from_secs(60);
 
 /// Pure consumer protocol state.
 #[derive(Debug)]
@@ -78,9 +86,12 @@ pub struct ConsumerState {
     /// [`ConsumerState::count_stalled`] and a STORE-HELLO look at.
     stall_watch: FxHashSet<Arc<[u8]>>,
     /// Where partitions not seen yet start, and their seek epoch: from
-    /// [`ConsumerConfig::start_offsets`] and seeks that came before the
-    /// partition's first RECORD or HEAD.
+    /// [`ConsumerConfig::start_offsets`], seeks that came before the
+    /// partition's first RECORD or HEAD, and partitions idle for
+    /// [`IDLE_AFTER`] (they go on from there when heard of again).
     starts: FxHashMap<Vec<u8>, (u64, u64)>,
+    /// When to look for idle partitions next (while any is known).
+    next_sweep: Option<Instant>,
     /// Counters: duplicates dropped, gaps seen, FETCHes sent, offsets skipped
     /// because no node holds them any more.
     pub duplicates: u64,
@@ -183,6 +194,7 @@ impl ConsumerState {
                 .iter()
                 .map(|(p, off)| (p.as_bytes().to_vec(), (*off, 0)))
                 .collect(),
+            next_sweep: None,
             duplicates: 0,
             gaps: 0,
             fetches: 0,
@@ -239,13 +251,21 @@ impl ConsumerState {
         }]
     }
 
-    fn part(&mut self, partition: &[u8], subject: &[u8], first: Option<u64>) -> &mut Part {
+    fn part(
+        &mut self,
+        partition: &[u8],
+        subject: &[u8],
+        first: Option<u64>,
+        now: Instant,
+    ) -> &mut Part {
         let reset = self.reset;
         // Look up without building a key: a key is made once per partition.
         if !self.parts.contains_key(partition) {
-            self.add_part(partition, subject, first, reset);
+            self.add_part(partition, subject, first, reset, now);
         }
-        self.parts.get_mut(partition).expect("added above")
+        let p = self.parts.get_mut(partition).expect("added above");
+        p.touched = now;
+        p
     }
 
     fn add_part(
@@ -254,8 +274,10 @@ impl ConsumerState {
         subject: &[u8],
         first: Option<u64>,
         reset: OffsetReset,
+        now: Instant,
     ) {
         let start = self.starts.remove(partition);
+        self.next_sweep.get_or_insert(now + IDLE_AFTER);
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let (next, epoch) = match (start, reset, first) {
                 (Some(start), _, _) => start,
@@ -277,8 +299,36 @@ impl ConsumerState {
                 stalled: 0,
                 stall_mark: next,
                 backoff: Backoff::default(),
+                touched: now,
             }
         });
+    }
+
+    /// When [`ConsumerState::sweep_idle`] is due.
+    pub fn next_sweep(&self) -> Option<Instant> {
+        self.next_sweep
+    }
+
+    /// Keeps only the position of each partition caught up (nothing missing,
+    /// held or in flight) and not heard of for [`IDLE_AFTER`]; returns how
+    /// many. A RECORD or HEAD of one brings it back where it was.
+    pub fn sweep_idle(&mut self, now: Instant) -> usize {
+        let before = self.parts.len();
+        let (starts, watch) = (&mut self.starts, &self.stall_watch);
+        self.parts.retain(|k, p| {
+            let idle = p.next >= p.known
+                && p.pending.is_empty()
+                && p.retry_at.is_none()
+                && p.requested <= p.next
+                && !watch.contains(&*p.key)
+                && now.saturating_duration_since(p.touched) >= IDLE_AFTER;
+            if idle {
+                starts.insert(k.clone(), (p.next, p.epoch));
+            }
+            !idle
+        });
+        self.next_sweep = (!self.parts.is_empty()).then(|| now + IDLE_AFTER / 2);
+        before - self.parts.len()
     }
 
     /// A RECORD (or DIRECT-RECORD, `direct`): delivers what is now in order,
@@ -304,7 +354,7 @@ impl ConsumerState {
             return;
         }
         let (max_pending, seq) = (self.max_pending, r.sequence);
-        let p = self.part(r.address, r.subject, Some(seq));
+        let p = self.part(r.address, r.subject, Some(seq), now);
         p.known = p.known.max(seq.saturating_add(1));
         if seq < p.next || p.pending.contains_key(&seq) {
             self.duplicates += 1;
@@ -347,7 +397,7 @@ impl ConsumerState {
             return;
         }
         let seq = h.sequence;
-        let p = self.part(h.address, h.subject, Some(seq.saturating_add(1)));
+        let p = self.part(h.address, h.subject, Some(seq.saturating_add(1)), now);
         let known = seq.saturating_add(1);
         let mut new_gap = false;
         if known > p.known {
@@ -470,6 +520,7 @@ impl ConsumerState {
         };
         p.next = offset;
         p.requested = offset;
+        p.touched = now;
         p.pending.clear();
         p.retry_at = None;
         p.epoch += 1;
@@ -755,7 +806,14 @@ fn run(
             shared.paused.store(false, SeqCst);
         }
         let now = Instant::now();
-        let timeout = poll_timeout(now, [st.next_deadline(), core.disc.next_deadline()]);
+        let timeout = poll_timeout(
+            now,
+            [
+                st.next_deadline(),
+                st.next_sweep(),
+                core.disc.next_deadline(),
+            ],
+        );
         let r = core.poll(inbox, timeout, !full)?;
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
@@ -829,6 +887,9 @@ fn run(
             stats.stalled_partitions.store(st.stalled, SeqCst);
             deliver(&tx, shared, &mut dels);
         }
+        if st.next_sweep().is_some_and(|d| d <= now) {
+            st.sweep_idle(now);
+        }
         if core.disc.next_deadline().is_some_and(|d| d <= now) {
             core.on_timer(now, stats)?;
         }
@@ -878,6 +939,72 @@ mod tests {
 
     fn offsets(d: &[Delivery]) -> Vec<u64> {
         d.iter().map(|d| d.offset).collect()
+    }
+
+    /// A partition caught up and unheard of for `IDLE_AFTER` keeps only its
+    /// position and seek epoch; heard of again, it goes on from there (not
+    /// from `offset_reset`). One with a gap in flight is kept whole.
+    #[test]
+    fn an_idle_partition_keeps_only_its_position_and_goes_on_from_it() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let t0 = Instant::now();
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        st.on_record(&rec(3, b"a"), false, t0, &mut d, &mut o);
+        st.on_record(&rec(4, b"b"), false, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![3, 4]);
+        assert_eq!(st.seek(P, 5, t0, &mut o), 1);
+        assert_eq!(st.next_sweep(), Some(t0 + IDLE_AFTER));
+        // Heard of within the time: kept.
+        let t1 = t0 + IDLE_AFTER / 2;
+        st.on_head(
+            &Head {
+                topic: b"hello",
+                address: P,
+                subject: b"hello",
+                sequence: 4,
+            },
+            false,
+            t1,
+            &mut o,
+        );
+        assert_eq!(st.sweep_idle(t0 + IDLE_AFTER), 0);
+        assert_eq!(st.parts.len(), 1);
+        // A second partition with a gap in flight is never idle.
+        let other = |seq| Record {
+            address: S,
+            ..rec(seq, b"x")
+        };
+        st.on_record(&other(0), false, t0, &mut d, &mut o);
+        o.clear();
+        st.on_record(&other(5), false, t0, &mut d, &mut o);
+        assert!(matches!(o[..], [Out::Fetch { sequence: 1, .. }]));
+        let late = t1 + IDLE_AFTER;
+        assert_eq!(st.sweep_idle(late), 1);
+        assert!(!st.parts.contains_key(P) && st.parts.contains_key(S));
+        assert_eq!(st.starts.get(P), Some(&(5, 1)));
+        // Back: from offset 5 with its epoch, a duplicate dropped, a gap fetched.
+        d.clear();
+        o.clear();
+        st.on_record(&rec(4, b"b"), false, late, &mut d, &mut o);
+        st.on_record(&rec(5, b"c"), false, late, &mut d, &mut o);
+        st.on_record(&rec(7, b"e"), false, late, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![5]);
+        assert_eq!(d[0].epoch, 1);
+        assert!(matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 6,
+                count: 1,
+                ..
+            }]
+        ));
+        assert!(st.starts.is_empty());
+        // Nothing known: no sweep due.
+        let mut empty = state(OffsetReset::Latest, &[b"hello"]);
+        assert_eq!(empty.next_sweep(), None);
+        empty.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+        assert_eq!(empty.sweep_idle(t0 + IDLE_AFTER), 1);
+        assert_eq!(empty.next_sweep(), None);
     }
 
     // C reference feature: STORE-HELLO → CONSUMER-HELLO, with 0 and 1 topics.
