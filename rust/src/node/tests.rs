@@ -33,13 +33,9 @@ fn via_tower(t: &Tower, peers: Vec<String>, beacon_timeout_ms: u64) -> NodeConfi
     }
 }
 
-#[test]
-fn static_peers_late_earliest_consumer_gets_history() {
-    let p = Producer::new("t", ProducerConfig::default()).unwrap();
-    for i in 0..1000u32 {
-        p.send(i.to_be_bytes(), None).unwrap();
-    }
-    // Joins after everything was published: HEAD/GET-HEADS → FETCH from 0.
+/// A consumer of topic `t` from offset 0, with `p` as its static peer, and
+/// `p` connected to it (FETCH travels consumer → producer).
+fn earliest_consumer_of(p: &Producer) -> Consumer {
     let c = Consumer::new(
         &["t".to_string()],
         ConsumerConfig {
@@ -52,8 +48,18 @@ fn static_peers_late_earliest_consumer_gets_history() {
         },
     )
     .unwrap();
-    // The producer must hear the consumer too (FETCH travels consumer → producer).
     p.connect(c.endpoint()).unwrap();
+    c
+}
+
+#[test]
+fn static_peers_late_earliest_consumer_gets_history() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    for i in 0..1000u32 {
+        p.send(i.to_be_bytes(), None).unwrap();
+    }
+    // Joins after everything was published: HEAD/GET-HEADS → FETCH from 0.
+    let c = earliest_consumer_of(&p);
     let got = consume(&c, 1000, Duration::from_secs(20));
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (0..1000).collect::<Vec<_>>());
@@ -69,19 +75,7 @@ fn static_peers_late_earliest_consumer_gets_history() {
 #[test]
 fn records_sent_one_at_a_time_and_in_batches_from_two_threads_keep_their_offsets() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
-    let c = Consumer::new(
-        &["t".to_string()],
-        ConsumerConfig {
-            offset_reset: OffsetReset::Earliest,
-            node: NodeConfig {
-                peers: vec![p.endpoint().to_string()],
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    p.connect(c.endpoint()).unwrap();
+    let c = earliest_consumer_of(&p);
     let value = |who: u8, i: u32| {
         let mut v = vec![
             who;
