@@ -68,6 +68,22 @@ impl Batch {
         self.ends.push(self.data.len());
     }
 
+    /// Gives back room allocated beyond what the values use (more than a
+    /// quarter of it): for a batch held a while, e.g. until stores ACK.
+    pub fn shrink(&mut self) {
+        if self.data.capacity() - self.data.len() > self.data.len() / 4 {
+            self.data.shrink_to_fit();
+        }
+        if self.ends.capacity() - self.ends.len() > self.ends.len() / 4 {
+            self.ends.shrink_to_fit();
+        }
+    }
+
+    /// Bytes allocated for values and their ends.
+    pub fn allocated(&self) -> usize {
+        self.data.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
+    }
+
     /// How many values.
     pub fn len(&self) -> usize {
         self.ends.len()
@@ -165,6 +181,21 @@ mod tests {
         assert_eq!((b.span(0, 3), b.span(1, 3), b.span(2, 2)), (5, 3, 0));
         let one = Batch::from(b"xyz".to_vec());
         assert_eq!(one.iter().collect::<Vec<_>>(), vec![&b"xyz"[..]]);
+    }
+
+    #[test]
+    fn shrink_gives_back_room_a_held_batch_does_not_use() {
+        let mut b = Batch::with_capacity(1000, 64 << 10);
+        b.push(b"one value");
+        assert!(b.allocated() >= (64 << 10) + 8000);
+        b.shrink();
+        assert!(b.allocated() <= 9 + 8, "{}", b.allocated());
+        assert_eq!(b.iter().collect::<Vec<_>>(), vec![&b"one value"[..]]);
+        let mut full: Batch = (0..100).map(|_| [7u8; 100]).collect();
+        let before = full.allocated();
+        full.shrink();
+        assert!(full.allocated() <= before);
+        assert_eq!(full.len(), 100);
     }
 
     #[test]

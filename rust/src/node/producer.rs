@@ -104,7 +104,9 @@ impl ProducerState {
 
     /// Records a published batch; returns its first offset and the bytes
     /// released at once (all of them when `min_acks == 0`).
-    pub fn append_batch(&mut self, batch: Batch) -> (u64, usize) {
+    /// A batch held is shrunk to what its values use: one that `send`
+    /// started for 64 KiB may hold a single record until stores ACK.
+    pub fn append_batch(&mut self, mut batch: Batch) -> (u64, usize) {
         let off = self.next;
         self.next += batch.len() as u64;
         if self.min_acks == 0 {
@@ -112,10 +114,18 @@ impl ProducerState {
             return (off, batch.bytes());
         }
         if !batch.is_empty() {
+            batch.shrink();
             self.bytes += batch.bytes();
             self.held.push_back((off, batch));
         }
         (off, 0)
+    }
+
+    /// Bytes allocated for the records held (their values, plus what keeps
+    /// them apart).
+    #[cfg(test)]
+    pub fn held_allocated(&self) -> usize {
+        self.held.iter().map(|(_, b)| b.allocated()).sum()
     }
 
     /// Starts the HEAD timer once something was published.
@@ -485,19 +495,23 @@ impl Producer {
 
     /// Adds a reserved record to the pending batch; wakes the node thread
     /// when the batch was empty, hands it over when it is full.
+    /// Adds a reserved record to the pending batch: hands the batch over
+    /// first if the value does not fit in it, starts a new one (and wakes
+    /// the node thread to take it) if it is empty. A batch never grows past
+    /// the room it started with, unless for one larger value.
     fn push(&self, value: &[u8]) -> Result<u64> {
         let mut p = self.shared.pending();
         let off = p.next;
+        if !p.batch.is_empty() && p.batch.bytes() + value.len() > COALESCE {
+            let b = p.hand_over();
+            self.actor.send(Cmd::Many(b))?;
+        }
         if p.batch.is_empty() {
             p.batch = Batch::with_capacity(0, COALESCE.max(value.len()));
             self.actor.send(Cmd::Take(p.gen))?;
         }
         p.batch.push(value);
         p.next += 1;
-        if p.batch.bytes() >= COALESCE {
-            let b = p.hand_over();
-            self.actor.send(Cmd::Many(b))?;
-        }
         Ok(off)
     }
 
@@ -876,6 +890,23 @@ mod tests {
         st.on_subscription(&[b"D".as_slice(), C].concat(), true);
         st.on_subscription(b"L", true);
         assert_eq!(seqs(&st.on_fetch(&fetch(0, 100))).len(), 6);
+    }
+
+    /// `send` starts a pending batch with room for 64 KiB; the node thread
+    /// takes it at once when idle. Held until stores ACK, each such batch
+    /// must cost what its records use, not 64 KiB each (a producer sending a
+    /// record a second with no store up would hold 64 KiB per record).
+    #[test]
+    fn batches_held_cost_what_their_records_use() {
+        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+        for i in 0..100u8 {
+            let mut b = Batch::with_capacity(0, COALESCE);
+            b.push(&[i; 100]);
+            st.append_batch(b);
+        }
+        assert_eq!(st.held_bytes(), 100 * 100);
+        assert!(st.held_allocated() <= 100 * (100 + 8), "{}", st.held_allocated());
+        assert_eq!(st.get(42), Some(&[42u8; 100][..]));
     }
 
     #[test]
