@@ -905,7 +905,11 @@ mod tests {
             st.append_batch(b);
         }
         assert_eq!(st.held_bytes(), 100 * 100);
-        assert!(st.held_allocated() <= 100 * (100 + 8), "{}", st.held_allocated());
+        assert!(
+            st.held_allocated() <= 100 * (100 + 8),
+            "{}",
+            st.held_allocated()
+        );
         assert_eq!(st.get(42), Some(&[42u8; 100][..]));
     }
 
