@@ -141,6 +141,8 @@ def test_bad_arguments_raise_clear_errors() -> None:
         Producer("")
     with pytest.raises(ValueError, match="seconds"):
         Producer("t", head_interval=-1)
+    with pytest.raises(dafka.ConfigError, match="idle_after must be > 0"):
+        Consumer(["t"], idle_after=0)
     with Producer("t") as p:
         with pytest.raises(dafka.NodeError, match="bind"):
             Producer("t", bind=p.endpoint)

@@ -263,6 +263,7 @@ class Consumer:
         max_buffered: int = 100000,
         give_up_fetches: int = 6,
         start_offsets: dict[str, int] | None = None,
+        idle_after: float = 60.0,
         bind: str = ...,
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,

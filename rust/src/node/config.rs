@@ -165,6 +165,10 @@ pub struct ConsumerConfig {
     /// overriding `offset_reset` for them: positions saved from an earlier
     /// consumer ([`crate::node::Consumer::positions`]). Default none.
     pub start_offsets: Vec<(String, u64)>,
+    /// A partition caught up and not heard of for this long keeps only its
+    /// position, not its protocol state (a topic that Spark jobs feed gets
+    /// a partition per task). Default 60 s.
+    pub idle_after: Duration,
 }
 
 impl Default for ConsumerConfig {
@@ -178,6 +182,7 @@ impl Default for ConsumerConfig {
             max_buffered: 100_000,
             give_up_fetches: 6,
             start_offsets: Vec::new(),
+            idle_after: crate::node::consumer::IDLE_AFTER,
         }
     }
 }
@@ -185,8 +190,10 @@ impl Default for ConsumerConfig {
 impl ConsumerConfig {
     pub fn validate(&self) -> Result<()> {
         self.node.validate()?;
-        if self.fetch_retry.is_zero() {
-            return Err(Error::Config("fetch_retry must be > 0".into()));
+        if self.fetch_retry.is_zero() || self.idle_after.is_zero() {
+            return Err(Error::Config(
+                "fetch_retry and idle_after must be > 0".into(),
+            ));
         }
         if self.max_fetch == 0
             || self.max_pending == 0

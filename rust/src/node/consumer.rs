@@ -61,10 +61,11 @@ struct Part {
     touched: Instant,
 }
 
-/// A partition caught up and not heard of for this long keeps only its
-/// position (in [`ConsumerState::starts`]), not its [`Part`]: a topic that
-/// Spark jobs feed gets a partition per task, and a long-lived consumer
-/// would otherwise keep every one.
+/// The default [`ConsumerConfig::idle_after`]: a partition caught up and not
+/// heard of for this long keeps only its position (in
+/// [`ConsumerState::starts`]), not its [`Part`]. A topic that Spark jobs feed
+/// gets a partition per task, and a long-lived consumer would otherwise keep
+/// every one.
 pub const IDLE_AFTER: Duration = Duration::from_secs(60);
 
 /// Pure consumer protocol state.
@@ -77,6 +78,7 @@ pub struct ConsumerState {
     max_fetch: u32,
     max_pending: usize,
     give_up_fetches: u32,
+    idle_after: Duration,
     parts: FxHashMap<Vec<u8>, Part>,
     /// FETCH retry deadlines, earliest first. An entry whose partition's
     /// `retry_at` is no longer its time is stale and dropped when it comes
@@ -186,6 +188,7 @@ impl ConsumerState {
             max_fetch: cfg.max_fetch,
             max_pending: cfg.max_pending,
             give_up_fetches: cfg.give_up_fetches,
+            idle_after: cfg.idle_after,
             parts: FxHashMap::default(),
             timers: BinaryHeap::new(),
             stall_watch: FxHashSet::default(),
@@ -277,7 +280,7 @@ impl ConsumerState {
         now: Instant,
     ) {
         let start = self.starts.remove(partition);
-        self.next_sweep.get_or_insert(now + IDLE_AFTER);
+        self.next_sweep.get_or_insert(now + self.idle_after);
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let (next, epoch) = match (start, reset, first) {
                 (Some(start), _, _) => start,
@@ -310,10 +313,11 @@ impl ConsumerState {
     }
 
     /// Keeps only the position of each partition caught up (nothing missing,
-    /// held or in flight) and not heard of for [`IDLE_AFTER`]; returns how
+    /// held or in flight) and not heard of for `idle_after`; returns how
     /// many. A RECORD or HEAD of one brings it back where it was.
     pub fn sweep_idle(&mut self, now: Instant) -> usize {
         let before = self.parts.len();
+        let idle_after = self.idle_after;
         let (starts, watch) = (&mut self.starts, &self.stall_watch);
         self.parts.retain(|k, p| {
             let idle = p.next >= p.known
@@ -321,14 +325,19 @@ impl ConsumerState {
                 && p.retry_at.is_none()
                 && p.requested <= p.next
                 && !watch.contains(&*p.key)
-                && now.saturating_duration_since(p.touched) >= IDLE_AFTER;
+                && now.saturating_duration_since(p.touched) >= idle_after;
             if idle {
                 starts.insert(k.clone(), (p.next, p.epoch));
             }
             !idle
         });
-        self.next_sweep = (!self.parts.is_empty()).then(|| now + IDLE_AFTER / 2);
+        self.next_sweep = (!self.parts.is_empty()).then(|| now + idle_after / 2);
         before - self.parts.len()
+    }
+
+    /// Partitions whose protocol state is kept (not idle).
+    pub fn active_partitions(&self) -> usize {
+        self.parts.len()
     }
 
     /// A RECORD (or DIRECT-RECORD, `direct`): delivers what is now in order,
@@ -894,6 +903,9 @@ fn run(
             core.on_timer(now, stats)?;
         }
         stats.duplicates.store(st.duplicates, SeqCst);
+        stats
+            .partitions_active
+            .store(st.active_partitions() as u64, SeqCst);
         stats.gaps.store(st.gaps, SeqCst);
         stats.fetches_sent.store(st.fetches, SeqCst);
     }

@@ -189,6 +189,9 @@ pub struct Stats {
     /// in `give_up_fetches` tries (the stores that hold it are away, or not
     /// reachable).
     pub stalled_partitions: AtomicU64,
+    /// Partitions a consumer keeps the protocol state of (the others it knows,
+    /// idle, only by their position).
+    pub partitions_active: AtomicU64,
     pub fetches_received: AtomicU64,
     pub direct_records_sent: AtomicU64,
     pub acks_received: AtomicU64,
@@ -217,6 +220,7 @@ impl Stats {
             ("fetches_sent", g(&self.fetches_sent)),
             ("records_lost", g(&self.records_lost)),
             ("stalled_partitions", g(&self.stalled_partitions)),
+            ("partitions_active", g(&self.partitions_active)),
             ("fetches_received", g(&self.fetches_received)),
             ("direct_records_sent", g(&self.direct_records_sent)),
             ("acks_received", g(&self.acks_received)),

@@ -131,6 +131,60 @@ fn records_sent_one_at_a_time_and_in_batches_from_two_threads_keep_their_offsets
     p.close().unwrap();
 }
 
+/// A partition caught up and unheard of for `idle_after` keeps only its
+/// position (the `partitions_active` gauge drops); when its producer sends
+/// again, the consumer goes on from there: nothing twice, nothing skipped.
+#[test]
+fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            head_interval: Duration::from_secs(600), // a HEAD is news of it
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            idle_after: Duration::from_millis(300),
+            node: NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.connect(c.endpoint()).unwrap();
+    let active = || stat(c.stats().snapshot(), "partitions_active");
+    p.send_many((0..10u8).map(|i| vec![i]).collect(), None)
+        .unwrap();
+    let got = consume(&c, 10, Duration::from_secs(20));
+    assert_eq!(got.len(), 10);
+    assert_eq!(active(), 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while active() != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(active(), 0, "the idle partition is still kept whole");
+    p.send_many((10..20u8).map(|i| vec![i]).collect(), None)
+        .unwrap();
+    let got = consume(&c, 10, Duration::from_secs(20));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (10..20).collect::<Vec<_>>());
+    assert!(got.iter().all(|d| d.value == [d.offset as u8]));
+    assert!(c
+        .poll_many(100, Duration::from_millis(300))
+        .unwrap()
+        .is_empty());
+    assert_eq!(active(), 1);
+    assert_eq!(stat(c.stats().snapshot(), "duplicates"), 0);
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
 #[test]
 fn tower_discovery_end_to_end() {
     let t = tower();
