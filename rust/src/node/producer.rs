@@ -630,6 +630,13 @@ fn run(
     let mut outs = Vec::new();
     loop {
         if inbox.terminated() {
+            // Closing: what was sent goes out (the XPUB lingers for it);
+            // waiting for stores' ACKs is `flush`'s business.
+            while let Some(cmd) = inbox.try_recv() {
+                if let Some(b) = command_batch(cmd, shared) {
+                    publish(&mut core, &mut st, b)?;
+                }
+            }
             return Ok(());
         }
         // Commands: publish up to BATCH records.
@@ -637,22 +644,13 @@ fn run(
         let mut freed = 0usize;
         while sent < BATCH {
             match inbox.try_recv() {
-                Some(Cmd::Many(b)) => {
-                    sent += b.len();
-                    freed += publish(&mut core, &mut st, b)?;
-                }
-                Some(Cmd::Take(gen)) => {
-                    let b = {
-                        let mut p = shared.pending();
-                        if p.gen != gen {
-                            continue; // its records went with a later command
-                        }
-                        p.hand_over()
-                    };
-                    sent += b.len();
-                    freed += publish(&mut core, &mut st, b)?;
-                }
                 Some(Cmd::Connect(ep)) => core.connect(&ep),
+                Some(cmd) => {
+                    if let Some(b) = command_batch(cmd, shared) {
+                        sent += b.len();
+                        freed += publish(&mut core, &mut st, b)?;
+                    }
+                }
                 None => break,
             }
         }
@@ -748,6 +746,20 @@ fn run(
         if core.disc.next_deadline().is_some_and(|d| d <= now) {
             core.on_timer(now, stats)?;
         }
+    }
+}
+
+/// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
+/// batch for a [`Cmd::Take`] still of its generation (else its records went
+/// with a later command).
+fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
+    match cmd {
+        Cmd::Many(b) => Some(b),
+        Cmd::Take(gen) => {
+            let mut p = shared.pending();
+            (p.gen == gen).then(|| p.hand_over())
+        }
+        Cmd::Connect(_) => None,
     }
 }
 

@@ -185,6 +185,52 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
     p.close().unwrap();
 }
 
+/// `close` right after `send`: what was sent still goes out (a producer
+/// with `min_acks = 0` has nothing else to wait for).
+#[test]
+fn records_sent_before_close_are_published() {
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            min_acks: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            node: NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // Until the consumer's subscription reached the producer.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut synced = Vec::new();
+    while synced.is_empty() && Instant::now() < deadline {
+        p.send(b"sync", None).unwrap();
+        synced = c.poll_many(1, Duration::from_millis(50)).unwrap();
+    }
+    assert!(!synced.is_empty(), "the consumer never heard the producer");
+    let mut last = 0;
+    for i in 0..20_000u32 {
+        last = p.send(i.to_be_bytes(), None).unwrap();
+    }
+    p.close().unwrap();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.last().is_none_or(|d: &Delivery| d.offset < last) && Instant::now() < deadline {
+        got.extend(c.poll_many(10_000, Duration::from_millis(100)).unwrap());
+    }
+    assert_eq!(got.last().map(|d| d.offset), Some(last));
+    assert_eq!(got.last().unwrap().value, 19_999u32.to_be_bytes());
+    c.close().unwrap();
+}
+
 #[test]
 fn tower_discovery_end_to_end() {
     let t = tower();
