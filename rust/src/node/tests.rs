@@ -33,23 +33,32 @@ fn via_tower(t: &Tower, peers: Vec<String>, beacon_timeout_ms: u64) -> NodeConfi
     }
 }
 
-/// A consumer of topic `t` from offset 0, with `p` as its static peer, and
-/// `p` connected to it (FETCH travels consumer → producer).
+/// A consumer of topic `t` with `p` as its static peer, and `p` connected
+/// to it (FETCH travels consumer → producer).
+fn consumer_of(p: &Producer, mut cfg: ConsumerConfig) -> Consumer {
+    cfg.node.peers = vec![p.endpoint().to_string()];
+    let c = Consumer::new(&["t".to_string()], cfg).unwrap();
+    p.connect(c.endpoint()).unwrap();
+    c
+}
+
+/// `latest`, but these partitions start at these offsets.
+fn starting(start_offsets: Vec<(String, u64)>) -> ConsumerConfig {
+    ConsumerConfig {
+        start_offsets,
+        ..Default::default()
+    }
+}
+
+/// [`consumer_of`] from offset 0.
 fn earliest_consumer_of(p: &Producer) -> Consumer {
-    let c = Consumer::new(
-        &["t".to_string()],
+    consumer_of(
+        p,
         ConsumerConfig {
             offset_reset: OffsetReset::Earliest,
-            node: NodeConfig {
-                peers: vec![p.endpoint().to_string()],
-                ..Default::default()
-            },
             ..Default::default()
         },
     )
-    .unwrap();
-    p.connect(c.endpoint()).unwrap();
-    c
 }
 
 #[test]
@@ -144,20 +153,14 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
         },
     )
     .unwrap();
-    let c = Consumer::new(
-        &["t".to_string()],
+    let c = consumer_of(
+        &p,
         ConsumerConfig {
             offset_reset: OffsetReset::Earliest,
             idle_after: Duration::from_millis(300),
-            node: NodeConfig {
-                peers: vec![p.endpoint().to_string()],
-                ..Default::default()
-            },
             ..Default::default()
         },
-    )
-    .unwrap();
-    p.connect(c.endpoint()).unwrap();
+    );
     let active = || stat(c.stats().snapshot(), "partitions_active");
     p.send_many((0..10u8).map(|i| vec![i]).collect(), None)
         .unwrap();
@@ -197,17 +200,7 @@ fn records_sent_before_close_are_published() {
         },
     )
     .unwrap();
-    let c = Consumer::new(
-        &["t".to_string()],
-        ConsumerConfig {
-            node: NodeConfig {
-                peers: vec![p.endpoint().to_string()],
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let c = consumer_of(&p, ConsumerConfig::default());
     // Until the consumer's subscription reached the producer.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut synced = Vec::new();
@@ -342,31 +335,13 @@ fn bind_error_is_reported_by_the_constructor() {
     assert!(err.to_string().contains(&taken), "{err}");
 }
 
-/// A consumer of the producer's records: peers both ways, `latest`.
-fn consumer_of(p: &Producer, start_offsets: Vec<(String, u64)>) -> Consumer {
-    let c = Consumer::new(
-        &["t".to_string()],
-        ConsumerConfig {
-            node: NodeConfig {
-                peers: vec![p.endpoint().to_string()],
-                ..Default::default()
-            },
-            start_offsets,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    p.connect(c.endpoint()).unwrap();
-    c
-}
-
 #[test]
 fn a_seek_before_the_partition_is_known_starts_it_there() {
     let p = Producer::new("t", ProducerConfig::default()).unwrap();
     for i in 0..100u32 {
         p.send(i.to_be_bytes(), None).unwrap();
     }
-    let c = consumer_of(&p, Vec::new());
+    let c = consumer_of(&p, ConsumerConfig::default());
     // Nothing of the partition has reached the consumer yet (its first HEAD
     // comes after head_interval): the seek must wait for it, not be lost.
     c.seek(p.address(), 40).unwrap();
@@ -385,7 +360,7 @@ fn a_consumer_resumes_from_saved_positions() {
     for i in 0..50u32 {
         p.send(i.to_be_bytes(), None).unwrap();
     }
-    let c = consumer_of(&p, vec![(p.address().to_string(), 20)]);
+    let c = consumer_of(&p, starting(vec![(p.address().to_string(), 20)]));
     assert_eq!(c.positions(), vec![(p.address().to_string(), 20)]);
     let got = consume(&c, 30, Duration::from_secs(20));
     assert_eq!(got.first().map(|d| d.offset), Some(20));
@@ -397,7 +372,7 @@ fn a_consumer_resumes_from_saved_positions() {
         p.send(i.to_be_bytes(), None).unwrap();
     }
     // A new consumer from the saved positions: exactly what came after.
-    let c = consumer_of(&p, saved);
+    let c = consumer_of(&p, starting(saved));
     let got = consume(&c, 30, Duration::from_secs(20));
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (50..80).collect::<Vec<_>>());
