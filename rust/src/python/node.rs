@@ -392,8 +392,9 @@ impl PyProducer {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }
-    /// Stops the node (idempotent). Records not yet acknowledged are dropped:
-    /// call ``flush`` first.
+    /// Publishes what was sent and stops the node (idempotent). Records
+    /// no store has acknowledged yet are not kept (nobody can FETCH them from
+    /// this producer any more): call ``flush`` first to wait for the ACKs.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.close())?;
         Ok(())
