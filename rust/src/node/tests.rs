@@ -157,7 +157,7 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
         &p,
         ConsumerConfig {
             offset_reset: OffsetReset::Earliest,
-            idle_after: Duration::from_millis(300),
+            idle_after: Duration::from_secs(1),
             ..Default::default()
         },
     );
@@ -166,6 +166,7 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
         .unwrap();
     let got = consume(&c, 10, Duration::from_secs(20));
     assert_eq!(got.len(), 10);
+    // Just heard of: kept whole (unless this thread stalled for `idle_after`).
     assert_eq!(active(), 1);
     let deadline = Instant::now() + Duration::from_secs(10);
     while active() != 0 && Instant::now() < deadline {
@@ -178,11 +179,12 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (10..20).collect::<Vec<_>>());
     assert!(got.iter().all(|d| d.value == [d.offset as u8]));
+    // (Whether it is kept whole again now depends on the time since its
+    // last record: not asserted.)
     assert!(c
         .poll_many(100, Duration::from_millis(300))
         .unwrap()
         .is_empty());
-    assert_eq!(active(), 1);
     assert_eq!(stat(c.stats().snapshot(), "duplicates"), 0);
     c.close().unwrap();
     p.close().unwrap();
