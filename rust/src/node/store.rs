@@ -105,6 +105,9 @@ pub struct StoreShared {
     pub damaged_partitions: AtomicU64,
     /// Partitions the log parked (no record left; `crate::log::parked`).
     pub parked_partitions: AtomicU64,
+    /// Partitions with protocol state beside the log's: those with work
+    /// left or a producer heard lately (the others are forgotten).
+    pub active_partitions: AtomicU64,
 }
 
 /// A running store node over any [`StoreLog`].
@@ -197,6 +200,9 @@ fn publish(shared: &StoreShared, logic: &StoreLogic<impl StoreLog>, sync_error: 
     shared
         .parked_partitions
         .store(logic.log().parked() as u64, Relaxed);
+    shared
+        .active_partitions
+        .store(logic.partition_states() as u64, Relaxed);
 }
 
 /// Sends `outs` (ACKs, FETCHes, DIRECT-HEADs, STORE-HELLOs); EAGAIN (a full

@@ -136,6 +136,13 @@ fn store_acks_durably_and_serves_a_late_consumer_alone() {
         assert_eq!(d.offset, i as u64);
         assert_eq!(d.value, value(i as u32));
     }
+    // Its producer gone (silent past the ACK-repeat window), the partition
+    // keeps no protocol state in the store: the log holds all there is.
+    wait_for(
+        "the store to forget the partition",
+        Duration::from_secs(30),
+        || s.shared().active_partitions.load(SeqCst) == 0,
+    );
     c.close().unwrap();
     s.close().unwrap();
 }

@@ -206,6 +206,12 @@ impl PyStore {
                     .parked_partitions
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
+            (
+                "active_partitions",
+                shared
+                    .active_partitions
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
         ] {
             d.set_item(k, v)?;
         }
