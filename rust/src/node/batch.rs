@@ -105,10 +105,14 @@ impl Batch {
         }
     }
 
+    /// Value `i` (`i < len()`).
+    fn value(&self, i: usize) -> &[u8] {
+        &self.data[self.start(i)..self.ends[i]]
+    }
+
     /// Value `i`.
     pub fn get(&self, i: usize) -> Option<&[u8]> {
-        let end = *self.ends.get(i)?;
-        Some(&self.data[self.start(i)..end])
+        (i < self.len()).then(|| self.value(i))
     }
 
     /// Bytes of values `from..to`.
@@ -120,7 +124,7 @@ impl Batch {
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        (0..self.len()).map(|i| &self.data[self.start(i)..self.ends[i]])
+        (0..self.len()).map(|i| self.value(i))
     }
 
     /// Pieces of at most `max` bytes each (a value larger than `max` goes
@@ -138,7 +142,7 @@ impl Batch {
             }
             let mut piece = Batch::with_capacity(to - from, self.span(from, to));
             for i in from..to {
-                piece.push(&self.data[self.start(i)..self.ends[i]]);
+                piece.push(self.value(i));
             }
             out.push(piece);
             from = to;
