@@ -410,6 +410,81 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 }
 
 #[test]
+fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
+    use crate::log::IoOp;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    // Writes succeed but every fdatasync fails (EIO: a dying disk). Records
+    // reach the page cache all along; that is no reason to report the store
+    // healthy, or to ACK, while nothing becomes durable.
+    let dir = tempfile::tempdir().unwrap();
+    let failing = Arc::new(AtomicBool::new(false));
+    let f = failing.clone();
+    let s = failing_store(dir.path(), 5, move |op, _| {
+        f.load(SeqCst) && op == IoOp::Sync
+    });
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..100).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+
+    failing.store(true, SeqCst);
+    let mut sent = 100;
+    p.send(value(sent), None).unwrap();
+    sent += 1;
+    wait_for("the sync error", Duration::from_secs(20), || {
+        s.shared().last_error.lock().unwrap().is_some()
+    });
+    // Records keep coming through two recoveries (one a second).
+    let (mut samples, mut clear) = (0, 0);
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        p.send(value(sent), None).unwrap();
+        sent += 1;
+        samples += 1;
+        if s.shared().last_error.lock().unwrap().is_none() {
+            clear += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        clear, 0,
+        "the error cleared at {clear} of {samples} samples"
+    );
+    assert!(
+        p.acked_offset() < Some(100),
+        "nothing ACKed past the failing syncs"
+    );
+
+    failing.store(false, SeqCst);
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
+    wait_for("the error to clear", Duration::from_secs(20), || {
+        s.shared().last_error.lock().unwrap().is_none()
+    });
+    let recs = s
+        .query(|log| {
+            let log = log.log().unwrap();
+            log.read(
+                b"t",
+                &log.partitions(None)[0].partition,
+                0,
+                1 << 20,
+                1 << 30,
+            )
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(recs.len(), sent as usize);
+    assert!(recs
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.value == value(i as u32)));
+    p.close().unwrap();
+    s.close().unwrap();
+}
+
+#[test]
 fn a_damaged_partition_does_not_keep_a_store_from_recovering_from_a_full_disk() {
     use crate::log::{IoOp, Log, LogConfig};
     use std::os::unix::fs::FileExt;
