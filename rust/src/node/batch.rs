@@ -68,6 +68,20 @@ impl Batch {
         self.ends.push(self.data.len());
     }
 
+    /// Drops every value, keeping the room (a buffer reused turn after turn).
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+    }
+
+    /// Keeps the first `n` values (all if there are fewer).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len() {
+            self.data.truncate(self.start(n));
+            self.ends.truncate(n);
+        }
+    }
+
     /// Gives back room allocated beyond what the values use (more than a
     /// quarter of it): for a batch held a while, e.g. until stores ACK.
     pub fn shrink(&mut self) {
@@ -183,6 +197,18 @@ mod tests {
         assert_eq!(b.get(1), Some(&b""[..]));
         assert_eq!(b.get(3), None);
         assert_eq!((b.span(0, 3), b.span(1, 3), b.span(2, 2)), (5, 3, 0));
+        let mut cut = b.clone();
+        cut.truncate(2);
+        assert_eq!(cut.iter().collect::<Vec<_>>(), vec![&b"ab"[..], b""]);
+        assert_eq!(cut.bytes(), 2);
+        cut.truncate(5);
+        assert_eq!(cut.len(), 2);
+        cut.truncate(0);
+        assert!(cut.is_empty() && cut.bytes() == 0);
+        cut.push(b"again");
+        assert_eq!(cut.iter().collect::<Vec<_>>(), vec![&b"again"[..]]);
+        cut.clear();
+        assert!(cut.is_empty() && cut.bytes() == 0 && cut.allocated() > 0);
         let one = Batch::from(b"xyz".to_vec());
         assert_eq!(one.iter().collect::<Vec<_>>(), vec![&b"xyz"[..]]);
     }

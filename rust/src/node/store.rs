@@ -23,6 +23,7 @@ use rustc_hash::FxHashMap;
 use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready, Waker};
+use crate::node::batch::Batch;
 use crate::node::config::NodeConfig;
 use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
 use crate::node::store_logic::{
@@ -222,13 +223,13 @@ fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
 /// Sends a slice of FETCH answers until the requester's queue is full:
 /// how many went out.
 fn send_slice(core: &mut Core, slice: &ReplySlice) -> Result<usize> {
-    for i in 0..slice.len() {
+    for (i, content) in slice.contents().enumerate() {
         let rec = Record {
             topic: &slice.to,
             address: &slice.partition,
             subject: &slice.topic,
             sequence: slice.first + i as u64,
-            content: slice.content(i),
+            content,
         };
         match core.send_message(&Message::DirectRecord(rec)) {
             Ok(()) => {}
@@ -478,7 +479,7 @@ struct Pending {
     /// topic → partition → index into `batches`.
     index: FxHashMap<Vec<u8>, FxHashMap<String, usize>>,
     /// `batches[..live]` are in use; the rest keep their buffers.
-    batches: Vec<Batch>,
+    batches: Vec<PartBatch>,
     live: usize,
     bytes: usize,
     /// The batch `find` returned last: live records come in runs of one
@@ -486,21 +487,21 @@ struct Pending {
     hint: Cell<usize>,
 }
 
+/// The records gathered for one partition: offsets `first, first + 1, ...`.
 #[derive(Default)]
-struct Batch {
+struct PartBatch {
     topic: Vec<u8>,
     partition: String,
     first: u64,
-    data: Vec<u8>,
-    ends: Vec<usize>,
+    values: Batch,
 }
 
 /// Pending appends are written once they hold this many bytes.
 const PENDING_BYTES: usize = 4 << 20;
 
-impl Batch {
+impl PartBatch {
     fn next(&self) -> u64 {
-        self.first + self.ends.len() as u64
+        self.first + self.values.len() as u64
     }
 }
 
@@ -516,16 +517,16 @@ impl Pending {
         self.hint.set(i);
         Some(i)
     }
-    fn get(&self, topic: &[u8], partition: &str) -> Option<&Batch> {
+    fn get(&self, topic: &[u8], partition: &str) -> Option<&PartBatch> {
         self.find(topic, partition).map(|i| &self.batches[i])
     }
-    fn in_use(&self) -> &[Batch] {
+    fn in_use(&self) -> &[PartBatch] {
         &self.batches[..self.live]
     }
     /// A new batch for a partition that has none this turn.
     fn start(&mut self, topic: &[u8], partition: &str, first: u64) -> usize {
         if self.live == self.batches.len() {
-            self.batches.push(Batch::default());
+            self.batches.push(PartBatch::default());
         }
         let i = self.live;
         self.live += 1;
@@ -543,15 +544,12 @@ impl Pending {
         i
     }
     fn push(&mut self, i: usize, content: &[u8]) {
-        let b = &mut self.batches[i];
-        b.data.extend_from_slice(content);
-        b.ends.push(b.data.len());
+        self.batches[i].values.push(content);
         self.bytes += content.len();
     }
     fn clear(&mut self) {
         for b in &mut self.batches[..self.live] {
-            b.data.clear();
-            b.ends.clear();
+            b.values.clear();
         }
         self.index.clear();
         self.live = 0;
@@ -712,13 +710,8 @@ impl DurableLog {
         let mut first_err = None;
         let mut values: Vec<&[u8]> = Vec::new();
         for b in self.pending.in_use() {
-            let mut start = 0;
             values.clear();
-            values.extend(b.ends.iter().map(|&end| {
-                let v = &b.data[start..end];
-                start = end;
-                v
-            }));
+            values.extend(b.values.iter());
             let r = match self.log.as_mut() {
                 Some(log) => log.append_batch(&b.topic, &b.partition, b.first, &values),
                 None => Err(self.closed()),
@@ -840,25 +833,22 @@ impl StoreLog for DurableLog {
         start: u64,
         max_records: usize,
         max_bytes: usize,
-        data: &mut Vec<u8>,
-        ends: &mut Vec<usize>,
+        out: &mut Batch,
     ) -> std::result::Result<Option<u64>, LogError> {
-        data.clear();
-        ends.clear();
+        out.clear();
         let (Some(log), Some(p)) = (self.log.as_ref(), part_name(partition)) else {
             return Ok(None);
         };
         let mut first = None;
         let r = log.read_with(topic, p, start, max_records, max_bytes, |offset, _, v| {
             first.get_or_insert(offset);
-            data.extend_from_slice(v);
-            ends.push(data.len());
+            out.push(v);
         });
         match r {
             Ok(_) => Ok(first),
             // Retention removed it meanwhile, or it is past the end: nothing.
             Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
-                ends.clear();
+                out.clear();
                 Ok(None)
             }
             Err(e) => Err(e),

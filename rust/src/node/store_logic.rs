@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxBuildHasher;
 
+use crate::node::batch::Batch;
 use crate::node::core::{Backoff, Out};
 use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
 
@@ -51,12 +52,10 @@ pub trait StoreLog {
         content: &[u8],
     ) -> Result<(), Self::Error>;
     /// Reads up to `max_records` contiguous records from `start`, within about
-    /// `max_bytes` (at least one record if any exists at `start`): the
-    /// contents go back to back into `data`, each one's end into `ends` (both
-    /// cleared first), so a FETCH answer allocates nothing per record. Returns
-    /// the offset of the first record read (`None` if none); the rest follow
-    /// it contiguously.
-    #[allow(clippy::too_many_arguments)]
+    /// `max_bytes` (at least one record if any exists at `start`), into `out`
+    /// (cleared first; its buffers are reused, so a FETCH answer allocates
+    /// nothing per record). Returns the offset of the first record read
+    /// (`None` if none); the rest follow it contiguously.
     fn read_into(
         &self,
         topic: &[u8],
@@ -64,8 +63,7 @@ pub trait StoreLog {
         start: u64,
         max_records: usize,
         max_bytes: usize,
-        data: &mut Vec<u8>,
-        ends: &mut Vec<usize>,
+        out: &mut Batch,
     ) -> Result<Option<u64>, Self::Error>;
     /// `read_into` as (offset, content) pairs.
     #[allow(clippy::type_complexity)]
@@ -77,28 +75,15 @@ pub trait StoreLog {
         max_records: usize,
         max_bytes: usize,
     ) -> Result<Vec<(u64, Vec<u8>)>, Self::Error> {
-        let (mut data, mut ends) = (Vec::new(), Vec::new());
-        let read = self.read_into(
-            topic,
-            partition,
-            start,
-            max_records,
-            max_bytes,
-            &mut data,
-            &mut ends,
-        )?;
+        let mut out = Batch::new();
+        let read = self.read_into(topic, partition, start, max_records, max_bytes, &mut out)?;
         let Some(first) = read else {
             return Ok(Vec::new());
         };
-        let mut from = 0;
-        Ok(ends
+        Ok(out
             .iter()
             .enumerate()
-            .map(|(i, &end)| {
-                let content = data[from..end].to_vec();
-                from = end;
-                (first + i as u64, content)
-            })
+            .map(|(i, content)| (first + i as u64, content.to_vec()))
             .collect())
     }
     /// The offset after the last record that reached stable storage.
@@ -284,21 +269,19 @@ pub struct ReplySlice {
     pub topic: Vec<u8>,
     pub partition: Vec<u8>,
     pub first: u64,
-    data: Vec<u8>,
-    ends: Vec<usize>,
+    records: Batch,
 }
 
 impl ReplySlice {
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.records.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.records.is_empty()
     }
-    /// The content of the `i`-th record (offset `first + i`).
-    pub fn content(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.data[start..self.ends[i]]
+    /// The records' contents in order (offsets `first`, `first + 1`, ...).
+    pub fn contents(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        self.records.iter()
     }
 }
 
@@ -789,8 +772,7 @@ impl<L: StoreLog> StoreLogic<L> {
             job.next,
             want,
             self.cfg.reply_batch_bytes,
-            &mut slice.data,
-            &mut slice.ends,
+            &mut slice.records,
         ) {
             Ok(first) => first,
             Err(e) => {
@@ -798,13 +780,13 @@ impl<L: StoreLog> StoreLogic<L> {
                 return false;
             }
         };
-        if first != Some(job.next) || slice.ends.is_empty() {
+        if first != Some(job.next) || slice.records.is_empty() {
             // Nothing (left) at the job's offset: it is done.
-            slice.ends.clear();
+            slice.records.clear();
             return false;
         }
-        slice.ends.truncate(want);
-        let n = slice.ends.len() as u64;
+        slice.records.truncate(want);
+        let n = slice.records.len() as u64;
         slice.to.clone_from(&key.to);
         slice.topic.clone_from(&key.topic);
         slice.partition.clone_from(&key.partition);

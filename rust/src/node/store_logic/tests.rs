@@ -59,25 +59,22 @@ impl StoreLog for MemLog {
         start: u64,
         max_records: usize,
         max_bytes: usize,
-        data: &mut Vec<u8>,
-        ends: &mut Vec<usize>,
+        out: &mut Batch,
     ) -> Result<Option<u64>, String> {
-        data.clear();
-        ends.clear();
+        out.clear();
         let Some((first, recs, _)) = self.parts.get(&(t.to_vec(), p.to_vec())) else {
             return Ok(None);
         };
         let from = start.max(*first);
         let mut o = from;
         while let Some(r) = recs.get((o - first) as usize) {
-            if ends.len() >= max_records || (!ends.is_empty() && data.len() + r.len() > max_bytes) {
+            if out.len() >= max_records || (!out.is_empty() && out.bytes() + r.len() > max_bytes) {
                 break;
             }
-            data.extend_from_slice(r);
-            ends.push(data.len());
+            out.push(r);
             o += 1;
         }
-        Ok((!ends.is_empty()).then_some(from))
+        Ok((!out.is_empty()).then_some(from))
     }
     fn skip_to(&mut self, t: &[u8], p: &[u8], offset: u64) -> Result<(), String> {
         let e = self.parts.get_mut(&(t.to_vec(), p.to_vec())).expect("held");
@@ -133,13 +130,15 @@ fn replies(s: &mut StoreLogic<MemLog>) -> Vec<Out> {
     if !s.next_reply_slice(&mut slice) {
         return Vec::new();
     }
-    (0..slice.len())
-        .map(|i| Out::DirectRecord {
+    slice
+        .contents()
+        .enumerate()
+        .map(|(i, content)| Out::DirectRecord {
             to: slice.to.clone(),
             partition: slice.partition.clone(),
             subject: slice.topic.clone(),
             sequence: slice.first + i as u64,
-            content: slice.content(i).to_vec(),
+            content: content.to_vec(),
         })
         .collect()
 }
