@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nodes_util import drain
+from nodes_util import drain, wait_for
 
 import dafka
 from dafka import Consumer, Producer, Record, Tower
@@ -32,6 +32,36 @@ def test_tower_endpoint_and_context_manager(tower: Tower) -> None:
     assert host == "tcp://127.0.0.1"
     assert tower.beacon_in.endswith(":" + pin) and tower.beacon_out.endswith(":" + pout)
     assert tower.stats()["malformed"] == 0
+
+
+def test_tower_forgets_a_node_at_once_when_it_closes_or_dies(tower: Tower) -> None:
+    """`stats()["peers"]` counts the nodes the tower knows. One that closes, or
+    whose process is killed, is forgotten when its connection drops, not
+    seconds later: nodes joining meanwhile are not told of it."""
+    opts = {"towers": [tower.endpoint], "beacon_interval": 0.1}
+    with Producer("t", **opts) as p:  # type: ignore[arg-type]
+        wait_for(lambda: tower.stats()["peers"] == 1, "the producer known")
+        with Consumer(["t"], **opts):  # type: ignore[arg-type]
+            wait_for(lambda: tower.stats()["peers"] == 2, "the consumer known")
+        wait_for(lambda: tower.stats()["peers"] == 1, "the closed consumer forgotten")
+        code = (
+            "import sys, time, dafka\n"
+            f"c = dafka.Consumer(['t'], towers=[{tower.endpoint!r}], beacon_interval=0.1)\n"
+            "print('READY', flush=True)\n"
+            "time.sleep(120)\n"
+        )
+        child = _spawn("-c", code)
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().startswith("READY")
+            wait_for(lambda: tower.stats()["peers"] == 2, "the child's consumer known")
+            child.kill()
+            child.wait(timeout=20)
+            wait_for(lambda: tower.stats()["peers"] == 1, "the killed node forgotten")
+        finally:
+            _stop([child])
+        assert p.stats()["malformed"] == 0
+    wait_for(lambda: tower.stats()["peers"] == 0, "the closed producer forgotten")
 
 
 @pytest.mark.parametrize("wire", ["rfc", "zproto"])

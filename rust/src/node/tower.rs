@@ -12,7 +12,15 @@
 //! repeat (an XPUB cannot address one subscriber); a beacon of a known peer
 //! only refreshes it, and repeats are coalesced to one per
 //! [`REPLAY_EVERY`] when many nodes join at once.
+//!
+//! A node that closes is forgotten at once, not repeated for the seconds its
+//! last beacon stays fresh: the tower watches its XSUB for disconnects and
+//! knows which connection (file descriptor) each node's beacons came by.
+//! Every short-lived client (a Spark read task) is a node; without this,
+//! each one joining would be told, and would keep reconnecting to, the ones
+//! that just left.
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -64,6 +72,8 @@ struct Heard {
     at: Instant,
     /// Since the beacon before (the node's interval), once two were heard.
     interval: Option<Duration>,
+    /// The connection (file descriptor) the last beacon came by.
+    fd: Option<i32>,
 }
 
 /// The last tower beacon of every node heard, for new subscribers.
@@ -77,8 +87,9 @@ pub struct Known {
 }
 
 impl Known {
-    /// A tower beacon (its frames) was relayed at `now`.
-    pub fn heard(&mut self, frames: &[Vec<u8>], now: Instant) {
+    /// A tower beacon (its frames) was relayed at `now`; it came by the
+    /// connection `fd` if known.
+    pub fn heard(&mut self, frames: &[Vec<u8>], now: Instant, fd: Option<i32>) {
         let Some(uuid) = frames.get(1) else {
             return;
         };
@@ -86,6 +97,7 @@ impl Known {
             Some(h) => {
                 h.interval = Some(now.duration_since(h.at));
                 h.at = now;
+                h.fd = fd;
                 if h.frames.as_slice() != frames {
                     h.frames = frames.to_vec();
                 }
@@ -95,10 +107,26 @@ impl Known {
                     frames: frames.to_vec(),
                     at: now,
                     interval: None,
+                    fd,
                 };
                 self.nodes.insert(uuid.clone(), h);
             }
         }
+    }
+
+    /// The connection `fd` closed: the nodes whose last beacon came by it
+    /// left (a live one that only reconnected is back at its next beacon).
+    pub fn disconnected(&mut self, fd: i32) {
+        self.nodes.retain(|_, h| h.fd != Some(fd));
+    }
+
+    /// Nodes known: heard within the last ten minutes and not disconnected.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
     }
 
     /// A node subscribed to beacons at `now`: schedule a repeat.
@@ -137,6 +165,150 @@ impl Known {
 }
 
 enum Cmd {}
+
+/// `zmq.h`'s message property: the file descriptor a frame came by (the
+/// `zmq-sys` crate does not re-export it).
+const ZMQ_SRCFD: i32 = 2;
+
+/// One frame as libzmq's own message: the `zmq` crate does not expose its
+/// integer properties, and the tower needs the connection's file descriptor
+/// (`ZMQ_SRCFD`) to match beacons with disconnects.
+struct RawMsg(zmq_sys::zmq_msg_t);
+
+impl RawMsg {
+    fn new() -> Self {
+        let mut m = std::mem::MaybeUninit::<zmq_sys::zmq_msg_t>::uninit();
+        // SAFETY: zmq_msg_init initialises the whole message (an empty one)
+        // and cannot fail; an empty message may be moved.
+        unsafe {
+            zmq_sys::zmq_msg_init(m.as_mut_ptr());
+            Self(m.assume_init())
+        }
+    }
+
+    /// Receives the next frame into this message (`Ok(false)`: none yet).
+    fn recv(&mut self, sock: &mut zmq::Socket, flags: i32) -> Result<bool> {
+        // SAFETY: an initialised message (its old content is released) and a
+        // live socket used from its own thread.
+        let rc = unsafe { zmq_sys::zmq_msg_recv(&mut self.0, sock.as_mut_ptr(), flags) };
+        if rc >= 0 {
+            return Ok(true);
+        }
+        // SAFETY: reads the calling thread's errno as libzmq left it.
+        match zmq::Error::from_raw(unsafe { zmq_sys::zmq_errno() }) {
+            zmq::Error::EAGAIN => Ok(false),
+            e => Err(e.into()),
+        }
+    }
+
+    fn data(&mut self) -> &[u8] {
+        // SAFETY: an initialised message; `size` bytes at `data` stay valid
+        // and unchanged while it is borrowed (the next recv needs `&mut`).
+        unsafe {
+            let size = zmq_sys::zmq_msg_size(&self.0);
+            if size == 0 {
+                return &[];
+            }
+            std::slice::from_raw_parts(zmq_sys::zmq_msg_data(&mut self.0).cast::<u8>(), size)
+        }
+    }
+
+    fn more(&self) -> bool {
+        // SAFETY: an initialised message.
+        unsafe { zmq_sys::zmq_msg_more(&self.0) != 0 }
+    }
+
+    /// The file descriptor of the connection the frame came by.
+    fn src_fd(&self) -> Option<i32> {
+        // SAFETY: an initialised message; ZMQ_SRCFD is an int property.
+        let fd = unsafe { zmq_sys::zmq_msg_get(&self.0, ZMQ_SRCFD) };
+        (fd >= 0).then_some(fd)
+    }
+
+    /// The TCP peer address the frame came from.
+    fn peer_address(&self) -> Option<String> {
+        // SAFETY: an initialised message and a NUL-terminated property name;
+        // the returned string (if any) lives as long as the message.
+        unsafe {
+            let v = zmq_sys::zmq_msg_gets(&self.0, c"Peer-Address".as_ptr());
+            if v.is_null() {
+                return None;
+            }
+            std::ffi::CStr::from_ptr(v)
+                .to_str()
+                .ok()
+                .map(str::to_string)
+        }
+    }
+}
+
+impl Drop for RawMsg {
+    fn drop(&mut self) {
+        // SAFETY: an initialised message, closed once.
+        unsafe {
+            zmq_sys::zmq_msg_close(&mut self.0);
+        }
+    }
+}
+
+/// A message received on the tower's XSUB (a node beacon, normally).
+struct Incoming {
+    /// Its first four frames.
+    frames: Vec<Vec<u8>>,
+    /// More than four frames came (never a beacon).
+    too_long: bool,
+    peer: Option<String>,
+    fd: Option<i32>,
+}
+
+fn recv_incoming(sock: &mut zmq::Socket) -> Result<Option<Incoming>> {
+    let mut m = RawMsg::new();
+    if !m.recv(sock, zmq::DONTWAIT)? {
+        return Ok(None);
+    }
+    let (peer, fd) = (m.peer_address(), m.src_fd());
+    let mut frames = vec![m.data().to_vec()];
+    let mut too_long = false;
+    while m.more() {
+        m.recv(sock, 0)?;
+        if frames.len() < 4 {
+            frames.push(m.data().to_vec());
+        } else {
+            too_long = true;
+        }
+    }
+    Ok(Some(Incoming {
+        frames,
+        too_long,
+        peer,
+        fd,
+    }))
+}
+
+/// The file descriptors of connections the monitor says closed.
+fn disconnects(mon: &zmq::Socket) -> Result<Vec<i32>> {
+    let mut fds = Vec::new();
+    loop {
+        let parts = match mon.recv_multipart(zmq::DONTWAIT) {
+            Ok(p) => p,
+            Err(zmq::Error::EAGAIN) => return Ok(fds),
+            Err(e) => return Err(e.into()),
+        };
+        // Frame 1: the event (u16) and its value (u32, here the fd), in the
+        // host's byte order; frame 2: the endpoint.
+        if let Some(ev) = parts.first().filter(|f| f.len() == 6) {
+            let event = u16::from_ne_bytes([ev[0], ev[1]]);
+            let value = u32::from_ne_bytes([ev[2], ev[3], ev[4], ev[5]]);
+            if u32::from(event) == zmq_sys::ZMQ_EVENT_DISCONNECTED {
+                fds.push(value as i32);
+            }
+        }
+    }
+}
+
+/// Tells each tower's monitor endpoint apart (inproc names are per context,
+/// but a name per tower costs nothing).
+static MONITORS: AtomicUsize = AtomicUsize::new(0);
 
 /// A running tower.
 pub struct Tower {
@@ -209,8 +381,16 @@ fn run(
     cfg: &TowerConfig,
     stats: &Stats,
 ) -> Result<()> {
-    let xsub = ctx.socket(zmq::XSUB)?;
+    let mut xsub = ctx.socket(zmq::XSUB)?;
     xsub.set_linger(0)?;
+    let mon_endpoint = format!(
+        "inproc://dafka-tower-monitor-{}",
+        MONITORS.fetch_add(1, Relaxed)
+    );
+    xsub.monitor(&mon_endpoint, zmq_sys::ZMQ_EVENT_DISCONNECTED as i32)?;
+    let mon = ctx.socket(zmq::PAIR)?;
+    mon.set_linger(0)?;
+    mon.connect(&mon_endpoint)?;
     let xpub = ctx.socket(zmq::XPUB)?;
     xpub.set_linger(0)?;
     xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
@@ -238,15 +418,20 @@ fn run(
             let us = d.saturating_duration_since(now).as_micros();
             i64::try_from(us.div_ceil(1000)).unwrap_or(i64::MAX)
         });
-        let (sub_in, pub_in) = {
+        let (sub_in, pub_in, mon_in) = {
             let mut items = [
                 inbox.poll_item(),
                 xsub.as_poll_item(zmq::POLLIN),
                 xpub.as_poll_item(zmq::POLLIN),
+                mon.as_poll_item(zmq::POLLIN),
             ];
             let t = inbox.before_poll(wait);
             zmq::poll(&mut items, t)?;
-            (items[1].is_readable(), items[2].is_readable())
+            (
+                items[1].is_readable(),
+                items[2].is_readable(),
+                items[3].is_readable(),
+            )
         };
         inbox.after_poll();
         if pub_in {
@@ -275,16 +460,15 @@ fn run(
             }
         }
         if sub_in {
-            while frames.recv(&xsub)? {
-                if frames.too_long() {
+            while let Some(msg) = recv_incoming(&mut xsub)? {
+                if msg.too_long {
                     Stats::add(&stats.malformed, 1);
                     continue;
                 }
-                let peer = frames.first_mut().gets("Peer-Address").map(str::to_string);
-                let (s, n) = frames.slices();
-                match rewrite(&s[..n], peer.as_deref()) {
+                let s: Vec<&[u8]> = msg.frames.iter().map(Vec::as_slice).collect();
+                match rewrite(&s, msg.peer.as_deref()) {
                     Some(out) => {
-                        known.heard(&out, Instant::now());
+                        known.heard(&out, Instant::now(), msg.fd);
                         xpub.send_multipart(out, zmq::DONTWAIT)?;
                         Stats::add(&stats.beacons, 1);
                     }
@@ -292,6 +476,12 @@ fn run(
                 }
             }
         }
+        if mon_in {
+            for fd in disconnects(&mon)? {
+                known.disconnected(fd);
+            }
+        }
+        stats.peers.store(known.len() as u64, Relaxed);
     }
 }
 
@@ -328,11 +518,11 @@ mod tests {
         let t0 = Instant::now();
         let mut k = Known::default();
         assert!(k.replay(t0).is_empty(), "nothing due before a node joins");
-        k.heard(&beacon(U, 1), t0);
+        k.heard(&beacon(U, 1), t0, Some(5));
         // Q beacons every 10 s: it stays live for three of its intervals.
-        k.heard(&beacon(Q, 3), t0);
-        k.heard(&beacon(Q, 3), t0 + Duration::from_secs(10));
-        k.heard(&beacon(V, 2), t0 + Duration::from_secs(10));
+        k.heard(&beacon(Q, 3), t0, Some(6));
+        k.heard(&beacon(Q, 3), t0 + Duration::from_secs(10), Some(6));
+        k.heard(&beacon(V, 2), t0 + Duration::from_secs(10), None);
         let t = t0 + Duration::from_secs(11);
         k.joined(t);
         let mut got = k.replay(t);
@@ -351,6 +541,97 @@ mod tests {
         let late = t0 + Duration::from_secs(41);
         k.joined(late);
         assert!(k.replay(late).is_empty());
+    }
+
+    #[test]
+    fn a_node_whose_connection_closed_is_not_repeated() {
+        const V: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+        let t = Instant::now();
+        let mut k = Known::default();
+        k.heard(&beacon(U, 1), t, Some(5));
+        k.heard(&beacon(V, 2), t, Some(6));
+        k.disconnected(5);
+        k.disconnected(99);
+        assert_eq!(k.len(), 1);
+        k.joined(t);
+        assert_eq!(k.replay(t), vec![beacon(V, 2)]);
+        // V reconnected (a new connection): its old one closing is no news.
+        k.heard(&beacon(V, 2), t, Some(8));
+        k.disconnected(6);
+        assert_eq!(k.len(), 1);
+        k.disconnected(8);
+        assert!(k.is_empty());
+    }
+
+    /// A node that closes is forgotten at once: `peers` counts it no more,
+    /// and a node joining is not told of it (its last beacon is seconds
+    /// fresh, and was repeated to joiners before).
+    #[test]
+    fn a_node_that_closes_is_forgotten_at_once() {
+        const V: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+        let tower = Tower::new(TowerConfig {
+            beacon_in: "tcp://127.0.0.1:0".into(),
+            beacon_out: "tcp://127.0.0.1:0".into(),
+        })
+        .unwrap();
+        let ctx = zmq::Context::new();
+        let sub = || {
+            let s = ctx.socket(zmq::SUB).unwrap();
+            s.set_linger(0).unwrap();
+            s.set_rcvtimeo(100).unwrap();
+            s.set_subscribe(b"B").unwrap();
+            s.connect(tower.beacon_out()).unwrap();
+            s
+        };
+        let watcher = sub();
+        let node = |uuid: &'static [u8], port: &'static [u8]| {
+            let s = ctx.socket(zmq::PUB).unwrap();
+            s.set_linger(0).unwrap();
+            s.connect(tower.beacon_in()).unwrap();
+            let frames: [&[u8]; 4] = [b"B", uuid, b"127.0.0.1", port];
+            (s, frames)
+        };
+        let (a, beacon_a) = node(U, b"4242");
+        let (b, beacon_b) = node(V, b"4343");
+        let relayed = |uuid: &[u8], port: &str| {
+            let ep = format!("tcp://127.0.0.1:{port}");
+            vec![b"B".to_vec(), uuid.to_vec(), ep.into_bytes()]
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = (false, false);
+        while !(seen.0 && seen.1) {
+            assert!(Instant::now() < deadline, "beacons not relayed");
+            a.send_multipart(beacon_a, 0).unwrap();
+            b.send_multipart(beacon_b, 0).unwrap();
+            while let Ok(m) = watcher.recv_multipart(0) {
+                seen.0 |= m == relayed(U, "4242");
+                seen.1 |= m == relayed(V, "4343");
+            }
+        }
+        let peers = || tower.stats().peers.load(Relaxed);
+        let wait_peers = |n: u64| {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while peers() != n {
+                assert!(Instant::now() < deadline, "peers {} != {n}", peers());
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        wait_peers(2);
+        drop(a);
+        wait_peers(1);
+        // A joiner hears B (live or repeated), never A.
+        let joiner = sub();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut got = Vec::new();
+        while !got.contains(&relayed(V, "4343")) {
+            assert!(Instant::now() < deadline, "B never reached the joiner");
+            b.send_multipart(beacon_b, 0).unwrap();
+            while let Ok(m) = joiner.recv_multipart(0) {
+                got.push(m);
+            }
+        }
+        assert!(!got.contains(&relayed(U, "4242")), "{got:?}");
+        tower.close().unwrap();
     }
 
     /// Each node joining is seen (to repeat the known beacons), but its
