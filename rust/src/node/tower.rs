@@ -306,6 +306,37 @@ fn disconnects(mon: &zmq::Socket) -> Result<Vec<i32>> {
     }
 }
 
+/// The tower's XSUB, watched for disconnects. Its monitor is stopped
+/// before the socket closes: libzmq sends monitor events with a blocking
+/// send, so one sent after the reading end closed would block its I/O
+/// thread (hence also: declare the reading end before this, so it closes
+/// after).
+struct MonitoredXsub(zmq::Socket);
+
+impl MonitoredXsub {
+    fn new(ctx: &zmq::Context, mon: &zmq::Socket) -> Result<Self> {
+        let xsub = Self(ctx.socket(zmq::XSUB)?);
+        xsub.0.set_linger(0)?;
+        let endpoint = format!(
+            "inproc://dafka-tower-monitor-{}",
+            MONITORS.fetch_add(1, Relaxed)
+        );
+        xsub.0
+            .monitor(&endpoint, zmq_sys::ZMQ_EVENT_DISCONNECTED as i32)?;
+        mon.connect(&endpoint)?;
+        Ok(xsub)
+    }
+}
+
+impl Drop for MonitoredXsub {
+    fn drop(&mut self) {
+        // SAFETY: a live socket; a null endpoint stops its monitor.
+        unsafe {
+            zmq_sys::zmq_socket_monitor(self.0.as_mut_ptr(), std::ptr::null(), 0);
+        }
+    }
+}
+
 /// Tells each tower's monitor endpoint apart (inproc names are per context,
 /// but a name per tower costs nothing).
 static MONITORS: AtomicUsize = AtomicUsize::new(0);
@@ -381,23 +412,17 @@ fn run(
     cfg: &TowerConfig,
     stats: &Stats,
 ) -> Result<()> {
-    let mut xsub = ctx.socket(zmq::XSUB)?;
-    xsub.set_linger(0)?;
-    let mon_endpoint = format!(
-        "inproc://dafka-tower-monitor-{}",
-        MONITORS.fetch_add(1, Relaxed)
-    );
-    xsub.monitor(&mon_endpoint, zmq_sys::ZMQ_EVENT_DISCONNECTED as i32)?;
+    // The monitor's reading end first: it must close after the XSUB.
     let mon = ctx.socket(zmq::PAIR)?;
     mon.set_linger(0)?;
-    mon.connect(&mon_endpoint)?;
+    let mut xsub = MonitoredXsub::new(ctx, &mon)?;
     let xpub = ctx.socket(zmq::XPUB)?;
     xpub.set_linger(0)?;
     xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
     // Every node's subscription, not only the first: each one joining is told
     // the nodes already known.
     xpub.set_xpub_verbose(true)?;
-    let bin = bind(&xsub, &cfg.beacon_in)?;
+    let bin = bind(&xsub.0, &cfg.beacon_in)?;
     let bout = bind(&xpub, &cfg.beacon_out)?;
     ready.send((bin, bout));
     let mut frames = Frames::default();
@@ -421,7 +446,7 @@ fn run(
         let (sub_in, pub_in, mon_in) = {
             let mut items = [
                 inbox.poll_item(),
-                xsub.as_poll_item(zmq::POLLIN),
+                xsub.0.as_poll_item(zmq::POLLIN),
                 xpub.as_poll_item(zmq::POLLIN),
                 mon.as_poll_item(zmq::POLLIN),
             ];
@@ -454,13 +479,13 @@ fn run(
                         _ => true,
                     };
                     if forward {
-                        xsub.send(m, zmq::DONTWAIT)?;
+                        xsub.0.send(m, zmq::DONTWAIT)?;
                     }
                 }
             }
         }
         if sub_in {
-            while let Some(msg) = recv_incoming(&mut xsub)? {
+            while let Some(msg) = recv_incoming(&mut xsub.0)? {
                 if msg.too_long {
                     Stats::add(&stats.malformed, 1);
                     continue;
