@@ -149,6 +149,19 @@ def test_buffer_full_raises_after_timeout() -> None:
         assert p.flush(timeout=0.1) == 1  # no store ever ACKs
 
 
+def test_consumer_forgets_positions_unheard_of_for_forget_after() -> None:
+    """A position not heard of for `forget_after` seconds is forgotten (a topic that
+    Spark jobs feed gets a partition per task); a seeked one is kept."""
+    given, seeked = "G" * 32, "S" * 32
+    with Consumer(["t"], start_offsets={given: 3}, idle_after=0.1, forget_after=0.3) as c:
+        c.seek(seeked, 7)
+        assert c.positions() == {given: 3, seeked: 7}
+        wait_for(lambda: c.stats()["partitions_forgotten"] == 1, "the given offset forgotten")
+        assert c.positions() == {seeked: 7}
+    with Consumer(["t"], start_offsets={given: 3}, forget_after=None) as c:
+        assert c.positions() == {given: 3}
+
+
 def test_bad_arguments_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="rfc"):
         Producer("t", wire="json")
@@ -173,6 +186,8 @@ def test_bad_arguments_raise_clear_errors() -> None:
         Producer("t", head_interval=-1)
     with pytest.raises(dafka.ConfigError, match="idle_after must be > 0"):
         Consumer(["t"], idle_after=0)
+    with pytest.raises(dafka.ConfigError, match="forget_after must be > 0"):
+        Consumer(["t"], forget_after=0)
     with Producer("t") as p:
         with pytest.raises(dafka.NodeError, match="bind"):
             Producer("t", bind=p.endpoint)

@@ -264,6 +264,7 @@ class Consumer:
         give_up_fetches: int = 6,
         start_offsets: dict[str, int] | None = None,
         idle_after: float = 60.0,
+        forget_after: float | None = ...,
         bind: str = ...,
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,

@@ -169,6 +169,12 @@ pub struct ConsumerConfig {
     /// position, not its protocol state (a topic that Spark jobs feed gets
     /// a partition per task). Default 60 s.
     pub idle_after: Duration,
+    /// The position of a partition not heard of for this long is forgotten
+    /// (unless the application seeked it): heard of again, it starts as a
+    /// new one, by `offset_reset`. Keep it above the stores' retention
+    /// (stores announce a partition while they hold records of it). `None`
+    /// keeps every position for good. Default 8 days.
+    pub forget_after: Option<Duration>,
 }
 
 impl Default for ConsumerConfig {
@@ -183,6 +189,7 @@ impl Default for ConsumerConfig {
             give_up_fetches: 6,
             start_offsets: Vec::new(),
             idle_after: crate::node::consumer::IDLE_AFTER,
+            forget_after: Some(crate::node::consumer::FORGET_AFTER),
         }
     }
 }
@@ -193,6 +200,11 @@ impl ConsumerConfig {
         if self.fetch_retry.is_zero() || self.idle_after.is_zero() {
             return Err(Error::Config(
                 "fetch_retry and idle_after must be > 0".into(),
+            ));
+        }
+        if self.forget_after.is_some_and(|f| f.is_zero()) {
+            return Err(Error::Config(
+                "forget_after must be > 0 (or None to keep every position)".into(),
             ));
         }
         if self.max_fetch == 0

@@ -68,6 +68,21 @@ struct Part {
 /// every one.
 pub const IDLE_AFTER: Duration = Duration::from_secs(60);
 
+/// The default [`ConsumerConfig::forget_after`]: eight days, past the stores'
+/// default retention (seven days), as Kafka expires an idle group's offsets
+/// after seven.
+pub const FORGET_AFTER: Duration = Duration::from_secs(8 * 24 * 3600);
+
+/// Where a partition not (or no longer) followed starts when it is heard of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Start {
+    next: u64,
+    /// Its seek epoch: > 0 once the application seeked it.
+    epoch: u64,
+    /// Since when it has not been heard of.
+    since: Instant,
+}
+
 /// Pure consumer protocol state.
 #[derive(Debug)]
 pub struct ConsumerState {
@@ -79,6 +94,7 @@ pub struct ConsumerState {
     max_pending: usize,
     give_up_fetches: u32,
     idle_after: Duration,
+    forget_after: Option<Duration>,
     parts: FxHashMap<Vec<u8>, Part>,
     /// FETCH retry deadlines, earliest first. An entry whose partition's
     /// `retry_at` is no longer its time is stale and dropped when it comes
@@ -90,9 +106,10 @@ pub struct ConsumerState {
     /// Where partitions not seen yet start, and their seek epoch: from
     /// [`ConsumerConfig::start_offsets`], seeks that came before the
     /// partition's first RECORD or HEAD, and partitions idle for
-    /// [`IDLE_AFTER`] (they go on from there when heard of again).
-    starts: FxHashMap<Vec<u8>, (u64, u64)>,
-    /// When to look for idle partitions next (while any is known).
+    /// `idle_after` (they go on from there when heard of again). Entries
+    /// never seeked are forgotten after `forget_after`.
+    starts: FxHashMap<Vec<u8>, Start>,
+    /// When to look for idle partitions (or positions to forget) next.
     next_sweep: Option<Instant>,
     /// Counters: duplicates dropped, gaps seen, FETCHes sent, offsets skipped
     /// because no node holds them any more.
@@ -100,6 +117,8 @@ pub struct ConsumerState {
     pub gaps: u64,
     pub fetches: u64,
     pub lost: u64,
+    /// Positions forgotten: not heard of for `forget_after`.
+    pub forgotten: u64,
     /// Partitions whose gap no node answered in `give_up_fetches` tries: they
     /// wait for a store that holds the records (as of the last timer).
     pub stalled: u64,
@@ -180,6 +199,20 @@ impl Part {
 
 impl ConsumerState {
     pub fn new(address: &[u8], topics: &[&[u8]], cfg: &ConsumerConfig) -> Self {
+        let now = Instant::now();
+        let starts: FxHashMap<Vec<u8>, Start> = cfg
+            .start_offsets
+            .iter()
+            .map(|(p, off)| {
+                let start = Start {
+                    next: *off,
+                    epoch: 0,
+                    since: now,
+                };
+                (p.as_bytes().to_vec(), start)
+            })
+            .collect();
+        let forgets = cfg.forget_after.is_some() && !starts.is_empty();
         Self {
             address: address.to_vec(),
             topics: topics.iter().map(|t| t.to_vec()).collect(),
@@ -189,19 +222,17 @@ impl ConsumerState {
             max_pending: cfg.max_pending,
             give_up_fetches: cfg.give_up_fetches,
             idle_after: cfg.idle_after,
+            forget_after: cfg.forget_after,
             parts: FxHashMap::default(),
             timers: BinaryHeap::new(),
             stall_watch: FxHashSet::default(),
-            starts: cfg
-                .start_offsets
-                .iter()
-                .map(|(p, off)| (p.as_bytes().to_vec(), (*off, 0)))
-                .collect(),
-            next_sweep: None,
+            starts,
+            next_sweep: forgets.then(|| now + cfg.idle_after),
             duplicates: 0,
             gaps: 0,
             fetches: 0,
             lost: 0,
+            forgotten: 0,
             stalled: 0,
         }
     }
@@ -283,7 +314,7 @@ impl ConsumerState {
         self.next_sweep.get_or_insert(now + self.idle_after);
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let (next, epoch) = match (start, reset, first) {
-                (Some(start), _, _) => start,
+                (Some(start), _, _) => (start.next, start.epoch),
                 (None, OffsetReset::Earliest, _) => (0, 0),
                 (None, OffsetReset::Latest, Some(seq)) => (seq, 0),
                 (None, OffsetReset::Latest, None) => (0, 0),
@@ -327,12 +358,38 @@ impl ConsumerState {
                 && !watch.contains(&*p.key)
                 && now.saturating_duration_since(p.touched) >= idle_after;
             if idle {
-                starts.insert(k.clone(), (p.next, p.epoch));
+                let start = Start {
+                    next: p.next,
+                    epoch: p.epoch,
+                    since: p.touched,
+                };
+                starts.insert(k.clone(), start);
             }
             !idle
         });
-        self.next_sweep = (!self.parts.is_empty()).then(|| now + idle_after / 2);
+        let forgets = self.forget_after.is_some() && !self.starts.is_empty();
+        self.next_sweep = (!self.parts.is_empty() || forgets).then(|| now + idle_after / 2);
         before - self.parts.len()
+    }
+
+    /// Forgets the positions of partitions not heard of for `forget_after`
+    /// (idle ones, and `start_offsets` never heard of), unless the
+    /// application seeked them: heard of again, they start as new ones
+    /// (`offset_reset`). Returns their names. Called with the idle sweep.
+    pub fn forget_idle(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let Some(after) = self.forget_after else {
+            return Vec::new();
+        };
+        let mut gone = Vec::new();
+        self.starts.retain(|k, s| {
+            let keep = s.epoch > 0 || now.saturating_duration_since(s.since) < after;
+            if !keep {
+                gone.push(k.clone());
+            }
+            keep
+        });
+        self.forgotten += gone.len() as u64;
+        gone
     }
 
     /// Partitions whose protocol state is kept (not idle).
@@ -523,9 +580,15 @@ impl ConsumerState {
     /// partition's new epoch (the handle counts seeks per partition alike).
     pub fn seek(&mut self, partition: &[u8], offset: u64, now: Instant, out: &mut Vec<Out>) -> u64 {
         let Some(p) = self.parts.get_mut(partition) else {
-            let start = self.starts.entry(partition.to_vec()).or_insert((0, 0));
-            *start = (offset, start.1 + 1);
-            return start.1;
+            let start = self.starts.entry(partition.to_vec()).or_insert(Start {
+                next: 0,
+                epoch: 0,
+                since: now,
+            });
+            start.next = offset;
+            start.epoch += 1;
+            start.since = now;
+            return start.epoch;
         };
         p.next = offset;
         p.requested = offset;
@@ -563,6 +626,9 @@ struct ConsumerShared {
     paused: AtomicBool,
     epochs: Mutex<HashMap<Arc<str>, u64>>,
     seeks: AtomicU64,
+    /// Partitions the node thread forgot (`forget_after`), for the handle
+    /// to drop from its positions.
+    forgotten: Mutex<Vec<Arc<str>>>,
 }
 
 /// A running consumer.
@@ -679,6 +745,7 @@ impl Consumer {
                     }
                 }
             }
+            self.drop_forgotten(&mut positions);
             advance_positions(&mut positions, &into[start..]);
         } else {
             self.actor.check()?;
@@ -697,11 +764,34 @@ impl Consumer {
     /// save them and pass them as [`ConsumerConfig::start_offsets`] to
     /// resume where this consumer left off.
     pub fn positions(&self) -> Vec<(String, u64)> {
-        let positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        self.drop_forgotten(&mut positions);
         let mut v: Vec<(String, u64)> =
             positions.iter().map(|(p, o)| (p.to_string(), *o)).collect();
         v.sort();
         v
+    }
+
+    /// Drops the positions the node thread forgot (not heard of for
+    /// `forget_after`), except those of partitions this handle seeked: a
+    /// seek racing the forgetting keeps its epoch and position. (Records of
+    /// a forgotten partition still unpolled then, `forget_after` after they
+    /// arrived, put its position back when polled, for good.)
+    fn drop_forgotten(&self, positions: &mut HashMap<Arc<str>, u64>) {
+        let mut gone = self
+            .shared
+            .forgotten
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if gone.is_empty() {
+            return;
+        }
+        let epochs = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        for p in gone.drain(..) {
+            if !epochs.contains_key(&p) {
+                positions.remove(&p);
+            }
+        }
     }
 
     /// Waits up to `timeout` for up to `max` records.
@@ -898,6 +988,12 @@ fn run(
         }
         if st.next_sweep().is_some_and(|d| d <= now) {
             st.sweep_idle(now);
+            let gone = st.forget_idle(now);
+            if !gone.is_empty() {
+                let mut f = shared.forgotten.lock().unwrap_or_else(|p| p.into_inner());
+                f.extend(gone.iter().map(|k| lossy(k)));
+                stats.partitions_forgotten.store(st.forgotten, SeqCst);
+            }
         }
         if core.disc.next_deadline().is_some_and(|d| d <= now) {
             core.on_timer(now, stats)?;
@@ -993,7 +1089,7 @@ mod tests {
         let late = t1 + IDLE_AFTER;
         assert_eq!(st.sweep_idle(late), 1);
         assert!(!st.parts.contains_key(P) && st.parts.contains_key(S));
-        assert_eq!(st.starts.get(P), Some(&(5, 1)));
+        assert_eq!(st.starts.get(P).map(|s| (s.next, s.epoch)), Some((5, 1)));
         // Back: from offset 5 with its epoch, a duplicate dropped, a gap fetched.
         d.clear();
         o.clear();
@@ -1011,12 +1107,60 @@ mod tests {
             }]
         ));
         assert!(st.starts.is_empty());
-        // Nothing known: no sweep due.
+        // Nothing known: no sweep due; one idle position: sweeps go on, to
+        // forget it in time; none when positions are kept for good.
         let mut empty = state(OffsetReset::Latest, &[b"hello"]);
         assert_eq!(empty.next_sweep(), None);
         empty.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
         assert_eq!(empty.sweep_idle(t0 + IDLE_AFTER), 1);
+        assert_eq!(empty.next_sweep(), Some(t0 + IDLE_AFTER + IDLE_AFTER / 2));
+        empty.forget_after = None;
+        empty.sweep_idle(t0 + IDLE_AFTER);
         assert_eq!(empty.next_sweep(), None);
+    }
+
+    #[test]
+    fn positions_not_heard_of_for_forget_after_are_forgotten_unless_seeked() {
+        const FORGET: Duration = Duration::from_secs(3600);
+        let t0 = Instant::now();
+        let cfg = ConsumerConfig {
+            offset_reset: OffsetReset::Latest,
+            start_offsets: vec![("GIVEN".into(), 9)],
+            forget_after: Some(FORGET),
+            ..Default::default()
+        };
+        let mut st = ConsumerState::new(ME, &[b"hello"], &cfg);
+        // Given start offsets alone make sweeps due (to forget them).
+        assert!(st.next_sweep().is_some());
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        st.on_record(&rec(3, b"a"), false, t0, &mut d, &mut o);
+        let seeked = b"SEEKED";
+        st.seek(seeked, 4, t0, &mut o);
+        assert_eq!(st.sweep_idle(t0 + IDLE_AFTER), 1);
+        assert!(st.forget_idle(t0 + IDLE_AFTER).is_empty());
+        // P was last heard of at t0, GIVEN never (since the start).
+        let mut gone = st.forget_idle(t0 + FORGET + Duration::from_secs(1));
+        gone.sort();
+        let mut want = vec![b"GIVEN".to_vec(), P.to_vec()];
+        want.sort();
+        assert_eq!(gone, want);
+        assert_eq!(st.forgotten, 2);
+        assert_eq!(
+            st.starts.keys().cloned().collect::<Vec<_>>(),
+            vec![seeked.to_vec()]
+        );
+        // Heard of again, P starts as a new partition (`latest`: here).
+        d.clear();
+        st.on_record(&rec(10, b"k"), false, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![10]);
+        assert_eq!(d[0].epoch, 0);
+        // Kept for good without forget_after.
+        let mut keep = state(OffsetReset::Latest, &[b"hello"]);
+        keep.forget_after = None;
+        keep.on_record(&rec(3, b"a"), false, t0, &mut d, &mut o);
+        keep.sweep_idle(t0 + IDLE_AFTER);
+        assert!(keep.forget_idle(t0 + 100 * FORGET).is_empty());
+        assert_eq!(keep.starts.len(), 1);
     }
 
     // C reference feature: STORE-HELLO → CONSUMER-HELLO, with 0 and 1 topics.

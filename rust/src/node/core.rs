@@ -192,6 +192,8 @@ pub struct Stats {
     /// Partitions a consumer keeps the protocol state of (the others it knows,
     /// idle, only by their position).
     pub partitions_active: AtomicU64,
+    /// Partition positions a consumer forgot (not heard of for `forget_after`).
+    pub partitions_forgotten: AtomicU64,
     pub fetches_received: AtomicU64,
     pub direct_records_sent: AtomicU64,
     pub acks_received: AtomicU64,
@@ -221,6 +223,7 @@ impl Stats {
             ("records_lost", g(&self.records_lost)),
             ("stalled_partitions", g(&self.stalled_partitions)),
             ("partitions_active", g(&self.partitions_active)),
+            ("partitions_forgotten", g(&self.partitions_forgotten)),
             ("fetches_received", g(&self.fetches_received)),
             ("direct_records_sent", g(&self.direct_records_sent)),
             ("acks_received", g(&self.acks_received)),

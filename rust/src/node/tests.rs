@@ -190,6 +190,56 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
     p.close().unwrap();
 }
 
+/// After `forget_after` without news of a partition, the consumer forgets
+/// its position too (given start offsets alike), but not one the
+/// application seeked; a partition heard of again starts as a new one.
+#[test]
+fn a_consumer_forgets_positions_unheard_of_for_forget_after() {
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            head_interval: Duration::from_secs(600), // a HEAD is news of it
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (given, seeked) = ("G".repeat(32), "S".repeat(32));
+    let c = consumer_of(
+        &p,
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            idle_after: Duration::from_millis(200),
+            forget_after: Some(Duration::from_millis(500)),
+            start_offsets: vec![(given.clone(), 3)],
+            ..Default::default()
+        },
+    );
+    c.seek(&seeked, 7).unwrap();
+    p.send_many((0..10u8).map(|i| vec![i]).collect(), None)
+        .unwrap();
+    assert_eq!(consume(&c, 10, Duration::from_secs(20)).len(), 10);
+    let forgotten = || stat(c.stats().snapshot(), "partitions_forgotten");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while forgotten() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(forgotten(), 2, "{:?}", c.stats().snapshot());
+    assert_eq!(c.positions(), vec![(seeked.clone(), 7)]);
+    // Heard of again: a new partition, read from where `earliest` starts.
+    p.send_many((10..15u8).map(|i| vec![i]).collect(), None)
+        .unwrap();
+    let got = consume(&c, 15, Duration::from_secs(20));
+    assert_eq!(
+        got.iter().map(|d| d.offset).collect::<Vec<_>>(),
+        (0..15).collect::<Vec<_>>()
+    );
+    let mut want = vec![(p.address().to_string(), 15), (seeked, 7)];
+    want.sort();
+    assert_eq!(c.positions(), want);
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
 /// `close` right after `send`: what was sent still goes out (a producer
 /// with `min_acks = 0` has nothing else to wait for).
 #[test]

@@ -446,7 +446,7 @@ impl PyConsumer {
         topics, *, towers = None, peers = None, wire = "rfc", offset_reset = "latest",
         fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
         give_up_fetches = 6, start_offsets = None, idle_after = 60.0,
-        bind = "tcp://127.0.0.1:*".to_string(),
+        forget_after = Some(691200.0), bind = "tcp://127.0.0.1:*".to_string(),
         beacon_interval = 1.0, beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -464,6 +464,7 @@ impl PyConsumer {
         give_up_fetches: i128,
         start_offsets: Option<HashMap<String, i128>>,
         idle_after: f64,
+        forget_after: Option<f64>,
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
@@ -503,6 +504,7 @@ impl PyConsumer {
             give_up_fetches: unsigned("give_up_fetches", give_up_fetches)?,
             start_offsets: starts,
             idle_after: seconds("idle_after", idle_after)?,
+            forget_after: opt_seconds("forget_after", forget_after)?,
         };
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
         Ok(Self {
