@@ -44,6 +44,35 @@ fn failing_store(
     Store::open(dir, cfg).unwrap()
 }
 
+/// A store whose log fails `ops` with `errno` while the flag is set, and
+/// the flag.
+fn store_failing_when(
+    dir: &std::path::Path,
+    errno: i32,
+    ops: &'static [crate::log::IoOp],
+) -> (Store, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    let on = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let f = on.clone();
+    let s = failing_store(dir, errno, move |op, _| f.load(SeqCst) && ops.contains(&op));
+    (s, on)
+}
+
+/// Checks that the store's one partition holds `value(0..n)`.
+fn assert_holds_values(s: &Store, n: usize) {
+    let recs = s
+        .query(move |log| {
+            let log = log.log().unwrap();
+            log.read(b"t", &log.partitions(None)[0].partition, 0, n + 1, 1 << 30)
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(recs.len(), n);
+    assert!(recs
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.value == value(i as u32)));
+}
+
 fn producer(min_acks: usize, eps: &[&str]) -> Producer {
     Producer::new(
         "t",
@@ -355,16 +384,10 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
 #[test]
 fn disk_full_stops_acks_loses_nothing_and_resumes() {
     use crate::log::IoOp;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
-    let full = Arc::new(AtomicBool::new(false));
-    let f = full.clone();
     // ENOSPC
-    let s = failing_store(dir.path(), 28, move |op, _| {
-        f.load(SeqCst) && matches!(op, IoOp::Write | IoOp::Sync | IoOp::Create)
-    });
+    let (s, full) = store_failing_when(dir.path(), 28, &[IoOp::Write, IoOp::Sync, IoOp::Create]);
     let p = producer(1, &[s.endpoint()]);
     s.connect(p.endpoint()).unwrap();
     p.send_many((0..1000).map(value).collect(), None).unwrap();
@@ -393,18 +416,7 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
     full.store(false, SeqCst);
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
     assert!(s.shared().last_error.lock().unwrap().is_none());
-    let recs = s
-        .query(|log| {
-            let log = log.log().unwrap();
-            log.read(b"t", &log.partitions(None)[0].partition, 0, 5000, 1 << 30)
-        })
-        .unwrap()
-        .unwrap();
-    assert_eq!(recs.len(), 2000);
-    assert!(recs
-        .iter()
-        .enumerate()
-        .all(|(i, r)| r.value == value(i as u32)));
+    assert_holds_values(&s, 2000);
     p.close().unwrap();
     s.close().unwrap();
 }
@@ -412,18 +424,12 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 #[test]
 fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
     use crate::log::IoOp;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
 
     // Writes succeed but every fdatasync fails (EIO: a dying disk). Records
     // reach the page cache all along; that is no reason to report the store
     // healthy, or to ACK, while nothing becomes durable.
     let dir = tempfile::tempdir().unwrap();
-    let failing = Arc::new(AtomicBool::new(false));
-    let f = failing.clone();
-    let s = failing_store(dir.path(), 5, move |op, _| {
-        f.load(SeqCst) && op == IoOp::Sync
-    });
+    let (s, failing) = store_failing_when(dir.path(), 5, &[IoOp::Sync]);
     let p = producer(1, &[s.endpoint()]);
     s.connect(p.endpoint()).unwrap();
     p.send_many((0..100).map(value).collect(), None).unwrap();
@@ -462,24 +468,7 @@ fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
     wait_for("the error to clear", Duration::from_secs(20), || {
         s.shared().last_error.lock().unwrap().is_none()
     });
-    let recs = s
-        .query(|log| {
-            let log = log.log().unwrap();
-            log.read(
-                b"t",
-                &log.partitions(None)[0].partition,
-                0,
-                1 << 20,
-                1 << 30,
-            )
-        })
-        .unwrap()
-        .unwrap();
-    assert_eq!(recs.len(), sent as usize);
-    assert!(recs
-        .iter()
-        .enumerate()
-        .all(|(i, r)| r.value == value(i as u32)));
+    assert_holds_values(&s, sent as usize);
     p.close().unwrap();
     s.close().unwrap();
 }
@@ -488,8 +477,6 @@ fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
 fn a_damaged_partition_does_not_keep_a_store_from_recovering_from_a_full_disk() {
     use crate::log::{IoOp, Log, LogConfig};
     use std::os::unix::fs::FileExt;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     // A partition whose damage recovery refuses: a bad record, valid ones after.
@@ -506,12 +493,8 @@ fn a_damaged_partition_does_not_keep_a_store_from_recovering_from_a_full_disk() 
     drop(f);
     std::fs::remove_file(seg.with_extension("index")).unwrap();
 
-    let full = Arc::new(AtomicBool::new(false));
-    let f = full.clone();
     // ENOSPC
-    let s = failing_store(dir.path(), 28, move |op, _| {
-        f.load(SeqCst) && matches!(op, IoOp::Write | IoOp::Sync | IoOp::Create)
-    });
+    let (s, full) = store_failing_when(dir.path(), 28, &[IoOp::Write, IoOp::Sync, IoOp::Create]);
     wait_for(
         "the damaged partition in stats",
         Duration::from_secs(10),

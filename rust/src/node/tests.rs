@@ -50,6 +50,19 @@ fn starting(start_offsets: Vec<(String, u64)>) -> ConsumerConfig {
     }
 }
 
+/// A producer whose HEADs (news of its partition) come only every ten
+/// minutes: a consumer hears of it only through its records.
+fn quiet_producer() -> Producer {
+    Producer::new(
+        "t",
+        ProducerConfig {
+            head_interval: Duration::from_secs(600),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
 /// [`consumer_of`] from offset 0.
 fn earliest_consumer_of(p: &Producer) -> Consumer {
     consumer_of(
@@ -145,14 +158,7 @@ fn records_sent_one_at_a_time_and_in_batches_from_two_threads_keep_their_offsets
 /// again, the consumer goes on from there: nothing twice, nothing skipped.
 #[test]
 fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
-    let p = Producer::new(
-        "t",
-        ProducerConfig {
-            head_interval: Duration::from_secs(600), // a HEAD is news of it
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let p = quiet_producer();
     let c = consumer_of(
         &p,
         ConsumerConfig {
@@ -195,14 +201,7 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
 /// application seeked; a partition heard of again starts as a new one.
 #[test]
 fn a_consumer_forgets_positions_unheard_of_for_forget_after() {
-    let p = Producer::new(
-        "t",
-        ProducerConfig {
-            head_interval: Duration::from_secs(600), // a HEAD is news of it
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let p = quiet_producer();
     let (given, seeked) = ("G".repeat(32), "S".repeat(32));
     let c = consumer_of(
         &p,
