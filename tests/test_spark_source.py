@@ -263,6 +263,63 @@ def test_stream_reader_begins_a_partition_new_to_it_at_its_first_record_held(
     assert r.latestOffset({part: 5}, ReadMaxRows(100)) == {part: 105}
 
 
+def test_stream_offsets_forget_partitions_no_store_announced_for_a_while() -> None:
+    """A partition no store announced for ``forgetPartitionsAfter`` seconds leaves
+    the offsets (a topic that Spark jobs write gets a partition per task; the JSON
+    goes into every micro-batch's offset log). Announced again within the time, it
+    stays; after, it is new to the query (read from its first record held)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from dafka.spark.datasource import DafkaStreamReader
+
+    a, b = "A" * 32, "B" * 32
+
+    class Stores:
+        """What the stores announce: heads, and first offsets held."""
+
+        forget_absent_after = 60.0
+        max_records_per_task, min_records_per_task, fail_on_data_loss = 1000, 1, True
+
+        def __init__(self) -> None:
+            self.heads: dict[str, int] = {}
+
+        def offsets(
+            self, only: Any, exclude: Any = (), watches: Any = None
+        ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
+            hs = {p: ("t", h) for p, h in self.heads.items()}
+            return hs, {p: 3 for p in hs if only is None and p not in exclude}
+
+    r = DafkaStreamReader({"subscribe": "t", "towers": "tcp://127.0.0.1:9"})
+    stores = Stores()
+    r.settings = stores  # type: ignore[assignment]
+    r._watch_clients = {}
+    now = [0.0]
+    r._clock = lambda: now[0]  # type: ignore[method-assign]
+    stores.heads = {a: 10, b: 5}
+    start = {a: 10, b: 5}
+    assert r.latestOffset(start, ReadAllAvailable()) == start
+    stores.heads = {a: 12}  # B's stores are away, or its records were all deleted
+    now[0] = 59.0
+    assert r.latestOffset(start, ReadAllAvailable()) == {a: 12, b: 5}
+    stores.heads = {a: 12, b: 5}  # back in time: the count starts again
+    now[0] = 100.0
+    assert r.latestOffset(start, ReadAllAvailable()) == {a: 12, b: 5}
+    stores.heads = {a: 12}
+    now[0] = 101.0
+    assert r.latestOffset(start, ReadMaxRows(1)) == {a: 11, b: 5}
+    now[0] = 161.0
+    assert r.latestOffset(start, ReadMaxRows(1)) == {a: 11}
+    assert r.absent_since == {}
+    assert r.latestOffset({a: 11}, ReadAllAvailable()) == {a: 12}
+    # Announced again after that: a partition new to the query.
+    stores.heads = {a: 12, b: 8}
+    end = r.latestOffset({a: 12}, ReadAllAvailable())
+    assert end == {a: 12, b: 8}
+    assert [(x.partition, x.start, x.end) for x in r.partitions({a: 12}, end)] == [(b, 3, 8)]
+    with pytest.raises(ValueError, match="forgetPartitionsAfter"):
+        DafkaStreamReader({"subscribe": "t", "towers": "tcp://h:1", "forgetPartitionsAfter": "0"})
+
+
 def test_earliest_starts_where_retention_left_off_and_fail_on_data_loss(
     spark: Any, cluster: Cluster, tmp_path: Path
 ) -> None:

@@ -30,7 +30,14 @@ range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
 ``maxRecordsPerTask``: shorter ranges share a task, read one after the other by
 one client, until it holds at least that many records; a topic written by many
 Spark tasks has many small partitions, and a Spark task each would cost more
-than reading them). Both sides take ``bind``
+than reading them), streaming ``forgetPartitionsAfter`` (seconds, default 3600: a
+partition that no store has announced for this long leaves the query's offsets; a
+topic that Spark jobs write gets a partition per task, and the offsets JSON, written
+at every micro-batch, would otherwise grow with every partition the topic ever had.
+Stores announce every partition they hold records of, so one absent that long has
+nothing left to read, unless every store holding it was away all that time: then
+it is read again from its first record when they are back, at-least-once). Both
+sides take ``bind``
 (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
 reach the executors) and ``beaconInterval``. Schema: ``topic string,
 partition string, offset long, value binary``. Offsets are JSON
@@ -42,6 +49,7 @@ topics. The driver asks stores for heads (GET-HEADS); every executor task reads 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -143,6 +151,7 @@ class ReadSettings:
     bind: str
     max_records_per_task: int
     min_records_per_task: int
+    forget_absent_after: float
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ReadSettings:
@@ -168,6 +177,7 @@ class ReadSettings:
             bind=options.get("bind", "tcp://127.0.0.1:*"),
             max_records_per_task=_positive(options, "maxRecordsPerTask", 500_000),
             min_records_per_task=_positive(options, "minRecordsPerTask", 50_000),
+            forget_absent_after=_seconds(options, "forgetPartitionsAfter", 3600.0),
         )
 
     def heads(self, watches: dict[str, HeadsWatch] | None = None) -> dict[str, tuple[str, int]]:
@@ -376,11 +386,33 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Read clients kept across micro-batches, one per topic; made on first
         # use (Spark also builds readers that only plan reads on executors).
         self._watch_clients: dict[str, HeadsWatch] | None = None
+        # Partitions in the offsets that no store announced, since when
+        # (``forgetPartitionsAfter``; a restarted query starts counting again).
+        self.absent_since: dict[str, float] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_watch_clients"] = None
+        state["absent_since"] = {}
         return state
+
+    def _clock(self) -> float:
+        return time.monotonic()
+
+    def _gone(self, start: dict[str, int], hs: Collection[str]) -> set[str]:
+        """Partitions of ``start`` no store has announced for
+        ``forgetPartitionsAfter`` (they leave the offsets)."""
+        now = self._clock()
+        self.absent_since = {p: t for p, t in self.absent_since.items() if p in start}
+        gone = set()
+        for p in start:
+            if p in hs:
+                self.absent_since.pop(p, None)
+            elif now - self.absent_since.setdefault(p, now) >= self.settings.forget_absent_after:
+                gone.add(p)
+        for p in gone:
+            del self.absent_since[p]
+        return gone
 
     def _watches(self) -> dict[str, HeadsWatch]:
         if self._watch_clients is None:
@@ -435,13 +467,15 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             hs = self._heads()
         begin = self._begin(start, hs)
         latest = {p: max(head, begin[p]) for p, (_t, head) in hs.items()}
-        for p, v in start.items():
+        gone = self._gone(start, hs)
+        kept = {p: v for p, v in start.items() if p not in gone}
+        for p, v in kept.items():
             latest.setdefault(p, v)
             begin.setdefault(p, v)
         if not isinstance(limit, ReadMaxRows):
             return latest
         budget = limit.max_rows
-        out = dict(start)
+        out = dict(kept)
         # Fair share: repeatedly give every partition with data an equal slice.
         backlog = {p: latest[p] - begin[p] for p in latest if latest[p] > begin[p]}
         for p in latest:

@@ -748,6 +748,8 @@ impl Consumer {
             self.drop_forgotten(&mut positions);
             advance_positions(&mut positions, &into[start..]);
         } else {
+            // An application that only polls an idle topic lets the names pile up.
+            self.drop_forgotten(&mut self.positions.lock().unwrap_or_else(|p| p.into_inner()));
             self.actor.check()?;
         }
         // The thread stopped reading while the channel was full: there is room
