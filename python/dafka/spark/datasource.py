@@ -412,6 +412,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 gone.add(p)
         for p in gone:
             del self.absent_since[p]
+            self.topics.pop(p, None)
         return gone
 
     def _watches(self) -> dict[str, HeadsWatch]:
