@@ -488,6 +488,37 @@ def test_heads_watch_rounds_after_the_first_end_after_the_answers(
         dafka.HeadsWatch("t", towers=towers).offsets(settle=-1)
 
 
+def test_heads_watch_forgets_a_partition_no_node_announces_any_more(tower: Tower) -> None:
+    """With ``forget_after``, a partition that no node announced for that long
+    leaves a :class:`dafka.HeadsWatch`'s answers (the streaming source's offsets
+    would otherwise keep every partition the topic ever had); without it, heads
+    stay. Producers answer GET-HEADS too: two of them, no store (a store would keep
+    and announce the records of the one that leaves)."""
+    towers = [tower.endpoint]
+    opts = {"bind": LOCAL, "towers": towers, "min_acks": 0, **FAST}
+    with (
+        Producer("t", **opts) as stays,  # type: ignore[arg-type]
+        dafka.HeadsWatch("t", towers=towers, forget_after=1.0, **FAST) as w,
+        dafka.HeadsWatch("t", towers=towers, **FAST) as keeps,
+    ):
+        stays.send_many([value(i) for i in range(3)])
+        with Producer("t", **opts) as leaves:  # type: ignore[arg-type]
+            leaves.send_many([value(i) for i in range(4)])
+            both = {stays.address: (0, 3), leaves.address: (0, 4)}
+            for x in (w, keeps):
+                wait_for(
+                    lambda x=x: x.offsets(partitions=[], timeout=30) == both, "both partitions"
+                )
+        # Gone from the answers about a second after its producer left.
+        wait_for(
+            lambda: w.offsets(partitions=[], timeout=30) == {stays.address: (0, 3)},
+            "the partition of the producer that left forgotten",
+        )
+        assert keeps.offsets(partitions=[], timeout=30) == both
+    with pytest.raises(ValueError, match="forget_after"):
+        dafka.HeadsWatch("t", towers=towers, forget_after=-1.0)
+
+
 def test_heads_watch_stays_known_to_the_stores_between_rounds(tmp_path: Path, tower: Tower) -> None:
     """A :class:`dafka.HeadsWatch` idle for longer than the stores' beacon timeout
     (a streaming query with a ``processingTime`` trigger of minutes) still plans

@@ -163,6 +163,7 @@ class HeadsWatch:
         bind: str = ...,
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
+        forget_after: float | None = None,
     ) -> HeadsWatch: ...
     def offsets(
         self,

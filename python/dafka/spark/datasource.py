@@ -31,7 +31,8 @@ range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
 one client, until it holds at least that many records; a topic written by many
 Spark tasks has many small partitions, and a Spark task each would cost more
 than reading them), streaming ``forgetPartitionsAfter`` (seconds, default 3600: a
-partition that no store has announced for this long leaves the query's offsets; a
+partition that no store has announced for this long (up to twice: the planning
+client forgets it first, then the offsets) leaves the query's offsets; a
 topic that Spark jobs write gets a partition per task, and the offsets JSON, written
 at every micro-batch, would otherwise grow with every partition the topic ever had.
 Stores announce every partition they hold records of, so one absent that long has
@@ -194,6 +195,7 @@ class ReadSettings:
             peers=list(self.peers) or None,
             bind=self.bind,
             beacon_interval=self.beacon_interval,
+            forget_after=self.forget_absent_after,
         )
 
     def offsets(

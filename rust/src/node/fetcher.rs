@@ -10,7 +10,7 @@
 //! client, so reads should name `towers`.
 
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,6 +47,9 @@ struct Client {
     /// arrived since a heads round last looked: peers that connected, seen
     /// by whichever phase was reading, kept for the next heads round.
     joined: Vec<Vec<u8>>,
+    /// Partitions that answered a heads round (a [`HeadsWatch`] takes them
+    /// to age out the ones no store announces any more).
+    answered: Vec<String>,
 }
 
 impl Client {
@@ -59,6 +62,7 @@ impl Client {
             frames: Frames::default(),
             stats: Stats::default(),
             joined: Vec::new(),
+            answered: Vec::new(),
         })
     }
 
@@ -186,7 +190,7 @@ pub fn offsets<E: From<Error>>(
     check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
     // A new client's round is a full one.
-    WatchState::open(cfg, topic)?.round(only, exclude, timeout, settle, check)
+    WatchState::open(cfg, topic, None)?.round(only, exclude, timeout, settle, check)
 }
 
 /// A read client kept across rounds of [`offsets`] for one topic: a
@@ -228,17 +232,23 @@ struct WatchState {
     client: Client,
     topic: String,
     heads: BTreeMap<String, u64>,
+    /// When each partition of `heads` last answered, and how long one that
+    /// no longer answers is kept (None: for good).
+    seen: HashMap<String, Instant>,
+    forget_after: Option<Duration>,
     /// Answers per ask in the last round.
     expect: usize,
     stats: WatchStats,
 }
 
 impl WatchState {
-    fn open(cfg: &NodeConfig, topic: &str) -> Result<Self> {
+    fn open(cfg: &NodeConfig, topic: &str, forget_after: Option<Duration>) -> Result<Self> {
         Ok(Self {
             client: Client::open(cfg)?,
             topic: topic.to_string(),
             heads: BTreeMap::new(),
+            seen: HashMap::new(),
+            forget_after,
             expect: 0,
             stats: WatchStats::default(),
         })
@@ -252,7 +262,7 @@ impl WatchState {
         settle: Duration,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<BTreeMap<String, Offsets>, E> {
-        let (got, round) = self.client.offsets_round(
+        let (mut got, round) = self.client.offsets_round(
             &self.topic,
             &mut self.heads,
             only,
@@ -262,6 +272,8 @@ impl WatchState {
             Some(self.expect),
             &mut check,
         )?;
+        self.age_out(Instant::now());
+        got.retain(|p, _| self.heads.contains_key(p));
         let st = &mut self.stats;
         self.expect = round.answers;
         st.rounds += 1;
@@ -271,6 +283,21 @@ impl WatchState {
         Ok(got)
     }
 
+    /// Notes the partitions that answered, and forgets those that have not
+    /// for `forget_after`: no store holds records of them any more (or every
+    /// store that does has been away that long).
+    fn age_out(&mut self, now: Instant) {
+        for p in self.client.answered.drain(..) {
+            self.seen.insert(p, now);
+        }
+        let Some(after) = self.forget_after else {
+            return;
+        };
+        let seen = &mut self.seen;
+        seen.retain(|_, t| now.saturating_duration_since(*t) < after);
+        self.heads.retain(|p, _| seen.contains_key(p));
+    }
+
     /// Between rounds, without waiting: beacons when due, takes in peers'
     /// beacons and subscriptions (a peer that connects makes the next round
     /// a full one) and late answers (heads only rise).
@@ -278,23 +305,29 @@ impl WatchState {
         let own = self.client.core.address.clone();
         let topic = self.topic.as_bytes().to_vec();
         let heads = &mut self.heads;
-        self.client.step(Instant::now(), &mut |_, _| {}, &mut |m| {
+        let mut answered = Vec::new();
+        let r = self.client.step(Instant::now(), &mut |_, _| {}, &mut |m| {
             if let Message::DirectHead(h) = m {
                 if h.topic == own.as_slice() && h.subject == topic.as_slice() {
                     let p = String::from_utf8_lossy(h.address).into_owned();
                     let next = h.sequence.saturating_add(1);
+                    answered.push(p.clone());
                     let e = heads.entry(p).or_insert(next);
                     *e = (*e).max(next);
                 }
             }
-        })
+        });
+        self.client.answered.extend(answered);
+        r
     }
 }
 
 impl HeadsWatch {
-    pub fn open(cfg: &NodeConfig, topic: &str) -> Result<Self> {
+    /// A read client for heads rounds of `topic`; a partition no store has
+    /// announced for `forget_after` (if given) leaves its answers.
+    pub fn open(cfg: &NodeConfig, topic: &str, forget_after: Option<Duration>) -> Result<Self> {
         Ok(Self {
-            state: Arc::new(Mutex::new(WatchState::open(cfg, topic)?)),
+            state: Arc::new(Mutex::new(WatchState::open(cfg, topic, forget_after)?)),
             stop: Arc::new(AtomicBool::new(false)),
             keeper: None,
         })
@@ -527,7 +560,8 @@ impl Client {
                 None => deadline,
             };
             let counting = !draining;
-            self.step(until, &mut |_, _| {}, &mut |m| {
+            let mut answered: Vec<String> = Vec::new();
+            let stepped = self.step(until, &mut |_, _| {}, &mut |m| {
                 received += 1;
                 match m {
                     Message::DirectHead(h)
@@ -536,6 +570,7 @@ impl Client {
                         windows.count += usize::from(counting);
                         let p = String::from_utf8_lossy(h.address).into_owned();
                         let next = h.sequence.saturating_add(1);
+                        answered.push(p.clone());
                         // Only a partition new to the round is news: a
                         // head that rose (a live producer writing,
                         // re-asked every RETRY) would keep the round
@@ -559,7 +594,9 @@ impl Client {
                     }
                     _ => {}
                 }
-            })?;
+            });
+            self.answered.extend(answered);
+            stepped?;
             let now = Instant::now();
             if draining && received == 0 {
                 draining = false;

@@ -208,7 +208,9 @@ fn fetch_ranges<'py>(
 /// makes the round wait ``settle`` once. Between rounds a thread of its own
 /// keeps the client known to the stores (beacons, every 0.1 s), so a round
 /// after a long pause (a ``processingTime`` trigger of minutes) is still a
-/// quick one. Close it (or use ``with``).
+/// quick one. A partition no store has announced for ``forget_after``
+/// seconds leaves the answers (None, the default: never; stores announce
+/// every partition they hold records of). Close it (or use ``with``).
 #[pyclass(module = "dafka._native")]
 pub struct HeadsWatch {
     inner: std::sync::Mutex<Option<fetcher::HeadsWatch>>,
@@ -219,8 +221,10 @@ impl HeadsWatch {
     #[new]
     #[pyo3(signature = (
         topic, *, towers = None, peers = None, wire = "rfc",
-        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0
+        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+        forget_after = None
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         topic: String,
         towers: Option<StrList>,
@@ -229,9 +233,13 @@ impl HeadsWatch {
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
+        forget_after: Option<f64>,
     ) -> PyResult<Self> {
         let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
-        let w = fetcher::HeadsWatch::open(&cfg, &topic)?;
+        let forget_after = forget_after
+            .map(|f| seconds("forget_after", f))
+            .transpose()?;
+        let w = fetcher::HeadsWatch::open(&cfg, &topic, forget_after)?;
         Ok(Self {
             inner: std::sync::Mutex::new(Some(w)),
         })
