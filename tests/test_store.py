@@ -768,10 +768,15 @@ def test_disk_full_stops_acks_and_resumes(tmp_path: Path) -> None:
             wait_for(settled, "ACKs to stop while the disk is full")
             acked = p.acked_offset
             assert acked is None or acked < len(big) - 1, "no ACK while the disk is full"
-            # Reported while the disk is full. Not at every instant: each recovery
-            # (every second) frees the torn tail, an append fits there, and the
-            # error is cleared until the next write fails a moment later.
+            # Reported all the while the disk is full, though each recovery (every
+            # second) frees the torn tail and an append fits there for a moment.
             wait_for(lambda: s.stats()["error"] is not None, "the error while the disk is full")
+            samples = []
+            until = time.monotonic() + 3.0
+            while time.monotonic() < until:
+                samples.append(s.stats()["error"] is None)
+                time.sleep(0.002)
+            assert not any(samples), f"cleared at {sum(samples)} of {len(samples)} samples"
             subprocess.run(["mount", "-o", "remount,size=64m", str(mnt)], check=True, timeout=30)
             assert flush_all(p, 60) == 0, s.stats()
             wait_for(lambda: s.stats()["error"] is None, "the error to clear")

@@ -265,6 +265,11 @@ fn run<L: StoreLog>(
     let mut blocked_until: Option<Instant> = None;
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
+    // The last storage failure seen: the error is reported until appends
+    // after it were synced *and* a whole recovery period went by without
+    // another (a nearly full disk lets a few appends through after each
+    // recovery; that is no reason to report it healthy for a moment).
+    let mut last_failure = Instant::now();
     let mut last_recover = Instant::now();
     let mut peer_heads = PeerHeads::new(Instant::now());
     loop {
@@ -367,7 +372,10 @@ fn run<L: StoreLog>(
         // error stays reported until records appended after it were written.
         match logic.log_mut().sync_if_due() {
             Ok(()) => {
-                if sync_error.is_some() && logic.counters().appended > error_mark {
+                if sync_error.is_some()
+                    && logic.counters().appended > error_mark
+                    && now.duration_since(last_failure) >= RECOVER_EVERY
+                {
                     tracing::info!("store writes succeed again");
                     sync_error = None;
                 }
@@ -379,6 +387,7 @@ fn run<L: StoreLog>(
                 shared.storage_errors.fetch_add(1, Relaxed);
                 sync_error = Some(format!("sync failed: {e}"));
                 error_mark = logic.counters().appended;
+                last_failure = now;
             }
         }
         // After a storage error (disk full, I/O): stop ACKing (nothing new is
@@ -388,16 +397,26 @@ fn run<L: StoreLog>(
             && now.duration_since(last_recover) >= RECOVER_EVERY
         {
             last_recover = now;
+            // An append failed since the last look: a failure now. (A
+            // recovery for a sync error alone is not one.)
+            let failed = logic.last_error().is_some();
+            if failed {
+                last_failure = now;
+            }
             match logic.log_mut().recover() {
                 Ok(()) => {
                     if let Some(e) = logic.last_error() {
                         sync_error.get_or_insert_with(|| e.to_string());
                     }
                     logic.clear_error();
-                    error_mark = logic.counters().appended;
+                    if failed {
+                        error_mark = logic.counters().appended;
+                    }
                 }
                 Err(e) => {
                     sync_error = Some(format!("recovery failed: {e}"));
+                    error_mark = logic.counters().appended;
+                    last_failure = now;
                 }
             }
         } else if now.duration_since(last_recover) >= RECOVER_EVERY {

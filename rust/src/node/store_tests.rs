@@ -415,7 +415,10 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 
     full.store(false, SeqCst);
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
-    assert!(s.shared().last_error.lock().unwrap().is_none());
+    // Cleared a recovery period after the last failure.
+    wait_for("the error to clear", Duration::from_secs(20), || {
+        s.shared().last_error.lock().unwrap().is_none()
+    });
     assert_holds_values(&s, 2000);
     p.close().unwrap();
     s.close().unwrap();
@@ -464,6 +467,64 @@ fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
     );
 
     failing.store(false, SeqCst);
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
+    wait_for("the error to clear", Duration::from_secs(20), || {
+        s.shared().last_error.lock().unwrap().is_none()
+    });
+    assert_holds_values(&s, sent as usize);
+    p.close().unwrap();
+    s.close().unwrap();
+}
+
+#[test]
+fn a_nearly_full_disk_stays_reported_though_some_appends_fit() {
+    use crate::log::IoOp;
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    use std::sync::Arc;
+
+    // ENOSPC on two writes of three: a disk with a little room now and then
+    // (each recovery frees a torn tail). Appends that fit are no reason to
+    // report the store healthy, even for a moment.
+    let dir = tempfile::tempdir().unwrap();
+    let full = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicU64::new(0));
+    let (f, w) = (full.clone(), writes.clone());
+    let s = failing_store(dir.path(), 28, move |op, _| {
+        f.load(SeqCst) && op == IoOp::Write && w.fetch_add(1, SeqCst) % 3 != 0
+    });
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send_many((0..100).map(value).collect(), None).unwrap();
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
+
+    full.store(true, SeqCst);
+    let mut sent = 100;
+    let mut send = || {
+        p.send_many((sent..sent + 10).map(value).collect(), None)
+            .unwrap();
+        sent += 10;
+    };
+    wait_for("the disk-full error", Duration::from_secs(20), || {
+        send();
+        std::thread::sleep(Duration::from_millis(1));
+        s.shared().last_error.lock().unwrap().is_some()
+    });
+    let (mut samples, mut clear) = (0, 0);
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        send();
+        samples += 1;
+        if s.shared().last_error.lock().unwrap().is_none() {
+            clear += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        clear, 0,
+        "the error cleared at {clear} of {samples} samples"
+    );
+
+    full.store(false, SeqCst);
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
     wait_for("the error to clear", Duration::from_secs(20), || {
         s.shared().last_error.lock().unwrap().is_none()
