@@ -73,6 +73,35 @@ fn assert_holds_values(s: &Store, n: usize) {
         .all(|(i, r)| r.value == value(i as u32)));
 }
 
+/// Calls `each` (it keeps records coming) about every millisecond for
+/// `secs`, checking that the store reports its error at every sample.
+fn assert_error_stays(s: &Store, secs: u64, mut each: impl FnMut()) {
+    let (mut samples, mut clear) = (0, 0);
+    let until = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < until {
+        each();
+        samples += 1;
+        if s.shared().last_error.lock().unwrap().is_none() {
+            clear += 1;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        clear, 0,
+        "the error cleared at {clear} of {samples} samples"
+    );
+}
+
+/// Once storage works again: everything ACKed, the error cleared, the
+/// store's partition holding `value(0..n)`.
+fn assert_resumes(s: &Store, p: &Producer, n: usize) {
+    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
+    wait_for("the error to clear", Duration::from_secs(20), || {
+        s.shared().last_error.lock().unwrap().is_none()
+    });
+    assert_holds_values(s, n);
+}
+
 fn producer(min_acks: usize, eps: &[&str]) -> Producer {
     Producer::new(
         "t",
@@ -414,12 +443,8 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
     );
 
     full.store(false, SeqCst);
-    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
-    // Cleared a recovery period after the last failure.
-    wait_for("the error to clear", Duration::from_secs(20), || {
-        s.shared().last_error.lock().unwrap().is_none()
-    });
-    assert_holds_values(&s, 2000);
+    // The error clears a recovery period after the last failure.
+    assert_resumes(&s, &p, 2000);
     p.close().unwrap();
     s.close().unwrap();
 }
@@ -446,32 +471,17 @@ fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
         s.shared().last_error.lock().unwrap().is_some()
     });
     // Records keep coming through two recoveries (one a second).
-    let (mut samples, mut clear) = (0, 0);
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
+    assert_error_stays(&s, 2, || {
         p.send(value(sent), None).unwrap();
         sent += 1;
-        samples += 1;
-        if s.shared().last_error.lock().unwrap().is_none() {
-            clear += 1;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(
-        clear, 0,
-        "the error cleared at {clear} of {samples} samples"
-    );
+    });
     assert!(
         p.acked_offset() < Some(100),
         "nothing ACKed past the failing syncs"
     );
 
     failing.store(false, SeqCst);
-    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
-    wait_for("the error to clear", Duration::from_secs(20), || {
-        s.shared().last_error.lock().unwrap().is_none()
-    });
-    assert_holds_values(&s, sent as usize);
+    assert_resumes(&s, &p, sent as usize);
     p.close().unwrap();
     s.close().unwrap();
 }
@@ -509,27 +519,10 @@ fn a_nearly_full_disk_stays_reported_though_some_appends_fit() {
         std::thread::sleep(Duration::from_millis(1));
         s.shared().last_error.lock().unwrap().is_some()
     });
-    let (mut samples, mut clear) = (0, 0);
-    let until = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < until {
-        send();
-        samples += 1;
-        if s.shared().last_error.lock().unwrap().is_none() {
-            clear += 1;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(
-        clear, 0,
-        "the error cleared at {clear} of {samples} samples"
-    );
+    assert_error_stays(&s, 3, send);
 
     full.store(false, SeqCst);
-    assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0, "resumed");
-    wait_for("the error to clear", Duration::from_secs(20), || {
-        s.shared().last_error.lock().unwrap().is_none()
-    });
-    assert_holds_values(&s, sent as usize);
+    assert_resumes(&s, &p, sent as usize);
     p.close().unwrap();
     s.close().unwrap();
 }
