@@ -287,13 +287,13 @@ impl WatchState {
     /// for `forget_after`: no store holds records of them any more (or every
     /// store that does has been away that long).
     fn age_out(&mut self, now: Instant) {
-        for p in self.client.answered.drain(..) {
-            self.seen.insert(p, now);
-        }
+        let answered = self.client.answered.drain(..);
         let Some(after) = self.forget_after else {
+            // Nothing is forgotten: no answer times to keep.
             return;
         };
         let seen = &mut self.seen;
+        seen.extend(answered.map(|p| (p, now)));
         seen.retain(|_, t| now.saturating_duration_since(*t) < after);
         self.heads.retain(|p, _| seen.contains_key(p));
     }

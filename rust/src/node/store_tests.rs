@@ -497,8 +497,7 @@ fn a_nearly_full_disk_stays_reported_though_some_appends_fit() {
     // report the store healthy, even for a moment.
     let dir = tempfile::tempdir().unwrap();
     let full = Arc::new(AtomicBool::new(false));
-    let writes = Arc::new(AtomicU64::new(0));
-    let (f, w) = (full.clone(), writes.clone());
+    let (f, w) = (full.clone(), AtomicU64::new(0));
     let s = failing_store(dir.path(), 28, move |op, _| {
         f.load(SeqCst) && op == IoOp::Write && w.fetch_add(1, SeqCst) % 3 != 0
     });
