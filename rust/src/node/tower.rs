@@ -531,6 +531,15 @@ mod tests {
         assert!(rewrite(&[b"X"], Some("h")).is_none());
     }
 
+    /// A tower on ephemeral ports of 127.0.0.1.
+    fn local_tower() -> Tower {
+        Tower::new(TowerConfig {
+            beacon_in: "tcp://127.0.0.1:0".into(),
+            beacon_out: "tcp://127.0.0.1:0".into(),
+        })
+        .unwrap()
+    }
+
     fn beacon(uuid: &[u8], port: u16) -> Vec<Vec<u8>> {
         let ep = format!("tcp://127.0.0.1:{port}");
         vec![b"B".to_vec(), uuid.to_vec(), ep.into_bytes()]
@@ -594,11 +603,7 @@ mod tests {
     #[test]
     fn a_node_that_closes_is_forgotten_at_once() {
         const V: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
-        let tower = Tower::new(TowerConfig {
-            beacon_in: "tcp://127.0.0.1:0".into(),
-            beacon_out: "tcp://127.0.0.1:0".into(),
-        })
-        .unwrap();
+        let tower = local_tower();
         let ctx = zmq::Context::new();
         let sub = || {
             let s = ctx.socket(zmq::SUB).unwrap();
@@ -664,11 +669,7 @@ mod tests {
     /// node's beacon socket, and every node would beacon at each join.
     #[test]
     fn subscriptions_go_upstream_once() {
-        let tower = Tower::new(TowerConfig {
-            beacon_in: "tcp://127.0.0.1:0".into(),
-            beacon_out: "tcp://127.0.0.1:0".into(),
-        })
-        .unwrap();
+        let tower = local_tower();
         let ctx = zmq::Context::new();
         let join = || {
             let s = ctx.socket(zmq::SUB).unwrap();
@@ -699,11 +700,7 @@ mod tests {
 
     #[test]
     fn a_node_that_joins_learns_the_known_nodes_at_once() {
-        let tower = Tower::new(TowerConfig {
-            beacon_in: "tcp://127.0.0.1:0".into(),
-            beacon_out: "tcp://127.0.0.1:0".into(),
-        })
-        .unwrap();
+        let tower = local_tower();
         let ctx = zmq::Context::new();
         let sub = |ctx: &zmq::Context| {
             let s = ctx.socket(zmq::SUB).unwrap();
