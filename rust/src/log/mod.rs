@@ -404,20 +404,21 @@ fn open_parked(
 ) -> Result<(parked::Parked, usize)> {
     let loaded = parked::load(root)?;
     let mut got = loaded.parked;
-    got.retain(|k, _| !parts.contains_key(k) && !damaged.contains_key(k));
+    for (t, p) in parts.keys().chain(damaged.keys()) {
+        got.remove(t, p);
+    }
     if cfg.read_only {
         return Ok((got, loaded.lines));
     }
-    for (key, dir) in empty_dirs {
-        if got.contains_key(key) {
+    for ((t, p), dir) in empty_dirs {
+        if got.contains(t, p) {
             let _ = fs::remove_dir(dir);
         }
     }
     if loaded.lines == got.len() {
         return Ok((got, loaded.lines));
     }
-    parked::rewrite(cfg, root, &got)?;
-    let n = got.len();
+    let n = parked::rewrite(cfg, root, &got, &[])?;
     Ok((got, n))
 }
 
@@ -556,7 +557,7 @@ impl Log {
         if let Some(p) = self.parts.get(&key) {
             return Ok(Found::Open(p));
         }
-        if let Some(&next) = self.parked.get(&key) {
+        if let Some(next) = self.parked.get(topic, partition) {
             return Ok(Found::Parked(next));
         }
         Err(match self.damaged.get(&key) {
@@ -702,7 +703,7 @@ impl Log {
                 // Never create over a partition's damaged files.
                 return Err(damaged_error(&key, &d.why));
             }
-            if let Some(&expected) = self.parked.get(&key) {
+            if let Some(expected) = self.parked.get(topic, partition) {
                 // It goes on where it stood: a directory again.
                 if first_offset != expected {
                     return Err(LogError::OffsetMismatch {
@@ -730,7 +731,7 @@ impl Log {
                 &self.gauge,
             )?;
             // Its registry line is stale now: the directory wins.
-            self.parked.remove(&key);
+            self.parked.remove(topic, partition);
             self.parts.insert(key.clone(), p);
         }
         let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
@@ -755,15 +756,15 @@ impl Log {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
         let key = (topic.to_vec(), partition.to_owned());
-        if let Some(&next) = self.parked.get(&key) {
+        if let Some(next) = self.parked.get(topic, partition) {
             // No record to drop: it stands at `offset` from now on.
             if offset <= next {
                 return Err(LogError::Invalid(format!(
                     "skip to offset {offset}: the partition already reaches {next}"
                 )));
             }
-            self.write_parked(&[(key.clone(), offset)])?;
-            self.parked.insert(key, offset);
+            self.write_parked(&[(key, offset)])?;
+            self.parked.insert(topic, partition, offset);
             return Ok(());
         }
         let p = self
@@ -992,7 +993,7 @@ impl Log {
         match self.parts.get_mut(&key) {
             Some(p) => p.sync(now),
             // Its registry line was synced when it was parked.
-            None if self.parked.contains_key(&key) => Ok(()),
+            None if self.parked.contains(topic, partition) => Ok(()),
             None => Err(unknown_partition(topic, partition)),
         }
     }
@@ -1123,9 +1124,8 @@ impl Log {
     fn write_parked(&mut self, entries: &[(PartKey, u64)]) -> Result<()> {
         let stale = self.parked_lines.saturating_sub(self.parked.len());
         let r = if self.parked_rewrite || stale > self.parked.len().max(PARKED_STALE_MIN) {
-            let mut all = self.parked.clone();
-            all.extend(entries.iter().cloned());
-            parked::rewrite(&self.cfg, &self.root, &all).map(|()| self.parked_lines = all.len())
+            parked::rewrite(&self.cfg, &self.root, &self.parked, entries)
+                .map(|n| self.parked_lines = n)
         } else {
             let mut lines = String::new();
             for ((t, p), next) in entries {
@@ -1179,9 +1179,9 @@ impl Log {
             if let Err(e) = p.remove_parked() {
                 first_err.get_or_insert(e);
             }
-            self.parked.insert(key.clone(), *next);
+            self.parked.insert(&key.0, &key.1, *next);
         }
-        self.dirty.retain(|k| !self.parked.contains_key(k));
+        self.dirty.retain(|(t, p)| !self.parked.contains(t, p));
         for d in &topic_dirs {
             if let Err(e) = io::sync_dir(&self.cfg, d) {
                 first_err.get_or_insert(e);
@@ -1206,7 +1206,7 @@ impl Log {
     /// Every topic, sorted.
     pub fn topics(&self) -> Vec<Vec<u8>> {
         let mut t: Vec<Vec<u8>> = self.parts.keys().map(|(t, _)| t.clone()).collect();
-        t.extend(self.parked.keys().map(|(t, _)| t.clone()));
+        t.extend(self.parked.topics().map(<[u8]>::to_vec));
         t.sort_unstable();
         t.dedup();
         t
@@ -1227,9 +1227,8 @@ impl Log {
         }
         out.extend(
             self.parked
-                .iter()
-                .filter(|((t, _), _)| want(t))
-                .map(|((t, p), &next)| parked_info(t, p, next)),
+                .iter(topic)
+                .map(|(t, p, next)| parked_info(t, &p, next)),
         );
         out.sort_unstable_by(|a, b| (&a.topic, &a.partition).cmp(&(&b.topic, &b.partition)));
         out

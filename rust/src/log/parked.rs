@@ -15,16 +15,21 @@
 //! <escaped topic> <partition> <next offset> <crc32c of what precedes, 8 hex digits>\n
 //! ```
 //!
+//! In memory ([`Parked`]) a parked partition named by a producer's UUID
+//! takes about 40 bytes: topics are kept once, addresses as two numbers.
+//!
 //! A partition directory that exists wins over its lines (the partition was
 //! appended to again after it was parked); of several lines, the highest next
 //! offset wins. A line that does not parse or check (a torn append) is left
 //! out. The file is rewritten without stale lines at open, and when stale
 //! lines outnumber the parked partitions.
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap;
 
 use super::config::{IoOp, LogConfig};
 use super::error::{LogError, Result};
@@ -34,8 +39,197 @@ use super::io;
 /// Name of the registry in the log's root (not a valid escaped topic name).
 pub const PARKED_FILE: &str = ".parked";
 
-/// (topic, partition name) → next offset.
-pub(crate) type Parked = BTreeMap<(Vec<u8>, String), u64>;
+/// A Dafka address (a producer's UUID, 32 hex digits) as two numbers.
+type Bits = (u64, u64);
+
+/// `name` as an address of one case (`true`: lower case), if it is one: 32
+/// hex digits whose letters are all upper case, or all lower case.
+fn pack(name: &str) -> Option<(bool, Bits)> {
+    let b = name.as_bytes();
+    if b.len() != 32 || !b.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let upper = b.iter().any(|c| matches!(c, b'A'..=b'F'));
+    let lower = b.iter().any(|c| matches!(c, b'a'..=b'f'));
+    if upper && lower {
+        return None;
+    }
+    let n = u128::from_str_radix(name, 16).ok()?;
+    // The two halves of the number (truncation intended).
+    Some((lower, ((n >> 64) as u64, n as u64)))
+}
+
+/// The name [`pack`] made `bits` of.
+fn unpack(lower: bool, (hi, lo): Bits) -> String {
+    if lower {
+        format!("{hi:016x}{lo:016x}")
+    } else {
+        format!("{hi:016X}{lo:016X}")
+    }
+}
+
+/// One topic's parked partitions → next offsets. Addresses take 24 bytes a
+/// partition (key and offset, no allocation): every Spark task and producer
+/// run leaves one parked partition behind for good.
+#[derive(Debug, Default, Clone)]
+struct TopicParked {
+    name: Vec<u8>,
+    upper: FxHashMap<Bits, u64>,
+    lower: FxHashMap<Bits, u64>,
+    /// Names that are not addresses (tests, hand-made producers).
+    others: FxHashMap<Box<str>, u64>,
+}
+
+impl TopicParked {
+    fn len(&self) -> usize {
+        self.upper.len() + self.lower.len() + self.others.len()
+    }
+
+    fn get(&self, partition: &str) -> Option<u64> {
+        match pack(partition) {
+            Some((false, bits)) => self.upper.get(&bits).copied(),
+            Some((true, bits)) => self.lower.get(&bits).copied(),
+            None => self.others.get(partition).copied(),
+        }
+    }
+
+    /// The partition's offset, and whether it was added (at 0) just now.
+    fn slot(&mut self, partition: &str) -> (&mut u64, bool) {
+        fn at<K: Eq + std::hash::Hash>(m: &mut FxHashMap<K, u64>, k: K) -> (&mut u64, bool) {
+            match m.entry(k) {
+                Entry::Occupied(e) => (e.into_mut(), false),
+                Entry::Vacant(e) => (e.insert(0), true),
+            }
+        }
+        match pack(partition) {
+            Some((false, bits)) => at(&mut self.upper, bits),
+            Some((true, bits)) => at(&mut self.lower, bits),
+            None => at(&mut self.others, partition.into()),
+        }
+    }
+
+    fn remove(&mut self, partition: &str) -> Option<u64> {
+        match pack(partition) {
+            Some((false, bits)) => self.upper.remove(&bits),
+            Some((true, bits)) => self.lower.remove(&bits),
+            None => self.others.remove(partition),
+        }
+    }
+
+    /// (partition, next offset), in no order.
+    fn iter(&self) -> impl Iterator<Item = (String, u64)> + '_ {
+        let upper = self.upper.iter().map(|(b, n)| (unpack(false, *b), *n));
+        let lower = self.lower.iter().map(|(b, n)| (unpack(true, *b), *n));
+        let others = self.others.iter().map(|(p, n)| (p.to_string(), *n));
+        upper.chain(lower).chain(others)
+    }
+}
+
+/// (topic, partition name) → next offset, for every parked partition. A
+/// store keeps them for good (see the module's note), so they are kept
+/// small: topics once each, addresses as numbers.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Parked {
+    topics: Vec<TopicParked>,
+    /// Topic name → index in `topics` (never removed: topics are few).
+    ids: FxHashMap<Vec<u8>, usize>,
+    len: usize,
+}
+
+impl Parked {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn topic(&self, topic: &[u8]) -> Option<&TopicParked> {
+        self.ids.get(topic).map(|&i| &self.topics[i])
+    }
+
+    pub fn get(&self, topic: &[u8], partition: &str) -> Option<u64> {
+        self.topic(topic)?.get(partition)
+    }
+
+    pub fn contains(&self, topic: &[u8], partition: &str) -> bool {
+        self.get(topic, partition).is_some()
+    }
+
+    /// The partition's next offset is `next` from now on.
+    pub fn insert(&mut self, topic: &[u8], partition: &str, next: u64) {
+        *self.slot(topic, partition) = next;
+    }
+
+    /// The partition's next offset is at least `next`.
+    fn raise(&mut self, topic: &[u8], partition: &str, next: u64) {
+        let n = self.slot(topic, partition);
+        *n = (*n).max(next);
+    }
+
+    fn slot(&mut self, topic: &[u8], partition: &str) -> &mut u64 {
+        let i = match self.ids.get(topic) {
+            Some(&i) => i,
+            None => {
+                self.topics.push(TopicParked {
+                    name: topic.to_vec(),
+                    ..TopicParked::default()
+                });
+                self.ids.insert(topic.to_vec(), self.topics.len() - 1);
+                self.topics.len() - 1
+            }
+        };
+        let (n, added) = self.topics[i].slot(partition);
+        self.len += usize::from(added);
+        n
+    }
+
+    pub fn remove(&mut self, topic: &[u8], partition: &str) -> Option<u64> {
+        let i = *self.ids.get(topic)?;
+        let n = self.topics[i].remove(partition);
+        self.len -= usize::from(n.is_some());
+        n
+    }
+
+    /// The topics with a partition parked, in no order.
+    pub fn topics(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.topics
+            .iter()
+            .filter(|t| t.len() > 0)
+            .map(|t| t.name.as_slice())
+    }
+
+    /// (topic, partition, next offset) of every parked partition, or of one
+    /// topic's, in no order.
+    pub fn iter<'a>(
+        &'a self,
+        topic: Option<&[u8]>,
+    ) -> impl Iterator<Item = (&'a [u8], String, u64)> + 'a {
+        let only = topic.map(|t| self.ids.get(t).copied());
+        self.topics
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| only.is_none_or(|o| o == Some(*i)))
+            .flat_map(|(_, t)| t.iter().map(|(p, n)| (t.name.as_slice(), p, n)))
+    }
+
+    /// Every entry, sorted (for tests and comparisons).
+    pub fn sorted(&self) -> Vec<(Vec<u8>, String, u64)> {
+        let mut v: Vec<_> = self
+            .iter(None)
+            .map(|(t, p, n)| (t.to_vec(), p, n))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+impl PartialEq for Parked {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.sorted() == other.sorted()
+    }
+}
 
 /// What [`load`] found in the registry.
 #[derive(Debug, Default)]
@@ -63,7 +257,7 @@ pub(crate) fn encode(topic: &[u8], partition: &str, next: u64) -> Result<String>
 }
 
 /// The entry of one line (without its newline), if it is whole and checks.
-pub(crate) fn decode(line: &str) -> Option<(Vec<u8>, String, u64)> {
+pub(crate) fn decode(line: &str) -> Option<(Vec<u8>, &str, u64)> {
     let (body, crc) = line.rsplit_once(' ')?;
     if crc.len() != 8 || u32::from_str_radix(crc, 16).ok()? != line_crc(body) {
         return None;
@@ -73,7 +267,7 @@ pub(crate) fn decode(line: &str) -> Option<(Vec<u8>, String, u64)> {
     if it.next().is_some() || check_partition_name(p).is_err() {
         return None;
     }
-    Some((unescape_name(t)?, p.to_owned(), n.parse().ok()?))
+    Some((unescape_name(t)?, p, n.parse().ok()?))
 }
 
 /// Reads the registry of the log at `root` (empty when there is none).
@@ -95,10 +289,7 @@ pub(crate) fn load(root: &Path) -> Result<Loaded> {
         out.lines += 1;
         let entry = std::str::from_utf8(raw).ok().and_then(decode);
         match entry {
-            Some((t, p, next)) if whole || i + 1 < n => {
-                let e = out.parked.entry((t, p)).or_insert(next);
-                *e = (*e).max(next);
-            }
+            Some((t, p, next)) if whole || i + 1 < n => out.parked.raise(&t, p, next),
             _ => out.bad += 1,
         }
     }
@@ -133,16 +324,27 @@ pub(crate) fn append(cfg: &LogConfig, root: &Path, lines: &str) -> Result<()> {
     Ok(())
 }
 
-/// Replaces the registry by one line per entry of `parked` (none: no file),
-/// atomically: a new file, synced, renamed over the old one.
-pub(crate) fn rewrite(cfg: &LogConfig, root: &Path, parked: &Parked) -> Result<()> {
+/// Replaces the registry by one line per entry of `parked`, then one per
+/// entry of `extra` (which wins over `parked`: a line of a higher offset),
+/// atomically: a new file, synced, renamed over the old one. None at all: no
+/// file. Returns the lines written.
+pub(crate) fn rewrite(
+    cfg: &LogConfig,
+    root: &Path,
+    parked: &Parked,
+    extra: &[((Vec<u8>, String), u64)],
+) -> Result<usize> {
     let path = path(root);
-    if parked.is_empty() {
+    if parked.is_empty() && extra.is_empty() {
         io::remove(cfg, &path)?;
-        return io::sync_dir(cfg, root);
+        io::sync_dir(cfg, root)?;
+        return Ok(0);
     }
     let mut text = String::new();
-    for ((t, p), next) in parked {
+    for (t, p, next) in parked.iter(None) {
+        text.push_str(&encode(t, &p, next)?);
+    }
+    for ((t, p), next) in extra {
         text.push_str(&encode(t, p, *next)?);
     }
     let tmp = root.join(format!("{PARKED_FILE}.new"));
@@ -150,11 +352,16 @@ pub(crate) fn rewrite(cfg: &LogConfig, root: &Path, parked: &Parked) -> Result<(
     io::write_at(cfg, &f, &tmp, text.as_bytes(), 0)?;
     io::sync_data(cfg, &f, &tmp)?;
     fs::rename(&tmp, &path).map_err(|e| LogError::io("rename", &tmp, e))?;
-    io::sync_dir(cfg, root)
+    io::sync_dir(cfg, root)?;
+    Ok(parked.len() + extra.len())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -162,7 +369,7 @@ mod tests {
         let line = encode(b"wea ther", "A1", 42).unwrap();
         assert!(line.starts_with("wea%20ther A1 42 ") && line.ends_with('\n'));
         let body = line.trim_end_matches('\n');
-        assert_eq!(decode(body), Some((b"wea ther".to_vec(), "A1".into(), 42)));
+        assert_eq!(decode(body), Some((b"wea ther".to_vec(), "A1", 42)));
         assert_eq!(decode(&body.replace("42", "43")), None, "CRC");
         assert_eq!(decode(&body[..body.len() - 1]), None, "torn");
         assert_eq!(decode(""), None);
@@ -184,17 +391,157 @@ mod tests {
         let got = load(dir.path()).unwrap();
         assert_eq!(got.lines, 5);
         assert_eq!(got.bad, 1, "the last line has no newline");
-        let want: Parked = [
-            ((b"t".to_vec(), "A".into()), 9),
-            ((b"u".to_vec(), "B".into()), 3),
-        ]
-        .into_iter()
-        .collect();
+        let want = parked(&[("t", "A", 9), ("u", "B", 3)]);
         assert_eq!(got.parked, want);
-        rewrite(&cfg, dir.path(), &want).unwrap();
+        assert_eq!(rewrite(&cfg, dir.path(), &want, &[]).unwrap(), 2);
         let again = load(dir.path()).unwrap();
-        assert_eq!((again.parked, again.lines, again.bad), (want, 2, 0));
-        rewrite(&cfg, dir.path(), &Parked::new()).unwrap();
+        assert_eq!((again.parked, again.lines, again.bad), (want.clone(), 2, 0));
+        // Extra entries go after the parked ones and win over them.
+        let extra = [
+            ((b"u".to_vec(), "B".to_owned()), 8),
+            ((b"v".to_vec(), "C".to_owned()), 1),
+        ];
+        assert_eq!(rewrite(&cfg, dir.path(), &want, &extra).unwrap(), 4);
+        let with_extra = load(dir.path()).unwrap();
+        let want_extra = parked(&[("t", "A", 9), ("u", "B", 8), ("v", "C", 1)]);
+        assert_eq!((with_extra.parked, with_extra.lines), (want_extra, 4));
+        assert_eq!(
+            rewrite(&cfg, dir.path(), &Parked::default(), &[]).unwrap(),
+            0
+        );
         assert!(!path(dir.path()).exists());
+    }
+
+    fn parked(entries: &[(&str, &str, u64)]) -> Parked {
+        let mut p = Parked::default();
+        for (t, n, next) in entries {
+            p.insert(t.as_bytes(), n, *next);
+        }
+        p
+    }
+
+    #[test]
+    fn addresses_of_one_case_pack_and_anything_else_stays_a_name() {
+        let upper = "0123456789ABCDEF0123456789ABCDEF";
+        let lower = "0123456789abcdef0123456789abcdef";
+        let digits = "01234567890123456789012345678901";
+        for (name, case) in [
+            (upper, Some(false)),
+            (lower, Some(true)),
+            (digits, Some(false)),
+        ] {
+            let (l, bits) = pack(name).expect(name);
+            assert_eq!(Some(l), case, "{name}");
+            assert_eq!(unpack(l, bits), name);
+        }
+        for name in [
+            "0123456789ABCDEF0123456789abcdef", // both cases
+            "0123456789ABCDEF0123456789ABCDE",  // 31 digits
+            "0123456789ABCDEF0123456789ABCDEF0",
+            "+123456789ABCDEF0123456789ABCDEF",
+            "0123456789ABCDEF0123456789ABCDEG",
+            "A",
+            "",
+        ] {
+            assert_eq!(pack(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn one_address_in_two_cases_is_two_partitions() {
+        let mut p = Parked::default();
+        p.insert(b"t", "ABCDEF0123456789ABCDEF0123456789", 5);
+        p.insert(b"t", "abcdef0123456789abcdef0123456789", 7);
+        p.insert(b"u", "ABCDEF0123456789ABCDEF0123456789", 9);
+        assert_eq!(p.len(), 3);
+        assert_eq!(p.get(b"t", "ABCDEF0123456789ABCDEF0123456789"), Some(5));
+        assert_eq!(p.get(b"t", "abcdef0123456789abcdef0123456789"), Some(7));
+        assert_eq!(p.get(b"u", "ABCDEF0123456789ABCDEF0123456789"), Some(9));
+        assert_eq!(p.get(b"t", "AbCdEf0123456789ABCDEF0123456789"), None);
+        assert_eq!(p.get(b"v", "ABCDEF0123456789ABCDEF0123456789"), None);
+        assert_eq!(p.remove(b"t", "abcdef0123456789abcdef0123456789"), Some(7));
+        assert_eq!(p.remove(b"t", "abcdef0123456789abcdef0123456789"), None);
+        assert_eq!(p.len(), 2);
+        assert_eq!(p.remove(b"t", "ABCDEF0123456789ABCDEF0123456789"), Some(5));
+        let topics: Vec<&[u8]> = p.topics().collect();
+        assert_eq!(
+            topics,
+            [b"u".as_slice()],
+            "a topic with nothing parked is not listed"
+        );
+    }
+
+    /// A name the property test draws: an address of either case, a mixed
+    /// one, or a short name, from a small pool so that keys repeat.
+    fn any_name() -> impl Strategy<Value = String> {
+        (0u8..4, 0u128..6).prop_map(|(kind, n)| {
+            let hex = format!(
+                "{:032X}",
+                n.wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835)
+            );
+            match kind {
+                0 => hex,
+                1 => hex.to_lowercase(),
+                2 => format!("{}{}", &hex[..16], hex[16..].to_lowercase()),
+                _ => format!("p{n}"),
+            }
+        })
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u8, String, u64),
+        Raise(u8, String, u64),
+        Remove(u8, String),
+    }
+
+    fn any_op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..3, any_name(), 0u64..1000).prop_map(|(t, n, x)| Op::Insert(t, n, x)),
+            (0u8..3, any_name(), 0u64..1000).prop_map(|(t, n, x)| Op::Raise(t, n, x)),
+            (0u8..3, any_name()).prop_map(|(t, n)| Op::Remove(t, n)),
+        ]
+    }
+
+    proptest! {
+        /// The compact map answers as a plain ordered map of the same
+        /// operations does, names and offsets back exactly as given.
+        #[test]
+        fn parked_behaves_as_a_plain_map(ops in proptest::collection::vec(any_op(), 0..200)) {
+            let mut model: BTreeMap<(Vec<u8>, String), u64> = BTreeMap::new();
+            let mut p = Parked::default();
+            for op in ops {
+                match op {
+                    Op::Insert(t, n, x) => {
+                        p.insert(&[t], &n, x);
+                        model.insert((vec![t], n), x);
+                    }
+                    Op::Raise(t, n, x) => {
+                        p.raise(&[t], &n, x);
+                        let e = model.entry((vec![t], n)).or_insert(0);
+                        *e = (*e).max(x);
+                    }
+                    Op::Remove(t, n) => {
+                        let got = p.remove(&[t], &n);
+                        prop_assert_eq!(got, model.remove(&(vec![t], n)));
+                    }
+                }
+                prop_assert_eq!(p.len(), model.len());
+            }
+            let want: Vec<(Vec<u8>, String, u64)> =
+                model.iter().map(|((t, n), x)| (t.clone(), n.clone(), *x)).collect();
+            prop_assert_eq!(p.sorted(), want);
+            for ((t, n), x) in &model {
+                prop_assert_eq!(p.get(t, n), Some(*x));
+            }
+            let mut topics: Vec<Vec<u8>> = p.topics().map(<[u8]>::to_vec).collect();
+            topics.sort();
+            let mut want_topics: Vec<Vec<u8>> = model.keys().map(|(t, _)| t.clone()).collect();
+            want_topics.dedup();
+            prop_assert_eq!(topics, want_topics);
+            let one: Vec<_> = p.iter(Some(&[1])).map(|(t, _, _)| t.to_vec()).collect();
+            prop_assert!(one.iter().all(|t| t == &[1]));
+            prop_assert_eq!(one.len(), model.keys().filter(|(t, _)| t == &[1]).count());
+        }
     }
 }
