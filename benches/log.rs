@@ -18,8 +18,12 @@
 //!   kept before parking: a directory, a segment and an index): the sweep that
 //!   parks them, then `Log::open` and RSS of each log in a child process, and
 //!   the files and directories each uses.
+//! - expire: 2,000 partitions whose older segments (about 10,000) expire at
+//!   once while each keeps a fresh record: the longest `Log::tick` (what a
+//!   store's loop waits on) as `tick` deletes them a batch at a time, against
+//!   the same run's one sweep deleting all (what `tick` did before).
 //!
-//! `cargo bench --bench log [-- append|read|rss|open|parked]` (nothing runs without
+//! `cargo bench --bench log [-- append|read|rss|open|parked|expire]` (nothing runs without
 //! `--bench`, so `cargo test --all-targets` skips them). `DAFKA_BENCH_DIR` picks
 //! the directory (default: `target/bench-log`), `DAFKA_BENCH_SCALE` scales the
 //! data sizes (e.g. 0.1 for a quick run).
@@ -401,6 +405,69 @@ fn parked() {
     let _ = fs::remove_dir_all(&dir_b);
 }
 
+/// Sealed segments of many partitions expiring at once: `tick` slices
+/// against one whole sweep.
+fn expire() {
+    let n = ((2_000.0 * scale()) as usize).max(1);
+    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
+    let now = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
+    let c = now.clone();
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Never,
+        retain_hours: Some(1),
+        retention_check_ms: 1_000,
+        segment_bytes: 4096,
+        clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
+        ..LogConfig::default()
+    };
+    let old: Vec<Vec<u8>> = (0..150).map(|i| vec![i as u8; 100]).collect();
+    let (dir_a, dir_b) = (bench_dir("expire-sliced"), bench_dir("expire-whole"));
+    let mut logs = Vec::new();
+    now.store(1_000_000, std::sync::atomic::Ordering::SeqCst);
+    for d in [&dir_a, &dir_b] {
+        let mut log = Log::open(d, cfg.clone()).expect("open");
+        for p in &names {
+            log.append_batch(b"t", p, 0, &old).expect("append");
+        }
+        logs.push(log);
+    }
+    now.store(1_000_000 + 7_200_000, std::sync::atomic::Ordering::SeqCst);
+    for log in &mut logs {
+        for p in &names {
+            log.append(b"t", p, 150, b"fresh").expect("append");
+        }
+    }
+    let segments = |log: &Log| -> usize { log.partitions(None).iter().map(|i| i.segments).sum() };
+    // On disk, as a store's files are when they expire.
+    let root = File::open(&dir_a).expect("open dir");
+    // SAFETY: syncfs only reads the descriptor, which `root` keeps open.
+    assert_eq!(unsafe { libc::syncfs(root.as_raw_fd()) }, 0);
+    let (mut b, mut a) = (logs.pop().expect("b"), logs.pop().expect("a"));
+    let expired = segments(&a) - n;
+    let t0 = Instant::now();
+    let (mut ticks, mut longest) = (0, 0.0f64);
+    while segments(&a) > n {
+        let t = Instant::now();
+        a.tick().expect("tick");
+        longest = longest.max(t.elapsed().as_secs_f64());
+        ticks += 1;
+    }
+    let sliced = t0.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let deleted = b.enforce_retention().expect("retention");
+    let whole = t.elapsed().as_secs_f64();
+    assert_eq!((deleted, segments(&b)), (expired, n));
+    println!(
+        "expire {expired} segments of {n} partitions: longest tick {:.1} ms ({ticks} ticks, \
+         {sliced:.2} s in all) | one whole sweep (before) {:.1} ms",
+        longest * 1e3,
+        whole * 1e3
+    );
+    drop((a, b));
+    let _ = fs::remove_dir_all(&dir_a);
+    let _ = fs::remove_dir_all(&dir_b);
+}
+
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<String> = raw
@@ -435,6 +502,9 @@ fn main() {
     }
     if want("parked") {
         parked();
+    }
+    if want("expire") {
+        expire();
     }
     if want("rss") {
         let out = Command::new(std::env::current_exe().expect("exe"))

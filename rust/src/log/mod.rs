@@ -198,6 +198,9 @@ pub struct Log {
     /// The last retention sweep by [`Log::tick`] left partitions to park
     /// (at most [`PARK_BATCH`] per sweep): the next tick sweeps again.
     park_more: bool,
+    /// The same for expired segments of partitions that keep records (at
+    /// most [`RETAIN_BATCH`] deleted per sweep).
+    retain_more: bool,
 }
 
 /// Name of the lock file in the log's root (not a valid escaped topic name).
@@ -357,6 +360,11 @@ const PARKED_STALE_MIN: usize = 1024;
 /// The most partitions one retention sweep of [`Log::tick`] parks (about
 /// 0.2 ms each here, mostly the file system's unlinks).
 const PARK_BATCH: usize = 256;
+
+/// The most segments one retention sweep of [`Log::tick`] deletes otherwise
+/// (two unlinks each): the sealed segments of many partitions can expire
+/// together (producers that ran together, a store back after a long stop).
+const RETAIN_BATCH: usize = 256;
 
 /// A partition the log holds: open, or parked at its next offset.
 enum Found<'a> {
@@ -539,6 +547,7 @@ impl Log {
             parked_lines,
             parked_rewrite: false,
             park_more: false,
+            retain_more: false,
         })
     }
 
@@ -1012,17 +1021,18 @@ impl Log {
                 }
             }
         }
+        let more = self.park_more || self.retain_more;
         if !self.cfg.read_only
-            && (self.park_more
-                || now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms)
+            && (more || now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms)
         {
-            if !self.park_more {
+            if !more {
                 self.last_retention_ms = now;
             }
-            // Parks at most PARK_BATCH partitions: many expiring at once
-            // (every task of a large Spark job) would hold up the owner's
-            // loop (a store's ACKs) for seconds.
-            if let Err(e) = self.retention_sweep(Some(PARK_BATCH)) {
+            // Parks at most PARK_BATCH partitions and deletes at most
+            // RETAIN_BATCH other segments: many expiring at once (every task
+            // of a large Spark job) would hold up the owner's loop (a store's
+            // ACKs) for seconds.
+            if let Err(e) = self.retention_sweep(true) {
                 first_err.get_or_insert(e);
             }
         }
@@ -1031,7 +1041,7 @@ impl Log {
 
     /// When [`Log::tick`] next has work (ms since the epoch, by the log's clock).
     pub fn next_deadline(&self) -> u64 {
-        let retention = if self.park_more {
+        let retention = if self.park_more || self.retain_more {
             self.last_retention_ms
         } else {
             self.last_retention_ms
@@ -1046,16 +1056,17 @@ impl Log {
     /// Applies retention to every partition now, parking every partition
     /// left with no record; returns segments deleted.
     pub fn enforce_retention(&mut self) -> Result<usize> {
-        let mut n = self.retention_sweep(None)?;
-        while self.park_more {
-            n += self.retention_sweep(None)?;
+        let mut n = self.retention_sweep(false)?;
+        while self.park_more || self.retain_more {
+            n += self.retention_sweep(false)?;
         }
         Ok(n)
     }
 
-    /// One retention sweep, parking at most `park_at_most` partitions (the
-    /// rest at the next sweep: `park_more`).
-    fn retention_sweep(&mut self, park_at_most: Option<usize>) -> Result<usize> {
+    /// One retention sweep; a `sliced` one parks at most [`PARK_BATCH`]
+    /// partitions and deletes at most [`RETAIN_BATCH`] other segments (the
+    /// rest at the next sweep: `park_more`, `retain_more`).
+    fn retention_sweep(&mut self, sliced: bool) -> Result<usize> {
         if self.cfg.read_only {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
@@ -1065,7 +1076,12 @@ impl Log {
         // (its files simply go), unless something keeps the partition from
         // it (a sync batch holds it, it failed): then it rolls to an empty
         // one as before.
-        let mut n = self.retain_each(now, |p| !p.may_park(), &mut first_err);
+        let (park_at_most, mut budget) = if sliced {
+            (Some(PARK_BATCH), RETAIN_BATCH)
+        } else {
+            (None, usize::MAX)
+        };
+        let mut n = self.retain_each(now, |p| !p.may_park(), &mut budget, &mut first_err);
         match self.park_empty(now, park_at_most) {
             Ok(k) => n += k,
             Err(e) => {
@@ -1073,7 +1089,7 @@ impl Log {
                 // with files left behind) is the same partition. Expired
                 // records still go, the way they did before parking.
                 tracing::warn!("parking partitions with no record left: {e}");
-                n += self.retain_each(now, |_| true, &mut first_err);
+                n += self.retain_each(now, |_| true, &mut budget, &mut first_err);
             }
         }
         self.close_idle_files();
@@ -1083,21 +1099,26 @@ impl Log {
     /// [`Partition::enforce_retention`] on every partition, rolling an
     /// expired active segment where `roll` says so; returns the segments
     /// deleted, and keeps the first error (one partition's failure does not
-    /// keep retention from the others).
+    /// keep retention from the others). Stops once it deleted `budget`
+    /// segments (`retain_more`: the next sweep goes on).
     fn retain_each(
         &mut self,
         now: u64,
         roll: impl Fn(&Partition) -> bool,
+        budget: &mut usize,
         first_err: &mut Option<LogError>,
     ) -> usize {
         let mut n = 0;
         let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
         for key in keys {
+            if *budget == 0 {
+                break;
+            }
             let Some(p) = self.parts.get_mut(&key) else {
                 continue;
             };
             let rolls = roll(p);
-            match p.enforce_retention(now, rolls) {
+            match p.enforce_retention(now, rolls, budget) {
                 Ok(0) => {}
                 Ok(deleted) => {
                     list_dirty(&mut self.dirty, &key, p);
@@ -1114,6 +1135,8 @@ impl Log {
                 }
             }
         }
+        // Spent: there may be more (if not, the next sweep finds nothing).
+        self.retain_more = *budget == 0;
         n
     }
 

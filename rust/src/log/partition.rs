@@ -714,13 +714,22 @@ impl Partition {
     /// (by their newest record) or the partition is over `retain_bytes`. With
     /// `roll_expired`, an active segment all past the age limit too (rolled
     /// first); without, it is left for the log to park the partition
-    /// ([`Partition::parkable`]). Returns how many segments went.
-    pub(crate) fn enforce_retention(&mut self, now: u64, roll_expired: bool) -> Result<usize> {
+    /// ([`Partition::parkable`]). Deletes at most `budget` segments, taking
+    /// each from it. Returns how many segments went.
+    pub(crate) fn enforce_retention(
+        &mut self,
+        now: u64,
+        roll_expired: bool,
+        budget: &mut usize,
+    ) -> Result<usize> {
         let retain_ms = self.cfg.retain_ms();
         let retain_bytes = self.cfg.retain_bytes;
         let mut total = self.bytes();
         let mut n = 0;
         while let Some((&base, seg)) = self.sealed.first_key_value() {
+            if *budget == 0 {
+                return Ok(n);
+            }
             let old = retain_ms.is_some_and(|r| now.saturating_sub(seg.tail.max_ts) > r);
             let big = retain_bytes.is_some_and(|b| total > b);
             if !old && !big {
@@ -736,6 +745,7 @@ impl Partition {
             }
             total -= size;
             n += 1;
+            *budget -= 1;
             io::remove(&self.cfg, &index_path)?;
         }
         // The active segment too, once all of it is past the age limit (as
@@ -746,9 +756,10 @@ impl Partition {
         // the old one. Size retention leaves the active segment alone.
         let tail = &self.active.seg.tail;
         let expired = retain_ms.is_some_and(|r| now.saturating_sub(tail.max_ts) > r);
-        if roll_expired && self.sealed.is_empty() && tail.next > self.active.seg.base && expired {
+        let due = self.sealed.is_empty() && tail.next > self.active.seg.base && expired;
+        if roll_expired && due && *budget > 0 {
             self.roll()?;
-            n += self.enforce_retention(now, true)?;
+            n += self.enforce_retention(now, true, budget)?;
         }
         Ok(n)
     }

@@ -1796,3 +1796,56 @@ fn tick_parks_many_expiring_partitions_a_batch_at_a_time() {
     assert_eq!(log.enforce_retention().unwrap(), n);
     assert_eq!(log.parked_count(), n);
 }
+
+#[test]
+fn tick_deletes_many_expired_segments_a_batch_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let later = 1_000_000 + 2 * 3_600_000;
+    let cfg = LogConfig {
+        retain_hours: Some(1),
+        retention_check_ms: 1_000,
+        fsync: FsyncPolicy::Never,
+        ..small(&clock)
+    };
+    let names: Vec<String> = (0..100).map(|i| format!("{i:032X}")).collect();
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    let old: Vec<Vec<u8>> = (0..60).map(value).collect();
+    for p in &names {
+        log.append_batch(T, p, 0, &old).unwrap();
+    }
+    // A fresh record each: the partitions keep their active segments, and
+    // only their older, sealed ones expire.
+    clock.set(later);
+    for p in &names {
+        log.append(T, p, 60, b"fresh").unwrap();
+    }
+    let segments = |log: &Log| -> usize { log.partitions(None).iter().map(|i| i.segments).sum() };
+    let mut left = segments(&log) - names.len();
+    assert!(left > 2 * RETAIN_BATCH, "{left} expired segments");
+    while left > 0 {
+        let before = segments(&log);
+        log.tick().unwrap();
+        let deleted = before - segments(&log);
+        assert_eq!(deleted, left.min(RETAIN_BATCH), "one batch per tick");
+        left -= deleted;
+        if left > 0 {
+            assert!(log.next_deadline() <= later, "more to delete: due at once");
+        }
+    }
+    log.tick().unwrap();
+    assert!(
+        log.next_deadline() > later,
+        "nothing left: due at the next check"
+    );
+    assert_eq!(segments(&log), names.len());
+    assert_eq!(log.parked_count(), 0);
+    for p in &names {
+        let first = log.first_offset(T, p).unwrap();
+        let got = log.read(T, p, first, usize::MAX, usize::MAX).unwrap();
+        assert_eq!(
+            got.last().map(|r| (r.offset, r.value.as_slice())),
+            Some((60, b"fresh".as_slice()))
+        );
+    }
+}
