@@ -575,6 +575,12 @@ impl Log {
         })
     }
 
+    /// Whether the last sweep of [`Log::tick`] left retention work for the
+    /// next (it parks and deletes a batch at a time): call it again soon.
+    pub fn retention_pending(&self) -> bool {
+        self.park_more || self.retain_more
+    }
+
     /// Partitions parked now (no record left; see [`parked`]).
     pub fn parked_count(&self) -> usize {
         self.parked.len()

@@ -1831,6 +1831,7 @@ fn tick_deletes_many_expired_segments_a_batch_at_a_time() {
         left -= deleted;
         if left > 0 {
             assert!(log.next_deadline() <= later, "more to delete: due at once");
+            assert!(log.retention_pending());
         }
     }
     log.tick().unwrap();
@@ -1838,6 +1839,7 @@ fn tick_deletes_many_expired_segments_a_batch_at_a_time() {
         log.next_deadline() > later,
         "nothing left: due at the next check"
     );
+    assert!(!log.retention_pending());
     assert_eq!(segments(&log), names.len());
     assert_eq!(log.parked_count(), 0);
     for p in &names {

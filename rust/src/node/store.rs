@@ -796,6 +796,27 @@ fn part_name(partition: &[u8]) -> Option<&str> {
     std::str::from_utf8(partition).ok()
 }
 
+impl DurableLog {
+    /// When the next group commit is due, if anything is unsynced.
+    fn next_group_commit(&self, log: &Log) -> Option<Instant> {
+        if self.in_flight {
+            // The syncer wakes the loop when it is done; without a waker
+            // (a loop that never gave one) look again shortly.
+            return match self.syncer.waker.get() {
+                Some(_) => None,
+                None => Some(Instant::now() + Duration::from_millis(1)),
+            };
+        }
+        if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
+            return None;
+        }
+        match (self.policy, self.last_sync_start) {
+            (FsyncPolicy::Interval, Some(t)) => Some(t + self.interval()),
+            _ => Some(Instant::now()),
+        }
+    }
+}
+
 impl StoreLog for DurableLog {
     type Error = LogError;
 
@@ -942,21 +963,17 @@ impl StoreLog for DurableLog {
     }
     fn next_sync(&self) -> Option<Instant> {
         let log = self.log.as_ref()?;
-        if self.in_flight {
-            // The syncer wakes the loop when it is done; without a waker
-            // (a loop that never gave one) look again shortly.
-            return match self.syncer.waker.get() {
-                Some(_) => None,
-                None => Some(Instant::now() + Duration::from_millis(1)),
-            };
-        }
-        if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
-            return None;
-        }
-        match (self.policy, self.last_sync_start) {
-            (FsyncPolicy::Interval, Some(t)) => Some(t + self.interval()),
-            _ => Some(Instant::now()),
-        }
+        // Retention goes on a batch at a time: at the next turn (1 ms on, so
+        // a turn that cannot reach it does not spin), not the next wake-up
+        // for something else (an idle store without a tower wakes once a
+        // minute).
+        let retention = log
+            .retention_pending()
+            .then(|| Instant::now() + Duration::from_millis(1));
+        retention
+            .into_iter()
+            .chain(self.next_group_commit(log))
+            .min()
     }
     fn set_waker(&mut self, waker: Arc<Waker>) {
         let _ = self.syncer.waker.set(waker);

@@ -99,7 +99,8 @@ pub trait StoreLog {
     fn sync_if_due(&mut self) -> Result<(), Self::Error>;
     /// Syncs everything now (shutdown).
     fn sync_all(&mut self) -> Result<(), Self::Error>;
-    /// When `sync_if_due` next has work, if anything is unsynced.
+    /// When `sync_if_due` next has work: a sync, if anything is unsynced, or
+    /// retention the log left for its next turn.
     fn next_sync(&self) -> Option<Instant>;
     /// After an I/O error: bring the storage back to a consistent, durable
     /// state from what is really stored (the log reopens and recovers).

@@ -1066,3 +1066,47 @@ fn a_store_parks_a_partition_retention_emptied_and_goes_on_from_its_offset() {
     assert_eq!(held(&s), (Some(110), Some(110), 1));
     s.close().unwrap();
 }
+
+#[test]
+fn an_idle_store_without_peers_parks_many_expired_partitions_without_waiting_for_traffic() {
+    use std::sync::atomic::AtomicU64;
+    let dir = tempfile::tempdir().unwrap();
+    // The log's clock: the real one plus `ahead` ms.
+    let ahead = std::sync::Arc::new(AtomicU64::new(0));
+    let a = ahead.clone();
+    let mut cfg = StoreConfig::default();
+    cfg.log.retain_hours = Some(1);
+    cfg.log.retention_check_ms = 20;
+    cfg.log.clock = std::sync::Arc::new(move || {
+        let real = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        real + a.load(SeqCst)
+    });
+    // More partitions than one turn of the loop parks (256).
+    let n = 600;
+    let root = dir.path().join("log");
+    let mut log = crate::log::Log::open(&root, cfg.log.clone()).unwrap();
+    for i in 0..n {
+        log.append(b"t", &format!("{i:032X}"), 0, b"x").unwrap();
+    }
+    log.close().unwrap();
+    let s = Store::open(dir.path(), cfg).unwrap();
+    let dirs = || std::fs::read_dir(root.join("t")).map_or(0, |d| d.count());
+    // Past its start-up asks for heads (at 1 and 3 s) the store, with no
+    // tower and no peer, wakes by itself once a minute only.
+    std::thread::sleep(Duration::from_millis(3_500));
+    assert_eq!(dirs(), n, "nothing expired yet");
+    // Two hours later, one wake-up (a query is a command to its loop): it
+    // parks a batch, and goes on by itself until every partition is parked.
+    ahead.store(2 * 3_600_000, SeqCst);
+    s.query(|_| ()).unwrap();
+    wait_for(
+        "every partition to be parked",
+        Duration::from_secs(20),
+        || dirs() == 0,
+    );
+    let parked = s.query(|l| l.log().unwrap().parked_count()).unwrap();
+    assert_eq!(parked, n);
+}
