@@ -14,6 +14,8 @@
 //!                               take no lock)
 //!   .parked                     partitions with no record left: their next offsets
 //!                               (see [`parked`]); they have no directory
+//!   .clean                      left by a clean close (everything was synced); the
+//!                               next writable open removes it and syncs nothing
 //! ```
 //!
 //! # Segment file (`.log`), all integers big-endian
@@ -352,6 +354,33 @@ fn unknown_partition(topic: &[u8], partition: &str) -> LogError {
     }
 }
 
+/// Left in the root by a [`Log::close`] that synced everything (empty, not a
+/// valid escaped topic name). The next writable open removes it (durably)
+/// before anything is written, and need not make what the log holds durable:
+/// it was. An open after a crash finds none and syncs all (see
+/// [`SYNCFS_FROM_PARTITIONS`]); a store restarted cleanly on a busy machine
+/// does not write back other programs' data with a syncfs.
+pub const CLEAN_FILE: &str = ".clean";
+
+/// Removes the log's clean mark, durably; whether there was one.
+fn take_clean_mark(cfg: &LogConfig, root: &Path) -> Result<bool> {
+    let path = root.join(CLEAN_FILE);
+    if !path.exists() {
+        return Ok(false);
+    }
+    io::remove(cfg, &path)?;
+    io::sync_dir(cfg, root)?;
+    Ok(true)
+}
+
+/// Leaves the log's clean mark, durably.
+fn leave_clean_mark(cfg: &LogConfig, root: &Path) -> Result<()> {
+    let path = root.join(CLEAN_FILE);
+    let f = io::create(cfg, &path)?;
+    io::sync_data(cfg, &f, &path)?;
+    io::sync_dir(cfg, root)
+}
+
 /// Stale lines in `ROOT/.parked` (of partitions appended to again, or
 /// parked twice) tolerated before a parking rewrites the file: at least this
 /// many, and at least as many as there are parked partitions.
@@ -515,7 +544,12 @@ impl Log {
         let (parked, parked_lines) = open_parked(&cfg, &root, &parts, &damaged, &empty_dirs)?;
         let now = cfg.now();
         if !cfg.read_only {
-            sync_opened(&cfg, &root, &mut parts, &mut damaged, now)?;
+            if take_clean_mark(&cfg, &root)? {
+                // Closed cleanly: all of it was synced then.
+                parts.values_mut().for_each(|p| p.mark_synced(now));
+            } else {
+                sync_opened(&cfg, &root, &mut parts, &mut damaged, now)?;
+            }
         }
         // Opening may have truncated or recreated files: the first sync covers all.
         let dirty = if cfg.read_only {
@@ -1281,7 +1315,9 @@ impl Log {
         }
     }
 
-    /// Closes cleanly: indexes written out, everything synced.
+    /// Closes cleanly: indexes written out, everything synced. When all of
+    /// it was (and no partition is set aside), leaves [`CLEAN_FILE`], so the
+    /// next open syncs nothing.
     pub fn close(mut self) -> Result<()> {
         let mut first_err = None;
         for p in self.parts.values_mut() {
@@ -1289,6 +1325,18 @@ impl Log {
                 first_err.get_or_insert(e);
             }
         }
-        first_err.map_or(Ok(()), Err)
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        // Nothing is written after this (the partitions' drops find their
+        // indexes finished).
+        self.parts.clear();
+        if !self.cfg.read_only && self.damaged.is_empty() {
+            if let Err(e) = leave_clean_mark(&self.cfg, &self.root) {
+                // Everything is synced all the same; the next open syncs again.
+                tracing::warn!("cannot mark the log closed cleanly: {e}");
+            }
+        }
+        Ok(())
     }
 }

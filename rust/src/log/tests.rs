@@ -1499,7 +1499,8 @@ fn log_of_partitions(dir: &Path, clock: &Clock, n: usize) -> Vec<String> {
     for p in &names {
         log.append_batch(T, p, 0, &[value(1), value(2)]).unwrap();
     }
-    log.close().unwrap();
+    // Not closed: no clean mark, as after a crash.
+    drop(log);
     names
 }
 
@@ -1564,6 +1565,60 @@ fn when_syncfs_fails_each_partition_syncs_and_a_failing_one_is_set_aside() {
     assert_eq!(damaged.len(), 1, "{damaged:?}");
     assert_eq!(damaged[0].1, names[1]);
     log.close().unwrap();
+    assert!(
+        !dir.path().join(CLEAN_FILE).exists(),
+        "a partition set aside was never made durable: no clean mark"
+    );
+}
+
+#[test]
+fn a_clean_close_spares_the_next_open_its_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let mark = dir.path().join(CLEAN_FILE);
+    let names: Vec<String> = (0..3).map(|i| format!("{i:032X}")).collect();
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    for p in &names {
+        log.append_batch(T, p, 0, &[value(1), value(2)]).unwrap();
+    }
+    log.close().unwrap();
+    assert!(mark.exists());
+    // A read-only open leaves it.
+    drop(Log::open(dir.path(), read_only(&clock)).unwrap());
+    assert!(mark.exists());
+    // The next writable open syncs nothing but the root (the mark's removal),
+    // and every record counts as durable.
+    let (cfg, seen) = counting_syncs(&clock, |_| false);
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![dir.path().to_path_buf()]);
+    assert!(!mark.exists(), "removed before anything is written");
+    for p in &names {
+        assert_eq!(log.durable_next(T, p), Some(2), "{p}");
+    }
+    // Appended to and never closed (a crash): the next open syncs each.
+    log.append(T, &names[0], 2, b"x").unwrap();
+    drop(log);
+    assert!(!mark.exists());
+    let (cfg, seen) = counting_syncs(&clock, |_| false);
+    let log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 2 * names.len());
+    assert_eq!(log.durable_next(T, &names[0]), Some(3));
+    log.close().unwrap();
+    // A close that could not sync everything leaves no mark.
+    let (cfg, _) = counting_syncs(&clock, |_| false);
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    log.append(T, &names[1], 2, b"y").unwrap();
+    drop(log);
+    let failing_dir = names[1].clone();
+    let (cfg, _) = counting_syncs(&clock, move |p| p.to_string_lossy().contains(&failing_dir));
+    let cfg = LogConfig {
+        isolate_damaged: true,
+        ..cfg
+    };
+    let log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(log.damaged().len(), 1);
+    log.close().unwrap();
+    assert!(!mark.exists());
 }
 
 /// A log of `names` in topic `T` (one record each at `at`) and one partition

@@ -276,6 +276,7 @@ fn run<L: StoreLog>(
         if inbox.terminated() {
             let r = logic.log_mut().sync_all();
             publish(shared, &logic, None);
+            let r = r.and_then(|()| logic.log_mut().close());
             return r.map_err(|e| Error::Died(format!("final sync failed: {e}")));
         }
         while let Some(cmd) = inbox.try_recv() {
@@ -960,6 +961,13 @@ impl StoreLog for DurableLog {
         self.flush_pending()?;
         self.collect(Duration::from_secs(60))?;
         self.get_mut()?.sync()
+    }
+    fn close(&mut self) -> std::result::Result<(), LogError> {
+        match self.log.take() {
+            Some(log) if !self.in_flight => log.close(),
+            // A sync still running: dropped, and the next open syncs all.
+            _ => Ok(()),
+        }
     }
     fn next_sync(&self) -> Option<Instant> {
         let log = self.log.as_ref()?;

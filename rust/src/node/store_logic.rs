@@ -99,6 +99,11 @@ pub trait StoreLog {
     fn sync_if_due(&mut self) -> Result<(), Self::Error>;
     /// Syncs everything now (shutdown).
     fn sync_all(&mut self) -> Result<(), Self::Error>;
+    /// Closes the storage after a [`StoreLog::sync_all`] that succeeded
+    /// (shutdown): a clean close spares the next open its syncs.
+    fn close(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// When `sync_if_due` next has work: a sync, if anything is unsynced, or
     /// retention the log left for its next turn.
     fn next_sync(&self) -> Option<Instant>;

@@ -216,8 +216,12 @@ fn restarted_store_keeps_its_identity_and_records() {
     p.flush(Duration::from_secs(30)).unwrap();
     s.close().unwrap();
     drop(s);
+    // Closed cleanly: the next open need not sync its log.
+    let mark = dir.path().join("log").join(crate::log::CLEAN_FILE);
+    assert!(mark.exists());
 
     let s = store(dir.path(), &[p.endpoint()]);
+    assert!(!mark.exists());
     assert_eq!(s.address(), address);
     assert_eq!(s.heads(None).unwrap()[0].1, 500);
     // The producer reconnects to the new endpoint and carries on.
