@@ -681,6 +681,25 @@ impl Drop for Syncer {
 }
 
 impl DurableLog {
+    /// When the next group commit is due, if anything is unsynced.
+    fn next_group_commit(&self, log: &Log) -> Option<Instant> {
+        if self.in_flight {
+            // The syncer wakes the loop when it is done; without a waker
+            // (a loop that never gave one) look again shortly.
+            return match self.syncer.waker.get() {
+                Some(_) => None,
+                None => Some(Instant::now() + Duration::from_millis(1)),
+            };
+        }
+        if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
+            return None;
+        }
+        match (self.policy, self.last_sync_start) {
+            (FsyncPolicy::Interval, Some(t)) => Some(t + self.interval()),
+            _ => Some(Instant::now()),
+        }
+    }
+
     pub fn open(root: impl Into<PathBuf>, cfg: LogConfig) -> Result<Self> {
         let root = root.into();
         let policy = cfg.fsync;
@@ -795,27 +814,6 @@ impl DurableLog {
 
 fn part_name(partition: &[u8]) -> Option<&str> {
     std::str::from_utf8(partition).ok()
-}
-
-impl DurableLog {
-    /// When the next group commit is due, if anything is unsynced.
-    fn next_group_commit(&self, log: &Log) -> Option<Instant> {
-        if self.in_flight {
-            // The syncer wakes the loop when it is done; without a waker
-            // (a loop that never gave one) look again shortly.
-            return match self.syncer.waker.get() {
-                Some(_) => None,
-                None => Some(Instant::now() + Duration::from_millis(1)),
-            };
-        }
-        if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
-            return None;
-        }
-        match (self.policy, self.last_sync_start) {
-            (FsyncPolicy::Interval, Some(t)) => Some(t + self.interval()),
-            _ => Some(Instant::now()),
-        }
-    }
 }
 
 impl StoreLog for DurableLog {
