@@ -47,9 +47,10 @@ struct Client {
     /// arrived since a heads round last looked: peers that connected, seen
     /// by whichever phase was reading, kept for the next heads round.
     joined: Vec<Vec<u8>>,
-    /// Partitions that answered a heads round (a [`HeadsWatch`] takes them
-    /// to age out the ones no store announces any more).
-    answered: Vec<String>,
+    /// Partitions that answered a heads round, kept only for a
+    /// [`HeadsWatch`] that forgets (it takes them to age out the ones no
+    /// store announces any more); None: nobody reads them.
+    answered: Option<Vec<String>>,
 }
 
 impl Client {
@@ -62,7 +63,7 @@ impl Client {
             frames: Frames::default(),
             stats: Stats::default(),
             joined: Vec::new(),
-            answered: Vec::new(),
+            answered: None,
         })
     }
 
@@ -243,8 +244,10 @@ struct WatchState {
 
 impl WatchState {
     fn open(cfg: &NodeConfig, topic: &str, forget_after: Option<Duration>) -> Result<Self> {
+        let mut client = Client::open(cfg)?;
+        client.answered = forget_after.map(|_| Vec::new());
         Ok(Self {
-            client: Client::open(cfg)?,
+            client,
             topic: topic.to_string(),
             heads: BTreeMap::new(),
             seen: HashMap::new(),
@@ -287,13 +290,13 @@ impl WatchState {
     /// for `forget_after`: no store holds records of them any more (or every
     /// store that does has been away that long).
     fn age_out(&mut self, now: Instant) {
-        let answered = self.client.answered.drain(..);
-        let Some(after) = self.forget_after else {
-            // Nothing is forgotten: no answer times to keep.
+        let (Some(after), Some(answered)) = (self.forget_after, self.client.answered.as_mut())
+        else {
+            // Nothing is forgotten: no answers kept, no answer times.
             return;
         };
         let seen = &mut self.seen;
-        seen.extend(answered.map(|p| (p, now)));
+        seen.extend(answered.drain(..).map(|p| (p, now)));
         seen.retain(|_, t| now.saturating_duration_since(*t) < after);
         self.heads.retain(|p, _| seen.contains_key(p));
     }
@@ -305,19 +308,24 @@ impl WatchState {
         let own = self.client.core.address.clone();
         let topic = self.topic.as_bytes().to_vec();
         let heads = &mut self.heads;
+        let track = self.client.answered.is_some();
         let mut answered = Vec::new();
         let r = self.client.step(Instant::now(), &mut |_, _| {}, &mut |m| {
             if let Message::DirectHead(h) = m {
                 if h.topic == own.as_slice() && h.subject == topic.as_slice() {
                     let p = String::from_utf8_lossy(h.address).into_owned();
                     let next = h.sequence.saturating_add(1);
-                    answered.push(p.clone());
+                    if track {
+                        answered.push(p.clone());
+                    }
                     let e = heads.entry(p).or_insert(next);
                     *e = (*e).max(next);
                 }
             }
         });
-        self.client.answered.extend(answered);
+        if let Some(a) = self.client.answered.as_mut() {
+            a.extend(answered);
+        }
         r
     }
 }
@@ -560,6 +568,7 @@ impl Client {
                 None => deadline,
             };
             let counting = !draining;
+            let track = self.answered.is_some();
             let mut answered: Vec<String> = Vec::new();
             let stepped = self.step(until, &mut |_, _| {}, &mut |m| {
                 received += 1;
@@ -570,7 +579,9 @@ impl Client {
                         windows.count += usize::from(counting);
                         let p = String::from_utf8_lossy(h.address).into_owned();
                         let next = h.sequence.saturating_add(1);
-                        answered.push(p.clone());
+                        if track {
+                            answered.push(p.clone());
+                        }
                         // Only a partition new to the round is news: a
                         // head that rose (a live producer writing,
                         // re-asked every RETRY) would keep the round
@@ -595,7 +606,9 @@ impl Client {
                     _ => {}
                 }
             });
-            self.answered.extend(answered);
+            if let Some(a) = self.answered.as_mut() {
+                a.extend(answered);
+            }
             stepped?;
             let now = Instant::now();
             if draining && received == 0 {
