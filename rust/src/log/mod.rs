@@ -167,7 +167,7 @@ impl SyncBatch {
 pub struct Log {
     root: PathBuf,
     cfg: Arc<LogConfig>,
-    parts: BTreeMap<(Vec<u8>, String), Partition>,
+    parts: BTreeMap<(Vec<u8>, String), Box<Partition>>,
     /// The partitions that may need a sync: appended to, rolled or trimmed
     /// since their last [`Log::begin_sync`] (each listed once, by its
     /// `listed` flag). Group commit and its checks look at these only, so
@@ -293,7 +293,7 @@ pub(crate) const SYNCFS_FROM_PARTITIONS: usize = 1000;
 fn sync_opened(
     cfg: &LogConfig,
     root: &Path,
-    parts: &mut BTreeMap<PartKey, Partition>,
+    parts: &mut BTreeMap<PartKey, Box<Partition>>,
     damaged: &mut BTreeMap<PartKey, Damaged>,
     now: u64,
 ) -> Result<()> {
@@ -435,7 +435,7 @@ fn parked_info(topic: &[u8], partition: &str, next: u64) -> PartitionInfo {
 fn open_parked(
     cfg: &LogConfig,
     root: &Path,
-    parts: &BTreeMap<PartKey, Partition>,
+    parts: &BTreeMap<PartKey, Box<Partition>>,
     damaged: &BTreeMap<PartKey, Damaged>,
     empty_dirs: &[(PartKey, PathBuf)],
 ) -> Result<(parked::Parked, usize)> {
@@ -531,7 +531,7 @@ impl Log {
                         if gauge.get() > max_open || io::process_open_files() > process_max {
                             p.close_file();
                         }
-                        parts.insert((topic.clone(), name), p);
+                        parts.insert((topic.clone(), name), Box::new(p));
                     }
                     Ok(None) => empty_dirs.push(((topic.clone(), name), ppath.clone())),
                     Err(e) if cfg.isolate_damaged => {
@@ -702,7 +702,7 @@ impl Log {
             ) {
                 Ok(Some(mut p)) => {
                     list_dirty(&mut self.dirty, &key, &mut p);
-                    self.parts.insert(key, p);
+                    self.parts.insert(key, Box::new(p));
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -781,7 +781,7 @@ impl Log {
             )?;
             // Its registry line is stale now: the directory wins.
             self.parked.remove(topic, partition);
-            self.parts.insert(key.clone(), p);
+            self.parts.insert(key.clone(), Box::new(p));
         }
         let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
         let now = self.cfg.now();
@@ -1032,7 +1032,7 @@ impl Log {
     }
 
     fn dirty_parts(&self) -> impl Iterator<Item = &Partition> {
-        self.dirty.iter().filter_map(|k| self.parts.get(k))
+        self.dirty.iter().filter_map(|k| self.parts.get(k).map(|p| &**p))
     }
 
     /// fdatasyncs one partition.
@@ -1089,7 +1089,7 @@ impl Log {
         };
         self.parts
             .values()
-            .filter_map(Partition::sync_deadline)
+            .filter_map(|p| p.sync_deadline())
             .fold(retention, u64::min)
     }
 
