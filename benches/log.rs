@@ -35,6 +35,7 @@ use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use _native::log::format::encode_record;
@@ -302,22 +303,22 @@ fn open_many() {
         }
     };
     let mib = ((1024.0 * scale()) as usize).max(1);
-    busy(mib);
-    // Closed cleanly above: the open finds the clean mark and syncs nothing.
-    let t0 = Instant::now();
-    let log = Log::open(&dir, LogConfig::default()).expect("open");
-    let clean = t0.elapsed().as_secs_f64();
-    assert_eq!(log.partitions(None).len(), n);
-    // Dropped without a close, as after a crash: the next open syncs it all.
-    drop(log);
-    // SAFETY: as above.
-    assert_eq!(unsafe { libc::syncfs(root.as_raw_fd()) }, 0);
-    busy(mib);
-    let t0 = Instant::now();
-    let log = Log::open(&dir, LogConfig::default()).expect("open");
-    let open = t0.elapsed().as_secs_f64();
-    assert_eq!(log.partitions(None).len(), n);
-    drop(log);
+    // Timed with others' writes pending; dropped without a close, as after a
+    // crash (no clean mark for the next open).
+    let busy_open = || {
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::syncfs(root.as_raw_fd()) }, 0);
+        busy(mib);
+        let t0 = Instant::now();
+        let log = Log::open(&dir, LogConfig::default()).expect("open");
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!(log.partitions(None).len(), n);
+        secs
+    };
+    // Closed cleanly above: this open finds the clean mark and syncs nothing;
+    // the next one finds none and syncs it all.
+    let clean = busy_open();
+    let open = busy_open();
     println!(
         "open {n} partitions, {mib} MiB of another program's writes pending: Log::open \
          after a crash {open:.3} s, after a clean close {clean:.3} s | baseline: an \
@@ -387,11 +388,12 @@ fn open_in_child(dir: &Path) -> (f64, u64, usize) {
     )
 }
 
-/// Emptied partitions, parked, against the same partitions in directories.
-fn parked() {
-    let n = ((20_000.0 * scale()) as usize).max(1);
+/// `n` (scaled) partition names, a clock at 1,000,000 ms to move by hand,
+/// and a log config on that clock with one hour of retention and no syncs.
+fn aging(n: f64) -> (Vec<String>, std::sync::Arc<AtomicU64>, LogConfig) {
+    let n = ((n * scale()) as usize).max(1);
     let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
-    let now = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
+    let now = std::sync::Arc::new(AtomicU64::new(1_000_000));
     let c = now.clone();
     let cfg = LogConfig {
         fsync: FsyncPolicy::Never,
@@ -399,6 +401,13 @@ fn parked() {
         clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
         ..LogConfig::default()
     };
+    (names, now, cfg)
+}
+
+/// Emptied partitions, parked, against the same partitions in directories.
+fn parked() {
+    let (names, now, cfg) = aging(20_000.0);
+    let n = names.len();
     let (dir_a, dir_b) = (bench_dir("parked-dirs"), bench_dir("parked"));
     for d in [&dir_a, &dir_b] {
         let mut log = Log::open(d, cfg.clone()).expect("open");
@@ -436,17 +445,12 @@ fn parked() {
 /// Sealed segments of many partitions expiring at once: `tick` slices
 /// against one whole sweep.
 fn expire() {
-    let n = ((2_000.0 * scale()) as usize).max(1);
-    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
-    let now = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1_000_000));
-    let c = now.clone();
+    let (names, now, cfg) = aging(2_000.0);
+    let n = names.len();
     let cfg = LogConfig {
-        fsync: FsyncPolicy::Never,
-        retain_hours: Some(1),
         retention_check_ms: 1_000,
         segment_bytes: 4096,
-        clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
-        ..LogConfig::default()
+        ..cfg
     };
     let old: Vec<Vec<u8>> = (0..150).map(|i| vec![i as u8; 100]).collect();
     let (dir_a, dir_b) = (bench_dir("expire-sliced"), bench_dir("expire-whole"));

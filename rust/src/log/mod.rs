@@ -1032,7 +1032,9 @@ impl Log {
     }
 
     fn dirty_parts(&self) -> impl Iterator<Item = &Partition> {
-        self.dirty.iter().filter_map(|k| self.parts.get(k).map(|p| &**p))
+        self.dirty
+            .iter()
+            .filter_map(|k| self.parts.get(k).map(|p| &**p))
     }
 
     /// fdatasyncs one partition.
