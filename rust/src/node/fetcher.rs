@@ -308,24 +308,22 @@ impl WatchState {
         let own = self.client.core.address.clone();
         let topic = self.topic.as_bytes().to_vec();
         let heads = &mut self.heads;
-        let track = self.client.answered.is_some();
-        let mut answered = Vec::new();
+        // Out while `step` borrows the client; back below.
+        let mut answered = self.client.answered.take();
         let r = self.client.step(Instant::now(), &mut |_, _| {}, &mut |m| {
             if let Message::DirectHead(h) = m {
                 if h.topic == own.as_slice() && h.subject == topic.as_slice() {
                     let p = String::from_utf8_lossy(h.address).into_owned();
                     let next = h.sequence.saturating_add(1);
-                    if track {
-                        answered.push(p.clone());
+                    if let Some(a) = answered.as_mut() {
+                        a.push(p.clone());
                     }
                     let e = heads.entry(p).or_insert(next);
                     *e = (*e).max(next);
                 }
             }
         });
-        if let Some(a) = self.client.answered.as_mut() {
-            a.extend(answered);
-        }
+        self.client.answered = answered;
         r
     }
 }
@@ -568,8 +566,8 @@ impl Client {
                 None => deadline,
             };
             let counting = !draining;
-            let track = self.answered.is_some();
-            let mut answered: Vec<String> = Vec::new();
+            // Out while `step` borrows the client; back below.
+            let mut answered = self.answered.take();
             let stepped = self.step(until, &mut |_, _| {}, &mut |m| {
                 received += 1;
                 match m {
@@ -579,8 +577,8 @@ impl Client {
                         windows.count += usize::from(counting);
                         let p = String::from_utf8_lossy(h.address).into_owned();
                         let next = h.sequence.saturating_add(1);
-                        if track {
-                            answered.push(p.clone());
+                        if let Some(a) = answered.as_mut() {
+                            a.push(p.clone());
                         }
                         // Only a partition new to the round is news: a
                         // head that rose (a live producer writing,
@@ -606,9 +604,7 @@ impl Client {
                     _ => {}
                 }
             });
-            if let Some(a) = self.answered.as_mut() {
-                a.extend(answered);
-            }
+            self.answered = answered;
             stepped?;
             let now = Instant::now();
             if draining && received == 0 {
