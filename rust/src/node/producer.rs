@@ -58,22 +58,34 @@ impl ProducerState {
     }
 
     /// A subscription or unsubscription arrived on the XPUB: a consumer
-    /// subscribes `L` + its address on every peer.
-    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
+    /// subscribes `L` + its address on every peer. A consumer that connects
+    /// once we have published is told our head (a DIRECT-HEAD): records
+    /// published before its subscriptions arrived never reached it, and its
+    /// GET-HEADS may have come before our first record (then unanswered) or
+    /// before our own connection to it; with HEADs far apart it would not
+    /// hear of them for a `head_interval`.
+    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) -> Option<Out> {
         let Some((b'L', consumer)) = prefix.split_first() else {
-            return;
+            return None;
         };
         if consumer.is_empty() {
-            return;
+            return None;
         }
         if subscribe {
             *self.consumers.entry(consumer.to_vec()).or_insert(0) += 1;
+            return Some(Out::DirectHead {
+                to: consumer.to_vec(),
+                partition: self.address.clone(),
+                subject: self.topic.clone(),
+                sequence: self.last()?,
+            });
         } else if let Some(n) = self.consumers.get_mut(consumer) {
             *n -= 1;
             if *n == 0 {
                 self.consumers.remove(consumer);
             }
         }
+        None
     }
 
     /// The offset the next record gets.
@@ -144,6 +156,11 @@ impl ProducerState {
         let due = self.next_head.filter(|&t| t <= now)?;
         let _ = due;
         self.next_head = Some(now + self.head_interval);
+        self.head()
+    }
+
+    /// A HEAD with our last offset, once we have published.
+    pub fn head(&self) -> Option<Out> {
         Some(Out::Head {
             topic: self.topic.clone(),
             partition: self.address.clone(),
@@ -680,6 +697,14 @@ fn run(
                     Ok(sub) if n == 1 && sub.prefix == b"M" => {
                         if sub.subscribe {
                             shared.stores_seen.fetch_add(1, SeqCst);
+                            // A store connecting: what we published before its
+                            // subscription arrived never reached it, and stores'
+                            // GET-HEADS never reach producers. Tell it now, not
+                            // a `head_interval` later.
+                            if let Some(h) = st.head() {
+                                Stats::add(&stats.heads_sent, 1);
+                                core.emit(&h)?;
+                            }
                         } else {
                             let _ = shared
                                 .stores_seen
@@ -687,7 +712,11 @@ fn run(
                         }
                         shared.notify();
                     }
-                    Ok(sub) if n == 1 => st.on_subscription(sub.prefix, sub.subscribe),
+                    Ok(sub) if n == 1 => {
+                        if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
+                            core.emit(&h)?;
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1035,6 +1064,35 @@ mod tests {
                 sequence: 1
             }]
         );
+    }
+
+    /// A consumer connecting (its `L<address>` subscription) once we have
+    /// published is told our head: what we published before its
+    /// subscriptions arrived never reached it.
+    #[test]
+    fn a_consumer_connecting_after_the_first_record_is_told_the_head() {
+        let lsub = [b"L".as_slice(), C].concat();
+        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(600));
+        assert_eq!(st.on_subscription(&lsub, true), None, "nothing published");
+        st.on_subscription(&lsub, false);
+        st.append(b"a");
+        st.append(b"b");
+        let head = Some(Out::DirectHead {
+            to: C.to_vec(),
+            partition: P.to_vec(),
+            subject: b"hello".to_vec(),
+            sequence: 1,
+        });
+        assert_eq!(st.on_subscription(&lsub, true), head);
+        assert_eq!(st.on_subscription(&lsub, true), head, "a second connection");
+        assert_eq!(st.on_subscription(&lsub, false), None);
+        // Stores' subscriptions and the bare prefix are not consumers.
+        assert_eq!(st.on_subscription(b"M", true), None);
+        assert_eq!(
+            st.on_subscription(&[b"D".as_slice(), C].concat(), true),
+            None
+        );
+        assert_eq!(st.on_subscription(b"L", true), None);
     }
 
     // C reference feature: "HEAD at intervals".

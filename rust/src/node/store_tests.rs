@@ -689,6 +689,36 @@ fn a_producer_waits_for_a_store_and_its_first_records_need_no_fetch() {
     s.close().unwrap();
 }
 
+/// Records published before a store's subscriptions reached the producer
+/// never reach it; a store's GET-HEADS never reaches producers, and this
+/// producer's HEADs are ten minutes apart: it tells a store its head as the
+/// store connects, and the store fetches them.
+#[test]
+fn a_store_connecting_late_hears_of_records_published_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            min_acks: 1,
+            head_interval: Duration::from_secs(600),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.send_many((0..10).map(value).collect(), None).unwrap();
+    let s = store(dir.path(), &[p.endpoint()]);
+    p.connect(s.endpoint()).unwrap();
+    assert_eq!(
+        p.flush(Duration::from_secs(20)).unwrap(),
+        0,
+        "store {:?}",
+        s.shared().counters.lock().unwrap()
+    );
+    assert_holds_values(&s, 10);
+    p.close().unwrap();
+    s.close().unwrap();
+}
+
 // The bounded read client: heads from the store, an exact range spanning
 // several FETCH windows, and a timeout when nothing answers.
 #[test]

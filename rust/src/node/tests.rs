@@ -153,6 +153,39 @@ fn records_sent_one_at_a_time_and_in_batches_from_two_threads_keep_their_offsets
     p.close().unwrap();
 }
 
+/// Records published before a consumer's subscriptions reached the producer
+/// never reach it, and with HEADs ten minutes apart nothing else would tell
+/// it of them before the producer connects back (GET-HEADS): the producer
+/// tells a consumer its head as the consumer connects.
+#[test]
+fn a_consumer_connecting_to_a_producer_hears_of_records_published_before() {
+    let p = quiet_producer();
+    p.send_many((0..10u8).map(|i| vec![i]).collect(), None)
+        .unwrap();
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    c.connect(p.endpoint()).unwrap();
+    // The producer is not connected to the consumer: no GET-HEADS reaches it
+    // (nor a FETCH); only what it sends as the consumer subscribes counts.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stat(c.stats().snapshot(), "gaps") == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(stat(c.stats().snapshot(), "gaps"), 1, "the head unheard of");
+    p.connect(c.endpoint()).unwrap();
+    let got = consume(&c, 10, Duration::from_secs(20));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (0..10).collect::<Vec<_>>());
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
 /// A partition caught up and unheard of for `idle_after` keeps only its
 /// position (the `partitions_active` gauge drops); when its producer sends
 /// again, the consumer goes on from there: nothing twice, nothing skipped.
