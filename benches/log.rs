@@ -24,8 +24,12 @@
 //!   once while each keeps a fresh record: the longest `Log::tick` (what a
 //!   store's loop waits on) as `tick` deletes them a batch at a time, against
 //!   the same run's one sweep deleting all (what `tick` did before).
+//! - live: 1,000 partitions of 1.2 MB of 100 B records each (a Spark task's
+//!   partition, written live as a store writes it), RSS per partition while
+//!   the log that wrote them is open, against the same log reopened (what a
+//!   store restarted holds for them), each in a child process.
 //!
-//! `cargo bench --bench log [-- append|read|rss|open|parked|expire]` (nothing runs without
+//! `cargo bench --bench log [-- append|read|rss|open|parked|expire|live]` (nothing runs without
 //! `--bench`, so `cargo test --all-targets` skips them). `DAFKA_BENCH_DIR` picks
 //! the directory (default: `target/bench-log`), `DAFKA_BENCH_SCALE` scales the
 //! data sizes (e.g. 0.1 for a quick run).
@@ -404,6 +408,58 @@ fn aging(n: f64) -> (Vec<String>, std::sync::Arc<AtomicU64>, LogConfig) {
     (names, now, cfg)
 }
 
+/// Runs in a child process: writes `n` partitions live, then prints the RSS
+/// the open log holds and `n`.
+fn live_child(dir: &Path) {
+    let n = ((1000.0 * scale()) as usize).max(1);
+    let vals = values(100, BATCH);
+    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
+    let before = rss_kib();
+    let mut log = Log::open(dir, LogConfig::default()).expect("open");
+    for name in &names {
+        for r in 0..12 {
+            log.append_batch(b"t", name, (r * BATCH) as u64, &vals)
+                .expect("append");
+        }
+        log.tick().expect("tick");
+    }
+    log.sync().expect("sync");
+    let rss = rss_kib().saturating_sub(before);
+    println!("{rss} {n}");
+    log.close().expect("close");
+}
+
+/// Partitions written live against the same log reopened: RSS per partition.
+fn live() {
+    let dir = bench_dir("live");
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .arg("live-child")
+        .arg(&dir)
+        .output()
+        .expect("run the live child");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let w: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| x.parse().expect("number"))
+        .collect();
+    let (rss_live, n) = (w[0], w[1] as usize);
+    let (_, rss_open, n_open) = open_in_child(&dir);
+    assert_eq!(n_open, n);
+    let per = |kib: u64| kib as f64 * 1024.0 / n as f64;
+    println!(
+        "live {n} partitions of 12,000 x 100 B: RSS per partition while the log that wrote \
+         them is open {:.0} B | the same log reopened {:.0} B",
+        per(rss_live),
+        per(rss_open)
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
 /// Emptied partitions, parked, against the same partitions in directories.
 fn parked() {
     let (names, now, cfg) = aging(20_000.0);
@@ -511,6 +567,10 @@ fn main() {
         rss_child();
         return;
     }
+    if args.first().map(String::as_str) == Some("live-child") {
+        live_child(Path::new(&args[1]));
+        return;
+    }
     if args.first().map(String::as_str) == Some("open-child") {
         open_child(Path::new(&args[1]));
         return;
@@ -537,6 +597,9 @@ fn main() {
     }
     if want("expire") {
         expire();
+    }
+    if want("live") {
+        live();
     }
     if want("rss") {
         let out = Command::new(std::env::current_exe().expect("exe"))
