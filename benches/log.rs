@@ -25,8 +25,9 @@
 //!   store's loop waits on) as `tick` deletes them a batch at a time, against
 //!   the same run's one sweep deleting all (what `tick` did before).
 //! - live: 1,000 partitions of 1.2 MB of 100 B records each (a Spark task's
-//!   partition, written live as a store writes it), RSS per partition while
-//!   the log that wrote them is open, against the same log reopened (what a
+//!   partition, written live as a store writes it), RSS and heap in use per
+//!   partition in the log that wrote them, then after two periodic checks
+//!   with no append (the tasks done), against the same log reopened (what a
 //!   store restarted holds for them), each in a child process.
 //!
 //! `cargo bench --bench log [-- append|read|rss|open|parked|expire|live]` (nothing runs without
@@ -348,6 +349,14 @@ fn entries(dir: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Bytes the allocator has handed out and not had back (RSS keeps freed
+/// memory the allocator holds for reuse).
+fn heap_in_use() -> u64 {
+    // SAFETY: mallinfo2 only reads the allocator's counters.
+    let m = unsafe { libc::mallinfo2() };
+    (m.uordblks + m.hblkhd) as u64
+}
+
 fn rss_kib() -> u64 {
     let s = fs::read_to_string("/proc/self/status").expect("status");
     s.lines()
@@ -408,14 +417,23 @@ fn aging(n: f64) -> (Vec<String>, std::sync::Arc<AtomicU64>, LogConfig) {
     (names, now, cfg)
 }
 
-/// Runs in a child process: writes `n` partitions live, then prints the RSS
-/// the open log holds and `n`.
+/// Runs in a child process: writes `n` partitions live, then lets two
+/// periodic checks pass with no append (the tasks that wrote them are done);
+/// prints the RSS the open log holds after the writes, after the checks,
+/// and `n`.
 fn live_child(dir: &Path) {
     let n = ((1000.0 * scale()) as usize).max(1);
     let vals = values(100, BATCH);
     let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
-    let before = rss_kib();
-    let mut log = Log::open(dir, LogConfig::default()).expect("open");
+    let now = std::sync::Arc::new(AtomicU64::new(1_000_000));
+    let c = now.clone();
+    let cfg = LogConfig {
+        clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
+        ..LogConfig::default()
+    };
+    let check = cfg.retention_check_ms;
+    let (before, heap_before) = (rss_kib(), heap_in_use());
+    let mut log = Log::open(dir, cfg).expect("open");
     for name in &names {
         for r in 0..12 {
             log.append_batch(b"t", name, (r * BATCH) as u64, &vals)
@@ -424,8 +442,15 @@ fn live_child(dir: &Path) {
         log.tick().expect("tick");
     }
     log.sync().expect("sync");
-    let rss = rss_kib().saturating_sub(before);
-    println!("{rss} {n}");
+    let written = rss_kib().saturating_sub(before);
+    let heap_written = heap_in_use().saturating_sub(heap_before);
+    for _ in 0..2 {
+        now.fetch_add(check, std::sync::atomic::Ordering::SeqCst);
+        log.tick().expect("tick");
+    }
+    let idle = rss_kib().saturating_sub(before);
+    let heap_idle = heap_in_use().saturating_sub(heap_before);
+    println!("{written} {idle} {heap_written} {heap_idle} {n}");
     log.close().expect("close");
 }
 
@@ -447,14 +472,19 @@ fn live() {
         .split_whitespace()
         .map(|x| x.parse().expect("number"))
         .collect();
-    let (rss_live, n) = (w[0], w[1] as usize);
+    let (rss_written, rss_idle, n) = (w[0], w[1], w[4] as usize);
+    let (heap_written, heap_idle) = (w[2], w[3]);
     let (_, rss_open, n_open) = open_in_child(&dir);
     assert_eq!(n_open, n);
     let per = |kib: u64| kib as f64 * 1024.0 / n as f64;
     println!(
-        "live {n} partitions of 12,000 x 100 B: RSS per partition while the log that wrote \
-         them is open {:.0} B | the same log reopened {:.0} B",
-        per(rss_live),
+        "live {n} partitions of 12,000 x 100 B, per partition, in the log that wrote them: \
+         RSS {:.0} B, heap in use {} B; after two periodic checks with no append: RSS {:.0} B, \
+         heap in use {} B | the same log reopened: RSS {:.0} B",
+        per(rss_written),
+        heap_written / n as u64,
+        per(rss_idle),
+        heap_idle / n as u64,
         per(rss_open)
     );
     let _ = fs::remove_dir_all(&dir);

@@ -170,8 +170,15 @@ impl Index {
         let f = io::open(&self.path, false)?;
         io::write_at(cfg, &f, &self.path, &buf, entry_pos(self.on_file))?;
         self.on_file += self.pending.len() as u64;
-        self.pending.clear();
+        // Its buffer goes too: a sealed segment, or one idle for long, keeps
+        // none (up to PENDING_MAX entries' worth, 4 KiB, per segment).
+        self.pending = Vec::new();
         Ok(())
+    }
+
+    /// Whether entries wait in memory to be written out.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     fn read_entry(&self, f: &File, i: u64) -> Result<IndexEntry> {

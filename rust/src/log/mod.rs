@@ -188,6 +188,10 @@ pub struct Log {
     _counted: io::LogCount,
     /// Counts appends, to stamp [`Partition::last_used`].
     uses: u64,
+    /// [`Log::uses`] at the last periodic retention check: a partition
+    /// stamped no later has not been appended to since (see
+    /// [`Log::settle_idle`]).
+    uses_at_check: u64,
     /// `ROOT/.lock`, held with an exclusive `flock` by a writable log.
     _lock: Option<fs::File>,
     /// Partitions with no record left, parked (see [`parked`]): next offsets.
@@ -576,6 +580,7 @@ impl Log {
             process_max,
             _counted: io::LogCount::new(),
             uses: 0,
+            uses_at_check: 0,
             _lock: lock,
             parked,
             parked_lines,
@@ -1069,6 +1074,7 @@ impl Log {
         {
             if !more {
                 self.last_retention_ms = now;
+                self.settle_idle();
             }
             // Parks at most PARK_BATCH partitions and deletes at most
             // RETAIN_BATCH other segments: many expiring at once (every task
@@ -1079,6 +1085,19 @@ impl Log {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// Partitions not appended to since the last periodic check write out
+    /// the index entries they hold in memory and drop the buffer (up to 4
+    /// KiB each: a finished Spark task's partition would keep it for the
+    /// whole of retention).
+    fn settle_idle(&mut self) {
+        let since = std::mem::replace(&mut self.uses_at_check, self.uses);
+        for p in self.parts.values_mut() {
+            if p.last_used <= since {
+                p.settle_index();
+            }
+        }
     }
 
     /// When [`Log::tick`] next has work (ms since the epoch, by the log's clock).

@@ -557,6 +557,22 @@ impl Partition {
         fs::remove_dir(&self.dir).map_err(|e| LogError::io("remove directory", &self.dir, e))
     }
 
+    /// Writes the active segment's pending index entries out (with one for
+    /// the last record, as a close does) and frees their buffer: for a
+    /// partition that went idle. An index that fails to write is dropped
+    /// for scans, as on any index write.
+    pub(crate) fn settle_index(&mut self) {
+        if !self.cfg.read_only && self.failed.is_none() && self.active.seg.index.has_pending() {
+            finish_index(&self.cfg, &mut self.active.seg);
+        }
+    }
+
+    /// Whether the index holds entries in memory, not yet on file.
+    #[cfg(test)]
+    pub(crate) fn index_pending(&self) -> bool {
+        self.active.seg.index.has_pending()
+    }
+
     /// Whether the active segment's file is open.
     pub(crate) fn file_open(&self) -> bool {
         self.active.open_file().is_some()

@@ -1906,3 +1906,56 @@ fn tick_deletes_many_expired_segments_a_batch_at_a_time() {
         );
     }
 }
+
+/// A partition not appended to between two periodic checks writes its
+/// pending index entries out and frees their buffer; one still written to
+/// keeps them. The index written so stays valid: appends go on, and a
+/// reopen (which checks the index's last entries) finds every record.
+#[test]
+fn idle_partitions_write_their_index_entries_out_at_the_periodic_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let cfg = || LogConfig {
+        segment_bytes: 1 << 20,
+        retention_check_ms: 1_000,
+        fsync: FsyncPolicy::Never,
+        ..small(&clock)
+    };
+    let (busy, idle) = ("B".repeat(32), "I".repeat(32));
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    let index_len = |p: &str| {
+        let f = seg_files(&dir.path().join("weather").join(p), "index");
+        fs::metadata(&f[0]).unwrap().len()
+    };
+    let mut next = 0;
+    let write = |log: &mut Log, p: &str, from: u64| {
+        let vals: Vec<Vec<u8>> = (from..from + 20).map(value).collect();
+        log.append_batch(T, p, from, &vals).unwrap();
+        from + 20
+    };
+    next = write(&mut log, &busy, next);
+    write(&mut log, &idle, 0);
+    let pending = |log: &Log, p: &str| log.parts[&(T.to_vec(), p.to_owned())].index_pending();
+    assert!(pending(&log, &busy) && pending(&log, &idle));
+    assert_eq!(index_len(&idle), FILE_HEADER_LEN as u64, "all in memory");
+    // The first check: both were appended to since the log opened.
+    clock.set(1_002_000);
+    log.tick().unwrap();
+    assert!(pending(&log, &busy) && pending(&log, &idle));
+    next = write(&mut log, &busy, next);
+    clock.set(1_004_000);
+    log.tick().unwrap();
+    assert!(pending(&log, &busy), "written to since the last check");
+    assert!(!pending(&log, &idle), "idle since the last check");
+    assert!(index_len(&idle) > FILE_HEADER_LEN as u64);
+    // Appends after it index on from there, and the reopened log reads
+    // everything.
+    write(&mut log, &idle, 20);
+    log.close().unwrap();
+    let log = Log::open(dir.path(), cfg()).unwrap();
+    for (p, n) in [(&busy, next), (&idle, 40)] {
+        let got = log.read(T, p, 0, usize::MAX, usize::MAX).unwrap();
+        assert_eq!(got.len() as u64, n);
+        assert!(got.iter().all(|r| r.value == value(r.offset)));
+    }
+}
