@@ -378,22 +378,27 @@ fn open_child(dir: &Path) {
     println!("{secs} {rss} {n}");
 }
 
+/// Runs this bench as `mode` on `dir` in a child process: the words it prints.
+fn child_words(mode: &str, dir: &Path) -> Vec<String> {
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .arg(mode)
+        .arg(dir)
+        .output()
+        .expect("run the child");
+    assert!(
+        out.status.success(),
+        "{mode}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace().map(str::to_owned).collect()
+}
+
 fn open_in_child(dir: &Path) -> (f64, u64, usize) {
     let root = File::open(dir).expect("open dir");
     // SAFETY: syncfs only reads the descriptor, which `root` keeps open.
     assert_eq!(unsafe { libc::syncfs(root.as_raw_fd()) }, 0);
-    let out = Command::new(std::env::current_exe().expect("exe"))
-        .arg("open-child")
-        .arg(dir)
-        .output()
-        .expect("run the open child");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let w: Vec<&str> = text.split_whitespace().collect();
+    let w = child_words("open-child", dir);
     (
         w[0].parse().expect("secs"),
         w[1].parse().expect("rss"),
@@ -457,19 +462,8 @@ fn live_child(dir: &Path) {
 /// Partitions written live against the same log reopened: RSS per partition.
 fn live() {
     let dir = bench_dir("live");
-    let out = Command::new(std::env::current_exe().expect("exe"))
-        .arg("live-child")
-        .arg(&dir)
-        .output()
-        .expect("run the live child");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let w: Vec<u64> = text
-        .split_whitespace()
+    let w: Vec<u64> = child_words("live-child", &dir)
+        .iter()
         .map(|x| x.parse().expect("number"))
         .collect();
     let (rss_written, rss_idle, n) = (w[0], w[1], w[4] as usize);
