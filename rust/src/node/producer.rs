@@ -153,8 +153,7 @@ impl ProducerState {
 
     /// The HEAD due at `now`, if any (then re-armed one interval later).
     pub fn on_timer(&mut self, now: Instant) -> Option<Out> {
-        let due = self.next_head.filter(|&t| t <= now)?;
-        let _ = due;
+        self.next_head.filter(|&t| t <= now)?;
         self.next_head = Some(now + self.head_interval);
         self.head()
     }
