@@ -6,7 +6,7 @@
 //! from the segment whenever it is missing or does not match.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::config::LogConfig;
 use super::error::Result;
@@ -50,7 +50,7 @@ impl IndexEntry {
 /// The index of one segment.
 #[derive(Debug)]
 pub struct Index {
-    path: PathBuf,
+    path: Box<Path>,
     on_file: u64,
     pending: Vec<IndexEntry>,
     last: Option<IndexEntry>,
@@ -67,7 +67,7 @@ impl Index {
         let f = io::create(cfg, path)?;
         io::write_at(cfg, &f, path, &encode_file_header(&INDEX_MAGIC, base), 0)?;
         Ok(Index {
-            path: path.to_path_buf(),
+            path: Box::from(path),
             on_file: 0,
             pending: Vec::new(),
             last: None,
@@ -79,7 +79,7 @@ impl Index {
     /// read-only log whose index file cannot be trusted.
     pub fn unusable(path: &Path) -> Index {
         Index {
-            path: path.to_path_buf(),
+            path: Box::from(path),
             on_file: 0,
             pending: Vec::new(),
             last: None,
@@ -104,7 +104,7 @@ impl Index {
         }
         let n = body / INDEX_ENTRY_LEN as u64;
         let mut idx = Index {
-            path: path.to_path_buf(),
+            path: Box::from(path),
             on_file: n,
             pending: Vec::new(),
             last: None,

@@ -78,7 +78,7 @@ pub struct Partition {
     gauge: Gauge,
     topic: Vec<u8>,
     name: String,
-    dir: PathBuf,
+    dir: Box<Path>,
     sealed: BTreeMap<u64, Segment>,
     active: Active,
     durable_next: u64,
@@ -120,7 +120,7 @@ impl Partition {
             cfg,
             topic,
             name,
-            dir,
+            dir: dir.into_boxed_path(),
             sealed: BTreeMap::new(),
             active,
             durable_next: first_offset,
@@ -194,7 +194,7 @@ impl Partition {
             cfg,
             topic,
             name,
-            dir: dir.clone(),
+            dir: Box::from(dir.as_path()),
             sealed,
             active,
             durable_next: next,
@@ -366,9 +366,7 @@ impl Partition {
             self.unsynced.push(seg.base);
         }
         self.sealed.insert(seg.base, seg);
-        if !self.dirty_dirs.contains(&self.dir) {
-            self.dirty_dirs.push(self.dir.clone());
-        }
+        self.dir_changed();
         Ok(())
     }
 
@@ -431,7 +429,7 @@ impl Partition {
             .map(|base| paths(&self.dir, base).0)
             .collect();
         if self.durable_next < next {
-            files.push(self.active.seg.log_path.clone());
+            files.push(self.active.seg.log_path.to_path_buf());
         }
         self.unsynced_messages = 0;
         Ok(Some(PartitionSync {
@@ -554,7 +552,15 @@ impl Partition {
         self.failed = Some("parked".to_owned());
         io::remove(&self.cfg, self.active.seg.index.path())?;
         io::remove(&self.cfg, &self.active.seg.log_path)?;
-        fs::remove_dir(&self.dir).map_err(|e| LogError::io("remove directory", &self.dir, e))
+        fs::remove_dir(&self.dir).map_err(|e| LogError::io("remove directory", &*self.dir, e))
+    }
+
+    /// The partition's directory gained or lost an entry: the next sync
+    /// fsyncs it.
+    fn dir_changed(&mut self) {
+        if !self.dirty_dirs.iter().any(|d| **d == *self.dir) {
+            self.dirty_dirs.push(self.dir.to_path_buf());
+        }
     }
 
     /// Writes the active segment's pending index entries out (with one for
@@ -655,7 +661,7 @@ impl Partition {
                     Next::Record { pos, header, value } => {
                         if header.offset != expected {
                             return Err(LogError::Corruption {
-                                path: seg.log_path.clone(),
+                                path: seg.log_path.to_path_buf(),
                                 position: pos,
                                 offset: expected,
                                 reason: format!(
@@ -679,7 +685,7 @@ impl Partition {
                     Next::End => break,
                     Next::Torn { pos, reason } | Next::Bad { pos, reason } => {
                         return Err(LogError::Corruption {
-                            path: seg.log_path.clone(),
+                            path: seg.log_path.to_path_buf(),
                             position: pos,
                             offset: expected,
                             reason,
@@ -714,7 +720,7 @@ impl Partition {
                     Next::End => break,
                     Next::Torn { pos, reason } | Next::Bad { pos, reason } => {
                         return Err(LogError::Corruption {
-                            path: seg.log_path.clone(),
+                            path: seg.log_path.to_path_buf(),
                             position: pos,
                             offset: seg.base,
                             reason,
@@ -756,9 +762,7 @@ impl Partition {
             io::remove(&self.cfg, &log_path)?;
             self.sealed.remove(&base);
             self.unsynced.retain(|b| *b != base);
-            if !self.dirty_dirs.contains(&self.dir) {
-                self.dirty_dirs.push(self.dir.clone());
-            }
+            self.dir_changed();
             total -= size;
             n += 1;
             *budget -= 1;
@@ -799,9 +803,7 @@ impl Partition {
         let old = std::mem::replace(&mut self.active, new);
         let old = old.seal(&self.cfg);
         self.sealed.insert(old.base, old);
-        if !self.dirty_dirs.contains(&self.dir) {
-            self.dirty_dirs.push(self.dir.clone());
-        }
+        self.dir_changed();
         while let Some((base, seg)) = self.sealed.pop_first() {
             self.unsynced.retain(|b| *b != base);
             let r = io::remove(&self.cfg, &seg.log_path)

@@ -222,7 +222,7 @@ pub(crate) fn open_sealed(
                     };
                     return Ok(Sealed::Whole(Segment {
                         base,
-                        log_path,
+                        log_path: log_path.into_boxed_path(),
                         index,
                         tail,
                     }));
@@ -263,7 +263,7 @@ pub(crate) fn open_sealed(
     }
     let mut seg = Segment {
         base,
-        log_path,
+        log_path: log_path.into_boxed_path(),
         index,
         tail: s.tail,
     };
@@ -354,7 +354,7 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge)
         }
         let seg = Segment {
             base,
-            log_path,
+            log_path: log_path.into_boxed_path(),
             index,
             tail: Tail::empty(base),
         };
@@ -421,7 +421,7 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge)
     }
     let seg = Segment {
         base,
-        log_path,
+        log_path: log_path.into_boxed_path(),
         index,
         tail: s.tail,
     };

@@ -52,7 +52,7 @@ pub struct Segment {
     /// Offset of the first record.
     pub base: u64,
     /// The `.log` file.
-    pub log_path: PathBuf,
+    pub log_path: Box<Path>,
     /// The index.
     pub index: Index,
     /// Extent of the records.
@@ -256,7 +256,7 @@ impl Active {
         Ok(Active {
             seg: Segment {
                 base,
-                log_path,
+                log_path: log_path.into_boxed_path(),
                 index,
                 tail: Tail::empty(base),
             },
