@@ -409,13 +409,23 @@ fn open_in_child(dir: &Path) -> (f64, u64, usize) {
 /// `n` (scaled) partition names, a clock at 1,000,000 ms to move by hand,
 /// and a log config on that clock with one hour of retention and no syncs.
 fn aging(n: f64) -> (Vec<String>, std::sync::Arc<AtomicU64>, LogConfig) {
+    let (names, now, cfg) = clocked(n);
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Never,
+        retain_hours: Some(1),
+        ..cfg
+    };
+    (names, now, cfg)
+}
+
+/// `n` (scaled) partition names, and the default config on a clock the
+/// caller moves (ms since the epoch, from 1,000,000).
+fn clocked(n: f64) -> (Vec<String>, std::sync::Arc<AtomicU64>, LogConfig) {
     let n = ((n * scale()) as usize).max(1);
     let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
     let now = std::sync::Arc::new(AtomicU64::new(1_000_000));
     let c = now.clone();
     let cfg = LogConfig {
-        fsync: FsyncPolicy::Never,
-        retain_hours: Some(1),
         clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
         ..LogConfig::default()
     };
@@ -424,18 +434,12 @@ fn aging(n: f64) -> (Vec<String>, std::sync::Arc<AtomicU64>, LogConfig) {
 
 /// Runs in a child process: writes `n` partitions live, then lets two
 /// periodic checks pass with no append (the tasks that wrote them are done);
-/// prints the RSS the open log holds after the writes, after the checks,
-/// and `n`.
+/// prints the RSS the open log holds after the writes and after the checks,
+/// the heap in use at both, and `n`.
 fn live_child(dir: &Path) {
-    let n = ((1000.0 * scale()) as usize).max(1);
+    let (names, now, cfg) = clocked(1000.0);
+    let n = names.len();
     let vals = values(100, BATCH);
-    let names: Vec<String> = (0..n).map(|i| format!("{i:032X}")).collect();
-    let now = std::sync::Arc::new(AtomicU64::new(1_000_000));
-    let c = now.clone();
-    let cfg = LogConfig {
-        clock: std::sync::Arc::new(move || c.load(std::sync::atomic::Ordering::SeqCst)),
-        ..LogConfig::default()
-    };
     let check = cfg.retention_check_ms;
     let (before, heap_before) = (rss_kib(), heap_in_use());
     let mut log = Log::open(dir, cfg).expect("open");
@@ -459,7 +463,8 @@ fn live_child(dir: &Path) {
     log.close().expect("close");
 }
 
-/// Partitions written live against the same log reopened: RSS per partition.
+/// Partitions written live against the same log reopened: RSS and heap in
+/// use per partition.
 fn live() {
     let dir = bench_dir("live");
     let w: Vec<u64> = child_words("live-child", &dir)
