@@ -731,6 +731,39 @@ def test_a_parked_partition_keeps_its_offsets_through_the_python_api(
         assert (infos[a].first_offset, infos[a].next_offset, infos[a].segments) == (9, 9, 0)
 
 
+def test_a_parked_partition_is_forgotten_forget_parked_hours_after_it_was_parked(
+    tmp_path: Path,
+) -> None:
+    """A ``.parked`` line carries when the partition was parked (ms since the
+    epoch, before its CRC). ``Log`` and ``Store`` forget a partition parked
+    ``forget_parked_hours`` ago (720 by default) when they open (and at the periodic
+    check, tested in Rust with a clock moved by hand), and the file is rewritten
+    without it; ``None`` keeps it."""
+    a, b = "A" * 32, "B" * 32
+    now_ms = int(time.time() * 1000)
+    lines = [f"t {a} 7 {now_ms - 721 * 3_600_000}", f"t {b} 9 {now_ms - 3_600_000}"]
+    text = "".join(f"{body} {_crc32c(body.encode()):08x}\n" for body in lines)
+    (tmp_path / "log").mkdir()
+    parked = tmp_path / "log" / ".parked"
+    parked.write_text(text)
+    with dafka.Log(tmp_path / "log", forget_parked_hours=None) as log:
+        assert {p.partition: p.next_offset for p in log.partitions("t")} == {a: 7, b: 9}
+    assert parked.read_text() == text, "kept, and nothing to rewrite"
+    with dafka.Log(tmp_path / "log", read_only=True) as log:
+        assert {p.partition: p.next_offset for p in log.partitions("t")} == {b: 9}
+    assert parked.read_text() == text, "a read-only open rewrites nothing"
+    with dafka.Log(tmp_path / "log", forget_parked_hours=0) as log:
+        assert log.partitions("t") == []
+    assert not parked.exists(), "nothing left to keep"
+    parked.write_text(text)
+    with Store(tmp_path, **FAST) as s:  # type: ignore[arg-type]
+        wait_for(lambda: s.stats()["parked_partitions"] == 1, "parked_partitions in stats")
+    assert parked.read_text().splitlines() == [text.splitlines()[1]]
+    for bad in (-1, 2**64, "720"):
+        with pytest.raises((ValueError, TypeError), match="forget_parked_hours"):
+            Store(tmp_path, forget_parked_hours=bad)  # type: ignore[arg-type]
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or shutil.which("mount") is None:
         return False

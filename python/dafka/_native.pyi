@@ -305,6 +305,7 @@ class NativeLog:
         recovery: str,
         read_only: bool,
         isolate_damaged: bool = False,
+        forget_parked_hours: int | None = ...,
     ) -> NativeLog: ...
     def append(self, topic: bytes, partition: str, offset: int, value: bytes) -> None: ...
     def append_many(
@@ -354,6 +355,7 @@ class Store:
         max_record_bytes: int = 67108864,
         fetch_retry: float = 0.5,
         max_open_files: int | None = None,
+        forget_parked_hours: int | None = ...,
     ) -> Store: ...
     @property
     def address(self) -> str: ...

@@ -63,7 +63,9 @@ class Log:
     new segment; ``retain_hours`` (168, ``None`` keeps forever) and ``retain_bytes``
     (per partition, ``None``) delete whole old segments (age also the active one, once
     all of it is that old: the partition keeps its next offset, "parked" in the log's
-    ``.parked`` file without a directory of its own); ``fsync`` is ``"always"``
+    ``.parked`` file without a directory of its own); ``forget_parked_hours`` (720,
+    ``None`` keeps them for good) forgets a parked partition that long after it was
+    parked (checked by :meth:`tick` and :meth:`enforce_retention`); ``fsync`` is ``"always"``
     (every append call), ``"interval"`` (once ``flush_messages`` records are unsynced
     or ``flush_interval_ms`` passed, checked on append and :meth:`tick`) or
     ``"never"`` (only :meth:`flush`); ``recovery`` says what to do with a damaged
@@ -86,6 +88,7 @@ class Log:
         recovery: RecoveryPolicy = "tolerate_tail_corruption",
         read_only: bool = False,
         isolate_damaged: bool = False,
+        forget_parked_hours: int | None = 720,
     ) -> None:
         self.path = os.fspath(path)
         self._log = NativeLog(
@@ -100,6 +103,7 @@ class Log:
             recovery,
             read_only,
             isolate_damaged,
+            forget_parked_hours,
         )
 
     def append(self, topic: str | bytes, partition: str, offset: int, value: bytes) -> None:

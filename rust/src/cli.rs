@@ -114,6 +114,8 @@ pub struct StoreSection {
     pub retain_hours: Option<u64>,
     /// 0 sets no size limit.
     pub retain_bytes: Option<u64>,
+    /// 0 keeps parked partitions for good.
+    pub forget_parked_hours: Option<u64>,
     /// 0: half the open-files limit.
     pub max_open_files: Option<usize>,
     pub recovery: Option<String>,
@@ -256,7 +258,7 @@ pub struct StoreArgs {
     /// When the log fdatasyncs: always, interval (group commit) or never [default: interval]
     #[arg(long, value_name = "POLICY")]
     pub fsync: Option<FsyncPolicy>,
-    /// With fsync=interval: sync at most this often, ms [default: 2]
+    /// With fsync=interval: sync at most this often, ms [default: 1]
     #[arg(long, value_name = "MS")]
     pub flush_interval_ms: Option<u64>,
     /// With fsync=interval: sync once this many records are unsynced [default: 100000]
@@ -271,6 +273,10 @@ pub struct StoreArgs {
     /// Keep at most this many bytes per partition; 0 = no limit [default: 0]
     #[arg(long, value_name = "BYTES")]
     pub retain_bytes: Option<u64>,
+    /// Forget a partition retention emptied (kept as its next offset in
+    /// `.parked`) this long after; 0 keeps them for good [default: 720]
+    #[arg(long, value_name = "HOURS")]
+    pub forget_parked_hours: Option<u64>,
     /// Keep at most about this many partitions' segment files open, closing the
     /// least recently written; 0 = half the open-files limit [default: 0]
     #[arg(long, value_name = "N")]
@@ -369,6 +375,9 @@ pub fn store_settings(args: &StoreArgs, file: &FileConfig) -> Result<StoreSettin
     }
     if let Some(v) = args.retain_bytes.or(s.retain_bytes) {
         log.retain_bytes = (v != 0).then_some(v);
+    }
+    if let Some(v) = args.forget_parked_hours.or(s.forget_parked_hours) {
+        log.forget_parked_hours = (v != 0).then_some(v);
     }
     if let Some(v) = args.max_open_files.or(s.max_open_files) {
         log.max_open_files = (v != 0).then_some(v);

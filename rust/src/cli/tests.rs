@@ -97,6 +97,7 @@ fn flags_override_the_file() {
         flush_interval_ms = 50
         retain_hours = 0
         retain_bytes = 1000000
+        forget_parked_hours = 0
         max_open_files = 300
         max_record_bytes = 1000
         fetch_retry_ms = 20
@@ -112,6 +113,7 @@ fn flags_override_the_file() {
     assert_eq!(s.config.log.fsync, FsyncPolicy::Never);
     assert_eq!(s.config.log.retain_hours, None);
     assert_eq!(s.config.log.retain_bytes, Some(1_000_000));
+    assert_eq!(s.config.log.forget_parked_hours, None, "0: for good");
     assert_eq!(s.config.log.max_open_files, Some(300));
     assert_eq!(s.config.log.recovery, RecoveryPolicy::AbsoluteConsistency);
     assert_eq!(s.config.logic.max_record_bytes, 1000);
@@ -132,6 +134,8 @@ fn flags_override_the_file() {
         "7",
         "--retain-hours",
         "5",
+        "--forget-parked-hours",
+        "48",
         "--max-open-files",
         "0",
         "--log-level",
@@ -147,6 +151,7 @@ fn flags_override_the_file() {
     assert_eq!(s.config.node.beacon_interval, Duration::from_millis(300));
     assert_eq!(s.config.log.flush_interval_ms, 7);
     assert_eq!(s.config.log.retain_hours, Some(5));
+    assert_eq!(s.config.log.forget_parked_hours, Some(48));
     assert_eq!(
         s.config.log.max_open_files, None,
         "0: half the open-files limit"
@@ -252,6 +257,10 @@ fn the_sample_config_is_valid() {
     let s = store_settings(&store_args(&[]), &f).unwrap();
     assert_eq!(s.config.log.fsync, FsyncPolicy::Interval);
     assert_eq!(s.config.log.max_open_files, None);
+    assert_eq!(s.config.log.forget_parked_hours, Some(720));
+    // Its values are the defaults, as it says.
+    let d = store_settings(&store_args(&[]), &FileConfig::default()).unwrap();
+    assert_eq!(format!("{:?}", s.config.log), format!("{:?}", d.config.log));
     tower_settings(&tower_args(&[]), &f).unwrap();
 }
 

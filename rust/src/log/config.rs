@@ -77,6 +77,14 @@ pub struct LogConfig {
     /// active segment that old is rolled first (the partition keeps its next
     /// offset). `None` keeps them forever.
     pub retain_hours: Option<u64>,
+    /// Forget a parked partition (one retention emptied, kept as its next
+    /// offset in `.parked`) this long after it was parked (720 h); `None`
+    /// keeps them for good. Every producer run and Spark task leaves one, so
+    /// without a limit the registry grows with every task ever run. A store
+    /// that forgot a partition treats a record of it as one of a new
+    /// partition: it FETCHes what comes before from its peers and, when none
+    /// holds any of it, starts the partition at the first record it gets.
+    pub forget_parked_hours: Option<u64>,
     /// Delete the oldest sealed segments while a partition holds more bytes than
     /// this; `None` (the default) sets no limit.
     pub retain_bytes: Option<u64>,
@@ -120,6 +128,7 @@ impl Default for LogConfig {
             segment_bytes: 512 * 1024 * 1024,
             index_interval_bytes: 4096,
             retain_hours: Some(168),
+            forget_parked_hours: Some(720),
             retain_bytes: None,
             flush_messages: 10_000,
             flush_interval_ms: 1_000,
@@ -141,6 +150,7 @@ impl fmt::Debug for LogConfig {
             .field("segment_bytes", &self.segment_bytes)
             .field("index_interval_bytes", &self.index_interval_bytes)
             .field("retain_hours", &self.retain_hours)
+            .field("forget_parked_hours", &self.forget_parked_hours)
             .field("retain_bytes", &self.retain_bytes)
             .field("flush_messages", &self.flush_messages)
             .field("flush_interval_ms", &self.flush_interval_ms)
@@ -186,6 +196,12 @@ impl LogConfig {
 
     pub(crate) fn retain_ms(&self) -> Option<u64> {
         self.retain_hours.map(|h| h.saturating_mul(3_600_000))
+    }
+
+    /// Parked partitions parked at or before this are forgotten `now`.
+    pub(crate) fn forget_parked_before(&self, now: u64) -> Option<u64> {
+        let h = self.forget_parked_hours?;
+        now.checked_sub(h.saturating_mul(3_600_000))
     }
 
     pub(crate) fn now(&self) -> u64 {

@@ -385,9 +385,9 @@ fn leave_clean_mark(cfg: &LogConfig, root: &Path) -> Result<()> {
     io::sync_dir(cfg, root)
 }
 
-/// Stale lines in `ROOT/.parked` (of partitions appended to again, or
-/// parked twice) tolerated before a parking rewrites the file: at least this
-/// many, and at least as many as there are parked partitions.
+/// Stale lines in `ROOT/.parked` (of partitions appended to again, parked
+/// twice, or forgotten) tolerated before the file is rewritten: at least
+/// this many, and at least as many as there are parked partitions.
 const PARKED_STALE_MIN: usize = 1024;
 
 /// The most partitions one retention sweep of [`Log::tick`] parks (about
@@ -443,10 +443,14 @@ fn open_parked(
     damaged: &BTreeMap<PartKey, Damaged>,
     empty_dirs: &[(PartKey, PathBuf)],
 ) -> Result<(parked::Parked, usize)> {
-    let loaded = parked::load(root)?;
+    let now = cfg.now();
+    let loaded = parked::load(root, now)?;
     let mut got = loaded.parked;
     for (t, p) in parts.keys().chain(damaged.keys()) {
         got.remove(t, p);
+    }
+    if let Some(before) = cfg.forget_parked_before(now) {
+        got.forget(before);
     }
     if cfg.read_only {
         return Ok((got, loaded.lines));
@@ -456,10 +460,11 @@ fn open_parked(
             let _ = fs::remove_dir(dir);
         }
     }
-    if loaded.lines == got.len() {
+    // Lines without their parking time get it written.
+    if loaded.lines == got.len() && loaded.untimed == 0 {
         return Ok((got, loaded.lines));
     }
-    let n = parked::rewrite(cfg, root, &got, &[])?;
+    let n = parked::rewrite(cfg, root, &got, &[], now)?;
     Ok((got, n))
 }
 
@@ -817,8 +822,9 @@ impl Log {
                     "skip to offset {offset}: the partition already reaches {next}"
                 )));
             }
-            self.write_parked(&[(key, offset)])?;
-            self.parked.insert(topic, partition, offset);
+            let at = self.cfg.now();
+            self.write_parked(&[(key, offset)], at)?;
+            self.parked.insert(topic, partition, parked::Spot { next: offset, at });
             return Ok(());
         }
         let p = self
@@ -1142,6 +1148,7 @@ impl Log {
         } else {
             (None, usize::MAX)
         };
+        self.forget_parked(now);
         let mut n = self.retain_each(now, |p| !p.may_park(), &mut budget, &mut first_err);
         match self.park_empty(now, park_at_most) {
             Ok(k) => n += k,
@@ -1201,25 +1208,62 @@ impl Log {
         n
     }
 
-    /// Records `entries` (partition → next offset) in `ROOT/.parked`,
-    /// synced: appended, or the whole file rewritten once stale lines
-    /// outnumber the parked partitions or an earlier append may have left a
-    /// torn line. On an error the next write rewrites it.
-    fn write_parked(&mut self, entries: &[(PartKey, u64)]) -> Result<()> {
-        let stale = self.parked_lines.saturating_sub(self.parked.len());
-        let r = if self.parked_rewrite || stale > self.parked.len().max(PARKED_STALE_MIN) {
-            parked::rewrite(&self.cfg, &self.root, &self.parked, entries)
+    /// Records `entries` (partition → next offset, parked `at`) in
+    /// `ROOT/.parked`, synced: appended, or the whole file rewritten once
+    /// stale lines outnumber the parked partitions or an earlier append may
+    /// have left a torn line. On an error the next write rewrites it.
+    fn write_parked(&mut self, entries: &[(PartKey, u64)], at: u64) -> Result<()> {
+        let r = if self.parked_rewrite || self.parked_stale() {
+            parked::rewrite(&self.cfg, &self.root, &self.parked, entries, at)
                 .map(|n| self.parked_lines = n)
         } else {
             let mut lines = String::new();
             for ((t, p), next) in entries {
-                lines.push_str(&parked::encode(t, p, *next)?);
+                lines.push_str(&parked::encode(t, p, parked::Spot { next: *next, at })?);
             }
             parked::append(&self.cfg, &self.root, &lines)
                 .map(|()| self.parked_lines += entries.len())
         };
         self.parked_rewrite = r.is_err();
         r
+    }
+
+    /// Stale lines in `ROOT/.parked` (of partitions appended to again,
+    /// parked twice, or forgotten) outnumber the parked partitions: time to
+    /// rewrite it.
+    fn parked_stale(&self) -> bool {
+        let stale = self.parked_lines.saturating_sub(self.parked.len());
+        stale > self.parked.len().max(PARKED_STALE_MIN)
+    }
+
+    /// Forgets the parked partitions parked `forget_parked_hours` ago or
+    /// more, rewriting `ROOT/.parked` once its stale lines outnumber the
+    /// rest (until then a forgotten line is left out when the log opens).
+    /// Cheap when none is due.
+    fn forget_parked(&mut self, now: u64) {
+        let Some(before) = self.cfg.forget_parked_before(now) else {
+            return;
+        };
+        let n = self.parked.forget(before);
+        if n == 0 {
+            return;
+        }
+        tracing::debug!(
+            "{}: forgot {n} partition(s) parked {}h ago or more",
+            self.root.display(),
+            self.cfg.forget_parked_hours.unwrap_or_default()
+        );
+        if self.parked_stale() {
+            match parked::rewrite(&self.cfg, &self.root, &self.parked, &[], now) {
+                Ok(lines) => self.parked_lines = lines,
+                Err(e) => {
+                    // The next parking rewrites it; the lines left meanwhile
+                    // are forgotten again when the log opens.
+                    tracing::warn!("rewriting the parked partitions' registry: {e}");
+                    self.parked_rewrite = true;
+                }
+            }
+        }
     }
 
     /// Parks every partition whose records retention deleted, or would
@@ -1246,7 +1290,7 @@ impl Log {
         if keys.is_empty() {
             return Ok(0);
         }
-        self.write_parked(&keys)?;
+        self.write_parked(&keys, now)?;
         self.park_more = keys.len() == cap;
         let mut topic_dirs: Vec<PathBuf> = Vec::new();
         let mut first_err = None;
@@ -1263,7 +1307,8 @@ impl Log {
             if let Err(e) = p.remove_parked() {
                 first_err.get_or_insert(e);
             }
-            self.parked.insert(&key.0, &key.1, *next);
+            let spot = parked::Spot { next: *next, at: now };
+            self.parked.insert(&key.0, &key.1, spot);
         }
         self.dirty.retain(|(t, p)| !self.parked.contains(t, p));
         for d in &topic_dirs {
@@ -1312,7 +1357,7 @@ impl Log {
         out.extend(
             self.parked
                 .iter(topic)
-                .map(|(t, p, next)| parked_info(t, &p, next)),
+                .map(|(t, p, s)| parked_info(t, &p, s.next)),
         );
         out.sort_unstable_by(|a, b| (&a.topic, &a.partition).cmp(&(&b.topic, &b.partition)));
         out

@@ -1747,6 +1747,105 @@ fn a_partition_retention_emptied_is_parked_without_files_and_keeps_its_offsets()
 }
 
 #[test]
+fn a_parked_partition_is_forgotten_forget_parked_hours_after_it_was_parked() {
+    const H: u64 = 3_600_000;
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = 100 * H;
+    let clock = Clock::new(t0);
+    let cfg = LogConfig {
+        retain_hours: Some(1),
+        forget_parked_hours: Some(3),
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    log.append_batch(T, "A", 10, &[value(0)]).unwrap();
+    log.append_batch(T, "B", 20, &[value(1)]).unwrap();
+    log.append(b"other", "Z", 0, b"z").unwrap();
+    // Parked at t1; B is written again at once (a directory again).
+    let t1 = t0 + 2 * H;
+    clock.set(t1);
+    log.enforce_retention().unwrap();
+    assert_eq!(log.parked_count(), 3);
+    log.append(T, "B", 21, b"b").unwrap();
+    assert_eq!(log.parked_count(), 2);
+    // Two hours on: nothing is forgotten yet; B is parked now.
+    clock.set(t1 + 2 * H);
+    log.tick().unwrap();
+    assert_eq!(log.parked_count(), 3);
+    // Three hours after A and Z were parked, the periodic check forgets them.
+    clock.set(t1 + 3 * H);
+    log.tick().unwrap();
+    assert_eq!(log.parked_count(), 1);
+    assert_eq!(log.next_offset(T, "A"), None);
+    assert_eq!(log.next_offset(b"other", "Z"), None);
+    assert_eq!(log.next_offset(T, "B"), Some(22));
+    let listed: Vec<String> = log.partitions(None).into_iter().map(|i| i.partition).collect();
+    assert_eq!(listed, ["B"]);
+    assert_eq!(log.topics(), vec![T.to_vec()]);
+    // Their lines stay until stale ones outnumber the rest.
+    assert_eq!(parked_lines(dir.path()), 4);
+    // A forgotten partition is a new one: it may start anywhere.
+    log.append(T, "A", 0, b"a").unwrap();
+    assert_eq!(log.next_offset(T, "A"), Some(1));
+    // Parked again, lower than its forgotten line (the last line wins, see
+    // below); B, parked at t1 + 2 h, is forgotten.
+    clock.set(t1 + 5 * H);
+    log.tick().unwrap();
+    assert_eq!(log.parked_count(), 1);
+    assert_eq!(log.next_offset(T, "B"), None);
+    log.close().unwrap();
+    assert_eq!(parked_lines(dir.path()), 5);
+    let log = Log::open(dir.path(), cfg.clone()).unwrap();
+    assert_eq!(log.next_offset(T, "A"), Some(1));
+    assert_eq!(log.next_offset(T, "B"), None);
+    assert_eq!(log.next_offset(b"other", "Z"), None);
+    assert_eq!(parked_lines(dir.path()), 1, "rewritten without the forgotten lines");
+    log.close().unwrap();
+
+    // A line of the older form (no parking time) counts as parked when the
+    // log opens, and gets its time written.
+    let body = "other Q 5";
+    let line = format!("{body} {:08x}\n", crc32c::crc32c(body.as_bytes()));
+    OpenOptions::new()
+        .append(true)
+        .open(dir.path().join(PARKED_FILE))
+        .unwrap()
+        .write_all_at(line.as_bytes(), 0)
+        .unwrap();
+    let t2 = t1 + 6 * H;
+    clock.set(t2);
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    assert_eq!(log.next_offset(b"other", "Q"), Some(5));
+    let text = fs::read_to_string(dir.path().join(PARKED_FILE)).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    assert!(text.lines().all(|l| l.split(' ').count() == 5), "{text}");
+    // A is due (parked at t1 + 5 h), Q is not yet.
+    clock.set(t2 + 2 * H);
+    log.tick().unwrap();
+    assert_eq!(log.next_offset(T, "A"), None);
+    assert_eq!(log.next_offset(b"other", "Q"), Some(5));
+    clock.set(t2 + 3 * H);
+    log.tick().unwrap();
+    assert_eq!(log.parked_count(), 0);
+    log.close().unwrap();
+
+    // None keeps them for good.
+    let keep = LogConfig {
+        forget_parked_hours: None,
+        ..cfg
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), keep).unwrap();
+    log.append(T, "C", 0, b"c").unwrap();
+    clock.set(t2 + 5 * H);
+    log.tick().unwrap();
+    assert_eq!(log.parked_count(), 1);
+    clock.set(t2 + 5000 * H);
+    log.tick().unwrap();
+    assert_eq!(log.next_offset(T, "C"), Some(1));
+}
+
+#[test]
 fn parking_interrupted_leaves_the_same_partition_and_a_sync_in_flight_delays_it() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(1_000_000);

@@ -53,7 +53,7 @@ impl NativeLog {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (path, segment_bytes, index_interval_bytes, retain_hours, retain_bytes,
                         flush_messages, flush_interval_ms, fsync, recovery, read_only,
-                        isolate_damaged = false))]
+                        isolate_damaged = false, forget_parked_hours = Some(720)))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -67,6 +67,7 @@ impl NativeLog {
         recovery: &str,
         read_only: bool,
         isolate_damaged: bool,
+        forget_parked_hours: Option<i128>,
     ) -> PyResult<NativeLog> {
         let fsync: FsyncPolicy = fsync
             .parse()
@@ -79,6 +80,7 @@ impl NativeLog {
             index_interval_bytes: unsigned("index_interval_bytes", index_interval_bytes)?,
             retain_hours: opt_unsigned("retain_hours", retain_hours)?,
             retain_bytes: opt_unsigned("retain_bytes", retain_bytes)?,
+            forget_parked_hours: opt_unsigned("forget_parked_hours", forget_parked_hours)?,
             flush_messages: unsigned("flush_messages", flush_messages)?,
             flush_interval_ms: unsigned("flush_interval_ms", flush_interval_ms)?,
             fsync,

@@ -32,7 +32,7 @@ impl PyStore {
         sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 1,
         flush_messages = 100000, segment_bytes = 536870912, retain_hours = Some(168),
         retain_bytes = None, recovery = "tolerate_tail_corruption", max_record_bytes = 67108864,
-        fetch_retry = 0.5, max_open_files = None
+        fetch_retry = 0.5, max_open_files = None, forget_parked_hours = Some(720)
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -56,6 +56,7 @@ impl PyStore {
         max_record_bytes: i128,
         fetch_retry: f64,
         max_open_files: Option<i128>,
+        forget_parked_hours: Option<i128>,
     ) -> PyResult<Self> {
         let mut cfg = StoreConfig {
             node: node_config(
@@ -81,6 +82,7 @@ impl PyStore {
         cfg.log.segment_bytes = unsigned("segment_bytes", segment_bytes)?;
         cfg.log.retain_hours = opt_unsigned("retain_hours", retain_hours)?;
         cfg.log.retain_bytes = opt_unsigned("retain_bytes", retain_bytes)?;
+        cfg.log.forget_parked_hours = opt_unsigned("forget_parked_hours", forget_parked_hours)?;
         cfg.log.max_open_files = opt_unsigned("max_open_files", max_open_files)?;
         cfg.logic.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
