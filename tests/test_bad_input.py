@@ -152,6 +152,7 @@ def test_tower_drops_and_counts_malformed_beacons(ctx: zmq.Context[zmq.Socket[by
             [b"B", b"", b"127.0.0.1", b"5"],
             [b"B", uuid, b"h", b"5", b"extra"],
             [b"Bogus", uuid, b"h", b"5"],
+            [b"B", uuid, b"127.0.0.1\x00", b"5"],  # a NUL byte in the host
         ]
         good = [b"B", uuid, b"", b"4242"]
         deadline = time.monotonic() + 20
@@ -165,3 +166,26 @@ def test_tower_drops_and_counts_malformed_beacons(ctx: zmq.Context[zmq.Socket[by
         assert relayed == [b"B", uuid, b"tcp://127.0.0.1:4242"]
         stats = t.stats()
         assert stats["malformed"] >= len(bad) and stats["malformed"] % len(bad) == 0, stats
+
+
+def test_a_node_drops_a_tower_beacon_naming_an_endpoint_with_a_nul_byte(
+    ctx: zmq.Context[zmq.Socket[bytes]],
+) -> None:
+    """ZeroMQ endpoints are C strings (the zmq crate panics on a NUL byte): a
+    tower beacon naming one is malformed, dropped and counted, and the node keeps
+    working."""
+    out = ctx.socket(zmq.XPUB)  # a tower's beacon_out, played by hand
+    out.bind("tcp://127.0.0.1:*")
+    beacons_in = ctx.socket(zmq.SUB)
+    beacons_in.bind("tcp://127.0.0.1:*")
+    port_in = beacons_in.getsockopt_string(zmq.LAST_ENDPOINT).rsplit(":", 1)[1]
+    port_out = out.getsockopt_string(zmq.LAST_ENDPOINT).rsplit(":", 1)[1]
+    with Producer("tnul", towers=[f"tcp://127.0.0.1:{port_in},{port_out}"], min_acks=0) as p:
+        wait_sub(out, b"B")
+        deadline = time.monotonic() + 20
+        while p.stats()["malformed"] == 0 and time.monotonic() < deadline:
+            out.send_multipart([b"B", P, b"tcp://127.0.0.1\x00:5"])
+            time.sleep(0.05)
+        assert p.stats()["malformed"] >= 1
+        assert p.send(b"still alive") == 0
+        assert p.send(b"and sending") == 1

@@ -207,6 +207,48 @@ def test_bad_arguments_raise_clear_errors() -> None:
     p.close()  # idempotent
 
 
+def test_endpoints_timeouts_and_sizes_that_used_to_end_a_node() -> None:
+    """A NUL byte in an endpoint (the zmq crate panics on one), a peer without its
+    port, timeouts too long for the clock, an invalid timeout on the fast path, and a
+    value over ``max_record_bytes`` (stores drop it, and its partition stalls): each a
+    clear error up front, or taken as "forever", and the node keeps working."""
+    nul = "tcp://127.0.0.1\x00:5"
+    with Producer("t", min_acks=0) as p:
+        for bad in (nul, "tcp://127.0.0.1:*", "tcp://127.0.0.1:0"):
+            with pytest.raises(dafka.ConfigError, match="peer endpoint"):
+                p.connect(bad)
+        with pytest.raises(ValueError, match="seconds"):
+            p.send(b"x", timeout=-1)
+        with pytest.raises(ValueError, match="seconds"):
+            p.send(b"x", timeout=float("nan"))
+        assert p.send(b"x") == 0, "the node is alive"
+        assert p.flush(1e19) == 0, "a timeout this long is forever"
+        assert p.poll(1e19) >= 0
+    with pytest.raises(dafka.ConfigError, match="bind endpoint"):
+        Producer("t", bind="tcp://127.0.0.1\x00:0")
+    with pytest.raises(dafka.ConfigError, match="peer endpoint"):
+        Consumer(["t"], peers=["tcp://127.0.0.1:*"])
+    with pytest.raises(dafka.ConfigError, match="tower endpoint"):
+        Consumer(["t"], towers=["tcp://127.0.0.1\x00:5556"])
+    with pytest.raises(dafka.ConfigError, match="bind endpoint"):
+        dafka.heads("t", bind=nul, peers=["tcp://127.0.0.1:1"], timeout=0.1)
+    with Producer("t", head_interval=1e19, min_acks=0) as p:
+        assert [p.send(b"a"), p.send(b"b")] == [0, 1]
+        p.flush(1.0)
+        assert p.send(b"c") == 2, "the node thread is alive"
+    with Consumer(["t"], idle_after=1e19) as c:
+        assert c.poll(0.01) is None
+        assert c.poll(0.01) is None
+    with Producer("t", max_record_bytes=100, min_acks=0) as p:
+        with pytest.raises(dafka.RecordTooLargeError, match=r"max_record_bytes=100") as e:
+            p.send(b"x" * 101)
+        assert isinstance(e.value, ValueError)
+        with pytest.raises(dafka.RecordTooLargeError):
+            p.send_many([b"ok", b"x" * 101])
+        assert p.next_offset == 0, "nothing of the batch was sent"
+        assert p.send(b"x" * 100) == 0
+
+
 def test_integer_arguments_out_of_range_name_the_argument(tmp_path: Path) -> None:
     """A negative count or offset is a ValueError that names the argument and its
     range (PyO3 alone raises an OverflowError naming neither)."""

@@ -33,6 +33,7 @@ from dafka.exceptions import (
     LogValueError,
     NodeError,
     OffsetError,
+    RecordTooLargeError,
     UnknownPartitionError,
     WireError,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "PartitionInfo",
     "Producer",
     "Record",
+    "RecordTooLargeError",
     "Store",
     "Tower",
     "UnknownPartitionError",

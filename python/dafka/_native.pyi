@@ -215,6 +215,7 @@ class Producer:
         beacon_timeout: float = 4.0,
         sndhwm: int = 1000000,
         rcvhwm: int = 1000000,
+        max_record_bytes: int = 67108864,
     ) -> Producer: ...
     def send(self, value: Buffer, *, timeout: float | None = None) -> int: ...
     def send_many(

@@ -15,6 +15,7 @@ __all__ = [
     "LogValueError",
     "NodeError",
     "OffsetError",
+    "RecordTooLargeError",
     "UnknownPartitionError",
     "WireError",
 ]
@@ -46,6 +47,12 @@ class ClosedError(NodeError):
 class BufferFullError(DafkaError):
     """A producer's unacknowledged buffer (``max_unacked_bytes``) stayed full for the
     whole send timeout: start a store, lower ``min_acks`` or raise the bound."""
+
+
+class RecordTooLargeError(DafkaError, ValueError):
+    """A value over the producer's ``max_record_bytes`` (64 MiB by default, as stores'):
+    stores drop larger records, so it is refused before it is sent. Split the value, or
+    raise ``max_record_bytes`` on the producer and on every store."""
 
 
 class LogError(DafkaError):

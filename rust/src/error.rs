@@ -29,6 +29,9 @@ pub enum Error {
     /// The producer's unacknowledged buffer stayed full until the timeout.
     #[error("{0}")]
     BufferFull(String),
+    /// A value over the producer's `max_record_bytes` (Python: `ValueError`).
+    #[error("{0}")]
+    TooLarge(String),
     /// The durable log failed (I/O, corruption, a bad offset).
     #[error(transparent)]
     Log(#[from] crate::log::LogError),

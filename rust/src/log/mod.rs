@@ -824,7 +824,8 @@ impl Log {
             }
             let at = self.cfg.now();
             self.write_parked(&[(key, offset)], at)?;
-            self.parked.insert(topic, partition, parked::Spot { next: offset, at });
+            self.parked
+                .insert(topic, partition, parked::Spot { next: offset, at });
             return Ok(());
         }
         let p = self
@@ -1307,7 +1308,10 @@ impl Log {
             if let Err(e) = p.remove_parked() {
                 first_err.get_or_insert(e);
             }
-            let spot = parked::Spot { next: *next, at: now };
+            let spot = parked::Spot {
+                next: *next,
+                at: now,
+            };
             self.parked.insert(&key.0, &key.1, spot);
         }
         self.dirty.retain(|(t, p)| !self.parked.contains(t, p));

@@ -438,7 +438,10 @@ mod tests {
         let line = encode(b"wea ther", "A1", Spot { next: 42, at: 7 }).unwrap();
         assert!(line.starts_with("wea%20ther A1 42 7 ") && line.ends_with('\n'));
         let body = line.trim_end_matches('\n');
-        assert_eq!(decode(body), Some((b"wea ther".to_vec(), "A1", 42, Some(7))));
+        assert_eq!(
+            decode(body),
+            Some((b"wea ther".to_vec(), "A1", 42, Some(7)))
+        );
         assert_eq!(decode(&body.replace("42", "43")), None, "CRC");
         assert_eq!(decode(&body[..body.len() - 1]), None, "torn");
         assert_eq!(decode(""), None);
@@ -470,7 +473,14 @@ mod tests {
         assert_eq!(got.lines, 5);
         assert_eq!(got.bad, 1, "the last line has no newline");
         let mut want = parked(&[("t", "A", 7)]);
-        want.insert(b"u", "B", Spot { next: 3, at: AT + 5 });
+        want.insert(
+            b"u",
+            "B",
+            Spot {
+                next: 3,
+                at: AT + 5,
+            },
+        );
         assert_eq!(got.parked, want);
         assert_eq!(rewrite(&cfg, dir.path(), &want, &[], 0).unwrap(), 2);
         let again = load(dir.path(), AT + 9).unwrap();
@@ -495,8 +505,16 @@ mod tests {
     fn forget_drops_what_was_parked_by_then_and_walks_only_when_due() {
         let mut p = Parked::default();
         assert_eq!(p.forget(u64::MAX), 0, "empty");
-        p.insert(b"t", "ABCDEF0123456789ABCDEF0123456789", Spot { next: 5, at: 10 });
-        p.insert(b"t", "abcdef0123456789abcdef0123456789", Spot { next: 6, at: 20 });
+        p.insert(
+            b"t",
+            "ABCDEF0123456789ABCDEF0123456789",
+            Spot { next: 5, at: 10 },
+        );
+        p.insert(
+            b"t",
+            "abcdef0123456789abcdef0123456789",
+            Spot { next: 6, at: 20 },
+        );
         p.insert(b"u", "name", Spot { next: 7, at: 30 });
         p.insert(b"u", "late", Spot { next: 8, at: 40 });
         assert_eq!(p.forget(9), 0);
@@ -508,7 +526,10 @@ mod tests {
         // Parked again later: it stays.
         p.insert(b"u", "name", Spot { next: 9, at: 50 });
         assert_eq!(p.forget(45), 1);
-        assert_eq!(p.sorted(), [(b"u".to_vec(), "name".to_owned(), Spot { next: 9, at: 50 })]);
+        assert_eq!(
+            p.sorted(),
+            [(b"u".to_vec(), "name".to_owned(), Spot { next: 9, at: 50 })]
+        );
         assert_eq!(p.topics().collect::<Vec<_>>(), [b"u".as_slice()]);
         assert_eq!(p.forget(50), 1);
         assert!(p.is_empty());

@@ -1779,7 +1779,11 @@ fn a_parked_partition_is_forgotten_forget_parked_hours_after_it_was_parked() {
     assert_eq!(log.next_offset(T, "A"), None);
     assert_eq!(log.next_offset(b"other", "Z"), None);
     assert_eq!(log.next_offset(T, "B"), Some(22));
-    let listed: Vec<String> = log.partitions(None).into_iter().map(|i| i.partition).collect();
+    let listed: Vec<String> = log
+        .partitions(None)
+        .into_iter()
+        .map(|i| i.partition)
+        .collect();
     assert_eq!(listed, ["B"]);
     assert_eq!(log.topics(), vec![T.to_vec()]);
     // Their lines stay until stale ones outnumber the rest.
@@ -1799,7 +1803,11 @@ fn a_parked_partition_is_forgotten_forget_parked_hours_after_it_was_parked() {
     assert_eq!(log.next_offset(T, "A"), Some(1));
     assert_eq!(log.next_offset(T, "B"), None);
     assert_eq!(log.next_offset(b"other", "Z"), None);
-    assert_eq!(parked_lines(dir.path()), 1, "rewritten without the forgotten lines");
+    assert_eq!(
+        parked_lines(dir.path()),
+        1,
+        "rewritten without the forgotten lines"
+    );
     log.close().unwrap();
 
     // A line of the older form (no parking time) counts as parked when the

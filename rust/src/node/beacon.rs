@@ -69,7 +69,8 @@ impl PeerTable {
 
     /// A tower beacon: a new peer (or one that moved) is connected.
     pub fn on_beacon(&mut self, uuid: &[u8], endpoint: &str, now: Instant) -> Vec<PeerEvent> {
-        if uuid == self.own.as_slice() || !endpoint.starts_with("tcp://") {
+        if uuid == self.own.as_slice() || !endpoint.starts_with("tcp://") || endpoint.contains('\0')
+        {
             return Vec::new();
         }
         let mut out = Vec::new();

@@ -61,7 +61,7 @@ impl NodeConfig {
             TowerAddr::parse(t)?;
         }
         for p in &self.peers {
-            check_endpoint("peer", p)?;
+            check_peer(p)?;
         }
         if self.beacon_interval.is_zero() {
             return Err(Error::Config("beacon_interval must be > 0".into()));
@@ -91,7 +91,15 @@ pub struct ProducerConfig {
     pub min_acks: usize,
     /// Bound on the bytes of unacknowledged records. Default 256 MiB.
     pub max_unacked_bytes: usize,
+    /// A larger value is refused ([`Error::TooLarge`]): stores drop records
+    /// over their own `max_record_bytes` (the same default,
+    /// [`DEFAULT_MAX_RECORD_BYTES`]), and a partition cannot go on past a
+    /// record no store keeps.
+    pub max_record_bytes: usize,
 }
+
+/// The default `max_record_bytes` of producers and stores: 64 MiB.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
 
 impl Default for ProducerConfig {
     fn default() -> Self {
@@ -100,6 +108,7 @@ impl Default for ProducerConfig {
             head_interval: Duration::from_secs(1),
             min_acks: 1,
             max_unacked_bytes: 256 << 20,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
         }
     }
 }
@@ -112,6 +121,9 @@ impl ProducerConfig {
         }
         if self.max_unacked_bytes == 0 {
             return Err(Error::Config("max_unacked_bytes must be > 0".into()));
+        }
+        if self.max_record_bytes == 0 {
+            return Err(Error::Config("max_record_bytes must be > 0".into()));
         }
         Ok(())
     }
@@ -272,7 +284,7 @@ impl TowerAddr {
         };
         let rest = s.strip_prefix("tcp://").ok_or_else(bad)?;
         let (host, ports) = rest.rsplit_once(':').ok_or_else(bad)?;
-        if host.is_empty() || host == "*" {
+        if host.is_empty() || host == "*" || host.contains('\0') {
             return Err(bad());
         }
         let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p != 0);
@@ -290,21 +302,41 @@ impl TowerAddr {
     }
 }
 
-/// Checks a `tcp://HOST:PORT` (or other transport) endpoint enough to give a
-/// clear error before ZeroMQ's terse one.
+/// Checks a `tcp://HOST:PORT` (or other transport) endpoint to bind enough
+/// to give a clear error before ZeroMQ's terse one (or the zmq crate's
+/// panic, for a NUL byte). Port 0 or `*` picks a free port.
 pub fn check_endpoint(what: &str, e: &str) -> Result<()> {
-    let ok = match e.split_once("://") {
-        Some(("tcp", rest)) => rest
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && (p == "*" || p.parse::<u16>().is_ok())),
-        Some(("ipc" | "inproc", rest)) => !rest.is_empty(),
-        _ => false,
-    };
+    check_any(what, e, true)
+}
+
+/// [`check_endpoint`] for an endpoint to connect to: it needs the port.
+pub fn check_peer(e: &str) -> Result<()> {
+    check_any("peer", e, false)
+}
+
+fn check_any(what: &str, e: &str, bind: bool) -> Result<()> {
+    let ok = !e.contains('\0')
+        && match e.split_once("://") {
+            Some(("tcp", rest)) => rest.rsplit_once(':').is_some_and(|(h, p)| {
+                !h.is_empty()
+                    && match p {
+                        "*" => bind,
+                        _ => p.parse::<u16>().is_ok_and(|p| bind || p != 0),
+                    }
+            }),
+            Some(("ipc" | "inproc", rest)) => !rest.is_empty(),
+            _ => false,
+        };
     if ok {
         Ok(())
-    } else {
+    } else if bind {
         Err(Error::Config(format!(
             "bad {what} endpoint {e:?}: use \"tcp://HOST:PORT\" (port 0 or * = ephemeral)"
+        )))
+    } else {
+        Err(Error::Config(format!(
+            "bad {what} endpoint {e:?}: use \"tcp://HOST:PORT\", the port the peer is bound \
+             to (1-65535)"
         )))
     }
 }
@@ -341,6 +373,7 @@ mod tests {
             "tcp://h:0",
             "tcp://h:x,1",
             "tcp://h:65535",
+            "tcp://h\0:5556",
         ] {
             assert!(TowerAddr::parse(bad).is_err(), "{bad}");
         }
@@ -351,6 +384,22 @@ mod tests {
         assert!(check_endpoint("bind", "tcp://127.0.0.1:*").is_ok());
         assert!(check_endpoint("bind", "tcp://*:0").is_ok());
         assert!(check_endpoint("bind", "127.0.0.1:5").is_err());
+        // The zmq crate panics on a NUL byte in an endpoint.
+        assert!(check_endpoint("bind", "tcp://127.0.0.1\0:0").is_err());
+        assert!(check_peer("tcp://127.0.0.1\0:5").is_err());
+        assert!(check_peer("ipc:///tmp/x\0").is_err());
+        // A peer is connected to: its port must be known.
+        assert!(check_peer("tcp://127.0.0.1:5").is_ok());
+        for bad in [
+            "tcp://127.0.0.1:*",
+            "tcp://127.0.0.1:0",
+            "tcp://h:65536",
+            "tcp://:5",
+        ] {
+            let e = check_peer(bad).unwrap_err().to_string();
+            assert!(e.contains("the port the peer is bound to"), "{bad}: {e}");
+        }
+        assert!(check_peer("ipc:///tmp/x").is_ok());
         assert_eq!(bind_spelling("tcp://*:0"), "tcp://*:*");
         assert_eq!(split_tcp("tcp://0.0.0.0:41"), Some(("0.0.0.0", 41)));
         assert!("middle".parse::<OffsetReset>().is_err());

@@ -834,7 +834,7 @@ impl Consumer {
 
     /// Connects to one more peer's XPUB endpoint (static peers added later).
     pub fn connect(&self, endpoint: &str) -> Result<()> {
-        crate::node::config::check_endpoint("peer", endpoint)?;
+        crate::node::config::check_peer(endpoint)?;
         self.actor.send(Cmd::Connect(endpoint.to_string()))
     }
 

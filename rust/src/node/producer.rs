@@ -348,6 +348,8 @@ pub struct Producer {
     actor: Actor<Cmd>,
     shared: Arc<ProducerShared>,
     max_bytes: usize,
+    /// `max_record_bytes`: larger values are refused.
+    max_record: usize,
     address: String,
     topic: String,
     endpoint: String,
@@ -372,7 +374,7 @@ impl Producer {
         });
         let ctx = zmq::Context::new();
         let (t, a, sh) = (topic.to_string(), address.clone(), shared.clone());
-        let max_bytes = cfg.max_unacked_bytes;
+        let (max_bytes, max_record) = (cfg.max_unacked_bytes, cfg.max_record_bytes);
         let (actor, endpoint) =
             Actor::spawn("dafka-producer", &ctx.clone(), move |inbox, ready| {
                 run(inbox, ready, &ctx, cfg, &t, &a, &sh)
@@ -381,6 +383,7 @@ impl Producer {
             actor,
             shared,
             max_bytes,
+            max_record,
             address,
             topic: topic.to_string(),
             endpoint,
@@ -495,13 +498,29 @@ impl Producer {
         timeout: Option<Duration>,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
+        self.check_size(value.len())?;
         self.reserve(value.len(), timeout, &mut check)?;
         Ok(self.push(value)?)
+    }
+
+    /// Refuses a value over `max_record_bytes`, saying what to do.
+    fn check_size(&self, n: usize) -> Result<()> {
+        if n <= self.max_record {
+            return Ok(());
+        }
+        Err(Error::TooLarge(format!(
+            "a value of {n} bytes is over max_record_bytes={}: stores drop larger records \
+             (their own max_record_bytes, 64 MiB by default), and the partition could not go \
+             on past it; split the value, or raise max_record_bytes on the producer and on \
+             every store",
+            self.max_record
+        )))
     }
 
     /// Publishes one record if the buffer has room: `Ok(None)` when it is
     /// full (then wait with [`Producer::send_with`]).
     pub fn try_send(&self, value: &[u8]) -> Result<Option<u64>> {
+        self.check_size(value.len())?;
         if !self.try_reserve(value.len()) {
             self.actor.check()?;
             return Ok(None);
@@ -544,6 +563,8 @@ impl Producer {
         timeout: Option<Duration>,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<Option<u64>, E> {
+        // All or nothing: no record of a batch is sent if one is too large.
+        self.check_size(batch.iter().map(<[u8]>::len).max().unwrap_or(0))?;
         let mut last = None;
         for piece in batch.split(self.max_bytes) {
             if piece.is_empty() {
@@ -612,7 +633,7 @@ impl Producer {
     /// Stops and joins the node thread.
     /// Connects to one more peer's XPUB endpoint (static peers added later).
     pub fn connect(&self, endpoint: &str) -> Result<()> {
-        crate::node::config::check_endpoint("peer", endpoint)?;
+        crate::node::config::check_peer(endpoint)?;
         self.actor.send(Cmd::Connect(endpoint.to_string()))
     }
 

@@ -156,6 +156,7 @@ impl<L: StoreLog + Send + 'static> StoreNode<L> {
     }
     /// Connects to one more static peer.
     pub fn connect(&self, endpoint: &str) -> Result<()> {
+        crate::node::config::check_peer(endpoint)?;
         self.actor.send(Cmd::Connect(endpoint.to_string()))
     }
 

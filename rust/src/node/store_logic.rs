@@ -179,7 +179,7 @@ impl Default for StoreLogicConfig {
             max_fetch_count: 100_000,
             max_held_records: 100_000,
             max_held_bytes: 64 << 20,
-            max_record_bytes: 64 << 20,
+            max_record_bytes: crate::node::config::DEFAULT_MAX_RECORD_BYTES,
             reply_batch_records: 1024,
             reply_batch_bytes: 4 << 20,
             max_reply_jobs: 65_536,
@@ -442,6 +442,19 @@ impl<L: StoreLog> StoreLogic<L> {
         let mut out = Vec::new();
         if content.len() > self.cfg.max_record_bytes {
             self.counters.dropped_oversize += 1;
+            // The partition cannot go on past it here: say so, a few times.
+            if self.counters.dropped_oversize.is_power_of_two() {
+                tracing::warn!(
+                    "store: dropped record {sequence} of {}/{}: {} bytes, over \
+                     max_record_bytes={} (dropped_oversize = {}); the partition cannot go on \
+                     past it in this store: raise max_record_bytes",
+                    String::from_utf8_lossy(topic),
+                    String::from_utf8_lossy(partition),
+                    content.len(),
+                    self.cfg.max_record_bytes,
+                    self.counters.dropped_oversize
+                );
+            }
             return out;
         }
         if !valid_partition(partition) {

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::error::Error;
 
 fn consume(c: &Consumer, n: usize, within: Duration) -> Vec<Delivery> {
     let deadline = Instant::now() + within;
@@ -72,6 +73,34 @@ fn earliest_consumer_of(p: &Producer) -> Consumer {
             ..Default::default()
         },
     )
+}
+
+#[test]
+fn a_value_over_max_record_bytes_is_refused_and_nothing_of_its_batch_is_sent() {
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            max_record_bytes: 10,
+            min_acks: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(p.send([1u8; 10], None).unwrap(), 0, "at the limit");
+    let e = p.send([1u8; 11], None).unwrap_err();
+    assert!(matches!(e, Error::TooLarge(_)), "{e}");
+    assert!(e.to_string().contains("max_record_bytes=10"), "{e}");
+    assert!(matches!(p.try_send(&[1u8; 11]), Err(Error::TooLarge(_))));
+    let batch = vec![vec![1u8; 3], vec![1u8; 11], vec![1u8; 3]];
+    assert!(matches!(p.send_many(batch, None), Err(Error::TooLarge(_))));
+    assert_eq!(p.next_offset(), 1, "nothing of the batch was sent");
+    assert_eq!(p.send_many(vec![vec![2u8; 10]; 3], None).unwrap(), Some(3));
+    p.check().unwrap();
+    let bad = ProducerConfig {
+        max_record_bytes: 0,
+        ..Default::default()
+    };
+    assert!(matches!(Producer::new("t", bad), Err(Error::Config(_))));
 }
 
 #[test]

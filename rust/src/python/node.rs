@@ -22,7 +22,15 @@ use crate::python::{str_list, unsigned, StrList};
 
 const SLICE: Duration = Duration::from_millis(100);
 
+/// The longest duration a timeout or interval stands for: about 95 years,
+/// "forever" to anyone, and far enough from what `Instant + Duration` can
+/// hold (a larger value would panic there).
+const LONGEST: Duration = Duration::from_secs(3_000_000_000);
+
 pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
+    if v.is_finite() && v >= LONGEST.as_secs_f64() {
+        return Ok(LONGEST);
+    }
     Duration::try_from_secs_f64(v).map_err(|_| {
         PyValueError::new_err(format!(
             "{name} must be a finite number of seconds >= 0, got {v}"
@@ -155,7 +163,7 @@ impl PyProducer {
         topic, *, towers = None, peers = None, wire = "rfc", min_acks = 1, head_interval = 1.0,
         max_unacked_bytes = 268435456, send_timeout = None, on_delivery = None,
         bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000
+        sndhwm = 1000000, rcvhwm = 1000000, max_record_bytes = 67108864
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -174,6 +182,7 @@ impl PyProducer {
         beacon_timeout: f64,
         sndhwm: i32,
         rcvhwm: i32,
+        max_record_bytes: i128,
     ) -> PyResult<Self> {
         if let Some(cb) = &on_delivery {
             if !cb.bind(py).is_callable() {
@@ -194,6 +203,7 @@ impl PyProducer {
             head_interval: seconds("head_interval", head_interval)?,
             min_acks: unsigned("min_acks", min_acks)?,
             max_unacked_bytes: unsigned("max_unacked_bytes", max_unacked_bytes)?,
+            max_record_bytes: unsigned("max_record_bytes", max_record_bytes)?,
         };
         let send_timeout = opt_seconds("send_timeout", send_timeout)?;
         let inner = py.detach(|| Producer::new(&topic, cfg))?;
@@ -215,11 +225,11 @@ impl PyProducer {
         value: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
+        let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
         if let Some(off) = with_value(py, value, "send", |v| self.inner.try_send(v))?? {
             return Ok(off);
         }
         let v = value_bytes(py, value, "send")?;
-        let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
         py.detach(|| self.inner.send_with(&v, t, check_signals))
     }
 
@@ -686,6 +696,7 @@ impl From<Error> for PyErr {
         match &e {
             Error::Config(_) => dafka_error("ConfigError", e.to_string()),
             Error::BufferFull(_) => dafka_error("BufferFullError", e.to_string()),
+            Error::TooLarge(_) => dafka_error("RecordTooLargeError", e.to_string()),
             Error::Closed => dafka_error("ClosedError", e.to_string()),
             Error::DataLoss(_) => dafka_error("DataLossError", e.to_string()),
             Error::Timeout(_) => dafka_error("FetchTimeoutError", e.to_string()),

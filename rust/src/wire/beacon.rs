@@ -74,6 +74,19 @@ pub fn decode_beacon<F: AsRef<[u8]>>(frames: &[F]) -> Result<Beacon<'_>, WireErr
                     reason: "must be 1 to 255 bytes",
                 });
             }
+            // Endpoints are C strings to ZeroMQ (the zmq crate panics on
+            // a NUL byte in one): a host or endpoint with one is malformed.
+            if f(2).contains(&0) {
+                return Err(WireError::BadField {
+                    field: if frames.len() == 3 {
+                        "endpoint"
+                    } else {
+                        "host"
+                    },
+                    frame: 2,
+                    reason: "must not contain a NUL byte",
+                });
+            }
             if frames.len() == 3 {
                 return Ok(Beacon::Tower {
                     uuid,

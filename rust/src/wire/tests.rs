@@ -460,6 +460,9 @@ fn beacon_rejects_garbage() {
     assert!(decode_beacon(&[b"B".as_slice(), b"U", b"h", b"+1"]).is_err());
     assert!(decode_beacon(&[b"Q".as_slice(), b"U", b"tcp://x:1"]).is_err());
     assert!(decode_beacon(&[b"B".as_slice(), b"U"]).is_err());
+    // A NUL byte in a host or an endpoint (a C string to ZeroMQ).
+    assert!(decode_beacon(&[b"B".as_slice(), b"U", b"tcp://h\0:1"]).is_err());
+    assert!(decode_beacon(&[b"B".as_slice(), b"U", b"h\0", b"5"]).is_err());
     assert_eq!(
         decode_beacon(&[b"B".as_slice(), b"U", b"", b"5"]).unwrap(),
         Beacon::Node {
