@@ -249,6 +249,66 @@ def test_endpoints_timeouts_and_sizes_that_used_to_end_a_node() -> None:
         assert p.send(b"x" * 100) == 0
 
 
+def test_values_that_make_no_sense_are_refused_up_front(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by an audit: each was accepted and then lost data, waited out a whole
+    timeout, wrote in the current directory, or raised a plain ValueError where the
+    docs promise ConfigError."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(dafka.ConfigError, match="path is empty"):
+        dafka.Store("")
+    with pytest.raises(dafka.LogValueError, match="path is empty"):
+        dafka.Log("")
+    assert list(tmp_path.iterdir()) == [], "nothing written in the current directory"
+    with pytest.raises(ValueError, match="pass None to keep records forever"):
+        dafka.Store(tmp_path / "s", retain_hours=0)
+    with pytest.raises(ValueError, match="pass None to keep records forever"):
+        dafka.Log(tmp_path / "l", retain_hours=0)
+    with pytest.raises(dafka.ConfigError, match="max_record_bytes must be at least 1"):
+        dafka.Store(tmp_path / "s", max_record_bytes=0)
+    with pytest.raises(dafka.ConfigError, match="flush_messages must be at least 1"):
+        dafka.Store(tmp_path / "s", flush_messages=0)
+    for kw in ({"fsync": "sometimes"}, {"recovery": "hope"}, {"fetch_retry": 0}):
+        with pytest.raises(dafka.ConfigError):
+            dafka.Store(tmp_path / "s", **kw)  # type: ignore[arg-type]
+    with pytest.raises(dafka.ConfigError, match="wire"):
+        Producer("t", wire="json")
+    for hwm in (2**31, -1):
+        with pytest.raises(ValueError, match=r"sndhwm must be an integer from 0 \(unlimited\)"):
+            Producer("t", sndhwm=hwm)
+        with pytest.raises(ValueError, match=r"rcvhwm must be an integer from 0 \(unlimited\)"):
+            dafka.Store(tmp_path / "s", rcvhwm=hwm)
+    with pytest.raises(ValueError, match="dialect"):
+        dafka.wire.encode(
+            dafka.wire.Head(topic=b"t", address=b"A", subject=b"t", sequence=1),
+            "json",  # type: ignore[arg-type]
+        )
+    peers = ["tcp://127.0.0.1:1"]
+    for topic in ("", "x" * 256):
+        with pytest.raises(dafka.ConfigError, match="topic must be 1 to 255 bytes"):
+            dafka.heads(topic, peers=peers, timeout=30)
+        with pytest.raises(dafka.ConfigError, match="topic must be 1 to 255 bytes"):
+            dafka.HeadsWatch(topic, peers=peers)
+        with pytest.raises(dafka.ConfigError, match="topic must be 1 to 255 bytes"):
+            dafka.fetch_range(topic, "P", 0, 1, peers=peers, timeout=30)
+    with pytest.raises(dafka.ConfigError, match="partition must be 1 to 255 bytes"):
+        dafka.fetch_range("t", "", 0, 1, peers=peers, timeout=30)
+    with pytest.raises(dafka.ConfigError, match="partition must be 1 to 255 bytes"):
+        dafka.fetch_ranges([("t", "P" * 300, 0, 1)], peers=peers, timeout=30)
+    with pytest.raises(ValueError, match=r"start 5 is past end 2"):
+        dafka.fetch_range("t", "P", 5, 2, peers=peers, timeout=30)
+    with pytest.raises(ValueError, match=r"start 5 is past end 2"):
+        dafka.fetch_ranges([("t", "P", 0, 1), ("t", "P", 5, 2)], peers=peers, timeout=30)
+    with pytest.raises(dafka.ConfigError, match="forget_after must be > 0"):
+        dafka.HeadsWatch("t", peers=peers, forget_after=0)
+    c = Consumer(["t"])
+    c.close()
+    with pytest.raises(dafka.ClosedError):
+        c.seek("ZZ", 5)
+    assert c.positions() == {}, "a closed consumer records no position"
+
+
 def test_integer_arguments_out_of_range_name_the_argument(tmp_path: Path) -> None:
     """A negative count or offset is a ValueError that names the argument and its
     range (PyO3 alone raises an OverflowError naming neither)."""

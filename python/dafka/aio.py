@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
+import re
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from dafka.exceptions import BufferFullError
+from dafka.exceptions import BufferFullError, ClosedError
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -44,9 +46,16 @@ SLICE = 0.1
 def _deadline(timeout: float | None) -> float | None:
     if timeout is None:
         return None
-    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout >= 0):
-        raise ValueError(f"timeout must be a finite number of seconds >= 0 or None, got {timeout}")
-    return asyncio.get_running_loop().time() + timeout
+    if not isinstance(timeout, numbers.Real):
+        raise TypeError(
+            f"timeout must be a number of seconds (int or float) or None, "
+            f"got {type(timeout).__name__} {timeout!r}"
+        )
+    if not (math.isfinite(timeout) and timeout >= 0):
+        raise ValueError(
+            f"timeout must be a finite number of seconds >= 0 or None, got {timeout!r}"
+        )
+    return asyncio.get_running_loop().time() + float(timeout)
 
 
 def _slice(deadline: float | None) -> float:
@@ -72,10 +81,23 @@ async def poll_many(
 
 
 async def records(consumer: Consumer, max_records: int = 10000) -> AsyncIterator[Record]:
-    """Every record, as it arrives (``async for``); taken ``max_records`` at a time."""
+    """Every record, as it arrives (``async for``); taken ``max_records`` at a time.
+    Ends when the consumer is closed, as ``for record in consumer`` does."""
     while True:
-        for r in await poll_many(consumer, max_records):
+        try:
+            got = await poll_many(consumer, max_records)
+        except ClosedError:
+            return
+        for r in got:
             yield r
+
+
+def _buffer_full(e: BufferFullError, started: float) -> BufferFullError:
+    """``e`` saying how long :func:`send` waited in all (each native call it made
+    reports only its own slice)."""
+    waited = f"after waiting {asyncio.get_running_loop().time() - started:.1f}s"
+    message, n = re.subn(r"after waiting [0-9.]+s", waited, str(e), count=1)
+    return BufferFullError(message if n else f"{e} ({waited} in all)")
 
 
 async def send(producer: Producer, value: Buffer, *, timeout: float | None = None) -> int:
@@ -84,17 +106,18 @@ async def send(producer: Producer, value: Buffer, *, timeout: float | None = Non
     :class:`~dafka.BufferFullError`. With room in the buffer this is an enqueue, done
     on the loop's thread."""
     deadline = _deadline(timeout)
+    started = asyncio.get_running_loop().time()
     try:
         return producer.send(value, timeout=0.0)
-    except BufferFullError:
+    except BufferFullError as e:
         if _expired(deadline):
-            raise
+            raise _buffer_full(e, started) from None
     while True:
         try:
             return await asyncio.to_thread(producer.send, value, timeout=_slice(deadline))
-        except BufferFullError:
+        except BufferFullError as e:
             if _expired(deadline):
-                raise
+                raise _buffer_full(e, started) from None
 
 
 async def flush(producer: Producer, timeout: float | None = None) -> int:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -134,7 +135,8 @@ def _cmd_encode(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a command the way Ctrl-C does (clean close, exit 130)."""
+    """SIGTERM stops a command the way Ctrl-C does: a clean close (the commands
+    that catch the interrupt exit 0; one that does not, 130)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -356,6 +358,42 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+_U64_MAX = 2**64 - 1
+
+
+def _natural(what: str, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer from 0 (to ``high``), else a usage error."""
+    bound = ">= 0" if high is None else f"from 0 to {high}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0 or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {what} {bound}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse ``type=``: a finite number of seconds >= 0, else a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds >= 0, e.g. 2.5, got {text!r}"
+        )
+    return value
+
+
+_offset = _natural("an offset", _U64_MAX)
+_count = _natural("a count")
+
+
 def _add_node_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("topic")
     p.add_argument(
@@ -430,10 +468,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("produce", help="publish one record per stdin line")
     _add_node_args(pr)
-    pr.add_argument("--min-acks", type=int, default=1, help="stores that must ACK (default 1)")
+    pr.add_argument(
+        "--min-acks",
+        type=_natural("a number of stores", _U64_MAX),
+        default=1,
+        help="stores that must ACK (default 1)",
+    )
     pr.add_argument(
         "--linger",
-        type=float,
+        type=_seconds,
         default=2.0,
         help="seconds to wait at EOF for ACKs, serving FETCHes (default 2)",
     )
@@ -442,9 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
     co = sub.add_parser("consume", help="print records, one per line")
     _add_node_args(co)
     co.add_argument("--from-beginning", action="store_true", help="offset_reset=earliest")
-    co.add_argument("--count", type=int, help="stop after this many records")
+    co.add_argument("--count", type=_count, help="stop after this many records")
     co.add_argument(
-        "--timeout", type=float, help="stop after this many idle seconds (default: never)"
+        "--timeout", type=_seconds, help="stop after this many idle seconds (default: never)"
     )
     co.add_argument(
         "--offsets", action="store_true", help="prefix each value with partition, offset"
@@ -463,14 +506,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_node_args(of)
     of.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds to wait for a store (default 10)"
+        "--timeout", type=_seconds, default=10.0, help="seconds to wait for a store (default 10)"
     )
     of.set_defaults(func=_cmd_offsets)
 
     de = sub.add_parser("demo", help="run a local cluster and check every record arrives")
-    de.add_argument("--records", type=int, default=100_000)
+    de.add_argument("--records", type=_count, default=100_000)
     de.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
-    de.add_argument("--timeout", type=float, default=60.0, help="per step, seconds")
+    de.add_argument("--timeout", type=_seconds, default=60.0, help="per step, seconds")
     de.add_argument("--data", help="store directory (default: a temporary one)")
     de.set_defaults(func=_cmd_demo)
 
@@ -487,8 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--topic", required=True)
     enc.add_argument("--address")
     enc.add_argument("--subject")
-    enc.add_argument("--sequence", type=int)
-    enc.add_argument("--count", type=int)
+    enc.add_argument("--sequence", type=_offset)
+    enc.add_argument("--count", type=_natural("a count", 2**32 - 1))
     enc.add_argument("--content")
     enc.add_argument("--subjects", nargs="*")
     enc.set_defaults(func=_cmd_encode)
@@ -502,8 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     dump.add_argument("path")
     dump.add_argument("topic")
     dump.add_argument("partition")
-    dump.add_argument("--from", dest="start", type=int, help="first offset (default: first)")
-    dump.add_argument("--count", type=int, help="at most this many records")
+    dump.add_argument("--from", dest="start", type=_offset, help="first offset (default: first)")
+    dump.add_argument("--count", type=_count, help="at most this many records")
     dump.add_argument("--hex", action="store_true", help="print values as hex")
     dump.set_defaults(func=_cmd_log_dump)
     return parser

@@ -16,10 +16,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from dafka._native import NativeLog
 from dafka.record import Record
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 __all__ = ["FsyncPolicy", "Log", "PartitionInfo", "RecoveryPolicy"]
 
@@ -30,7 +33,29 @@ MiB = 1024 * 1024
 
 
 def _topic_bytes(topic: str | bytes) -> bytes:
-    return topic if isinstance(topic, bytes) else topic.encode("utf-8", "surrogateescape")
+    if isinstance(topic, bytes):
+        return topic
+    if isinstance(topic, str):
+        return topic.encode("utf-8", "surrogateescape")
+    raise TypeError(f"topic must be str or bytes, got {type(topic).__name__}")
+
+
+def _value_bytes(value: Buffer, what: str) -> bytes:
+    """A record value as bytes: ``bytes`` as is, any bytes-like object copied (as
+    ``Producer.send`` takes them); a TypeError that says what to pass otherwise."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        raise TypeError(f"{what} takes bytes, got a str: encode it first, e.g. value.encode()")
+    try:
+        view = memoryview(value)
+    except TypeError:
+        raise TypeError(
+            f"{what} takes bytes or a bytes-like object (bytearray, memoryview), "
+            f"got {type(value).__name__}"
+        ) from None
+    with view:
+        return view.tobytes()
 
 
 def _topic_str(topic: bytes) -> str:
@@ -106,17 +131,35 @@ class Log:
             forget_parked_hours,
         )
 
-    def append(self, topic: str | bytes, partition: str, offset: int, value: bytes) -> None:
-        """Appends one record; ``offset`` must be the partition's next offset."""
-        self._log.append(_topic_bytes(topic), partition, offset, value)
+    def append(self, topic: str | bytes, partition: str, offset: int, value: Buffer) -> None:
+        """Appends one record; ``offset`` must be the partition's next offset.
+        ``value`` is bytes or any bytes-like object (bytearray, memoryview...)."""
+        self._log.append(_topic_bytes(topic), partition, offset, _value_bytes(value, "append"))
 
     def append_many(
-        self, topic: str | bytes, partition: str, first_offset: int, values: Iterable[bytes]
+        self, topic: str | bytes, partition: str, first_offset: int, values: Iterable[Buffer]
     ) -> None:
         """Appends records at ``first_offset``, ``first_offset + 1``, ... in one call
         (one write, at most one fdatasync). On error a prefix may be stored:
         :meth:`next_offset` says where the partition stands."""
-        self._log.append_many(_topic_bytes(topic), partition, first_offset, list(values))
+        topic = _topic_bytes(topic)
+        if isinstance(values, (str, bytes, bytearray, memoryview)):
+            raise TypeError(
+                'append_many takes an iterable of values, e.g. [b"a", b"b"]: '
+                "for one value use append()"
+            )
+        try:
+            it = iter(values)
+        except TypeError:
+            raise TypeError(
+                'append_many takes an iterable of values, e.g. [b"a", b"b"], '
+                f"got {type(values).__name__}"
+            ) from None
+        batch = [
+            v if type(v) is bytes else _value_bytes(v, f"append_many (value {i})")
+            for i, v in enumerate(it)
+        ]
+        self._log.append_many(topic, partition, first_offset, batch)
 
     def read(
         self,

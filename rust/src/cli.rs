@@ -204,10 +204,14 @@ fn parse_named<T: std::str::FromStr<Err = String>>(key: &str, v: &str) -> Result
 }
 
 fn ms(key: &str, v: u64) -> Result<Duration> {
-    if v == 0 {
-        return Err(Error::Config(format!("{key} must be at least 1 ms")));
+    let d = Duration::from_millis(v);
+    if v == 0 || d > crate::node::config::LONGEST {
+        return Err(Error::Config(format!(
+            "{key} must be at least 1 ms and at most {} ms (about 95 years)",
+            crate::node::config::LONGEST.as_millis()
+        )));
     }
-    Ok(Duration::from_millis(v))
+    Ok(d)
 }
 
 // ---------------------------------------------------------------------------

@@ -137,7 +137,7 @@ class ProducerSettings:
     def from_options(cls, options: Mapping[str, str], *, reuse: bool = False) -> ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
         separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``,
-        ``bind``, ``reuseProducer`` (default ``reuse``)."""
+        ``beaconTimeout``, ``bind``, ``reuseProducer`` (default ``reuse``)."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:

@@ -2,7 +2,8 @@
 
 Writing (batch ``df.write`` and streaming ``writeStream``): options ``topic``,
 ``towers`` and/or ``peers`` (comma separated), ``minAcks`` (default 1),
-``flushTimeout`` seconds (default 120), ``reuseProducer``. The DataFrame needs a
+``flushTimeout`` seconds (default 120), ``reuseProducer``, ``wire`` (the dialect the
+producers send in: ``rfc``, the default, or ``zproto``). The DataFrame needs a
 ``value`` column of binary or string. Every task flushes until acknowledged before
 it commits; a failed or retried task re-sends into another partition, so delivery
 is at-least-once (see :mod:`dafka.spark._produce`). A batch write's task is one
@@ -21,10 +22,10 @@ needs; as with Kafka, ``earliest`` and partitions discovered later begin at the
 first record stores still hold, so what retention deleted before is not a
 loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``headsSettle`` seconds
 (default 0.5: planning asks stores for heads until no new answer came for this
-long; a batch read waits it once, a streaming query in its first micro-batch and
-after a pause longer than the stores' beacon timeout: it keeps its planning
-client, whose later rounds end once every store answered again, see
-:class:`dafka.HeadsWatch`), ``maxRecordsPerTask``
+long; a batch read waits it once, a streaming query in its first micro-batch: it
+keeps its planning client, whose later rounds end once every store answered again,
+and which keeps beaconing between rounds, so a round after a long pause is quick
+too, see :class:`dafka.HeadsWatch`), ``maxRecordsPerTask``
 (default 500,000: longer ranges are split over several Spark tasks, each holding its
 range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
 ``maxRecordsPerTask``: shorter ranges share a task, read one after the other by
@@ -38,10 +39,10 @@ at every micro-batch, would otherwise grow with every partition the topic ever h
 Stores announce every partition they hold records of, so one absent that long has
 nothing left to read, unless every store holding it was away all that time: then
 it is read again from its first record when they are back, at-least-once). Both
-sides take ``bind``
-(default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a multi-host cluster so stores
-reach the executors) and ``beaconInterval``. Schema: ``topic string,
-partition string, offset long, value binary``. Offsets are JSON
+sides take ``bind`` (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a
+multi-host cluster so stores reach the executors) and ``beaconInterval`` (writing
+also ``beaconTimeout``). Schema: ``topic string, partition string, offset long,
+value binary``. Offsets are JSON
 ``{partition: next_offset}``; partitions are producer addresses, unique across
 topics. The driver asks stores for heads (GET-HEADS); every executor task reads its
 ``[start, end)`` range straight from stores (FETCH), not through the driver.

@@ -206,6 +206,23 @@ fn bad_files_say_what_is_wrong() {
         ("[store]\nsegment_bytes = 1", "segment_bytes"),
         ("[store]\nmax_record_bytes = 0", "max_record_bytes"),
         ("[store]\nfetch_retry_ms = 0", "fetch_retry_ms"),
+        // Past any clock: `Instant + Duration` would panic in the node.
+        (
+            "[store]\nfetch_retry_ms = 9223372036854775807",
+            "about 95 years",
+        ),
+        (
+            "[store]\nflush_interval_ms = 9223372036854775807",
+            "about 95 years",
+        ),
+        (
+            "[beacon]\ninterval = 4000000000000\ntimeout = 5000000000000",
+            "about 95 years",
+        ),
+        (
+            "[node]\npeers = [\"tcp://127.0.0.1:*\"]",
+            "the port the peer is bound to",
+        ),
     ] {
         let e = err_text(store_settings(&none, &file(text)));
         assert!(e.contains(needle), "{text}: {e}");

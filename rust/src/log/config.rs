@@ -186,6 +186,14 @@ impl LogConfig {
                     .into(),
             ));
         }
+        // A deadline that far out is "never", and further would overflow a clock.
+        const LONGEST_MS: u64 = 3_000_000_000_000; // about 95 years
+        if self.flush_interval_ms > LONGEST_MS || self.retention_check_ms > LONGEST_MS {
+            return Err(LogError::Invalid(format!(
+                "flush_interval_ms and retention_check_ms must be at most {LONGEST_MS} (about \
+                 95 years)"
+            )));
+        }
         if self.fsync == FsyncPolicy::Interval && self.flush_messages == 0 {
             return Err(LogError::Invalid(
                 "flush_messages must be at least 1 (use fsync=always to sync every append)".into(),

@@ -13,7 +13,8 @@
 //!   .lock                       flock'ed by the one writable Log (read-only opens
 //!                               take no lock)
 //!   .parked                     partitions with no record left: their next offsets
-//!                               (see [`parked`]); they have no directory
+//!                               and parking times (see [`parked`]); they have no
+//!                               directory, and are forgotten `forget_parked_hours` on
 //!   .clean                      left by a clean close (everything was synced); the
 //!                               next writable open removes it and syncs nothing
 //! ```
@@ -70,8 +71,8 @@
 //! Per partition: one open file (the active segment), a few hundred pending index
 //! entries at most, and per sealed segment two paths and a few integers. No
 //! per-record state is kept; sealed segments are opened on demand. A parked
-//! partition (no record left, see [`parked`]) is one map entry: its name and
-//! next offset.
+//! partition (no record left, see [`parked`]) is one map entry: its name,
+//! next offset and parking time.
 //!
 //! # API
 //!
@@ -486,6 +487,12 @@ impl Log {
         let process_max = usize::try_from(limit / 2).unwrap_or(usize::MAX).max(64);
         let max_open = cfg.max_open_files.unwrap_or(process_max);
         let root = root.as_ref().to_path_buf();
+        if root.as_os_str().is_empty() {
+            // Not the current directory by accident.
+            return Err(LogError::Invalid(
+                "the log's path is empty: name its directory (\".\" for the current one)".into(),
+            ));
+        }
         if !root.exists() {
             if cfg.read_only {
                 return Err(LogError::io(

@@ -1137,6 +1137,15 @@ fn config_is_validated() {
     };
     let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
     assert!(err.to_string().contains("max_open_files"), "{err}");
+    // A deadline past any clock (it would overflow one).
+    let bad = LogConfig {
+        flush_interval_ms: u64::MAX,
+        ..LogConfig::default()
+    };
+    let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
+    assert!(err.to_string().contains("flush_interval_ms"), "{err}");
+    let err = Log::open("", LogConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("path is empty"), "{err}");
 }
 
 #[test]

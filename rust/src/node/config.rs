@@ -66,6 +66,12 @@ impl NodeConfig {
         if self.beacon_interval.is_zero() {
             return Err(Error::Config("beacon_interval must be > 0".into()));
         }
+        if self.beacon_timeout > LONGEST {
+            return Err(Error::Config(format!(
+                "beacon_timeout must be at most {} s (about 95 years)",
+                LONGEST.as_secs()
+            )));
+        }
         if self.beacon_timeout <= self.beacon_interval {
             return Err(Error::Config(
                 "beacon_timeout must be longer than beacon_interval".into(),
@@ -98,6 +104,11 @@ pub struct ProducerConfig {
     pub max_record_bytes: usize,
 }
 
+/// The longest timeout or interval a node takes: about 95 years, "forever"
+/// to anyone, and far from what `Instant + Duration` can hold (a larger one
+/// would panic there).
+pub const LONGEST: Duration = Duration::from_secs(3_000_000_000);
+
 /// The default `max_record_bytes` of producers and stores: 64 MiB.
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
 
@@ -116,8 +127,11 @@ impl Default for ProducerConfig {
 impl ProducerConfig {
     pub fn validate(&self) -> Result<()> {
         self.node.validate()?;
-        if self.head_interval.is_zero() {
-            return Err(Error::Config("head_interval must be > 0".into()));
+        if self.head_interval.is_zero() || self.head_interval > LONGEST {
+            return Err(Error::Config(format!(
+                "head_interval must be > 0 and at most {} s",
+                LONGEST.as_secs()
+            )));
         }
         if self.max_unacked_bytes == 0 {
             return Err(Error::Config("max_unacked_bytes must be > 0".into()));
@@ -400,6 +414,26 @@ mod tests {
             assert!(e.contains("the port the peer is bound to"), "{bad}: {e}");
         }
         assert!(check_peer("ipc:///tmp/x").is_ok());
+        // Durations past any clock (`Instant + Duration` would panic).
+        let far = NodeConfig {
+            beacon_interval: LONGEST,
+            beacon_timeout: LONGEST + Duration::from_secs(1),
+            ..NodeConfig::default()
+        };
+        assert!(far
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("beacon_timeout"));
+        let far = ProducerConfig {
+            head_interval: Duration::MAX,
+            ..ProducerConfig::default()
+        };
+        assert!(far
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("head_interval"));
         assert_eq!(bind_spelling("tcp://*:0"), "tcp://*:*");
         assert_eq!(split_tcp("tcp://0.0.0.0:41"), Some(("0.0.0.0", 41)));
         assert!("middle".parse::<OffsetReset>().is_err());

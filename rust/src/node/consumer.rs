@@ -817,6 +817,8 @@ impl Consumer {
                 "seek: partition {partition:?} must be 1 to 255 bytes (a producer's address)"
             )));
         }
+        // A closed (or dead) consumer records no position.
+        self.actor.check()?;
         {
             let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
             self.shared.seeks.fetch_add(1, SeqCst);

@@ -1070,7 +1070,13 @@ pub const LOG_DIR: &str = "log";
 /// Reads the store's address from `dir/store.id`, creating it on first start.
 pub fn store_identity(dir: &Path) -> Result<String> {
     let path = dir.join(IDENTITY_FILE);
-    let io = |e: std::io::Error| Error::Config(format!("{}: {e}", path.display()));
+    let io = |e: std::io::Error| {
+        Error::Config(format!(
+            "cannot read or create the store's address file {}: {e}; the store's path must \
+             name a directory it can write in",
+            path.display()
+        ))
+    };
     match std::fs::read_to_string(&path) {
         Ok(s) => {
             let id = s.trim();
@@ -1106,6 +1112,22 @@ impl StoreNode<DurableLog> {
     /// address is kept in `dir/store.id` and reused after a restart.
     pub fn open(dir: impl AsRef<Path>, cfg: StoreConfig) -> Result<Self> {
         let dir = dir.as_ref();
+        if dir.as_os_str().is_empty() {
+            // Not the current directory by accident.
+            return Err(Error::Config(
+                "the store's path is empty: name its directory (\".\" for the current one)".into(),
+            ));
+        }
+        if cfg.logic.max_record_bytes == 0 {
+            return Err(Error::Config(
+                "max_record_bytes must be at least 1 (stores drop larger records)".into(),
+            ));
+        }
+        if cfg.log.flush_messages == 0 {
+            return Err(Error::Config(
+                "flush_messages must be at least 1 (use fsync=always to sync every append)".into(),
+            ));
+        }
         let address = store_identity(dir)?;
         let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
         Self::start(&address, log, cfg.node, cfg.logic)

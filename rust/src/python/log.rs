@@ -78,7 +78,7 @@ impl NativeLog {
         let cfg = LogConfig {
             segment_bytes: unsigned("segment_bytes", segment_bytes)?,
             index_interval_bytes: unsigned("index_interval_bytes", index_interval_bytes)?,
-            retain_hours: opt_unsigned("retain_hours", retain_hours)?,
+            retain_hours: crate::python::retain_hours(retain_hours)?,
             retain_bytes: opt_unsigned("retain_bytes", retain_bytes)?,
             forget_parked_hours: opt_unsigned("forget_parked_hours", forget_parked_hours)?,
             flush_messages: unsigned("flush_messages", flush_messages)?,

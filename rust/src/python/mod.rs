@@ -45,6 +45,19 @@ pub(crate) fn opt_unsigned<T: Unsigned>(name: &str, v: Option<i128>) -> PyResult
     v.map(|v| unsigned(name, v)).transpose()
 }
 
+/// `retain_hours`: None keeps records forever, and 0 is refused. In the
+/// `dafka-store` CLI and TOML 0 means "forever"; here it would delete every
+/// record at the next retention check.
+pub(crate) fn retain_hours(v: Option<i128>) -> PyResult<Option<u64>> {
+    if v == Some(0) {
+        return Err(PyValueError::new_err(
+            "retain_hours=0 would delete every record at the next retention check: pass None \
+             to keep records forever (what 0 means to dafka-store's --retain-hours)",
+        ));
+    }
+    opt_unsigned("retain_hours", v)
+}
+
 /// A list-of-str argument (`towers=`, `peers=`, `partitions=`, ...). PyO3
 /// alone refuses a bare `str` with "Can't extract `str` to `Vec`"; this says
 /// to wrap it in a list.

@@ -22,10 +22,7 @@ use crate::python::{str_list, unsigned, StrList};
 
 const SLICE: Duration = Duration::from_millis(100);
 
-/// The longest duration a timeout or interval stands for: about 95 years,
-/// "forever" to anyone, and far enough from what `Instant + Duration` can
-/// hold (a larger value would panic there).
-const LONGEST: Duration = Duration::from_secs(3_000_000_000);
+use crate::node::config::LONGEST;
 
 pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
     if v.is_finite() && v >= LONGEST.as_secs_f64() {
@@ -40,6 +37,16 @@ pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
 
 fn opt_seconds(name: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
     v.map(|v| seconds(name, v)).transpose()
+}
+
+/// A high-water mark: ZeroMQ takes an `int` (0 = unlimited).
+fn hwm(name: &str, v: i128) -> PyResult<i32> {
+    i32::try_from(v).ok().filter(|v| *v >= 0).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "{name} must be an integer from 0 (unlimited) to {}, got {v}",
+            i32::MAX
+        ))
+    })
 }
 
 pub(super) fn check_signals() -> PyResult<()> {
@@ -62,19 +69,21 @@ pub(super) fn node_config(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
-    sndhwm: i32,
-    rcvhwm: i32,
+    sndhwm: i128,
+    rcvhwm: i128,
 ) -> PyResult<NodeConfig> {
     let cfg = NodeConfig {
         bind,
         towers: str_list(towers),
         peers: str_list(peers),
-        wire: wire.parse().map_err(PyValueError::new_err)?,
+        wire: wire
+            .parse()
+            .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))?,
         beacon_interval: seconds("beacon_interval", beacon_interval)?,
         beacon_timeout: seconds("beacon_timeout", beacon_timeout)?,
         advertise_host: None,
-        sndhwm,
-        rcvhwm,
+        sndhwm: hwm("sndhwm", sndhwm)?,
+        rcvhwm: hwm("rcvhwm", rcvhwm)?,
     };
     cfg.validate()?;
     Ok(cfg)
@@ -180,8 +189,8 @@ impl PyProducer {
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
-        sndhwm: i32,
-        rcvhwm: i32,
+        sndhwm: i128,
+        rcvhwm: i128,
         max_record_bytes: i128,
     ) -> PyResult<Self> {
         if let Some(cb) = &on_delivery {
@@ -478,8 +487,8 @@ impl PyConsumer {
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
-        sndhwm: i32,
-        rcvhwm: i32,
+        sndhwm: i128,
+        rcvhwm: i128,
     ) -> PyResult<Self> {
         let mut starts = Vec::new();
         for (p, off) in start_offsets.unwrap_or_default() {

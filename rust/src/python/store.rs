@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
+use super::errors::dafka_error;
 use super::node::{node_config, seconds, stats_dict};
 use crate::log::{FsyncPolicy, RecoveryPolicy};
 use crate::node::store::{Store, StoreConfig};
@@ -44,8 +44,8 @@ impl PyStore {
         bind: String,
         beacon_interval: f64,
         beacon_timeout: f64,
-        sndhwm: i32,
-        rcvhwm: i32,
+        sndhwm: i128,
+        rcvhwm: i128,
         fsync: &str,
         flush_interval_ms: i128,
         flush_messages: i128,
@@ -71,25 +71,20 @@ impl PyStore {
             )?,
             ..StoreConfig::default()
         };
-        cfg.log.fsync = fsync
-            .parse::<FsyncPolicy>()
-            .map_err(PyValueError::new_err)?;
-        cfg.log.recovery = recovery
-            .parse::<RecoveryPolicy>()
-            .map_err(PyValueError::new_err)?;
+        let config_error = |e: String| dafka_error("ConfigError", e);
+        cfg.log.fsync = fsync.parse::<FsyncPolicy>().map_err(config_error)?;
+        cfg.log.recovery = recovery.parse::<RecoveryPolicy>().map_err(config_error)?;
         cfg.log.flush_interval_ms = unsigned("flush_interval_ms", flush_interval_ms)?;
         cfg.log.flush_messages = unsigned("flush_messages", flush_messages)?;
         cfg.log.segment_bytes = unsigned("segment_bytes", segment_bytes)?;
-        cfg.log.retain_hours = opt_unsigned("retain_hours", retain_hours)?;
+        cfg.log.retain_hours = crate::python::retain_hours(retain_hours)?;
         cfg.log.retain_bytes = opt_unsigned("retain_bytes", retain_bytes)?;
         cfg.log.forget_parked_hours = opt_unsigned("forget_parked_hours", forget_parked_hours)?;
         cfg.log.max_open_files = opt_unsigned("max_open_files", max_open_files)?;
         cfg.logic.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
         if cfg.logic.fetch_retry < Duration::from_millis(1) {
-            return Err(PyValueError::new_err(
-                "fetch_retry must be at least 0.001 s",
-            ));
+            return Err(config_error("fetch_retry must be at least 0.001 s".into()));
         }
         let display = path.display().to_string();
         let inner = py.detach(|| Store::open(&path, cfg))?;

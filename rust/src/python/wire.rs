@@ -9,7 +9,8 @@ use crate::wire::{
 };
 
 fn dialect_of(s: &str) -> PyResult<Dialect> {
-    s.parse().map_err(PyValueError::new_err)
+    s.parse()
+        .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))
 }
 
 /// Encodes one message from its fields; unused fields are ignored.
