@@ -92,6 +92,20 @@ def test_consumer_drops_and_counts_malformed(ctx: zmq.Context[zmq.Socket[bytes]]
         xpub.send_multipart(wire.encode(wire.Record(**{**good.__dict__, "sequence": 6})))
         r = c.poll(timeout=20)
         assert r is not None and (r.offset, r.value) == (6, b"ok")
+        # Well-formed, but no record can stand at the last offset (its next would
+        # overflow): dropped and counted, for a new partition or a known one.
+        q = b"0123456789ABCDEF0123456789ABCDEF"
+        last = 2**64 - 1
+        for frames in (
+            wire.encode(wire.Record(topic=b"bad", address=q, subject=b"bad", sequence=last)),
+            wire.encode(wire.Head(topic=b"bad", address=P, subject=b"bad", sequence=last)),
+            wire.encode(wire.Record(topic=b"bad", address=P, subject=b"bad", sequence=last)),
+        ):
+            xpub.send_multipart(frames)
+        xpub.send_multipart(wire.encode(wire.Record(**{**good.__dict__, "sequence": 7})))
+        r = c.poll(timeout=20)
+        assert r is not None and (r.offset, r.partition) == (7, P.decode())
+        assert c.stats()["malformed"] == len(bad) + 3
 
 
 def test_producer_drops_and_counts_malformed(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
@@ -189,3 +203,25 @@ def test_a_node_drops_a_tower_beacon_naming_an_endpoint_with_a_nul_byte(
         assert p.stats()["malformed"] >= 1
         assert p.send(b"still alive") == 0
         assert p.send(b"and sending") == 1
+
+
+def test_a_zproto_producer_drops_an_answer_its_dialect_cannot_carry(
+    ctx: zmq.Context[zmq.Socket[bytes]],
+) -> None:
+    """A FETCH (rfc framing) from a requester whose address has a NUL byte: the
+    DIRECT-RECORD answer's topic key is that address, which a ``zproto`` key cannot
+    hold. The answer is dropped and counted; the producer keeps working."""
+    xpub = ctx.socket(zmq.XPUB)
+    xpub.bind("tcp://127.0.0.1:*")
+    ep = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
+    with Producer("pz", peers=[ep], wire="zproto") as p:  # min_acks=1: it keeps them
+        wait_sub(xpub, b"Gpz")
+        p.send_many([b"a", b"b"])
+        part = p.address.encode()
+        fetch = wire.Fetch(topic=part, address=b"RE\x00Q", subject=b"pz", sequence=0, count=2)
+        deadline = time.monotonic() + 20
+        while p.stats()["malformed"] == 0 and time.monotonic() < deadline:
+            xpub.send_multipart(wire.encode(fetch))
+            time.sleep(0.05)
+        assert p.stats()["malformed"] >= 1
+        assert p.send(b"c") == 2, "the node thread is alive"

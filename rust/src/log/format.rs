@@ -169,6 +169,17 @@ pub fn escape_name(name: &[u8]) -> Result<String, String> {
     Ok(s)
 }
 
+/// Whether [`escape_name`] takes `name` (its escaped form fits a directory
+/// name), without building it.
+pub fn name_fits(name: &[u8]) -> bool {
+    let len: usize = name
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| if plain(b, i == 0) { 1 } else { 3 })
+        .sum();
+    len.max(1) <= MAX_DIR_NAME
+}
+
 /// Inverts [`escape_name`]; `None` for a name it would never produce.
 pub fn unescape_name(s: &str) -> Option<Vec<u8>> {
     if s == "%" {

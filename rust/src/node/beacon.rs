@@ -132,6 +132,10 @@ impl PeerTable {
 /// See [`Discovery::on_readable`].
 const SUBSCRIBED_BEACON_GAP: Duration = Duration::from_millis(20);
 
+/// Beacons (and subscription notices) read per socket per loop turn: a
+/// quarter of the SUB's default high-water mark (1,000).
+const BEACON_BATCH: usize = 256;
+
 /// Beacon sockets and timers of one node.
 pub struct Discovery {
     /// The beacon publisher: an XPUB (a PUB on the wire) so that it sees a
@@ -229,11 +233,14 @@ impl Discovery {
         Ok(())
     }
 
-    /// Reads everything waiting on the beacon sockets.
+    /// Reads what waits on the beacon sockets, at most `BEACON_BATCH` of each
+    /// per turn (the poll reports the rest next turn), so that a flood of
+    /// beacons cannot hold a node's loop away from its records.
     pub fn on_readable(&mut self, now: Instant) -> Result<Vec<PeerEvent>> {
         let mut out = Vec::new();
         let mut subscribed = false;
-        while let Some(p) = &self.publ {
+        for _ in 0..BEACON_BATCH {
+            let Some(p) = &self.publ else { break };
             match p.recv_bytes(zmq::DONTWAIT) {
                 // A tower can hear us now (its XSUB subscribed): announce.
                 Ok(m) => subscribed |= m.first() == Some(&1),
@@ -256,7 +263,8 @@ impl Discovery {
                 }
             }
         }
-        while let Some(sub) = &self.sub {
+        for _ in 0..BEACON_BATCH {
+            let Some(sub) = &self.sub else { break };
             let frames = match sub.recv_multipart(zmq::DONTWAIT) {
                 Ok(f) => f,
                 Err(zmq::Error::EAGAIN) => break,
@@ -309,6 +317,7 @@ mod tests {
             s.set_rcvtimeo(100).unwrap();
         }
         xpub.set_xpub_welcome_msg(Some("W")).unwrap();
+        xpub.set_sndhwm(0).unwrap(); // a flood is queued, never dropped
         xsub.bind("tcp://127.0.0.1:*").unwrap();
         xpub.bind("tcp://127.0.0.1:*").unwrap();
         let port = |s: &zmq::Socket| {
@@ -426,6 +435,36 @@ mod tests {
             (1..=bound as usize).contains(&beacons),
             "{beacons} beacons for 50 joins (at most {bound})"
         );
+    }
+
+    /// A flood of beacons is read a bounded number per turn, and none is lost
+    /// to the bound: the poll reports the rest on the next turn.
+    #[test]
+    fn a_flood_of_beacons_is_read_a_batch_per_turn() {
+        let ctx = zmq::Context::new();
+        let (_xsub, xpub, mut d) = hand_made_tower(&ctx);
+        let end = Instant::now() + Duration::from_secs(20);
+        while !xpub.recv_bytes(zmq::DONTWAIT).is_ok_and(|m| m == b"\x01B") {
+            assert!(Instant::now() < end, "the node did not subscribe");
+            step(&mut d, 5);
+        }
+        let sent = 3000;
+        for i in 0..sent {
+            xpub.send(format!("B-not-a-beacon-{i}").as_bytes(), 0)
+                .unwrap();
+        }
+        let (mut most, mut turns) = (0, 0);
+        while d.malformed < sent {
+            assert!(Instant::now() < end, "{} of {sent} read", d.malformed);
+            std::thread::sleep(Duration::from_millis(50));
+            let before = d.malformed;
+            d.on_readable(Instant::now()).unwrap();
+            most = most.max(d.malformed - before);
+            turns += 1;
+        }
+        assert_eq!(d.malformed, sent, "every beacon read once");
+        assert_eq!(most, BEACON_BATCH as u64, "at most a batch per turn");
+        assert!(turns >= sent as usize / BEACON_BATCH);
     }
 
     /// A node that ended and a new one given its port: one connection, kept

@@ -43,6 +43,8 @@ struct Part {
     requested: u64,
     retry_at: Option<Instant>,
     pending: BTreeMap<u64, Vec<u8>>,
+    /// Bytes of the values in `pending` (at most [`MAX_PENDING_BYTES`]).
+    pending_bytes: usize,
     epoch: u64,
     /// A DIRECT-RECORD beyond `next` arrived since `next` last moved: a store
     /// (or the producer) answered a FETCH from past the gap, so it lacks the
@@ -124,6 +126,11 @@ pub struct ConsumerState {
     pub stalled: u64,
 }
 
+/// Bytes of out-of-order records a consumer holds per partition while it
+/// fetches a gap (as a store's `max_held_bytes`); past it, and past
+/// `max_pending` records, they are fetched again once the gap is filled.
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+
 fn lossy(b: &[u8]) -> Arc<str> {
     Arc::from(String::from_utf8_lossy(b).as_ref())
 }
@@ -132,6 +139,7 @@ impl Part {
     /// Delivers the held records that follow `next` in order; `next` moved.
     fn deliver_pending(&mut self, deliver: &mut Vec<Delivery>) {
         while let Some(v) = self.pending.remove(&self.next) {
+            self.pending_bytes -= v.len();
             deliver.push(Delivery {
                 topic: self.topic.clone(),
                 partition: self.name.clone(),
@@ -328,6 +336,7 @@ impl ConsumerState {
                 requested: next,
                 retry_at: None,
                 pending: BTreeMap::new(),
+                pending_bytes: 0,
                 epoch,
                 answered_beyond: false,
                 stalled: 0,
@@ -444,7 +453,11 @@ impl ConsumerState {
                 p.backoff = Backoff::default();
             }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
-            if p.pending.len() < max_pending {
+            // Beyond either bound the record is fetched again later. One is
+            // always taken, however large: it may be all that follows the gap.
+            let fits = p.pending_bytes + r.content.len() <= MAX_PENDING_BYTES;
+            if p.pending.len() < max_pending && (fits || p.pending.is_empty()) {
+                p.pending_bytes += r.content.len();
                 p.pending.insert(seq, r.content.to_vec());
             }
             self.gaps += u64::from(new_gap);
@@ -500,7 +513,7 @@ impl ConsumerState {
             .range(from..)
             .next()
             .map_or(p.known, |(k, _)| *k)
-            .min(from + u64::from(max_fetch));
+            .min(from.saturating_add(u64::from(max_fetch)));
         if end <= from {
             return; // held records follow what is in flight
         }
@@ -594,6 +607,7 @@ impl ConsumerState {
         p.requested = offset;
         p.touched = now;
         p.pending.clear();
+        p.pending_bytes = 0;
         p.retry_at = None;
         p.epoch += 1;
         // Evidence of a deleted gap was about the old position.
@@ -908,6 +922,7 @@ fn run(
         if !full {
             shared.paused.store(false, SeqCst);
         }
+        core.count_unsendable(stats);
         let now = Instant::now();
         let timeout = poll_timeout(
             now,
@@ -922,7 +937,12 @@ fn run(
 
         if xpub_in {
             // A peer that answers GET-HEADS for our topic just subscribed: ask now.
-            while frames.recv(&core.xpub)? {
+            // Bounded per turn, as the SUB: a flood of subscriptions must not
+            // keep the loop from everything else.
+            for _ in 0..BATCH {
+                if !frames.recv(&core.xpub)? {
+                    break;
+                }
                 let (s, n) = frames.slices();
                 if n != 1 {
                     continue;
@@ -952,6 +972,15 @@ fn run(
                 }
                 let (s, n) = frames.slices();
                 match decode(&s[..n]) {
+                    // No record can stand at the last offset: the partition's
+                    // next one would overflow.
+                    Ok((
+                        Message::Record(Record { sequence, .. })
+                        | Message::DirectRecord(Record { sequence, .. })
+                        | Message::Head(Head { sequence, .. })
+                        | Message::DirectHead(Head { sequence, .. }),
+                        _,
+                    )) if sequence == u64::MAX => Stats::add(&stats.malformed, 1),
                     Ok((Message::Record(r), _)) => {
                         Stats::add(&stats.records_received, 1);
                         st.on_record(&r, false, now, &mut dels, &mut outs);
@@ -1051,6 +1080,51 @@ mod tests {
 
     fn offsets(d: &[Delivery]) -> Vec<u64> {
         d.iter().map(|d| d.offset).collect()
+    }
+
+    /// Out-of-order records held past a gap are bounded in bytes too: one more
+    /// is fetched again later instead (a producer of large records would
+    /// otherwise fill a consumer's memory while it fetches the gap).
+    #[test]
+    fn held_records_are_bounded_in_bytes_and_fetched_again() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let t0 = Instant::now();
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+        let big = vec![7u8; 20 << 20];
+        let at = |seq| Record {
+            content: &big,
+            ..rec(seq, b"")
+        };
+        for seq in 2..=5 {
+            st.on_record(&at(seq), false, t0, &mut d, &mut o);
+        }
+        let p = &st.parts[P];
+        assert_eq!(p.pending.keys().copied().collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert_eq!(p.pending_bytes, 3 * big.len());
+        // The gap filled: the held ones go out, and 5 is fetched again.
+        d.clear();
+        o.clear();
+        st.on_record(&rec(1, b"b"), false, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![1, 2, 3, 4]);
+        assert_eq!(st.parts[P].pending_bytes, 0);
+        st.on_record(&at(5), false, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![1, 2, 3, 4, 5]);
+        // One record is always held, however large.
+        let huge = vec![1u8; MAX_PENDING_BYTES + 1];
+        st.on_record(
+            &Record {
+                content: &huge,
+                ..rec(9, b"")
+            },
+            false,
+            t0,
+            &mut d,
+            &mut o,
+        );
+        assert_eq!(st.parts[P].pending.len(), 1);
+        st.seek(P, 20, t0, &mut o);
+        assert_eq!(st.parts[P].pending_bytes, 0, "a seek drops what is held");
     }
 
     /// A partition caught up and unheard of for `IDLE_AFTER` keeps only its

@@ -314,6 +314,10 @@ pub struct Core {
     /// The XPUB endpoint peers connect to (wildcard host shown as 127.0.0.1).
     pub endpoint: String,
     buf: FrameBuf,
+    /// Messages that could not be encoded in our dialect (a peer's address
+    /// with a NUL byte cannot be a `zproto` topic key): dropped, and added to
+    /// `malformed` by [`Core::count_unsendable`] (each turn of a node's loop).
+    unsendable: u64,
 }
 
 impl Core {
@@ -396,6 +400,7 @@ impl Core {
             dialect: cfg.wire,
             endpoint,
             buf: FrameBuf::new(),
+            unsendable: 0,
         })
     }
 
@@ -445,10 +450,28 @@ impl Core {
         self.apply(ev, stats)
     }
 
-    /// Encodes and sends one message (DONTWAIT: a full queue is EAGAIN).
+    /// Adds the messages dropped as unencodable since the last call to
+    /// `malformed` (they answered input that our dialect cannot carry).
+    pub fn count_unsendable(&mut self, stats: &Stats) {
+        if self.unsendable > 0 {
+            Stats::add(&stats.malformed, std::mem::take(&mut self.unsendable));
+        }
+    }
+
+    /// Encodes and sends one message (DONTWAIT: a full queue is EAGAIN). One
+    /// that cannot be encoded (a field from a peer that our dialect cannot
+    /// carry) is dropped and counted, never an error of the node.
     pub fn send_message(&mut self, msg: &Message<'_>) -> Result<()> {
-        msg.encode_into(self.dialect, &mut self.buf)
-            .map_err(|e| Error::Config(format!("cannot encode {}: {e}", msg.kind().name())))?;
+        if let Err(e) = msg.encode_into(self.dialect, &mut self.buf) {
+            self.unsendable += 1;
+            if self.unsendable.is_power_of_two() {
+                tracing::warn!(
+                    "dropped a {} that cannot be encoded: {e}",
+                    msg.kind().name()
+                );
+            }
+            return Ok(());
+        }
         let content = msg.content();
         let mut headers = self.buf.header_frames().peekable();
         while let Some(h) = headers.next() {

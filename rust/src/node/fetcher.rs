@@ -27,6 +27,8 @@ const RETRY: Duration = Duration::from_millis(200);
 const LOSS_ROUNDS: u32 = 3;
 /// The most records one FETCH asks for.
 const MAX_FETCH: u64 = 10_000;
+/// Subscriptions read from the XPUB per turn.
+const XPUB_BATCH: usize = 4096;
 /// Slice of a blocking wait between caller checks (Ctrl-C).
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -84,6 +86,7 @@ impl Client {
         on_sub: &mut dyn FnMut(Kind, &[u8]),
         on_msg: &mut dyn FnMut(&Message<'_>),
     ) -> Result<()> {
+        self.core.count_unsendable(&self.stats);
         let now = Instant::now();
         let cap = Some(until.min(now + SLICE));
         let timeout = poll_timeout(now, [cap, self.core.disc.next_deadline()]);
@@ -98,7 +101,12 @@ impl Client {
             (items[0].is_readable(), items[1].is_readable(), b)
         };
         if xpub_in {
-            while self.frames.recv(&self.core.xpub)? {
+            // Bounded per turn, as the SUB: a flood of subscriptions must not
+            // keep the loop from everything else.
+            for _ in 0..XPUB_BATCH {
+                if !self.frames.recv(&self.core.xpub)? {
+                    break;
+                }
                 let (s, n) = self.frames.slices();
                 if n != 1 {
                     continue;

@@ -175,10 +175,18 @@ impl ProducerState {
         }
         let Some(last) = self.last() else { return 0 };
         let seq = ack.sequence.min(last);
-        let e = self
-            .acks
-            .entry(ack.address.unwrap_or_default().to_vec())
-            .or_insert(seq);
+        let who = ack.address.unwrap_or_default();
+        if self.acks.len() >= MAX_ACKERS && !self.acks.contains_key(who) {
+            // Every ACK address stays until here (each ACK sorts them all):
+            // drop those below what is released, which can release nothing
+            // more (a store's next ACK brings it back), then refuse new ones.
+            let base = self.base;
+            self.acks.retain(|_, s| *s >= base);
+            if self.acks.len() >= MAX_ACKERS {
+                return 0;
+            }
+        }
+        let e = self.acks.entry(who.to_vec()).or_insert(seq);
         *e = (*e).max(seq);
         if self.min_acks == 0 || self.acks.len() < self.min_acks {
             return 0;
@@ -342,6 +350,10 @@ impl ProducerShared {
         let _ = self.cv.wait_timeout(g, slice);
     }
 }
+
+/// The most store addresses whose ACKs a producer tracks at once (each ACK
+/// sorts them all); a flood of ACKs from made-up addresses stops here.
+const MAX_ACKERS: usize = 1024;
 
 /// A running producer. `send` never blocks while the buffer has room.
 pub struct Producer {
@@ -699,6 +711,7 @@ fn run(
             }
         }
 
+        core.count_unsendable(stats);
         let now = Instant::now();
         let timeout = if inbox.pending() > 0 {
             0
@@ -711,7 +724,12 @@ fn run(
         if xpub_in {
             // Subscriptions: count the stores' (every RECORD, `M`) and know
             // the consumers (`L` + address); who leaves unsubscribes.
-            while frames.recv(&core.xpub)? {
+            // Bounded per turn, as the SUB: a flood of subscriptions must not
+            // keep the loop from everything else.
+            for _ in 0..BATCH {
+                if !frames.recv(&core.xpub)? {
+                    break;
+                }
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
                     Ok(sub) if n == 1 && sub.prefix == b"M" => {
@@ -997,6 +1015,38 @@ mod tests {
         let mut zero = ProducerState::new(b"hello", P, 0, Duration::from_secs(1));
         assert_eq!(zero.append(&[1, 2, 3]), (0, 3));
         assert_eq!(zero.released_upto(), 1);
+    }
+
+    #[test]
+    fn acks_from_made_up_addresses_are_bounded() {
+        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
+        for _ in 0..10 {
+            st.append(&[0; 10]);
+        }
+        let names: Vec<Vec<u8>> = (0..3 * MAX_ACKERS)
+            .map(|i| format!("F{i}").into_bytes())
+            .collect();
+        let fake = |st: &mut ProducerState, n: &[u8], seq| {
+            st.on_ack(&Ack {
+                topic: P,
+                address: Some(n),
+                subject: b"hello",
+                sequence: seq,
+            })
+        };
+        // Fakes at offset 0 release 0 (min_acks of them agree), then fill the
+        // table; past it, new ones are refused.
+        for n in &names {
+            fake(&mut st, n, 0);
+        }
+        assert_eq!(st.acks.len(), MAX_ACKERS);
+        assert_eq!(st.released_upto(), 1);
+        // Those at 0 can release nothing more: they go to make room for real
+        // stores, whose ACKs still count.
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 9)), 0);
+        assert_eq!(st.on_ack(&ack(Some(b"S2"), 9)), 90);
+        assert_eq!(st.held_bytes(), 0);
+        assert!(st.acks.len() <= MAX_ACKERS);
     }
 
     mod held {

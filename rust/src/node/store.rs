@@ -287,6 +287,7 @@ fn run<L: StoreLog>(
             }
         }
 
+        core.count_unsendable(stats);
         let now = Instant::now();
         let replies_ready = logic.has_replies() && blocked_until.is_none_or(|t| t <= now);
         let timeout = if replies_ready {
@@ -307,7 +308,12 @@ fn run<L: StoreLog>(
         let now = Instant::now();
 
         if xpub_in {
-            while frames.recv(&core.xpub)? {
+            // Bounded per turn, as the SUB: a flood of subscriptions must not
+            // keep the loop from everything else.
+            for _ in 0..BATCH {
+                if !frames.recv(&core.xpub)? {
+                    break;
+                }
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
                     Ok(sub) if n == 1 && sub.subscribe => {

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::FxBuildHasher;
 
+use crate::log::format::name_fits;
 use crate::node::batch::Batch;
 use crate::node::core::{Backoff, Out};
 use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
@@ -233,6 +234,9 @@ struct PartState {
     /// Listed in `StoreLogic::active` (visited by `tick`).
     active: bool,
 }
+
+/// The most topics of one CONSUMER-HELLO a store answers for.
+pub const MAX_HELLO_TOPICS: usize = 1024;
 
 /// A partition name a store can hold: a Dafka address is 32 hex digits; any
 /// 1-64 ASCII letters, digits, '-' and '_' are accepted (the log's rule), so a
@@ -457,11 +461,17 @@ impl<L: StoreLog> StoreLogic<L> {
             }
             return out;
         }
-        if !valid_partition(partition) {
+        // No record can stand at the last offset (the next one would
+        // overflow), and a topic the log cannot name would fail every sync.
+        if !valid_partition(partition) || sequence == u64::MAX {
             self.counters.dropped_invalid += 1;
             return out;
         }
         let next = self.log.next_offset(topic, partition);
+        if next.is_none() && !name_fits(topic) {
+            self.counters.dropped_invalid += 1;
+            return out;
+        }
         if next.is_none() && self.log.set_aside(topic, partition) {
             self.counters.dropped_set_aside += 1;
             return out;
@@ -680,7 +690,7 @@ impl<L: StoreLog> StoreLogic<L> {
     /// another store; FETCHes what lies beyond what we hold.
     fn learn_head(&mut self, h: &Head<'_>, now: Instant, from_producer: bool) -> Vec<Out> {
         let mut out = Vec::new();
-        if !valid_partition(h.address) {
+        if !valid_partition(h.address) || h.sequence == u64::MAX || !name_fits(h.subject) {
             self.counters.dropped_invalid += 1;
             return out;
         }
@@ -871,9 +881,19 @@ impl<L: StoreLog> StoreLogic<L> {
         self.heads_for(c.address, &c.subjects)
     }
 
+    /// DIRECT-HEADs of every partition of `topics` to `to`. Each topic once,
+    /// and at most [`MAX_HELLO_TOPICS`] of them: a CONSUMER-HELLO naming one
+    /// topic a million times must not make a million answers per partition.
     fn heads_for(&self, to: &[u8], topics: &[&[u8]]) -> Vec<Out> {
         let mut out = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
         for topic in topics {
+            if seen.len() == MAX_HELLO_TOPICS && !seen.contains(topic) {
+                break;
+            }
+            if !seen.insert(topic) {
+                continue;
+            }
             self.heads_of(to, self.log.partitions(Some(topic)), &mut out);
         }
         out

@@ -65,6 +65,10 @@ pub const REPLAY_MAX_AGE: Duration = Duration::from_secs(5);
 /// Nodes silent for this long are forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
+/// Messages read from each side per loop turn: a flood on one side waits its
+/// turn (the poll reports the rest) instead of holding the other side.
+const TOWER_BATCH: usize = 4096;
+
 /// A node's last tower beacon.
 #[derive(Debug)]
 struct Heard {
@@ -461,7 +465,10 @@ fn run(
         inbox.after_poll();
         if pub_in {
             // Subscriptions from nodes go upstream, so node PUBs send beacons.
-            while frames.recv(&xpub)? {
+            for _ in 0..TOWER_BATCH {
+                if !frames.recv(&xpub)? {
+                    break;
+                }
                 let (s, n) = frames.slices();
                 if n == 1 && !frames.too_long() {
                     let m = s[0];
@@ -485,7 +492,10 @@ fn run(
             }
         }
         if sub_in {
-            while let Some(msg) = recv_incoming(&mut xsub.0)? {
+            for _ in 0..TOWER_BATCH {
+                let Some(msg) = recv_incoming(&mut xsub.0)? else {
+                    break;
+                };
                 if msg.too_long {
                     Stats::add(&stats.malformed, 1);
                     continue;

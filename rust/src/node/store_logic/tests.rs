@@ -642,6 +642,45 @@ fn get_heads_and_consumer_hello_answer_direct_heads() {
     let mut other = hello(vec![T]);
     other.topic = b"SOMEONE-ELSE";
     assert!(s.on_consumer_hello(&other).is_empty());
+    // One topic named 100,000 times: answered once, not 100,000 times.
+    assert_eq!(s.on_consumer_hello(&hello(vec![T; 100_000])), out);
+    // At most MAX_HELLO_TOPICS distinct topics are answered for.
+    let names: Vec<Vec<u8>> = (0..MAX_HELLO_TOPICS)
+        .map(|i| format!("n{i}").into_bytes())
+        .collect();
+    let mut many: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
+    many.push(T);
+    assert!(
+        s.on_consumer_hello(&hello(many)).is_empty(),
+        "T is past the cap"
+    );
+}
+
+#[test]
+fn hostile_offsets_and_topics_are_dropped_not_stored() {
+    let mut s = store();
+    let now = Instant::now();
+    // No record can stand at the last offset: its next would overflow.
+    assert!(rec(&mut s, u64::MAX, now).is_empty());
+    let head = |sequence, subject| Head {
+        topic: subject,
+        address: P,
+        subject,
+        sequence,
+    };
+    assert!(s.on_head(&head(u64::MAX, T), now).is_empty());
+    assert!(s.on_peer_head(&head(u64::MAX, T), now).is_empty());
+    // A topic the log could not name as a directory (each '/' escapes to 3
+    // bytes) would fail every sync of the store.
+    let long = vec![b'/'; 100];
+    assert!(s.on_record(&long, P, 0, b"x", now).is_empty());
+    assert!(s.on_head(&head(5, &long), now).is_empty());
+    assert_eq!(s.counters().dropped_invalid, 5);
+    assert_eq!(s.counters().appended, 0);
+    assert!(s.log().parts.is_empty());
+    // An ordinary record is stored as before.
+    rec(&mut s, 0, now);
+    assert_eq!(s.counters().appended, 1);
 }
 
 #[test]
