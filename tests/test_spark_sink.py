@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_util import ATTEMPTS, restartable, run_query
 
 import dafka
 from dafka import Consumer, Store, Tower
@@ -87,13 +88,14 @@ def test_stream_sink_from_files_arrives_completely(
         lines = [json.dumps({"value": f"f{f}-{i}"}) for i in range(2500)]
         (src / f"part-{f}.json").write_text("\n".join(lines) + "\n")
     stream = spark.readStream.schema("value string").option("maxFilesPerTrigger", 2).json(str(src))
-    q = (
-        sink(stream.writeStream, tower, "ss")
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(availableNow=True)
-        .start()
+    q = run_query(
+        lambda: (
+            sink(stream.writeStream, tower, "ss")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(availableNow=True)
+            .start()
+        )
     )
-    q.awaitTermination(240)
     assert q.exception() is None
     got = consume(tower, "ss", 10000)
     want = Counter(f"f{f}-{i}".encode() for f in range(4) for i in range(2500))
@@ -111,18 +113,26 @@ def test_stream_sink_from_rate_source(
         .load()
         .selectExpr("cast(value AS string) AS value")
     )
-    q = (
-        sink(stream.writeStream, tower, "rate")
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(processingTime="0 seconds")
-        .start()
-    )
+
+    def start() -> Any:
+        return (
+            sink(stream.writeStream, tower, "rate")
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(processingTime="0 seconds")
+            .start()
+        )
+
+    q, restarts = start(), 0
     try:
         deadline = time.monotonic() + 120
         while (q.lastProgress is None or q.lastProgress["batchId"] < 7) and (
             time.monotonic() < deadline
         ):
-            assert q.exception() is None
+            error = q.exception()
+            if error is not None and restartable(q, error) and restarts < ATTEMPTS - 1:
+                q, restarts = start(), restarts + 1
+                continue
+            assert error is None
             time.sleep(0.2)
     finally:
         q.stop()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from nodes_util import wait_for
+from spark_util import run_query
 
 import dafka
 from dafka import Log, Producer, Store, Tower
@@ -92,15 +93,16 @@ def vals(prefix: str, n: int) -> list[bytes]:
 
 
 def run_available_now(spark: Any, c: Cluster, topic: str, out: Path, ckpt: Path, **opt: str) -> Any:
-    q = (
-        reader(spark, c, topic, True, **opt)
-        .writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(ckpt))
-        .trigger(availableNow=True)
-        .start()
+    q = run_query(
+        lambda: (
+            reader(spark, c, topic, True, **opt)
+            .writeStream.format("parquet")
+            .option("path", str(out))
+            .option("checkpointLocation", str(ckpt))
+            .trigger(availableNow=True)
+            .start()
+        )
     )
-    q.awaitTermination(240)
     assert q.exception() is None, q.exception()
     return q
 

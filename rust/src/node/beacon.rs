@@ -354,6 +354,14 @@ mod tests {
         d.on_timer(Instant::now()).unwrap();
     }
 
+    /// Steps `d` until the hand-made tower's XPUB sees it subscribe to beacons.
+    fn subscribed(xpub: &zmq::Socket, d: &mut Discovery, end: Instant) {
+        while !xpub.recv_bytes(zmq::DONTWAIT).is_ok_and(|m| m == b"\x01B") {
+            assert!(Instant::now() < end, "the node did not subscribe");
+            step(d, 5);
+        }
+    }
+
     /// A node is heard by a tower as soon as the tower can hear it, not a
     /// `beacon_interval` later (60 s here): a beacon sent before the tower's
     /// subscription reached the node is dropped by ZeroMQ. A hand-made tower
@@ -405,10 +413,7 @@ mod tests {
         let (xsub, xpub, mut d) = hand_made_tower(&ctx);
         let end = Instant::now() + Duration::from_secs(10);
         // Joined: the node subscribed and beacons once the tower subscribes.
-        while !xpub.recv_bytes(zmq::DONTWAIT).is_ok_and(|m| m == b"\x01B") {
-            assert!(Instant::now() < end, "the node did not subscribe");
-            step(&mut d, 5);
-        }
+        subscribed(&xpub, &mut d, end);
         xsub.send(&b"\x01B"[..], 0).unwrap();
         while xsub.recv_multipart(zmq::DONTWAIT).is_err() {
             assert!(Instant::now() < end, "the node was not heard");
@@ -444,10 +449,7 @@ mod tests {
         let ctx = zmq::Context::new();
         let (_xsub, xpub, mut d) = hand_made_tower(&ctx);
         let end = Instant::now() + Duration::from_secs(20);
-        while !xpub.recv_bytes(zmq::DONTWAIT).is_ok_and(|m| m == b"\x01B") {
-            assert!(Instant::now() < end, "the node did not subscribe");
-            step(&mut d, 5);
-        }
+        subscribed(&xpub, &mut d, end);
         let sent = 3000;
         for i in 0..sent {
             xpub.send(format!("B-not-a-beacon-{i}").as_bytes(), 0)
