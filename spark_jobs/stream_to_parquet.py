@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+from typing import Any
 
 from dafka import Producer
-from dafka.spark import local_cluster, local_session
+from dafka.spark import local_cluster, local_session, run_query
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,11 +62,21 @@ def main(argv: list[str] | None = None) -> int:
             w = w.trigger(availableNow=True)
         else:
             w = w.trigger(processingTime=f"{float(args.trigger)} seconds")
-        q = w.start()
+        # Started again from the checkpoint if Spark could not start its Python
+        # worker in time (a fixed 10 s, see dafka.spark.run_query).
+        started: list[Any] = []
+
+        def start() -> Any:
+            started.append(w.start())
+            return started[-1]
+
         try:
-            q.awaitTermination()
+            run_query(start)
         except KeyboardInterrupt:
-            q.stop()
+            if not started:
+                raise
+            started[-1].stop()
+        q = started[-1]
         rows = sum(p["numInputRows"] for p in q.recentProgress)
         print(f"wrote {rows} records to {args.output} in {len(q.recentProgress)} batch(es)")
     spark.stop()

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_util import ATTEMPTS, restartable, run_query
 
 import dafka
+import dafka.spark
 from dafka import Consumer, Store, Tower
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -88,14 +88,16 @@ def test_stream_sink_from_files_arrives_completely(
         lines = [json.dumps({"value": f"f{f}-{i}"}) for i in range(2500)]
         (src / f"part-{f}.json").write_text("\n".join(lines) + "\n")
     stream = spark.readStream.schema("value string").option("maxFilesPerTrigger", 2).json(str(src))
-    q = run_query(
+    q = dafka.spark.run_query(
         lambda: (
             sink(stream.writeStream, tower, "ss")
             .option("checkpointLocation", str(tmp_path / "ckpt"))
             .trigger(availableNow=True)
             .start()
-        )
+        ),
+        timeout=240,
     )
+    assert not q.isActive, "the query did not end within 240 s"
     assert q.exception() is None
     got = consume(tower, "ss", 10000)
     want = Counter(f"f{f}-{i}".encode() for f in range(4) for i in range(2500))
@@ -128,11 +130,10 @@ def test_stream_sink_from_rate_source(
         while (q.lastProgress is None or q.lastProgress["batchId"] < 7) and (
             time.monotonic() < deadline
         ):
-            error = q.exception()
-            if error is not None and restartable(q, error) and restarts < ATTEMPTS - 1:
-                q, restarts = start(), restarts + 1
+            if dafka.spark.died_starting(q) and restarts < 2:
+                q, restarts = start(), restarts + 1  # see dafka.spark.run_query
                 continue
-            assert error is None
+            assert q.exception() is None
             time.sleep(0.2)
     finally:
         q.stop()

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from nodes_util import wait_for
-from spark_util import run_query
 
 import dafka
+import dafka.spark
 from dafka import Log, Producer, Store, Tower
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -93,7 +93,7 @@ def vals(prefix: str, n: int) -> list[bytes]:
 
 
 def run_available_now(spark: Any, c: Cluster, topic: str, out: Path, ckpt: Path, **opt: str) -> Any:
-    q = run_query(
+    q = dafka.spark.run_query(
         lambda: (
             reader(spark, c, topic, True, **opt)
             .writeStream.format("parquet")
@@ -101,8 +101,10 @@ def run_available_now(spark: Any, c: Cluster, topic: str, out: Path, ckpt: Path,
             .option("checkpointLocation", str(ckpt))
             .trigger(availableNow=True)
             .start()
-        )
+        ),
+        timeout=240,
     )
+    assert not q.isActive, "the query did not end within 240 s"
     assert q.exception() is None, q.exception()
     return q
 

@@ -17,6 +17,9 @@ Producing (see :mod:`dafka.spark._produce` for retry semantics):
 - :func:`json_value`, :func:`arrow_ipc_udf`, :func:`produce_udf`: encoders and a
   producing UDF.
 
+:func:`run_query` runs a streaming query to its end, starting it again from its
+checkpoint when Spark could not start its Python worker in time (a fixed 10 s).
+
 Reading and writing with the data source, after :func:`register`::
 
     dafka.spark.register(spark)
@@ -37,6 +40,7 @@ from dafka.spark._produce import (
     produce_rows,
     task_producer,
 )
+from dafka.spark._query import died_starting, run_query
 from dafka.spark._udf import (
     arrow_ipc_udf,
     foreach_partition_writer,
@@ -52,6 +56,7 @@ __all__ = [
     "ProducerSettings",
     "TaskResult",
     "arrow_ipc_udf",
+    "died_starting",
     "encode_value",
     "foreach_partition_writer",
     "json_value",
@@ -62,5 +67,6 @@ __all__ = [
     "produce_rows",
     "produce_udf",
     "register",
+    "run_query",
     "task_producer",
 ]
