@@ -188,6 +188,10 @@ def test_bad_arguments_raise_clear_errors() -> None:
         Consumer(["t"], idle_after=0)
     with pytest.raises(dafka.ConfigError, match="forget_after must be > 0"):
         Consumer(["t"], forget_after=0)
+    with pytest.raises(dafka.ConfigError, match=r"max_buffered_bytes .*must be > 0"):
+        Consumer(["t"], max_buffered_bytes=0)
+    with pytest.raises(ValueError, match="max_buffered_bytes"):
+        Consumer(["t"], max_buffered_bytes=-1)
     with Producer("t") as p:
         with pytest.raises(dafka.NodeError, match="bind"):
             Producer("t", bind=p.endpoint)

@@ -26,7 +26,15 @@ def ctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
     c.destroy(linger=0)
 
 
-def test_tiny_hwm_flood_is_repaired_by_fetch() -> None:
+@pytest.mark.parametrize(
+    "bound",
+    [{"max_buffered": 500}, {"max_buffered_bytes": 500 * 1024}],
+    ids=["records", "bytes"],
+)
+def test_tiny_hwm_flood_is_repaired_by_fetch(bound: dict[str, int]) -> None:
+    """The application reads nothing during a flood: the consumer stops reading at
+    max_buffered records or max_buffered_bytes (1 KiB records: either is ~500), and
+    fetches what the publisher dropped meanwhile once it reads again."""
     n = 20_000
     values = [b"%08d" % i + bytes(1016) for i in range(n)]
     with (
@@ -38,19 +46,20 @@ def test_tiny_hwm_flood_is_repaired_by_fetch() -> None:
             peers=[p.endpoint],
             offset_reset="earliest",
             rcvhwm=10,
-            max_buffered=500,
             fetch_retry=0.05,
+            **bound,  # type: ignore[arg-type]
         ) as c,
     ):
         p.connect(c.endpoint)
         p.send(values[0])
         first = c.poll(timeout=20)
         assert first is not None and first.offset == 0
-        # Flood without reading: the consumer stops at max_buffered, the HWMs overflow
+        # Flood without reading: the consumer stops at its bound, the HWMs overflow
         # and the producer's PUB drops records.
         for i in range(1, n, 1000):
             p.send_many(values[i : i + 1000])
         wait_for(lambda: p.stats()["records_sent"] == n, "the producer to publish")
+        wait_for(lambda: c.stats()["pauses"] > 0, "the consumer to stop reading")
         got = drain(c, n - 1)
         assert [r.offset for r in got] == list(range(1, n))
         assert all(r.value == values[r.offset] for r in got)

@@ -263,6 +263,7 @@ class Consumer:
         max_fetch: int = 10000,
         max_pending: int = 100000,
         max_buffered: int = 100000,
+        max_buffered_bytes: int = 67108864,
         give_up_fetches: int = 6,
         start_offsets: dict[str, int] | None = None,
         idle_after: float = 60.0,

@@ -182,6 +182,10 @@ pub struct ConsumerConfig {
     /// Delivered records waiting for the application; while full the node stops
     /// reading (the publishers then drop, and the gap is fetched). Default 100,000.
     pub max_buffered: usize,
+    /// The same bound in bytes of values (one record is taken however large,
+    /// a turn's batch may pass it). Default 64 MiB, as librdkafka's
+    /// `queued.max.messages.kbytes`.
+    pub max_buffered_bytes: usize,
     /// FETCH retries without progress before a gap is skipped, if a node
     /// answered the FETCH from past it: the records are deleted (retention)
     /// everywhere it asked, so the partition goes on from the first record
@@ -212,6 +216,7 @@ impl Default for ConsumerConfig {
             max_fetch: 10_000,
             max_pending: 100_000,
             max_buffered: 100_000,
+            max_buffered_bytes: 64 << 20,
             give_up_fetches: 6,
             start_offsets: Vec::new(),
             idle_after: crate::node::consumer::IDLE_AFTER,
@@ -236,10 +241,13 @@ impl ConsumerConfig {
         if self.max_fetch == 0
             || self.max_pending == 0
             || self.max_buffered == 0
+            || self.max_buffered_bytes == 0
             || self.give_up_fetches == 0
         {
             return Err(Error::Config(
-                "max_fetch, max_pending, max_buffered and give_up_fetches must be > 0".into(),
+                "max_fetch, max_pending, max_buffered, max_buffered_bytes and give_up_fetches \
+                 must be > 0"
+                    .into(),
             ));
         }
         let mut seen = std::collections::HashSet::new();

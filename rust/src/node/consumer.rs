@@ -636,6 +636,8 @@ struct ConsumerShared {
     stats: Stats,
     /// Deliveries in the channel not yet taken by the application.
     buffered: AtomicUsize,
+    /// Bytes of their values.
+    buffered_bytes: AtomicUsize,
     /// The thread stopped reading because the channel is full.
     paused: AtomicBool,
     epochs: Mutex<HashMap<Arc<str>, u64>>,
@@ -643,6 +645,14 @@ struct ConsumerShared {
     /// Partitions the node thread forgot (`forget_after`), for the handle
     /// to drop from its positions.
     forgotten: Mutex<Vec<Arc<str>>>,
+}
+
+impl ConsumerShared {
+    /// The application has `max` records or `max_bytes` bytes waiting: stop
+    /// reading until it takes some.
+    fn full(&self, max: usize, max_bytes: usize) -> bool {
+        self.buffered.load(SeqCst) >= max || self.buffered_bytes.load(SeqCst) >= max_bytes
+    }
 }
 
 /// A running consumer.
@@ -655,6 +665,7 @@ pub struct Consumer {
     endpoint: String,
     topics: Vec<String>,
     max_buffered: usize,
+    max_buffered_bytes: usize,
     /// The next offset of each partition the application has been given
     /// records of (or seeked, or started at): where a new consumer resumes.
     positions: Mutex<HashMap<Arc<str>, u64>>,
@@ -674,7 +685,7 @@ impl Consumer {
         let (tx, rx) = mpsc::channel();
         let ctx = zmq::Context::new();
         let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
-        let max_buffered = cfg.max_buffered;
+        let (max_buffered, max_buffered_bytes) = (cfg.max_buffered, cfg.max_buffered_bytes);
         let positions = cfg
             .start_offsets
             .iter()
@@ -692,6 +703,7 @@ impl Consumer {
             endpoint,
             topics: topics.to_vec(),
             max_buffered,
+            max_buffered_bytes,
             positions: Mutex::new(positions),
         })
     }
@@ -743,6 +755,8 @@ impl Consumer {
         drop(guard);
         let got = into.len() - start;
         if got > 0 {
+            let bytes = into[start..].iter().map(|d| d.value.len()).sum();
+            self.shared.buffered_bytes.fetch_sub(bytes, SeqCst);
             self.shared.buffered.fetch_sub(got, SeqCst);
             // Held across the epoch check, as `seek` holds it: a seek lands
             // either before this batch is checked or after its positions.
@@ -768,7 +782,8 @@ impl Consumer {
         }
         // The thread stopped reading while the channel was full: there is room
         // again. Always wake (not only if asleep): it may be about to sleep.
-        if self.shared.paused.load(SeqCst) && self.shared.buffered.load(SeqCst) < self.max_buffered
+        if self.shared.paused.load(SeqCst)
+            && !self.shared.full(self.max_buffered, self.max_buffered_bytes)
         {
             self.actor.wake();
         }
@@ -900,6 +915,8 @@ fn run(
     let mut frames = Frames::default();
     let mut outs = Vec::new();
     let mut dels = Vec::new();
+    // Whether the application was behind at the last turn (for `pauses`).
+    let mut was_full = false;
     core.emit_all(&st.get_heads())?;
     loop {
         if inbox.terminated() {
@@ -918,10 +935,13 @@ fn run(
         // Paused is published before buffered is read, so a handle that drains
         // concurrently either is seen here or sees `paused` and wakes us.
         shared.paused.store(true, SeqCst);
-        let full = shared.buffered.load(SeqCst) >= cfg.max_buffered;
+        let full = shared.full(cfg.max_buffered, cfg.max_buffered_bytes);
         if !full {
             shared.paused.store(false, SeqCst);
+        } else if !was_full {
+            Stats::add(&stats.pauses, 1);
         }
+        was_full = full;
         core.count_unsendable(stats);
         let now = Instant::now();
         let timeout = poll_timeout(
@@ -1045,6 +1065,8 @@ fn deliver(tx: &Sender<Vec<Delivery>>, shared: &ConsumerShared, dels: &mut Vec<D
     if n == 0 {
         return;
     }
+    let bytes = dels.iter().map(|d| d.value.len()).sum();
+    shared.buffered_bytes.fetch_add(bytes, SeqCst);
     shared.buffered.fetch_add(n, SeqCst);
     Stats::add(&shared.stats.delivered, n as u64);
     // One channel message per batch; the handle owns the receiver, and if it

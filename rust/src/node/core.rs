@@ -201,6 +201,9 @@ pub struct Stats {
     /// Beacons relayed (towers).
     pub beacons: AtomicU64,
     pub peers: AtomicU64,
+    /// Times a consumer stopped reading because the application had
+    /// `max_buffered` records or `max_buffered_bytes` waiting.
+    pub pauses: AtomicU64,
 }
 
 impl Stats {
@@ -230,6 +233,7 @@ impl Stats {
             ("heads_sent", g(&self.heads_sent)),
             ("beacons", g(&self.beacons)),
             ("peers", g(&self.peers)),
+            ("pauses", g(&self.pauses)),
         ]
     }
 }

@@ -464,7 +464,7 @@ impl PyConsumer {
     #[pyo3(signature = (
         topics, *, towers = None, peers = None, wire = "rfc", offset_reset = "latest",
         fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
-        give_up_fetches = 6, start_offsets = None, idle_after = 60.0,
+        max_buffered_bytes = 67108864, give_up_fetches = 6, start_offsets = None, idle_after = 60.0,
         forget_after = Some(691200.0), bind = "tcp://127.0.0.1:*".to_string(),
         beacon_interval = 1.0, beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000
     ))]
@@ -480,6 +480,7 @@ impl PyConsumer {
         max_fetch: i128,
         max_pending: i128,
         max_buffered: i128,
+        max_buffered_bytes: i128,
         give_up_fetches: i128,
         start_offsets: Option<HashMap<String, i128>>,
         idle_after: f64,
@@ -520,6 +521,7 @@ impl PyConsumer {
             max_fetch: unsigned("max_fetch", max_fetch)?,
             max_pending: unsigned("max_pending", max_pending)?,
             max_buffered: unsigned("max_buffered", max_buffered)?,
+            max_buffered_bytes: unsigned("max_buffered_bytes", max_buffered_bytes)?,
             give_up_fetches: unsigned("give_up_fetches", give_up_fetches)?,
             start_offsets: starts,
             idle_after: seconds("idle_after", idle_after)?,
