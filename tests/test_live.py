@@ -269,6 +269,12 @@ def test_values_that_make_no_sense_are_refused_up_front(
         dafka.Store(tmp_path / "s", retain_hours=0)
     with pytest.raises(ValueError, match="pass None to keep records forever"):
         dafka.Log(tmp_path / "l", retain_hours=0)
+    with pytest.raises(ValueError, match="pass None to keep them for good"):
+        dafka.Store(tmp_path / "s", forget_parked_hours=0)
+    with pytest.raises(ValueError, match="pass None to keep them for good"):
+        dafka.Log(tmp_path / "l", forget_parked_hours=0)
+    with pytest.raises(dafka.ConfigError, match="at most 1024 stores"):
+        dafka.Producer("t", min_acks=1025)
     with pytest.raises(dafka.ConfigError, match="max_record_bytes must be at least 1"):
         dafka.Store(tmp_path / "s", max_record_bytes=0)
     with pytest.raises(dafka.ConfigError, match="flush_messages must be at least 1"):

@@ -752,14 +752,14 @@ def test_a_parked_partition_is_forgotten_forget_parked_hours_after_it_was_parked
     with dafka.Log(tmp_path / "log", read_only=True) as log:
         assert {p.partition: p.next_offset for p in log.partitions("t")} == {b: 9}
     assert parked.read_text() == text, "a read-only open rewrites nothing"
-    with dafka.Log(tmp_path / "log", forget_parked_hours=0) as log:
+    with dafka.Log(tmp_path / "log", forget_parked_hours=1) as log:
         assert log.partitions("t") == []
     assert not parked.exists(), "nothing left to keep"
     parked.write_text(text)
     with Store(tmp_path, **FAST) as s:  # type: ignore[arg-type]
         wait_for(lambda: s.stats()["parked_partitions"] == 1, "parked_partitions in stats")
     assert parked.read_text().splitlines() == [text.splitlines()[1]]
-    for bad in (-1, 2**64, "720"):
+    for bad in (-1, 0, 2**64, "720"):
         with pytest.raises((ValueError, TypeError), match="forget_parked_hours"):
             Store(tmp_path, forget_parked_hours=bad)  # type: ignore[arg-type]
 

@@ -223,7 +223,9 @@ class Log:
 
     @property
     def closed(self) -> bool:
-        return self._log.closed()
+        # A Log whose open failed has no native log (and is closed).
+        log = getattr(self, "_log", None)
+        return log is None or log.closed()
 
     def close(self) -> None:
         """Writes indexes out and syncs everything. Safe to call twice."""

@@ -194,6 +194,13 @@ impl LogConfig {
                  95 years)"
             )));
         }
+        if self.forget_parked_hours == Some(0) {
+            return Err(LogError::Invalid(
+                "forget_parked_hours must be at least 1 (None keeps parked partitions for \
+                 good, what 0 means to dafka-store's --forget-parked-hours)"
+                    .into(),
+            ));
+        }
         if self.fsync == FsyncPolicy::Interval && self.flush_messages == 0 {
             return Err(LogError::Invalid(
                 "flush_messages must be at least 1 (use fsync=always to sync every append)".into(),

@@ -1144,6 +1144,13 @@ fn config_is_validated() {
     };
     let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
     assert!(err.to_string().contains("flush_interval_ms"), "{err}");
+    // Forgetting every parked partition at once (None keeps them).
+    let bad = LogConfig {
+        forget_parked_hours: Some(0),
+        ..LogConfig::default()
+    };
+    let err = Log::open(tempfile::tempdir().unwrap().path(), bad).unwrap_err();
+    assert!(err.to_string().contains("forget_parked_hours"), "{err}");
     let err = Log::open("", LogConfig::default()).unwrap_err();
     assert!(err.to_string().contains("path is empty"), "{err}");
 }

@@ -139,6 +139,13 @@ impl ProducerConfig {
         if self.max_record_bytes == 0 {
             return Err(Error::Config("max_record_bytes must be > 0".into()));
         }
+        if self.min_acks > crate::node::producer::MAX_ACKERS {
+            return Err(Error::Config(format!(
+                "min_acks = {}: a producer tracks ACKs from at most {} stores",
+                self.min_acks,
+                crate::node::producer::MAX_ACKERS
+            )));
+        }
         Ok(())
     }
 }

@@ -43,7 +43,8 @@ struct Part {
     requested: u64,
     retry_at: Option<Instant>,
     pending: BTreeMap<u64, Vec<u8>>,
-    /// Bytes of the values in `pending` (at most [`MAX_PENDING_BYTES`]).
+    /// Bytes of the values in `pending` (at most [`MAX_PENDING_BYTES`], or
+    /// one record's if larger).
     pending_bytes: usize,
     epoch: u64,
     /// A DIRECT-RECORD beyond `next` arrived since `next` last moved: a store
@@ -453,11 +454,22 @@ impl ConsumerState {
                 p.backoff = Backoff::default();
             }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
-            // Beyond either bound the record is fetched again later. One is
-            // always taken, however large: it may be all that follows the gap.
-            let fits = p.pending_bytes + r.content.len() <= MAX_PENDING_BYTES;
-            if p.pending.len() < max_pending && (fits || p.pending.is_empty()) {
-                p.pending_bytes += r.content.len();
+            // Past either bound, the held records farthest from the gap make
+            // room (fetched again later): those nearest it are kept, so a skip
+            // to the first held record (`retry_or_skip`) never jumps over
+            // records a node answered with. One is always taken, however
+            // large: it may be all that follows the gap.
+            let len = r.content.len();
+            let over = |n: usize, b: usize| n >= max_pending || b + len > MAX_PENDING_BYTES;
+            while over(p.pending.len(), p.pending_bytes)
+                && p.pending.last_key_value().is_some_and(|(&k, _)| k > seq)
+            {
+                if let Some((_, v)) = p.pending.pop_last() {
+                    p.pending_bytes -= v.len();
+                }
+            }
+            if p.pending.is_empty() || !over(p.pending.len(), p.pending_bytes) {
+                p.pending_bytes += len;
                 p.pending.insert(seq, r.content.to_vec());
             }
             self.gaps += u64::from(new_gap);
@@ -1147,6 +1159,44 @@ mod tests {
         assert_eq!(st.parts[P].pending.len(), 1);
         st.seek(P, 20, t0, &mut o);
         assert_eq!(st.parts[P].pending_bytes, 0, "a seek drops what is held");
+    }
+
+    /// Past the bound, a record nearer the gap displaces the farthest held
+    /// one: a store's answer to the FETCH is kept, so that a skip to the first
+    /// held record (the start of the gap deleted everywhere) never jumps over
+    /// records a store still holds.
+    #[test]
+    fn a_record_nearer_the_gap_displaces_the_farthest_held_one() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let t0 = Instant::now();
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+        let big = vec![7u8; 20 << 20];
+        let at = |seq| Record {
+            content: &big,
+            ..rec(seq, b"")
+        };
+        for seq in 10..=12 {
+            st.on_record(&at(seq), false, t0, &mut d, &mut o);
+        }
+        // The FETCH's answers (DIRECT-RECORDs).
+        for seq in [5, 6] {
+            let direct = Record {
+                topic: ME,
+                ..at(seq)
+            };
+            st.on_record(&direct, true, t0, &mut d, &mut o);
+        }
+        let p = &st.parts[P];
+        assert_eq!(
+            p.pending.keys().copied().collect::<Vec<_>>(),
+            vec![5, 6, 10]
+        );
+        assert_eq!(p.pending_bytes, 3 * big.len());
+        // A farther one than all held is the one let go.
+        st.on_record(&at(13), false, t0, &mut d, &mut o);
+        assert_eq!(st.parts[P].pending.len(), 3);
+        assert!(!st.parts[P].pending.contains_key(&13));
     }
 
     /// A partition caught up and unheard of for `IDLE_AFTER` keeps only its

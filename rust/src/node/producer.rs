@@ -353,7 +353,7 @@ impl ProducerShared {
 
 /// The most store addresses whose ACKs a producer tracks at once (each ACK
 /// sorts them all); a flood of ACKs from made-up addresses stops here.
-const MAX_ACKERS: usize = 1024;
+pub(crate) const MAX_ACKERS: usize = 1024;
 
 /// A running producer. `send` never blocks while the buffer has room.
 pub struct Producer {

@@ -522,14 +522,26 @@ impl<L: StoreLog> StoreLogic<L> {
             self.counters.duplicates += 1;
             return;
         }
-        if st.held.len() >= max_n || st.held_bytes + content.len() > max_b {
-            // The record will be fetched again once the gap before it closes.
-            self.counters.dropped_held_full += 1;
-            return;
+        // Past a bound, the held records farthest from the gap make room: those
+        // nearest it are kept, so a skip to the first held record (the gap is
+        // deleted everywhere) never jumps over records a peer answered with.
+        // What is dropped is fetched again once the gap before it closes.
+        let over = |n: usize, b: usize| n >= max_n || b + content.len() > max_b;
+        let mut dropped = 0;
+        while over(st.held.len(), st.held_bytes)
+            && st.held.last_key_value().is_some_and(|(&k, _)| k > sequence)
+        {
+            let (_, v) = st.held.pop_last().expect("non-empty");
+            st.held_bytes -= v.len();
+            dropped += 1;
         }
-        st.held_bytes += content.len();
-        st.held.insert(sequence, content.to_vec());
-        self.counters.held += 1;
+        let fits = !over(st.held.len(), st.held_bytes);
+        if fits {
+            st.held_bytes += content.len();
+            st.held.insert(sequence, content.to_vec());
+        }
+        self.counters.dropped_held_full += dropped + u64::from(!fits);
+        self.counters.held += u64::from(fits);
     }
 
     /// Appends `sequence` then every held record that now follows contiguously.

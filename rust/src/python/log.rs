@@ -80,7 +80,7 @@ impl NativeLog {
             index_interval_bytes: unsigned("index_interval_bytes", index_interval_bytes)?,
             retain_hours: crate::python::retain_hours(retain_hours)?,
             retain_bytes: opt_unsigned("retain_bytes", retain_bytes)?,
-            forget_parked_hours: opt_unsigned("forget_parked_hours", forget_parked_hours)?,
+            forget_parked_hours: crate::python::forget_parked_hours(forget_parked_hours)?,
             flush_messages: unsigned("flush_messages", flush_messages)?,
             flush_interval_ms: unsigned("flush_interval_ms", flush_interval_ms)?,
             fsync,

@@ -58,6 +58,18 @@ pub(crate) fn retain_hours(v: Option<i128>) -> PyResult<Option<u64>> {
     opt_unsigned("retain_hours", v)
 }
 
+/// `forget_parked_hours` from Python: 0 is refused, as `retain_hours=0` is (the
+/// CLI and TOML read 0 as "for good"; `None` says that here).
+pub(crate) fn forget_parked_hours(v: Option<i128>) -> PyResult<Option<u64>> {
+    if v == Some(0) {
+        return Err(PyValueError::new_err(
+            "forget_parked_hours=0 would forget every parked partition at once: pass None to \
+             keep them for good (what 0 means to dafka-store's --forget-parked-hours)",
+        ));
+    }
+    opt_unsigned("forget_parked_hours", v)
+}
+
 /// A list-of-str argument (`towers=`, `peers=`, `partitions=`, ...). PyO3
 /// alone refuses a bare `str` with "Can't extract `str` to `Vec`"; this says
 /// to wrap it in a list.

@@ -79,7 +79,7 @@ impl PyStore {
         cfg.log.segment_bytes = unsigned("segment_bytes", segment_bytes)?;
         cfg.log.retain_hours = crate::python::retain_hours(retain_hours)?;
         cfg.log.retain_bytes = opt_unsigned("retain_bytes", retain_bytes)?;
-        cfg.log.forget_parked_hours = opt_unsigned("forget_parked_hours", forget_parked_hours)?;
+        cfg.log.forget_parked_hours = crate::python::forget_parked_hours(forget_parked_hours)?;
         cfg.log.max_open_files = opt_unsigned("max_open_files", max_open_files)?;
         cfg.logic.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;

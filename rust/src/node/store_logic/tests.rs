@@ -810,12 +810,27 @@ fn oversized_records_and_full_hold_buffer_are_counted() {
     rec(&mut s, 5, now);
     rec(&mut s, 6, now);
     rec(&mut s, 7, now);
-    assert_eq!(s.counters().dropped_held_full, 1);
+    assert_eq!(
+        s.counters().dropped_held_full,
+        1,
+        "7, the farthest, dropped"
+    );
     for bad in [&b"../../etc"[..], b"", &[b'A'; 65], b"a b"] {
         assert!(s.on_record(T, bad, 0, b"x", now).is_empty());
     }
     assert_eq!(s.counters().dropped_invalid, 4);
     assert!(s.log().partitions(None).is_empty());
+    // A record nearer the gap displaces the farthest held one (6): the store
+    // keeps what follows the gap, and 6 is fetched again later.
+    rec(&mut s, 3, now);
+    assert_eq!(s.counters().dropped_held_full, 2);
+    for seq in 0..3 {
+        rec(&mut s, seq, now);
+    }
+    let offsets = |s: &StoreLogic<MemLog>| s.log().contents(T, P).len();
+    assert_eq!(offsets(&s), 4, "0-2 and the held 3 stored");
+    rec(&mut s, 4, now);
+    assert_eq!(offsets(&s), 6, "4 and the held 5 stored, 6 was let go");
 }
 
 /// A consumer catching up on many partitions FETCHes all of them at once and
