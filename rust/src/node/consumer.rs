@@ -1116,26 +1116,40 @@ mod tests {
         d.iter().map(|d| d.offset).collect()
     }
 
+    /// Values of 20 MiB: three fill the bound on held records.
+    static BIG: [u8; 20 << 20] = [0; 20 << 20];
+
+    fn at(seq: u64) -> Record<'static> {
+        Record {
+            content: &BIG,
+            ..rec(seq, b"")
+        }
+    }
+
+    /// A consumer that delivered offset 0 and received `seqs` (of `BIG`
+    /// values) past the gap after it.
+    fn past_a_gap(
+        seqs: impl IntoIterator<Item = u64>,
+    ) -> (ConsumerState, Instant, Vec<Delivery>, Vec<Out>) {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let t0 = Instant::now();
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+        for seq in seqs {
+            st.on_record(&at(seq), false, t0, &mut d, &mut o);
+        }
+        (st, t0, d, o)
+    }
+
     /// Out-of-order records held past a gap are bounded in bytes too: one more
     /// is fetched again later instead (a producer of large records would
     /// otherwise fill a consumer's memory while it fetches the gap).
     #[test]
     fn held_records_are_bounded_in_bytes_and_fetched_again() {
-        let mut st = state(OffsetReset::Latest, &[b"hello"]);
-        let t0 = Instant::now();
-        let (mut d, mut o) = (Vec::new(), Vec::new());
-        st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
-        let big = vec![7u8; 20 << 20];
-        let at = |seq| Record {
-            content: &big,
-            ..rec(seq, b"")
-        };
-        for seq in 2..=5 {
-            st.on_record(&at(seq), false, t0, &mut d, &mut o);
-        }
+        let (mut st, t0, mut d, mut o) = past_a_gap(2..=5);
         let p = &st.parts[P];
         assert_eq!(p.pending.keys().copied().collect::<Vec<_>>(), vec![2, 3, 4]);
-        assert_eq!(p.pending_bytes, 3 * big.len());
+        assert_eq!(p.pending_bytes, 3 * BIG.len());
         // The gap filled: the held ones go out, and 5 is fetched again.
         d.clear();
         o.clear();
@@ -1167,18 +1181,7 @@ mod tests {
     /// records a store still holds.
     #[test]
     fn a_record_nearer_the_gap_displaces_the_farthest_held_one() {
-        let mut st = state(OffsetReset::Latest, &[b"hello"]);
-        let t0 = Instant::now();
-        let (mut d, mut o) = (Vec::new(), Vec::new());
-        st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
-        let big = vec![7u8; 20 << 20];
-        let at = |seq| Record {
-            content: &big,
-            ..rec(seq, b"")
-        };
-        for seq in 10..=12 {
-            st.on_record(&at(seq), false, t0, &mut d, &mut o);
-        }
+        let (mut st, t0, mut d, mut o) = past_a_gap(10..=12);
         // The FETCH's answers (DIRECT-RECORDs).
         for seq in [5, 6] {
             let direct = Record {
@@ -1192,7 +1195,7 @@ mod tests {
             p.pending.keys().copied().collect::<Vec<_>>(),
             vec![5, 6, 10]
         );
-        assert_eq!(p.pending_bytes, 3 * big.len());
+        assert_eq!(p.pending_bytes, 3 * BIG.len());
         // A farther one than all held is the one let go.
         st.on_record(&at(13), false, t0, &mut d, &mut o);
         assert_eq!(st.parts[P].pending.len(), 3);
