@@ -456,10 +456,11 @@ fn open_parked(
     if cfg.read_only {
         return Ok((got, loaded.lines));
     }
-    for ((t, p), dir) in empty_dirs {
-        if got.contains(t, p) {
-            let _ = fs::remove_dir(dir);
-        }
+    // A partition directory without segments holds nothing: a parked
+    // partition's next offset is in `.parked`, and one forgotten, or left
+    // without a segment by a crash, has nothing to keep.
+    for (_, dir) in empty_dirs {
+        let _ = fs::remove_dir(dir);
     }
     // Lines without their parking time get it written.
     if loaded.lines == got.len() && loaded.untimed == 0 {

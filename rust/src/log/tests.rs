@@ -1762,6 +1762,22 @@ fn a_partition_retention_emptied_is_parked_without_files_and_keeps_its_offsets()
         .ends_with('\n'));
 }
 
+/// A partition directory without segments and without a `.parked` line (its
+/// line forgotten at open, or a crash left it without a segment) holds
+/// nothing: a writable open removes it, a read-only one leaves it.
+#[test]
+fn an_empty_partition_directory_nothing_names_is_removed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000);
+    fs::create_dir_all(pdir(dir.path())).unwrap();
+    Log::open(dir.path(), read_only(&clock)).unwrap();
+    assert!(pdir(dir.path()).exists());
+    let log = Log::open(dir.path(), small(&clock)).unwrap();
+    assert!(!pdir(dir.path()).exists());
+    assert_eq!(log.next_offset(T, P), None);
+    assert!(log.partitions(None).is_empty());
+}
+
 #[test]
 fn a_parked_partition_is_forgotten_forget_parked_hours_after_it_was_parked() {
     const H: u64 = 3_600_000;
