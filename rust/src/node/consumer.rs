@@ -4,7 +4,7 @@
 //! handle, receiving delivered records over a channel.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::{ConsumerConfig, OffsetReset};
 use crate::node::core::{new_address, poll_timeout, Backoff, Core, Frames, Out, Stats};
+use crate::node::held::Held;
 use crate::wire::{decode, Head, Message, NodeType, Record, StoreHello, Subscription};
 
 /// One record handed to the application.
@@ -42,10 +43,9 @@ struct Part {
     /// FETCHes cover [next, requested) until `retry_at`.
     requested: u64,
     retry_at: Option<Instant>,
-    pending: BTreeMap<u64, Vec<u8>>,
-    /// Bytes of the values in `pending` (at most [`MAX_PENDING_BYTES`], or
-    /// one record's if larger).
-    pending_bytes: usize,
+    /// Records past a gap (at most `max_pending` and [`MAX_PENDING_BYTES`],
+    /// or one record's bytes if larger).
+    pending: Held,
     epoch: u64,
     /// A DIRECT-RECORD beyond `next` arrived since `next` last moved: a store
     /// (or the producer) answered a FETCH from past the gap, so it lacks the
@@ -139,8 +139,7 @@ fn lossy(b: &[u8]) -> Arc<str> {
 impl Part {
     /// Delivers the held records that follow `next` in order; `next` moved.
     fn deliver_pending(&mut self, deliver: &mut Vec<Delivery>) {
-        while let Some(v) = self.pending.remove(&self.next) {
-            self.pending_bytes -= v.len();
+        while let Some(v) = self.pending.remove(self.next) {
             deliver.push(Delivery {
                 topic: self.topic.clone(),
                 partition: self.name.clone(),
@@ -188,7 +187,7 @@ impl Part {
         if self.stalled < give_up || !self.answered_beyond {
             return 0;
         }
-        let Some(first) = self.pending.keys().next().copied() else {
+        let Some(first) = self.pending.first() else {
             return 0;
         };
         let lost = first - self.next;
@@ -336,8 +335,7 @@ impl ConsumerState {
                 known: next,
                 requested: next,
                 retry_at: None,
-                pending: BTreeMap::new(),
-                pending_bytes: 0,
+                pending: Held::default(),
                 epoch,
                 answered_beyond: false,
                 stalled: 0,
@@ -432,7 +430,7 @@ impl ConsumerState {
         let (max_pending, seq) = (self.max_pending, r.sequence);
         let p = self.part(r.address, r.subject, Some(seq), now);
         p.known = p.known.max(seq.saturating_add(1));
-        if seq < p.next || p.pending.contains_key(&seq) {
+        if seq < p.next || p.pending.contains(seq) {
             self.duplicates += 1;
             return;
         }
@@ -454,24 +452,11 @@ impl ConsumerState {
                 p.backoff = Backoff::default();
             }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
-            // Past either bound, the held records farthest from the gap make
-            // room (fetched again later): those nearest it are kept, so a skip
-            // to the first held record (`retry_or_skip`) never jumps over
-            // records a node answered with. One is always taken, however
-            // large: it may be all that follows the gap.
-            let len = r.content.len();
-            let over = |n: usize, b: usize| n >= max_pending || b + len > MAX_PENDING_BYTES;
-            while over(p.pending.len(), p.pending_bytes)
-                && p.pending.last_key_value().is_some_and(|(&k, _)| k > seq)
-            {
-                if let Some((_, v)) = p.pending.pop_last() {
-                    p.pending_bytes -= v.len();
-                }
-            }
-            if p.pending.is_empty() || !over(p.pending.len(), p.pending_bytes) {
-                p.pending_bytes += len;
-                p.pending.insert(seq, r.content.to_vec());
-            }
+            // Past a bound, those farthest from the gap are fetched again
+            // later (`retry_or_skip` skips to the first held). One is always
+            // taken, however large: it may be all that follows the gap.
+            p.pending
+                .hold_bounded(seq, r.content, max_pending, MAX_PENDING_BYTES, true);
             self.gaps += u64::from(new_gap);
         }
         self.maybe_fetch(r.address, now, out);
@@ -522,9 +507,8 @@ impl ConsumerState {
         };
         let end = p
             .pending
-            .range(from..)
-            .next()
-            .map_or(p.known, |(k, _)| *k)
+            .first_from(from)
+            .unwrap_or(p.known)
             .min(from.saturating_add(u64::from(max_fetch)));
         if end <= from {
             return; // held records follow what is in flight
@@ -619,7 +603,6 @@ impl ConsumerState {
         p.requested = offset;
         p.touched = now;
         p.pending.clear();
-        p.pending_bytes = 0;
         p.retry_at = None;
         p.epoch += 1;
         // Evidence of a deleted gap was about the old position.
@@ -1148,14 +1131,14 @@ mod tests {
     fn held_records_are_bounded_in_bytes_and_fetched_again() {
         let (mut st, t0, mut d, mut o) = past_a_gap(2..=5);
         let p = &st.parts[P];
-        assert_eq!(p.pending.keys().copied().collect::<Vec<_>>(), vec![2, 3, 4]);
-        assert_eq!(p.pending_bytes, 3 * BIG.len());
+        assert_eq!(p.pending.offsets().collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert_eq!(p.pending.bytes(), 3 * BIG.len());
         // The gap filled: the held ones go out, and 5 is fetched again.
         d.clear();
         o.clear();
         st.on_record(&rec(1, b"b"), false, t0, &mut d, &mut o);
         assert_eq!(offsets(&d), vec![1, 2, 3, 4]);
-        assert_eq!(st.parts[P].pending_bytes, 0);
+        assert_eq!(st.parts[P].pending.bytes(), 0);
         st.on_record(&at(5), false, t0, &mut d, &mut o);
         assert_eq!(offsets(&d), vec![1, 2, 3, 4, 5]);
         // One record is always held, however large.
@@ -1172,7 +1155,7 @@ mod tests {
         );
         assert_eq!(st.parts[P].pending.len(), 1);
         st.seek(P, 20, t0, &mut o);
-        assert_eq!(st.parts[P].pending_bytes, 0, "a seek drops what is held");
+        assert_eq!(st.parts[P].pending.bytes(), 0, "a seek drops what is held");
     }
 
     /// Past the bound, a record nearer the gap displaces the farthest held
@@ -1191,15 +1174,12 @@ mod tests {
             st.on_record(&direct, true, t0, &mut d, &mut o);
         }
         let p = &st.parts[P];
-        assert_eq!(
-            p.pending.keys().copied().collect::<Vec<_>>(),
-            vec![5, 6, 10]
-        );
-        assert_eq!(p.pending_bytes, 3 * BIG.len());
+        assert_eq!(p.pending.offsets().collect::<Vec<_>>(), vec![5, 6, 10]);
+        assert_eq!(p.pending.bytes(), 3 * BIG.len());
         // A farther one than all held is the one let go.
         st.on_record(&at(13), false, t0, &mut d, &mut o);
         assert_eq!(st.parts[P].pending.len(), 3);
-        assert!(!st.parts[P].pending.contains_key(&13));
+        assert!(!st.parts[P].pending.contains(13));
     }
 
     /// A partition caught up and unheard of for `IDLE_AFTER` keeps only its

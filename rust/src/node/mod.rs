@@ -11,6 +11,7 @@ pub mod config;
 pub mod consumer;
 pub mod core;
 pub mod fetcher;
+mod held;
 pub mod producer;
 pub mod store;
 pub mod store_logic;

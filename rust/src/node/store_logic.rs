@@ -21,7 +21,7 @@
 //! - FETCHes are answered from the log in ascending order, in bounded slices
 //!   ([`StoreLogic::next_reply_slice`]) so a large FETCH never buffers unboundedly.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxBuildHasher;
@@ -29,6 +29,7 @@ use rustc_hash::FxBuildHasher;
 use crate::log::format::name_fits;
 use crate::node::batch::Batch;
 use crate::node::core::{Backoff, Out};
+use crate::node::held::Held;
 use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
 
 /// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).
@@ -220,8 +221,7 @@ pub struct StoreCounters {
 #[derive(Debug, Default)]
 struct PartState {
     /// Out-of-order records waiting for the gap before them.
-    held: BTreeMap<u64, Vec<u8>>,
-    held_bytes: usize,
+    held: Held,
     /// The highest offset known to exist (from RECORD, HEAD, DIRECT-RECORD).
     known_head: Option<u64>,
     /// The last FETCH sent.
@@ -518,30 +518,15 @@ impl<L: StoreLog> StoreLogic<L> {
     fn hold(&mut self, topic: &[u8], partition: &[u8], sequence: u64, content: &[u8]) {
         let (max_n, max_b) = (self.cfg.max_held_records, self.cfg.max_held_bytes);
         let st = self.part(topic, partition);
-        if st.held.contains_key(&sequence) {
+        if st.held.contains(sequence) {
             self.counters.duplicates += 1;
             return;
         }
-        // Past a bound, the held records farthest from the gap make room: those
-        // nearest it are kept, so a skip to the first held record (the gap is
-        // deleted everywhere) never jumps over records a peer answered with.
-        // What is dropped is fetched again once the gap before it closes.
-        let over = |n: usize, b: usize| n >= max_n || b + content.len() > max_b;
-        let mut dropped = 0;
-        while over(st.held.len(), st.held_bytes)
-            && st.held.last_key_value().is_some_and(|(&k, _)| k > sequence)
-        {
-            let (_, v) = st.held.pop_last().expect("non-empty");
-            st.held_bytes -= v.len();
-            dropped += 1;
-        }
-        let fits = !over(st.held.len(), st.held_bytes);
-        if fits {
-            st.held_bytes += content.len();
-            st.held.insert(sequence, content.to_vec());
-        }
-        self.counters.dropped_held_full += dropped + u64::from(!fits);
-        self.counters.held += u64::from(fits);
+        // Past a bound, those farthest from the gap are fetched again once
+        // the gap before them closes (`fetch_gap` skips to the first held).
+        let (held, let_go) = st.held.hold_bounded(sequence, content, max_n, max_b, false);
+        self.counters.dropped_held_full += let_go + u64::from(!held);
+        self.counters.held += u64::from(held);
     }
 
     /// Appends `sequence` then every held record that now follows contiguously.
@@ -560,21 +545,12 @@ impl<L: StoreLog> StoreLogic<L> {
         loop {
             let st = self.part(topic, partition);
             // Drop anything held below `next` (duplicates of what is stored).
-            while let Some((&k, _)) = st.held.first_key_value() {
-                if k >= next {
-                    break;
-                }
-                let (_, v) = st.held.pop_first().expect("non-empty");
-                st.held_bytes -= v.len();
-            }
-            let Some(content) = st.held.remove(&next) else {
+            st.held.drop_below(next);
+            let Some(content) = st.held.remove(next) else {
                 return;
             };
-            st.held_bytes -= content.len();
             if let Err(e) = self.log.append(topic, partition, next, &content) {
-                let st = self.part(topic, partition);
-                st.held_bytes += content.len();
-                st.held.insert(next, content);
+                self.part(topic, partition).held.insert(next, content);
                 self.append_failed(e);
                 return;
             }
@@ -602,7 +578,7 @@ impl<L: StoreLog> StoreLogic<L> {
             return;
         };
         // Nothing missing between what is stored and what is held?
-        let first_held = st.held.keys().next().copied();
+        let first_held = st.held.first();
         let gap_end = match first_held {
             Some(f) if f > want_from => f - 1,
             Some(_) => return, // drain_held will make progress
@@ -633,8 +609,7 @@ impl<L: StoreLog> StoreLogic<L> {
                 if next.is_none() && tries >= cfg.give_up_fetches {
                     if let Some(first) = first_held {
                         st.fetch = None;
-                        let content = st.held.remove(&first).expect("held");
-                        st.held_bytes -= content.len();
+                        let content = st.held.remove(first).expect("held");
                         self.append_run(topic, partition, first, &content);
                         return self.fetch_gap(topic, partition, now, out);
                     }
@@ -976,7 +951,7 @@ impl<L: StoreLog> StoreLogic<L> {
             let next = self.log.next_offset(&topic, &partition);
             if let Some(n) = next {
                 // A failed append left records held at `n`: retry them.
-                if self.part(&topic, &partition).held.contains_key(&n) {
+                if self.part(&topic, &partition).held.contains(n) {
                     self.drain_held(&topic, &partition, n);
                 }
             }

@@ -1,0 +1,156 @@
+//! Records held past a gap, waiting for the records before them: a consumer's
+//! (per partition, until it can deliver them in order) and a store's (until it
+//! can append them). Offset → value, with the values' bytes counted here so
+//! that no caller keeps the count by hand.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    records: BTreeMap<u64, Vec<u8>>,
+    /// Bytes of the values in `records`.
+    bytes: usize,
+}
+
+impl Held {
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn contains(&self, offset: u64) -> bool {
+        self.records.contains_key(&offset)
+    }
+
+    /// The lowest offset held.
+    pub fn first(&self) -> Option<u64> {
+        self.records.keys().next().copied()
+    }
+
+    /// The lowest offset held at or past `from`.
+    pub fn first_from(&self, from: u64) -> Option<u64> {
+        self.records.range(from..).next().map(|(&k, _)| k)
+    }
+
+    #[cfg(test)]
+    pub fn offsets(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.keys().copied()
+    }
+
+    pub fn remove(&mut self, offset: u64) -> Option<Vec<u8>> {
+        let v = self.records.remove(&offset)?;
+        self.bytes -= v.len();
+        Some(v)
+    }
+
+    /// Holds `value` at `offset` whatever the bounds (one taken back).
+    pub fn insert(&mut self, offset: u64, value: Vec<u8>) {
+        self.bytes += value.len();
+        if let Some(old) = self.records.insert(offset, value) {
+            self.bytes -= old.len();
+        }
+    }
+
+    /// Drops everything held below `offset`.
+    pub fn drop_below(&mut self, offset: u64) {
+        while let Some(e) = self.records.first_entry() {
+            if *e.key() >= offset {
+                break;
+            }
+            self.bytes -= e.remove().len();
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.records.clear();
+        self.bytes = 0;
+    }
+
+    /// Holds `value` at `offset` within `max_records` and `max_bytes`. Past a
+    /// bound, the records farthest from the gap make room: those nearest it
+    /// are kept, so a skip to the first record held (the gap is deleted
+    /// everywhere) never jumps over records a node answered with. A record
+    /// farther than all held is the one let go. `keep_one`: a record is held
+    /// when nothing is, however large (it may be all that follows the gap).
+    /// Returns whether it is held, and how many held records were let go
+    /// (fetched again later, once the gap before them closes).
+    pub fn hold_bounded(
+        &mut self,
+        offset: u64,
+        value: &[u8],
+        max_records: usize,
+        max_bytes: usize,
+        keep_one: bool,
+    ) -> (bool, u64) {
+        let over = |h: &Self| h.len() >= max_records || h.bytes + value.len() > max_bytes;
+        let mut let_go = 0;
+        while over(self) {
+            let Some(e) = self.records.last_entry() else {
+                break;
+            };
+            if *e.key() < offset {
+                break;
+            }
+            self.bytes -= e.remove().len();
+            let_go += 1;
+        }
+        let held = (keep_one && self.is_empty()) || !over(self);
+        if held {
+            self.insert(offset, value.to_vec());
+        }
+        (held, let_go)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_follow_every_change() {
+        let mut h = Held::default();
+        assert_eq!(h.hold_bounded(5, b"abc", 10, 100, false), (true, 0));
+        h.insert(7, b"de".to_vec());
+        h.insert(7, b"xyz1".to_vec());
+        assert_eq!((h.len(), h.bytes()), (2, 7));
+        assert_eq!((h.first(), h.first_from(6)), (Some(5), Some(7)));
+        assert_eq!(h.remove(5), Some(b"abc".to_vec()));
+        assert_eq!(h.bytes(), 4);
+        h.insert(2, b"q".to_vec());
+        h.drop_below(7);
+        assert_eq!((h.offsets().collect::<Vec<_>>(), h.bytes()), (vec![7], 4));
+        h.clear();
+        assert_eq!((h.len(), h.bytes(), h.first()), (0, 0, None));
+    }
+
+    #[test]
+    fn past_a_bound_the_farthest_make_room() {
+        let mut h = Held::default();
+        for o in [10, 11, 12] {
+            assert_eq!(h.hold_bounded(o, b"12345", 3, 100, false), (true, 0));
+        }
+        assert_eq!(h.hold_bounded(13, b"12345", 3, 100, false), (false, 0));
+        assert_eq!(h.hold_bounded(4, b"12345", 3, 100, false), (true, 1));
+        assert_eq!(h.offsets().collect::<Vec<_>>(), vec![4, 10, 11]);
+        // In bytes: 11 and 10 make room for the 10 bytes of 2.
+        assert_eq!(h.hold_bounded(2, &[0; 10], 9, 16, false), (true, 2));
+        assert_eq!(
+            (h.offsets().collect::<Vec<_>>(), h.bytes()),
+            (vec![2, 4], 15)
+        );
+        // Larger than the bound: held only when nothing is and `keep_one`.
+        let mut h = Held::default();
+        assert_eq!(h.hold_bounded(1, &[0; 50], 9, 16, false), (false, 0));
+        assert_eq!(h.hold_bounded(1, &[0; 50], 9, 16, true), (true, 0));
+        assert_eq!(h.hold_bounded(0, &[0; 50], 9, 16, true), (true, 1));
+        assert_eq!(h.offsets().collect::<Vec<_>>(), vec![0]);
+    }
+}
