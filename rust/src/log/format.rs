@@ -149,10 +149,16 @@ fn plain(b: u8, first: bool) -> bool {
 /// `%XX` (upper-case hex). The empty name is `%`. The mapping is one-to-one and
 /// [`unescape_name`] inverts it.
 pub fn escape_name(name: &[u8]) -> Result<String, String> {
+    let len = escaped_len(name);
+    if len > MAX_DIR_NAME {
+        return Err(format!(
+            "name escapes to {len} bytes, over the {MAX_DIR_NAME}-byte limit of a directory name"
+        ));
+    }
     if name.is_empty() {
         return Ok("%".to_string());
     }
-    let mut s = String::with_capacity(name.len());
+    let mut s = String::with_capacity(len);
     for (i, &b) in name.iter().enumerate() {
         if plain(b, i == 0) {
             s.push(b as char);
@@ -160,24 +166,23 @@ pub fn escape_name(name: &[u8]) -> Result<String, String> {
             s.push_str(&format!("%{b:02X}"));
         }
     }
-    if s.len() > MAX_DIR_NAME {
-        return Err(format!(
-            "name escapes to {} bytes, over the {MAX_DIR_NAME}-byte limit of a directory name",
-            s.len()
-        ));
-    }
     Ok(s)
 }
 
-/// Whether [`escape_name`] takes `name` (its escaped form fits a directory
-/// name), without building it.
-pub fn name_fits(name: &[u8]) -> bool {
+/// The length of [`escape_name`]'s answer, without building it.
+fn escaped_len(name: &[u8]) -> usize {
     let len: usize = name
         .iter()
         .enumerate()
         .map(|(i, &b)| if plain(b, i == 0) { 1 } else { 3 })
         .sum();
-    len.max(1) <= MAX_DIR_NAME
+    len.max(1) // the empty name is "%"
+}
+
+/// Whether [`escape_name`] takes `name` (its escaped form fits a directory
+/// name), without building it.
+pub fn name_fits(name: &[u8]) -> bool {
+    escaped_len(name) <= MAX_DIR_NAME
 }
 
 /// Inverts [`escape_name`]; `None` for a name it would never produce.
@@ -280,6 +285,17 @@ mod tests {
             prop_assert!(s.bytes().all(|b| b.is_ascii_graphic() && b != b'/'));
             prop_assert!(s != "." && s != ".." && !s.starts_with('.'));
             prop_assert_eq!(unescape_name(&s), Some(name));
+        }
+
+        #[test]
+        fn name_fits_says_what_escape_name_does(
+            name in proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'/')], 0..130)
+        ) {
+            let escaped = escape_name(&name);
+            prop_assert_eq!(name_fits(&name), escaped.is_ok());
+            if let Ok(s) = escaped {
+                prop_assert_eq!(s.len(), escaped_len(&name));
+            }
         }
     }
 }
