@@ -338,6 +338,18 @@ pub fn check_endpoint(what: &str, e: &str) -> Result<()> {
     check_any(what, e, true)
 }
 
+/// A topic or partition name as the wire carries it: 1 to 255 bytes (no
+/// node could answer for another, and a reader would wait out its timeout).
+pub fn check_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 255 {
+        return Err(Error::Config(format!(
+            "{what} must be 1 to 255 bytes, got {} bytes",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
 /// [`check_endpoint`] for an endpoint to connect to: it needs the port.
 pub fn check_peer(e: &str) -> Result<()> {
     check_any("peer", e, false)

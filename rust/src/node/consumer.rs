@@ -14,7 +14,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
-use crate::node::config::{ConsumerConfig, OffsetReset};
+use crate::node::config::{check_name, ConsumerConfig, OffsetReset};
 use crate::node::core::{new_address, poll_timeout, Backoff, Core, Frames, Out, Stats};
 use crate::node::held::Held;
 use crate::wire::{decode, Head, Message, NodeType, Record, StoreHello, Subscription};
@@ -671,9 +671,7 @@ impl Consumer {
     pub fn new(topics: &[String], cfg: ConsumerConfig) -> Result<Self> {
         cfg.validate()?;
         for t in topics {
-            if t.is_empty() || t.len() > 255 {
-                return Err(Error::Config(format!("topic {t:?} must be 1 to 255 bytes")));
-            }
+            check_name(&format!("topic {t:?}"), t)?;
         }
         let address = new_address();
         let shared = Arc::new(ConsumerShared::default());
@@ -836,11 +834,10 @@ impl Consumer {
     /// Restarts `partition` (a producer address) at `offset`. Records of it
     /// not yet polled are discarded. A partition not seen yet starts there.
     pub fn seek(&self, partition: &str, offset: u64) -> Result<()> {
-        if partition.is_empty() || partition.len() > 255 {
-            return Err(Error::Config(format!(
-                "seek: partition {partition:?} must be 1 to 255 bytes (a producer's address)"
-            )));
-        }
+        check_name(
+            &format!("seek: partition {partition:?} (a producer's address)"),
+            partition,
+        )?;
         // A closed (or dead) consumer records no position.
         self.actor.check()?;
         {

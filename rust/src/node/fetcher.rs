@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::node::config::NodeConfig;
+use crate::node::config::{check_name, NodeConfig};
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
 use crate::wire::{decode, Kind, Message, NodeType, Subscription};
 
@@ -252,6 +252,12 @@ struct WatchState {
 
 impl WatchState {
     fn open(cfg: &NodeConfig, topic: &str, forget_after: Option<Duration>) -> Result<Self> {
+        check_name("topic", topic)?;
+        if forget_after.is_some_and(|f| f.is_zero()) {
+            return Err(Error::Config(
+                "forget_after must be > 0 (None: never forget)".into(),
+            ));
+        }
         let mut client = Client::open(cfg)?;
         client.answered = forget_after.map(|_| Vec::new());
         Ok(Self {
@@ -774,7 +780,8 @@ pub fn fetch_range<E: From<Error>>(
     fail_on_loss: bool,
     mut check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<Fetched, E> {
-    if start >= end {
+    check_range((topic, partition, start, end))?;
+    if start == end {
         return Ok(Fetched::default());
     }
     let mut c = Client::open(cfg)?;
@@ -786,6 +793,18 @@ pub fn fetch_range<E: From<Error>>(
 /// One range to read: `(topic, partition, start, end)`.
 pub type Range<'a> = (&'a str, &'a str, u64, u64);
 
+/// Names as [`check_name`] and `start <= end`.
+fn check_range((topic, partition, start, end): Range<'_>) -> Result<()> {
+    check_name("topic", topic)?;
+    check_name("partition", partition)?;
+    if start > end {
+        return Err(Error::Config(format!(
+            "start {start} is past end {end}: a range is [start, end), empty when they are equal"
+        )));
+    }
+    Ok(())
+}
+
 /// [`fetch_range`] of several ranges, one after the other, by one client: its
 /// discovery and the stores' connections are paid once (a Spark task reading
 /// many small partitions). `timeout` applies to each range.
@@ -796,7 +815,10 @@ pub fn fetch_ranges<E: From<Error>>(
     fail_on_loss: bool,
     mut check: impl FnMut() -> std::result::Result<(), E>,
 ) -> std::result::Result<Vec<Fetched>, E> {
-    if ranges.iter().all(|r| r.2 >= r.3) {
+    for r in ranges {
+        check_range(*r)?;
+    }
+    if ranges.iter().all(|r| r.2 == r.3) {
         return Ok(vec![Fetched::default(); ranges.len()]);
     }
     let mut c = Client::open(cfg)?;

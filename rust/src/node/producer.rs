@@ -373,12 +373,7 @@ impl Producer {
     /// Starts the node thread; returns once the XPUB is bound.
     pub fn new(topic: &str, cfg: ProducerConfig) -> Result<Self> {
         cfg.validate()?;
-        if topic.is_empty() || topic.len() > 255 {
-            return Err(Error::Config(format!(
-                "topic must be 1 to 255 bytes, got {} bytes",
-                topic.len()
-            )));
-        }
+        crate::node::config::check_name("topic", topic)?;
         let address = new_address();
         let shared = Arc::new(ProducerShared {
             acked: AtomicI64::new(-1),

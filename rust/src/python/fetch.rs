@@ -1,7 +1,6 @@
 //! `dafka._native.heads`, `dafka._native.offsets`, `dafka._native.fetch_range`
 //! and `dafka._native.fetch_ranges`: the bounded read client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -9,31 +8,6 @@ use crate::node::config::NodeConfig;
 use crate::node::fetcher;
 use crate::python::node::{check_signals, node_config, seconds};
 use crate::python::{str_list, unsigned, StrList};
-
-/// A topic or partition name as the wire carries it: 1 to 255 bytes (else
-/// no store could answer, and the read would wait out its timeout).
-fn check_name(what: &str, v: &str) -> PyResult<()> {
-    if v.is_empty() || v.len() > 255 {
-        return Err(crate::python::errors::dafka_error(
-            "ConfigError",
-            format!("{what} must be 1 to 255 bytes, got {} bytes", v.len()),
-        ));
-    }
-    Ok(())
-}
-
-/// One range's arguments: names as [`check_name`] and `start <= end`.
-fn check_range(topic: &str, partition: &str, start: i128, end: i128) -> PyResult<(u64, u64)> {
-    check_name("topic", topic)?;
-    check_name("partition", partition)?;
-    let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
-    if start > end {
-        return Err(PyValueError::new_err(format!(
-            "start {start} is past end {end}: a range is [start, end), empty when they are equal"
-        )));
-    }
-    Ok((start, end))
-}
 
 /// The short-lived read client's node config (default queue limits).
 fn read_config(
@@ -76,7 +50,6 @@ fn heads(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
-    check_name("topic", &topic)?;
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
@@ -110,7 +83,6 @@ fn offsets(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
-    check_name("topic", &topic)?;
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
@@ -157,9 +129,9 @@ fn fetch_range<'py>(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<PyFetched<'py>> {
-    let (start, end) = check_range(&topic, &partition, start, end)?;
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let t = seconds("timeout", timeout)?;
+    let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
     let got = py.detach(|| {
         fetcher::fetch_range::<PyErr>(
             &cfg,
@@ -208,13 +180,17 @@ fn fetch_ranges<'py>(
     beacon_interval: f64,
     beacon_timeout: f64,
 ) -> PyResult<Vec<PyFetched<'py>>> {
-    let mut owned = Vec::with_capacity(ranges.len());
-    for (topic, partition, start, end) in ranges {
-        let (start, end) = check_range(&topic, &partition, start, end)?;
-        owned.push((topic, partition, start, end));
-    }
     let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
     let t = seconds("timeout", timeout)?;
+    let mut owned = Vec::with_capacity(ranges.len());
+    for (topic, partition, start, end) in ranges {
+        owned.push((
+            topic,
+            partition,
+            unsigned("start", start)?,
+            unsigned("end", end)?,
+        ));
+    }
     let refs: Vec<fetcher::Range<'_>> = owned
         .iter()
         .map(|(t, p, s, e)| (t.as_str(), p.as_str(), *s, *e))
@@ -259,17 +235,10 @@ impl HeadsWatch {
         beacon_timeout: f64,
         forget_after: Option<f64>,
     ) -> PyResult<Self> {
-        check_name("topic", &topic)?;
         let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
         let forget_after = forget_after
             .map(|f| seconds("forget_after", f))
             .transpose()?;
-        if forget_after.is_some_and(|f| f.is_zero()) {
-            return Err(crate::python::errors::dafka_error(
-                "ConfigError",
-                "forget_after must be > 0 (None: never forget)",
-            ));
-        }
         let w = fetcher::HeadsWatch::open(&cfg, &topic, forget_after)?;
         Ok(Self {
             inner: std::sync::Mutex::new(Some(w)),
