@@ -45,29 +45,34 @@ pub(crate) fn opt_unsigned<T: Unsigned>(name: &str, v: Option<i128>) -> PyResult
     v.map(|v| unsigned(name, v)).transpose()
 }
 
-/// `retain_hours`: None keeps records forever, and 0 is refused. In the
-/// `dafka-store` CLI and TOML 0 means "forever"; here it would delete every
-/// record at the next retention check.
-pub(crate) fn retain_hours(v: Option<i128>) -> PyResult<Option<u64>> {
+/// An hours option where `None` means "for good" and 0 is refused: the
+/// `dafka-store` CLI and TOML read 0 as "for good", here it would `act` at
+/// once; the message says to pass None to `keep`.
+fn hours_none_for_good(
+    name: &str,
+    v: Option<i128>,
+    act: &str,
+    keep: &str,
+) -> PyResult<Option<u64>> {
     if v == Some(0) {
-        return Err(PyValueError::new_err(
-            "retain_hours=0 would delete every record at the next retention check: pass None \
-             to keep records forever (what 0 means to dafka-store's --retain-hours)",
-        ));
+        return Err(PyValueError::new_err(format!(
+            "{name}=0 would {act}: pass None to {keep} (what 0 means to dafka-store's --{})",
+            name.replace('_', "-")
+        )));
     }
-    opt_unsigned("retain_hours", v)
+    opt_unsigned(name, v)
 }
 
-/// `forget_parked_hours` from Python: 0 is refused, as `retain_hours=0` is (the
-/// CLI and TOML read 0 as "for good"; `None` says that here).
+/// `retain_hours` (None keeps records forever; 0 refused).
+pub(crate) fn retain_hours(v: Option<i128>) -> PyResult<Option<u64>> {
+    let act = "delete every record at the next retention check";
+    hours_none_for_good("retain_hours", v, act, "keep records forever")
+}
+
+/// `forget_parked_hours` (None keeps parked partitions for good; 0 refused).
 pub(crate) fn forget_parked_hours(v: Option<i128>) -> PyResult<Option<u64>> {
-    if v == Some(0) {
-        return Err(PyValueError::new_err(
-            "forget_parked_hours=0 would forget every parked partition at once: pass None to \
-             keep them for good (what 0 means to dafka-store's --forget-parked-hours)",
-        ));
-    }
-    opt_unsigned("forget_parked_hours", v)
+    let act = "forget every parked partition at once";
+    hours_none_for_good("forget_parked_hours", v, act, "keep them for good")
 }
 
 /// A list-of-str argument (`towers=`, `peers=`, `partitions=`, ...). PyO3
