@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from dafka import Consumer, Producer, Tower, WireError, wire
 
@@ -180,6 +181,44 @@ def test_tower_drops_and_counts_malformed_beacons(ctx: zmq.Context[zmq.Socket[by
         assert relayed == [b"B", uuid, b"tcp://127.0.0.1:4242"]
         stats = t.stats()
         assert stats["malformed"] >= len(bad) and stats["malformed"] % len(bad) == 0, stats
+
+
+def wait_disconnected(monitor: zmq.Socket[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if monitor.poll(200) and recv_monitor_message(monitor)["event"] == zmq.EVENT_DISCONNECTED:
+            return
+    pytest.fail("the peer was not disconnected within 20 s")
+
+
+OVERSIZED = b"B" + b"x" * (1 << 20)  # a tower takes frames of at most 64 KiB
+
+
+def test_a_tower_disconnects_a_peer_sending_an_oversized_frame(
+    ctx: zmq.Context[zmq.Socket[bytes]],
+) -> None:
+    """Beacons are a few dozen bytes: a tower does not read a 1 MiB frame into
+    memory, it drops the connection (ZMQ_MAXMSGSIZE), and relays the sender's
+    beacons again once it has reconnected."""
+    with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as t:
+        listener = ctx.socket(zmq.SUB)
+        listener.setsockopt(zmq.SUBSCRIBE, b"B")
+        listener.connect(t.beacon_out)
+        sender = ctx.socket(zmq.XPUB)  # an XPUB sees the tower's subscription arrive
+        monitor = sender.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        sender.connect(t.beacon_in)
+        wait_sub(sender, b"B")
+        sender.send(OVERSIZED)
+        wait_disconnected(monitor)  # ZeroMQ reconnects by itself
+        good = [b"B", P, b"", b"4242"]
+        deadline = time.monotonic() + 20
+        relayed: list[bytes] = []
+        while not relayed and time.monotonic() < deadline:
+            sender.send_multipart(good)
+            if listener.poll(200):
+                relayed = listener.recv_multipart()
+        assert relayed == [b"B", P, b"tcp://127.0.0.1:4242"]
+        assert t.stats()["malformed"] == 0, "the oversized frame was never read"
 
 
 def test_a_node_drops_a_tower_beacon_naming_an_endpoint_with_a_nul_byte(

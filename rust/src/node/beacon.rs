@@ -28,6 +28,11 @@ pub enum PeerEvent {
 /// names it any more (a ZeroMQ disconnect drops every connection to the
 /// endpoint, so dropping the dead peer's would cut the live one off for good).
 /// Static peers count as users of their endpoint for good.
+///
+/// At most [`MAX_PEERS`] discovered peers are known at once: a tower relaying
+/// beacons of made-up UUIDs would otherwise make the node keep, and connect
+/// to, every one of them. A new peer past the bound is ignored (counted in
+/// `refused`) until others expire; the peers already known are kept.
 #[derive(Debug)]
 pub struct PeerTable {
     own: Vec<u8>,
@@ -35,15 +40,34 @@ pub struct PeerTable {
     peers: HashMap<Vec<u8>, (String, Instant)>,
     /// Peers naming each endpoint.
     users: HashMap<String, usize>,
+    cap: usize,
+    /// No peer expires before this (beacons only move expiries later), so
+    /// that neither [`PeerTable::expire`] nor [`PeerTable::next_expiry`]
+    /// walks every peer at every turn of the node's loop.
+    expiry: Option<Instant>,
+    /// Beacons of new peers ignored because `cap` peers were known.
+    pub refused: u64,
 }
+
+/// Discovered peers a node knows at once (static peers are not counted).
+/// Every Spark task is a producer node, so a large cluster's consumers and
+/// stores may know thousands.
+pub const MAX_PEERS: usize = 16_384;
 
 impl PeerTable {
     pub fn new(own: &[u8], timeout: Duration) -> Self {
+        Self::with_cap(own, timeout, MAX_PEERS)
+    }
+
+    pub fn with_cap(own: &[u8], timeout: Duration, cap: usize) -> Self {
         Self {
             own: own.to_vec(),
             timeout,
             peers: HashMap::new(),
             users: HashMap::new(),
+            cap,
+            expiry: None,
+            refused: 0,
         }
     }
 
@@ -74,6 +98,7 @@ impl PeerTable {
             return Vec::new();
         }
         let mut out = Vec::new();
+        let full = self.peers.len() >= self.cap;
         match self.peers.get_mut(uuid) {
             Some((ep, seen)) if ep == endpoint => *seen = now,
             Some((ep, seen)) => {
@@ -82,27 +107,49 @@ impl PeerTable {
                 Self::drop_user(&mut self.users, &old, &mut out);
                 self.add_user(endpoint, &mut out);
             }
+            None if full => {
+                self.refused += 1;
+                if self.refused.is_power_of_two() {
+                    tracing::warn!(
+                        "{} peers known: ignoring new ones until some go silent \
+                         ({} beacons of new peers ignored so far)",
+                        self.cap,
+                        self.refused
+                    );
+                }
+            }
             None => {
                 self.peers
                     .insert(uuid.to_vec(), (endpoint.to_string(), now));
+                let due = now + self.timeout;
+                self.expiry = Some(self.expiry.map_or(due, |e| e.min(due)));
                 self.add_user(endpoint, &mut out);
             }
         }
         out
     }
 
-    /// Forgets peers silent for `timeout`.
+    /// Forgets peers silent for `timeout`. Walks the peers only when one may
+    /// be due.
     pub fn expire(&mut self, now: Instant) -> Vec<PeerEvent> {
-        let timeout = self.timeout;
         let mut out = Vec::new();
+        if self.expiry.is_none_or(|e| e > now) {
+            return out;
+        }
+        let timeout = self.timeout;
         let users = &mut self.users;
+        let mut expiry: Option<Instant> = None;
         self.peers.retain(|_, (ep, seen)| {
             let keep = now.duration_since(*seen) < timeout;
-            if !keep {
+            if keep {
+                let due = *seen + timeout;
+                expiry = Some(expiry.map_or(due, |e| e.min(due)));
+            } else {
                 Self::drop_user(users, ep, &mut out);
             }
             keep
         });
+        self.expiry = expiry;
         out
     }
 
@@ -115,9 +162,9 @@ impl PeerTable {
         out
     }
 
-    /// When the next peer could expire.
+    /// When the next peer could expire (no later than it does).
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.peers.values().map(|(_, s)| *s + self.timeout).min()
+        self.expiry
     }
 
     pub fn len(&self) -> usize {
@@ -520,6 +567,73 @@ mod tests {
         );
         assert!(t.add_static(other).is_empty());
         assert!(t.expire(t0 + Duration::from_secs(5)).is_empty());
+    }
+
+    /// A tower relaying made-up UUIDs cannot make a node keep (and connect
+    /// to) every one: past the bound a new peer is ignored and counted,
+    /// known ones are still refreshed, and room comes back as peers expire.
+    #[test]
+    fn discovered_peers_are_bounded() {
+        let t0 = Instant::now();
+        let mut t = PeerTable::with_cap(b"ME", Duration::from_secs(4), 3);
+        let ep = |i: u16| format!("tcp://127.0.0.1:{}", 5000 + i);
+        for i in 0..3u16 {
+            let at = t0 + Duration::from_secs(u64::from(i));
+            assert_eq!(
+                t.on_beacon(format!("P{i}").as_bytes(), &ep(i), at),
+                vec![PeerEvent::Connect(ep(i))]
+            );
+        }
+        assert!(t.on_beacon(b"P3", &ep(3), t0).is_empty(), "full");
+        assert!(t.on_beacon(b"P4", &ep(4), t0).is_empty(), "full");
+        assert_eq!((t.len(), t.refused), (3, 2));
+        // A known peer moving is no new peer.
+        assert_eq!(
+            t.on_beacon(b"P1", &ep(9), t0 + Duration::from_secs(3)),
+            vec![PeerEvent::Disconnect(ep(1)), PeerEvent::Connect(ep(9))]
+        );
+        assert_eq!(t.refused, 2);
+        // P0 expires at 4 s: room for P3.
+        assert_eq!(
+            t.expire(t0 + Duration::from_secs(4)),
+            vec![PeerEvent::Disconnect(ep(0))]
+        );
+        assert_eq!(
+            t.on_beacon(b"P3", &ep(3), t0 + Duration::from_secs(4)),
+            vec![PeerEvent::Connect(ep(3))]
+        );
+        assert_eq!((t.len(), t.refused), (3, 2));
+        // Static peers do not count against the bound.
+        assert_eq!(t.add_static(&ep(7)), vec![PeerEvent::Connect(ep(7))]);
+        assert_eq!(t.len(), 3);
+    }
+
+    /// Expiry walks the peers only when one may be due: the bound it keeps
+    /// is never later than a real expiry, and is exact after a walk.
+    #[test]
+    fn expiry_is_never_late_and_exact_after_a_walk() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut t = PeerTable::new(b"ME", s(4));
+        assert_eq!(t.next_expiry(), None);
+        t.on_beacon(b"P1", "tcp://127.0.0.1:1", t0);
+        t.on_beacon(b"P2", "tcp://127.0.0.1:2", t0 + s(2));
+        assert_eq!(t.next_expiry(), Some(t0 + s(4)));
+        // P1 beacons again: the bound may stay early, never late.
+        t.on_beacon(b"P1", "tcp://127.0.0.1:1", t0 + s(3));
+        assert!(t.expire(t0 + s(3)).is_empty(), "not due yet");
+        assert_eq!(t.next_expiry(), Some(t0 + s(4)));
+        // Woken at the bound: nobody expires, and the bound is exact again.
+        assert!(t.expire(t0 + s(4)).is_empty());
+        assert_eq!(t.next_expiry(), Some(t0 + s(6)));
+        assert_eq!(
+            t.expire(t0 + s(6)),
+            vec![PeerEvent::Disconnect("tcp://127.0.0.1:2".into())]
+        );
+        assert_eq!(t.next_expiry(), Some(t0 + s(7)));
+        assert_eq!(t.expire(t0 + s(7)).len(), 1);
+        assert_eq!(t.next_expiry(), None);
+        assert!(t.is_empty());
     }
 
     #[test]

@@ -201,6 +201,9 @@ pub struct Stats {
     /// Beacons relayed (towers).
     pub beacons: AtomicU64,
     pub peers: AtomicU64,
+    /// Beacons of new nodes not remembered because
+    /// [`crate::node::beacon::MAX_PEERS`] were known (nodes and towers).
+    pub peers_refused: AtomicU64,
     /// Times a consumer stopped reading because the application had
     /// `max_buffered` records or `max_buffered_bytes` waiting.
     pub pauses: AtomicU64,
@@ -233,6 +236,7 @@ impl Stats {
             ("heads_sent", g(&self.heads_sent)),
             ("beacons", g(&self.beacons)),
             ("peers", g(&self.peers)),
+            ("peers_refused", g(&self.peers_refused)),
             ("pauses", g(&self.pauses)),
         ]
     }
@@ -442,9 +446,10 @@ impl Core {
 
     /// Beacon SUB readable.
     pub fn on_beacons(&mut self, stats: &Stats) -> Result<()> {
-        let before = self.disc.malformed;
+        let (malformed, refused) = (self.disc.malformed, self.disc.table.refused);
         let ev = self.disc.on_readable(Instant::now())?;
-        Stats::add(&stats.malformed, self.disc.malformed - before);
+        Stats::add(&stats.malformed, self.disc.malformed - malformed);
+        Stats::add(&stats.peers_refused, self.disc.table.refused - refused);
         self.apply(ev, stats)
     }
 

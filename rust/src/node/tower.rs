@@ -28,6 +28,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
+use crate::node::beacon::MAX_PEERS;
 use crate::node::config::{bind_spelling, split_tcp, TowerConfig};
 use crate::node::core::{Frames, Stats};
 use crate::wire::{decode_beacon, Beacon, WELCOME};
@@ -65,6 +66,15 @@ pub const REPLAY_MAX_AGE: Duration = Duration::from_secs(5);
 /// Nodes silent for this long are forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(600);
 
+/// The largest frame a tower takes in. Node beacons and beacon
+/// subscriptions are a few dozen bytes; a node sending a larger frame is
+/// disconnected by ZeroMQ (`ZMQ_MAXMSGSIZE`) before the frame is read into
+/// memory (it reconnects, and its next beacon is relayed as before). Nodes
+/// do not set it towards their towers: libzmq ends a connecting socket's
+/// session for good on that error, and a node trusts the towers it was
+/// given.
+const MAX_FRAME: i64 = 64 * 1024;
+
 /// Messages read from each side per loop turn: a flood on one side waits its
 /// turn (the poll reports the rest) instead of holding the other side.
 const TOWER_BATCH: usize = 4096;
@@ -80,11 +90,16 @@ struct Heard {
     fd: Option<i32>,
 }
 
-/// The last tower beacon of every node heard, for new subscribers.
+/// The last tower beacon of every node heard, for new subscribers: at most
+/// [`MAX_PEERS`] nodes. A beacon of a new node past that is still relayed,
+/// only not remembered (counted in `refused`): a node beaconing made-up
+/// UUIDs cannot grow the tower without bound.
 #[derive(Debug, Default)]
 pub struct Known {
     /// By node UUID.
     nodes: FxHashMap<Vec<u8>, Heard>,
+    /// Beacons of new nodes not remembered because `MAX_PEERS` were known.
+    pub refused: u64,
     /// A repeat is due then (a node subscribed), and when the last one went.
     due: Option<Instant>,
     last: Option<Instant>,
@@ -97,6 +112,7 @@ impl Known {
         let Some(uuid) = frames.get(1) else {
             return;
         };
+        let full = self.nodes.len() >= MAX_PEERS;
         match self.nodes.get_mut(uuid.as_slice()) {
             Some(h) => {
                 h.interval = Some(now.duration_since(h.at));
@@ -104,6 +120,16 @@ impl Known {
                 h.fd = fd;
                 if h.frames.as_slice() != frames {
                     h.frames = frames.to_vec();
+                }
+            }
+            None if full => {
+                self.refused += 1;
+                if self.refused.is_power_of_two() {
+                    tracing::warn!(
+                        "{MAX_PEERS} nodes known: relaying beacons of new ones without \
+                         remembering them ({} so far)",
+                        self.refused
+                    );
                 }
             }
             None => {
@@ -321,6 +347,7 @@ impl MonitoredXsub {
     fn new(ctx: &zmq::Context, mon: &zmq::Socket) -> Result<Self> {
         let xsub = Self(ctx.socket(zmq::XSUB)?);
         xsub.0.set_linger(0)?;
+        xsub.0.set_maxmsgsize(MAX_FRAME)?;
         let endpoint = format!(
             "inproc://dafka-tower-monitor-{}",
             MONITORS.fetch_add(1, Relaxed)
@@ -422,6 +449,7 @@ fn run(
     let mut xsub = MonitoredXsub::new(ctx, &mon)?;
     let xpub = ctx.socket(zmq::XPUB)?;
     xpub.set_linger(0)?;
+    xpub.set_maxmsgsize(MAX_FRAME)?;
     xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
     // Every node's subscription, not only the first: each one joining is told
     // the nodes already known.
@@ -503,7 +531,9 @@ fn run(
                 let s: Vec<&[u8]> = msg.frames.iter().map(Vec::as_slice).collect();
                 match rewrite(&s, msg.peer.as_deref()) {
                     Some(out) => {
+                        let refused = known.refused;
                         known.heard(&out, Instant::now(), msg.fd);
+                        Stats::add(&stats.peers_refused, known.refused - refused);
                         xpub.send_multipart(out, zmq::DONTWAIT)?;
                         Stats::add(&stats.beacons, 1);
                     }
@@ -585,6 +615,28 @@ mod tests {
         let late = t0 + Duration::from_secs(41);
         k.joined(late);
         assert!(k.replay(late).is_empty());
+    }
+
+    /// Beacons of made-up UUIDs cannot grow the tower without bound: past
+    /// MAX_PEERS a new node is not remembered (its beacons are still
+    /// relayed), while the nodes known stay known.
+    #[test]
+    fn known_nodes_are_bounded() {
+        let t = Instant::now();
+        let mut k = Known::default();
+        let uuid = |i: usize| format!("{i:032X}").into_bytes();
+        for i in 0..MAX_PEERS + 10 {
+            k.heard(&beacon(&uuid(i), 1), t, Some(5));
+        }
+        assert_eq!(k.len(), MAX_PEERS);
+        assert_eq!(k.refused, 10);
+        // A known node's next beacon is no new node.
+        k.heard(&beacon(&uuid(0), 2), t, Some(5));
+        assert_eq!(k.refused, 10);
+        // Room again once some go.
+        k.disconnected(5);
+        k.heard(&beacon(&uuid(MAX_PEERS + 20), 1), t, Some(6));
+        assert_eq!((k.len(), k.refused), (1, 10));
     }
 
     #[test]
