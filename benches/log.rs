@@ -20,6 +20,10 @@
 //!   kept before parking: a directory, a segment and an index): the sweep that
 //!   parks them, then `Log::open` and RSS of each log in a child process, and
 //!   the files and directories each uses.
+//! - forget: 20,000 parked partitions and one parked earlier: the periodic
+//!   check (`Log::tick`) at which that one is due to be forgotten, which walks
+//!   every parked entry, against the next check, at which none is due (no
+//!   walk).
 //! - expire: 2,000 partitions whose older segments (about 10,000) expire at
 //!   once while each keeps a fresh record: the longest `Log::tick` (what a
 //!   store's loop waits on) as `tick` deletes them a batch at a time, against
@@ -30,7 +34,7 @@
 //!   with no append (the tasks done), against the same log reopened (what a
 //!   store restarted holds for them), each in a child process.
 //!
-//! `cargo bench --bench log [-- append|read|rss|open|parked|expire|live]` (nothing runs without
+//! `cargo bench --bench log [-- append|read|rss|open|parked|forget|expire|live]` (nothing runs without
 //! `--bench`, so `cargo test --all-targets` skips them). `DAFKA_BENCH_DIR` picks
 //! the directory (default: `target/bench-log`), `DAFKA_BENCH_SCALE` scales the
 //! data sizes (e.g. 0.1 for a quick run).
@@ -532,6 +536,57 @@ fn parked() {
     let _ = fs::remove_dir_all(&dir_b);
 }
 
+/// The periodic check that forgets one parked partition walks every parked
+/// entry; the next one, with none due, does not.
+fn forget() {
+    let (names, now, cfg) = aging(20_000.0);
+    let n = names.len();
+    let set = |ms: u64| now.store(ms, std::sync::atomic::Ordering::SeqCst);
+    let hour = 3_600_000;
+    let cfg = LogConfig {
+        forget_parked_hours: Some(2),
+        ..cfg
+    };
+    let dir = bench_dir("forget");
+    let mut log = Log::open(&dir, cfg.clone()).expect("open");
+    // The early one: written at 1 ms and parked alone an hour later.
+    set(1);
+    log.append_batch(b"t", P, 0, &[vec![1u8; 100]])
+        .expect("append");
+    set(1_000_000);
+    for p in &names {
+        log.append_batch(b"t", p, 0, &[vec![1u8; 100]])
+            .expect("append");
+    }
+    set(hour + 1_000);
+    log.enforce_retention().expect("retention");
+    assert_eq!(log.parked_count(), 1);
+    // The others, parked at 2 h 16 min 40 s.
+    set(1_000_000 + 2 * hour);
+    log.enforce_retention().expect("retention");
+    assert_eq!(log.parked_count(), n + 1);
+    // The early one is due 2 h after it was parked; the others 2 h later.
+    set(3 * hour + 10_000);
+    let t0 = Instant::now();
+    log.tick().expect("tick");
+    let walk = t0.elapsed();
+    assert_eq!(log.parked_count(), n, "the early one forgotten");
+    set(3 * hour + 10_000 + cfg.retention_check_ms);
+    let t0 = Instant::now();
+    log.tick().expect("tick");
+    let idle = t0.elapsed();
+    assert_eq!(log.parked_count(), n);
+    println!(
+        "forget: {} parked partitions, the periodic check that forgets one (walks all): \
+         {:.0} us | the next check, none due: {:.0} us",
+        n + 1,
+        walk.as_secs_f64() * 1e6,
+        idle.as_secs_f64() * 1e6
+    );
+    log.close().expect("close");
+    let _ = fs::remove_dir_all(&dir);
+}
+
 /// Sealed segments of many partitions expiring at once: `tick` slices
 /// against one whole sweep.
 fn expire() {
@@ -628,6 +683,9 @@ fn main() {
     }
     if want("parked") {
         parked();
+    }
+    if want("forget") {
+        forget();
     }
     if want("expire") {
         expire();
