@@ -78,6 +78,24 @@ def test_write_needs_value_column_and_topic(spark: Any, cluster: tuple[Tower, St
         df.write.format("dafka").option("towers", tower.endpoint).mode("append").save()
 
 
+def test_write_options_are_checked_by_name() -> None:
+    """A bad number names its option (they were bare int()/float() errors, and a
+    flushTimeout of "nan" passed)."""
+    base = {"topic": "t", "towers": "tcp://127.0.0.1:1,2"}
+    for key, bad, words in [
+        ("minAcks", "two", "an integer"),
+        ("minAcks", "-1", ">= 0"),
+        ("flushTimeout", "nan", "a positive number of seconds"),
+        ("flushTimeout", "0", "a positive number of seconds"),
+        ("beaconInterval", "soon", "a number of seconds"),
+        ("beaconTimeout", "-4", "a positive number of seconds"),
+    ]:
+        with pytest.raises(ValueError, match=f"option {key} must be {words}"):
+            dafka.spark.ProducerSettings.from_options({**base, key: bad})
+    s = dafka.spark.ProducerSettings.from_options({**base, "minAcks": "0", "flushTimeout": "5"})
+    assert (s.min_acks, s.flush_timeout, s.beacon_interval) == (0, 5.0, 1.0)
+
+
 def test_stream_sink_from_files_arrives_completely(
     spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
 ) -> None:

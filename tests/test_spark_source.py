@@ -427,6 +427,13 @@ def test_read_options_in_seconds_are_checked_and_reach_the_heads_round(
     for key, bad in [("headsSettle", "soon"), ("fetchTimeout", "-1"), ("headsTimeout", "nan")]:
         with pytest.raises(ValueError, match=key):
             datasource.ReadSettings.from_options({**base, key: bad})
+    # maxOffsetsPerTrigger names itself too (it was a bare int() error).
+    for bad in ["many", "0", "2.5"]:
+        with pytest.raises(ValueError, match="option maxOffsetsPerTrigger must be"):
+            datasource.DafkaStreamReader({**base, "maxOffsetsPerTrigger": bad})
+    reader = datasource.DafkaStreamReader({**base, "maxOffsetsPerTrigger": "500"})
+    assert reader.max_per_trigger == 500
+    assert datasource.DafkaStreamReader(base).max_per_trigger is None
 
 
 def test_stream_reader_plans_through_one_client_kept_across_batches(cluster: Cluster) -> None:

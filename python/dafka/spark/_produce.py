@@ -90,6 +90,30 @@ def split_endpoints(spec: str) -> list[str]:
     return out
 
 
+def seconds(options: Mapping[str, str], key: str, default: float) -> float:
+    """An option in seconds: a positive, finite number."""
+    v = Options(options).get(key)
+    try:
+        x = default if v is None else float(v)
+    except ValueError:
+        raise ValueError(f"option {key} must be a number of seconds, got {v!r}") from None
+    if not 0 < x < float("inf"):
+        raise ValueError(f"option {key} must be a positive number of seconds, got {v!r}")
+    return x
+
+
+def integer(options: Mapping[str, str], key: str, default: int, least: int = 1) -> int:
+    """An integer option of at least ``least``."""
+    v = Options(options).get(key)
+    try:
+        n = default if v is None else int(v)
+    except ValueError:
+        raise ValueError(f"option {key} must be an integer, got {v!r}") from None
+    if n < least:
+        raise ValueError(f"option {key} must be >= {least}, got {n}")
+    return n
+
+
 def flag(options: Mapping[str, str], key: str, default: bool) -> bool:
     """A boolean option: true/false, 1/0 or yes/no."""
     v = Options(options).get(key)
@@ -151,11 +175,11 @@ class ProducerSettings:
             topic=topic,
             towers=towers,
             peers=peers,
-            min_acks=int(options.get("minAcks", "1")),
-            flush_timeout=float(options.get("flushTimeout", "120")),
+            min_acks=integer(options, "minAcks", 1, least=0),
+            flush_timeout=seconds(options, "flushTimeout", 120.0),
             wire=options.get("wire", "rfc"),
-            beacon_interval=float(options.get("beaconInterval", "1.0")),
-            beacon_timeout=float(options.get("beaconTimeout", "4.0")),
+            beacon_interval=seconds(options, "beaconInterval", 1.0),
+            beacon_timeout=seconds(options, "beaconTimeout", 4.0),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
             reuse=flag(options, "reuseProducer", reuse),
         )

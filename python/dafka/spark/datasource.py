@@ -74,7 +74,9 @@ from dafka.spark._produce import (
     ProducerSettings,
     encode_value,
     flag,
+    integer,
     produce_rows,
+    seconds,
     split_endpoints,
 )
 
@@ -116,28 +118,6 @@ class PackedRanges(InputPartition):
     ranges: tuple[RangePartition, ...]
 
 
-def _seconds(options: dict[str, str], key: str, default: float) -> float:
-    v = options.get(key)
-    try:
-        x = default if v is None else float(v)
-    except ValueError:
-        raise ValueError(f"option {key} must be a number of seconds, got {v!r}") from None
-    if not 0 < x < float("inf"):
-        raise ValueError(f"option {key} must be a positive number of seconds, got {v!r}")
-    return x
-
-
-def _positive(options: dict[str, str], key: str, default: int) -> int:
-    v = options.get(key)
-    try:
-        n = default if v is None else int(v)
-    except ValueError:
-        raise ValueError(f"option {key} must be an integer, got {v!r}") from None
-    if n < 1:
-        raise ValueError(f"option {key} must be >= 1, got {n}")
-    return n
-
-
 @dataclass(frozen=True)
 class ReadSettings:
     """Read options, parsed once on the driver (picklable)."""
@@ -172,14 +152,14 @@ class ReadSettings:
             towers=towers,
             peers=peers,
             fail_on_data_loss=flag(options, "failOnDataLoss", True),
-            fetch_timeout=_seconds(options, "fetchTimeout", 60.0),
-            heads_timeout=_seconds(options, "headsTimeout", 10.0),
-            heads_settle=_seconds(options, "headsSettle", 0.5),
-            beacon_interval=_seconds(options, "beaconInterval", 1.0),
+            fetch_timeout=seconds(options, "fetchTimeout", 60.0),
+            heads_timeout=seconds(options, "headsTimeout", 10.0),
+            heads_settle=seconds(options, "headsSettle", 0.5),
+            beacon_interval=seconds(options, "beaconInterval", 1.0),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
-            max_records_per_task=_positive(options, "maxRecordsPerTask", 500_000),
-            min_records_per_task=_positive(options, "minRecordsPerTask", 50_000),
-            forget_absent_after=_seconds(options, "forgetPartitionsAfter", 3600.0),
+            max_records_per_task=integer(options, "maxRecordsPerTask", 500_000),
+            min_records_per_task=integer(options, "minRecordsPerTask", 50_000),
+            forget_absent_after=seconds(options, "forgetPartitionsAfter", 3600.0),
         )
 
     def heads(self, watches: dict[str, HeadsWatch] | None = None) -> dict[str, tuple[str, int]]:
@@ -377,10 +357,11 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Options) -> None:
         self.settings = ReadSettings.from_options(options)
         self.starting = parse_offsets(options.get("startingOffsets", "latest"), "startingOffsets")
-        mx = options.get("maxOffsetsPerTrigger")
-        self.max_per_trigger = int(mx) if mx is not None else None
-        if self.max_per_trigger is not None and self.max_per_trigger < 1:
-            raise ValueError("maxOffsetsPerTrigger must be >= 1")
+        self.max_per_trigger = (
+            None
+            if options.get("maxOffsetsPerTrigger") is None
+            else integer(options, "maxOffsetsPerTrigger", 1)
+        )
         self.topics: dict[str, str] = {}
         self.target: dict[str, tuple[str, int]] | None = None
         # First offsets still held of partitions that appeared after the query
