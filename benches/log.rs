@@ -549,7 +549,7 @@ fn forget() {
     };
     let dir = bench_dir("forget");
     let mut log = Log::open(&dir, cfg.clone()).expect("open");
-    // The early one: written at 1 ms and parked alone an hour later.
+    // The early one: written at 1 ms and parked alone at 1 h 1 s.
     set(1);
     log.append_batch(b"t", P, 0, &[vec![1u8; 100]])
         .expect("append");
@@ -565,7 +565,8 @@ fn forget() {
     set(1_000_000 + 2 * hour);
     log.enforce_retention().expect("retention");
     assert_eq!(log.parked_count(), n + 1);
-    // The early one is due 2 h after it was parked; the others 2 h later.
+    // The early one is due 2 h after it was parked (3 h 1 s); the others at
+    // 4 h 16 min 40 s.
     set(3 * hour + 10_000);
     let t0 = Instant::now();
     log.tick().expect("tick");

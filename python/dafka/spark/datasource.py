@@ -359,7 +359,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.starting = parse_offsets(options.get("startingOffsets", "latest"), "startingOffsets")
         self.max_per_trigger = (
             None
-            if options.get("maxOffsetsPerTrigger") is None
+            if Options(options).get("maxOffsetsPerTrigger") is None
             else integer(options, "maxOffsetsPerTrigger", 1)
         )
         self.topics: dict[str, str] = {}

@@ -32,7 +32,9 @@ pub enum PeerEvent {
 /// At most [`MAX_PEERS`] discovered peers are known at once: a tower relaying
 /// beacons of made-up UUIDs would otherwise make the node keep, and connect
 /// to, every one of them. A new peer past the bound is ignored (counted in
-/// `refused`) until others expire; the peers already known are kept.
+/// `refused`) until others expire; the peers already known are kept. The
+/// price: a sender that keeps the table full (16,384 made-up UUIDs every
+/// beacon interval) stops the node from finding any new peer while it lasts.
 #[derive(Debug)]
 pub struct PeerTable {
     own: Vec<u8>,
@@ -111,8 +113,8 @@ impl PeerTable {
                 self.refused += 1;
                 if self.refused.is_power_of_two() {
                     tracing::warn!(
-                        "{} peers known: ignoring new ones until some go silent \
-                         ({} beacons of new peers ignored so far)",
+                        "{} peers known: no new peer is discovered until some go \
+                         silent ({} beacons of new peers ignored so far)",
                         self.cap,
                         self.refused
                     );

@@ -202,8 +202,10 @@ pub struct Stats {
     pub beacons: AtomicU64,
     pub peers: AtomicU64,
     /// Beacons of new nodes not remembered because
-    /// [`crate::node::beacon::MAX_PEERS`] were known (nodes and towers).
-    pub peers_refused: AtomicU64,
+    /// [`crate::node::beacon::MAX_PEERS`] were known (nodes and towers): a
+    /// node refused beacons again every interval, so this counts beacons, not
+    /// nodes.
+    pub beacons_refused: AtomicU64,
     /// Times a consumer stopped reading because the application had
     /// `max_buffered` records or `max_buffered_bytes` waiting.
     pub pauses: AtomicU64,
@@ -236,7 +238,7 @@ impl Stats {
             ("heads_sent", g(&self.heads_sent)),
             ("beacons", g(&self.beacons)),
             ("peers", g(&self.peers)),
-            ("peers_refused", g(&self.peers_refused)),
+            ("beacons_refused", g(&self.beacons_refused)),
             ("pauses", g(&self.pauses)),
         ]
     }
@@ -449,7 +451,7 @@ impl Core {
         let (malformed, refused) = (self.disc.malformed, self.disc.table.refused);
         let ev = self.disc.on_readable(Instant::now())?;
         Stats::add(&stats.malformed, self.disc.malformed - malformed);
-        Stats::add(&stats.peers_refused, self.disc.table.refused - refused);
+        Stats::add(&stats.beacons_refused, self.disc.table.refused - refused);
         self.apply(ev, stats)
     }
 

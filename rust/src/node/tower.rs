@@ -1,6 +1,7 @@
 //! The tower: an XSUB (node beacons in, default `tcp://*:5556`) and an XPUB
 //! (towards nodes, default `tcp://*:5557`) with the welcome message `W`.
-//! Subscriptions from nodes are relayed upstream to the XSUB; node beacons
+//! Subscriptions from nodes that can match a beacon are relayed upstream to
+//! the XSUB (each once, at most 1,024 distinct: [`Relayed`]); node beacons
 //! (4 frames) are rewritten into tower beacons (3 frames `B`, UUID,
 //! `tcp://host:port`), an empty host replaced by the TCP peer address.
 //!
@@ -69,7 +70,9 @@ const FORGET_AFTER: Duration = Duration::from_secs(600);
 /// The largest frame a tower takes in. Node beacons and beacon
 /// subscriptions are a few dozen bytes; a node sending a larger frame is
 /// disconnected by ZeroMQ (`ZMQ_MAXMSGSIZE`) before the frame is read into
-/// memory (it reconnects, and its next beacon is relayed as before). Nodes
+/// memory (it reconnects, and its next beacon is relayed as before). This
+/// bounds each frame, not a message: libzmq has no bound on the frames of
+/// one message, and queues a message whole before the tower sees it. Nodes
 /// do not set it towards their towers: libzmq ends a connecting socket's
 /// session for good on that error, and a node trusts the towers it was
 /// given.
@@ -191,6 +194,40 @@ impl Known {
             })
             .map(|h| h.frames.clone())
             .collect()
+    }
+}
+
+/// Distinct subscriptions relayed upstream at once, past `B` and the empty
+/// one (nodes subscribe to `B` and `W` only).
+const RELAYED_MAX: usize = 1024;
+
+/// Which subscription messages from the tower's XPUB go upstream to the
+/// nodes' beacon sockets.
+#[derive(Debug, Default)]
+struct Relayed(std::collections::HashSet<Vec<u8>>);
+
+impl Relayed {
+    /// Whether to send `msg` (`1` or `0` + topic) upstream.
+    ///
+    /// - Each subscription once, as a non-verbose XPUB would: the XPUB is
+    ///   verbose to see every join, but a duplicate sent upstream would reach
+    ///   every node's beacon socket and make them all beacon.
+    /// - Only one that can match a beacon (empty, or starting with `B`): the
+    ///   nodes upstream publish nothing else.
+    /// - At most [`RELAYED_MAX`] distinct ones (`B` and the empty one always):
+    ///   a subscriber cannot grow the tower, and every node, without bound.
+    /// - An unsubscription (the last subscriber of the topic left) only of
+    ///   one relayed.
+    fn forward(&mut self, msg: &[u8]) -> bool {
+        match msg.split_first() {
+            Some((1, topic)) => {
+                let beacons = b"B".starts_with(topic) || topic.starts_with(b"B");
+                let room = self.0.len() < RELAYED_MAX || topic.len() <= 1;
+                beacons && room && self.0.insert(topic.to_vec())
+            }
+            Some((0, topic)) => self.0.remove(topic),
+            _ => false,
+        }
     }
 }
 
@@ -459,10 +496,7 @@ fn run(
     ready.send((bin, bout));
     let mut frames = Frames::default();
     let mut known = Known::default();
-    // Subscriptions relayed upstream: each once, as a non-verbose XPUB would
-    // (the XPUB is verbose to see every join, but a duplicate sent upstream
-    // would reach every node's beacon socket and make them all beacon).
-    let mut relayed: std::collections::HashSet<Vec<u8>> = Default::default();
+    let mut relayed = Relayed::default();
     loop {
         if inbox.terminated() {
             return Ok(());
@@ -500,20 +534,12 @@ fn run(
                 let (s, n) = frames.slices();
                 if n == 1 && !frames.too_long() {
                     let m = s[0];
-                    let forward = match m.split_first() {
-                        Some((1, topic)) => {
-                            if topic.starts_with(b"B") {
-                                known.joined(Instant::now());
-                            }
-                            relayed.insert(topic.to_vec())
+                    if let Some((1, topic)) = m.split_first() {
+                        if topic.starts_with(b"B") {
+                            known.joined(Instant::now());
                         }
-                        Some((0, topic)) => {
-                            relayed.remove(topic);
-                            true
-                        }
-                        _ => true,
-                    };
-                    if forward {
+                    }
+                    if relayed.forward(m) {
                         xsub.0.send(m, zmq::DONTWAIT)?;
                     }
                 }
@@ -533,7 +559,7 @@ fn run(
                     Some(out) => {
                         let refused = known.refused;
                         known.heard(&out, Instant::now(), msg.fd);
-                        Stats::add(&stats.peers_refused, known.refused - refused);
+                        Stats::add(&stats.beacons_refused, known.refused - refused);
                         xpub.send_multipart(out, zmq::DONTWAIT)?;
                         Stats::add(&stats.beacons, 1);
                     }
@@ -637,6 +663,37 @@ mod tests {
         k.disconnected(5);
         k.heard(&beacon(&uuid(MAX_PEERS + 20), 1), t, Some(6));
         assert_eq!((k.len(), k.refused), (1, 10));
+    }
+
+    #[test]
+    fn subscriptions_go_upstream_once_only_if_they_can_match_a_beacon_and_bounded() {
+        let mut r = Relayed::default();
+        assert!(r.forward(b"\x01B"));
+        assert!(!r.forward(b"\x01B"), "once");
+        assert!(r.forward(b"\x01"), "everything matches beacons too");
+        assert!(!r.forward(b"\x01W"), "the welcome is no beacon");
+        assert!(!r.forward(b"\x01Mtopic"), "nothing upstream publishes it");
+        assert!(
+            !r.forward(b"\x00Mtopic"),
+            "not relayed, so not unsubscribed"
+        );
+        assert!(!r.forward(b"not a subscription"));
+        assert!(!r.forward(b""));
+        for i in 0..RELAYED_MAX {
+            let m = format!("\x01B{i}");
+            let fresh = r.forward(m.as_bytes());
+            assert_eq!(
+                fresh,
+                i < RELAYED_MAX - 2,
+                "{i}: two taken by B and the empty one"
+            );
+        }
+        assert!(!r.forward(b"\x01Bmore"), "full");
+        // Unsubscribing the last subscriber makes room, and B always passes.
+        assert!(r.forward(b"\x00B"));
+        assert!(r.forward(b"\x01B"));
+        assert!(r.forward(b"\x00B0"));
+        assert!(r.forward(b"\x01Bmore"));
     }
 
     #[test]
@@ -756,7 +813,8 @@ mod tests {
         while let Ok(m) = node.recv_bytes(0) {
             subs.push(m);
         }
-        assert_eq!(subs, vec![b"\x01B".to_vec(), b"\x01W".to_vec()]);
+        // `W` (the welcome) stays here: no beacon upstream can match it.
+        assert_eq!(subs, vec![b"\x01B".to_vec()]);
         tower.close().unwrap();
     }
 
