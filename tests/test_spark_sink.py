@@ -92,6 +92,8 @@ def test_write_options_are_checked_by_name() -> None:
     ]:
         with pytest.raises(ValueError, match=f"option {key} must be {words}"):
             dafka.spark.ProducerSettings.from_options({**base, key: bad})
+    with pytest.raises(ValueError, match=r"beacon_timeout .* must be longer than beacon_interval"):
+        dafka.spark.ProducerSettings.from_options({**base, "beaconInterval": "5"})
     s = dafka.spark.ProducerSettings.from_options({**base, "minAcks": "0", "flushTimeout": "5"})
     assert (s.min_acks, s.flush_timeout, s.beacon_interval) == (0, 5.0, 1.0)
 

@@ -156,6 +156,12 @@ class ProducerSettings:
             raise ValueError(f"min_acks must be >= 0, got {self.min_acks}")
         if self.flush_timeout <= 0:
             raise ValueError(f"flush_timeout must be > 0 seconds, got {self.flush_timeout}")
+        if self.beacon_timeout <= self.beacon_interval:
+            # Checked here too, so that the driver says it, not every task.
+            raise ValueError(
+                f"beacon_timeout ({self.beacon_timeout} s) must be longer than "
+                f"beacon_interval ({self.beacon_interval} s)"
+            )
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], *, reuse: bool = False) -> ProducerSettings:
