@@ -221,6 +221,108 @@ def test_a_tower_disconnects_a_peer_sending_an_oversized_frame(
         assert t.stats()["malformed"] == 0, "the oversized frame was never read"
 
 
+OVERSIZED_SUBSCRIBER = """
+import os, sys, time
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+s = zmq.Context().socket(zmq.XSUB)  # an XSUB sends its subscriptions as messages
+monitor = s.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+s.connect(sys.argv[1])
+s.send(b"\\x01M" + b"x" * (1 << 20))
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    if monitor.poll(200) and recv_monitor_message(monitor)["event"] == zmq.EVENT_DISCONNECTED:
+        print("DISCONNECTED", flush=True)
+        break
+os._exit(0)  # its own trie would recurse a million deep when closed
+"""
+
+
+def test_a_node_disconnects_a_peer_sending_an_oversized_subscription(
+    ctx: zmq.Context[zmq.Socket[bytes]],
+) -> None:
+    """Only subscriptions (a few hundred bytes at most) reach a node's XPUB: a peer
+    sending a 1 MiB one is disconnected before it is read (ZMQ_MAXMSGSIZE), and the
+    node goes on serving its other subscribers."""
+    import subprocess
+    import sys
+
+    with Producer("tsub", min_acks=0) as p:
+        out = subprocess.run(
+            [sys.executable, "-c", OVERSIZED_SUBSCRIBER, p.endpoint],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "DISCONNECTED" in out.stdout, out.stdout + out.stderr[-2000:]
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"Mtsub")
+        sub.connect(p.endpoint)
+        deadline = time.monotonic() + 20
+        got: list[bytes] = []
+        while not got and time.monotonic() < deadline:
+            p.send(b"hello")
+            if sub.poll(200):
+                got = sub.recv_multipart()
+        assert got and got[-1] == b"hello", got
+        assert p.stats()["malformed"] == 0
+
+
+TOWER_CHILD = """
+import sys
+import dafka
+with dafka.Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as t:
+    print(t.beacon_in, t.beacon_out, flush=True)
+    sys.stdin.read()
+"""
+
+LONG_SUBSCRIBER = """
+import os, sys, time
+import zmq
+s = zmq.Context().socket(zmq.XSUB)
+s.connect(sys.argv[1])
+s.send(b"\\x01B" + b"x" * 60_000)
+time.sleep(1.0)
+os._exit(0)  # its own trie would recurse 60,000 deep when closed
+"""
+
+
+def test_a_tower_survives_a_long_subscription(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
+    """A tower used to relay every subscription upstream; its XSUB keeps each in
+    libzmq's trie, which recurses once per byte, so one of 60,000 bytes killed the
+    tower's process when its subscriber left. It relays only short ones now (the
+    tower runs in a child process, so that the old behaviour fails this test rather
+    than ending pytest)."""
+    import subprocess
+    import sys
+
+    tower = subprocess.Popen(
+        [sys.executable, "-c", TOWER_CHILD],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert tower.stdout is not None
+        beacon_in, beacon_out = tower.stdout.readline().split()
+        node = ctx.socket(zmq.XPUB)  # a node's beacon socket: sees what is relayed
+        node.connect(beacon_in)
+        subprocess.run([sys.executable, "-c", LONG_SUBSCRIBER, beacon_out], timeout=60, check=True)
+        time.sleep(1.0)  # the subscriber is gone: its subscriptions are dropped
+        assert tower.poll() is None, f"the tower died: exit {tower.returncode}"
+        # Still relaying: a node subscribing to beacons is passed upstream.
+        listener = ctx.socket(zmq.SUB)
+        listener.setsockopt(zmq.SUBSCRIBE, b"B")
+        listener.connect(beacon_out)
+        wait_sub(node, b"B")
+        assert tower.poll() is None
+    finally:
+        if tower.poll() is None:
+            assert tower.stdin is not None
+            tower.stdin.close()
+            tower.wait(timeout=30)
+
+
 def test_a_node_drops_a_tower_beacon_naming_an_endpoint_with_a_nul_byte(
     ctx: zmq.Context[zmq.Socket[bytes]],
 ) -> None:

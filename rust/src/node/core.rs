@@ -315,6 +315,15 @@ impl Frames {
 }
 
 /// Sockets and identity of one node. Lives on the node thread.
+/// The largest frame a node's XPUB takes in. Only subscriptions arrive there
+/// (an ID and a topic key: at most 256 bytes); a peer sending a larger frame
+/// is disconnected by ZeroMQ (`ZMQ_MAXMSGSIZE`) before it is read into
+/// memory. The XPUB binds, so the peer's socket reconnects by itself. Not set
+/// on the SUB: it connects, and libzmq ends a connecting socket's session
+/// for good on that error (a peer's record of any size would cut the node
+/// off from it).
+pub(crate) const MAX_SUBSCRIPTION_FRAME: i64 = 64 * 1024;
+
 pub struct Core {
     pub xpub: zmq::Socket,
     pub sub: zmq::Socket,
@@ -345,6 +354,7 @@ impl Core {
         xpub.set_xpub_verbose(true)?;
         xpub.set_sndhwm(cfg.sndhwm)?;
         xpub.set_linger(500)?;
+        xpub.set_maxmsgsize(MAX_SUBSCRIPTION_FRAME)?;
         let bind = bind_spelling(&cfg.bind);
         xpub.bind(&bind).map_err(|source| Error::Socket {
             op: "bind",

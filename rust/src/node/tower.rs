@@ -201,6 +201,12 @@ impl Known {
 /// one (nodes subscribe to `B` and `W` only).
 const RELAYED_MAX: usize = 1024;
 
+/// The longest subscription relayed upstream. The tower's XSUB keeps each one
+/// in libzmq's subscription trie, which recurses once per byte: one of 60,000
+/// bytes, relayed, killed the tower's process with a segfault when its
+/// subscriber left (tried). Nodes subscribe to `B`.
+const RELAYED_TOPIC_MAX: usize = 256;
+
 /// Which subscription messages from the tower's XPUB go upstream to the
 /// nodes' beacon sockets.
 #[derive(Debug, Default)]
@@ -213,7 +219,8 @@ impl Relayed {
     ///   verbose to see every join, but a duplicate sent upstream would reach
     ///   every node's beacon socket and make them all beacon.
     /// - Only one that can match a beacon (empty, or starting with `B`): the
-    ///   nodes upstream publish nothing else.
+    ///   nodes upstream publish nothing else; and of at most
+    ///   [`RELAYED_TOPIC_MAX`] bytes.
     /// - At most [`RELAYED_MAX`] distinct ones (`B` and the empty one always):
     ///   a subscriber cannot grow the tower, and every node, without bound.
     /// - An unsubscription (the last subscriber of the topic left) only of
@@ -221,7 +228,8 @@ impl Relayed {
     fn forward(&mut self, msg: &[u8]) -> bool {
         match msg.split_first() {
             Some((1, topic)) => {
-                let beacons = b"B".starts_with(topic) || topic.starts_with(b"B");
+                let beacons = b"B".starts_with(topic)
+                    || (topic.starts_with(b"B") && topic.len() <= RELAYED_TOPIC_MAX);
                 let room = self.0.len() < RELAYED_MAX || topic.len() <= 1;
                 beacons && room && self.0.insert(topic.to_vec())
             }
@@ -678,6 +686,13 @@ mod tests {
             "not relayed, so not unsubscribed"
         );
         assert!(!r.forward(b"not a subscription"));
+        let long = [b"\x01B".as_slice(), &[b'x'; RELAYED_TOPIC_MAX]].concat();
+        assert!(!r.forward(&long), "too long to keep");
+        assert!(
+            r.forward(&long[..RELAYED_TOPIC_MAX + 1]),
+            "just short enough"
+        );
+        assert!(r.forward(&[b"\x00".as_slice(), &long[1..RELAYED_TOPIC_MAX + 1]].concat()));
         assert!(!r.forward(b""));
         for i in 0..RELAYED_MAX {
             let m = format!("\x01B{i}");
