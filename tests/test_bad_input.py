@@ -3,6 +3,8 @@ and a tower: each is dropped and counted, and the node keeps working."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 
@@ -244,9 +246,6 @@ def test_a_node_disconnects_a_peer_sending_an_oversized_subscription(
     """Only subscriptions (a few hundred bytes at most) reach a node's XPUB: a peer
     sending a 1 MiB one is disconnected before it is read (ZMQ_MAXMSGSIZE), and the
     node goes on serving its other subscribers."""
-    import subprocess
-    import sys
-
     with Producer("tsub", min_acks=0) as p:
         out = subprocess.run(
             [sys.executable, "-c", OVERSIZED_SUBSCRIBER, p.endpoint],
@@ -293,9 +292,6 @@ def test_a_tower_survives_a_long_subscription(ctx: zmq.Context[zmq.Socket[bytes]
     tower's process when its subscriber left. It relays only short ones now (the
     tower runs in a child process, so that the old behaviour fails this test rather
     than ending pytest)."""
-    import subprocess
-    import sys
-
     tower = subprocess.Popen(
         [sys.executable, "-c", TOWER_CHILD],
         stdin=subprocess.PIPE,

@@ -314,16 +314,20 @@ impl Frames {
     }
 }
 
-/// Sockets and identity of one node. Lives on the node thread.
-/// The largest frame a node's XPUB takes in. Only subscriptions arrive there
-/// (an ID and a topic key: at most 256 bytes); a peer sending a larger frame
-/// is disconnected by ZeroMQ (`ZMQ_MAXMSGSIZE`) before it is read into
-/// memory. The XPUB binds, so the peer's socket reconnects by itself. Not set
-/// on the SUB: it connects, and libzmq ends a connecting socket's session
-/// for good on that error (a peer's record of any size would cut the node
-/// off from it).
-pub(crate) const MAX_SUBSCRIPTION_FRAME: i64 = 64 * 1024;
+/// The largest frame taken in by a socket that binds and receives only
+/// control traffic: a node's XPUB (subscriptions: an ID and a topic key, at
+/// most 256 bytes) and a tower's XSUB and XPUB (beacons and beacon
+/// subscriptions, a few dozen bytes). A peer sending a larger frame is
+/// disconnected by ZeroMQ (`ZMQ_MAXMSGSIZE`) before the frame is read into
+/// memory; the socket binds, so the peer's reconnects by itself. It bounds
+/// each frame, not a message: libzmq queues a message of any number of
+/// frames whole before it is read. Never set on a socket that connects (a
+/// node's SUB and beacon sockets): libzmq ends a connecting socket's session
+/// for good on that error, so a peer's large record, or a tower's frame,
+/// would cut the node off from it.
+pub(crate) const MAX_CONTROL_FRAME: i64 = 64 * 1024;
 
+/// Sockets and identity of one node. Lives on the node thread.
 pub struct Core {
     pub xpub: zmq::Socket,
     pub sub: zmq::Socket,
@@ -354,7 +358,7 @@ impl Core {
         xpub.set_xpub_verbose(true)?;
         xpub.set_sndhwm(cfg.sndhwm)?;
         xpub.set_linger(500)?;
-        xpub.set_maxmsgsize(MAX_SUBSCRIPTION_FRAME)?;
+        xpub.set_maxmsgsize(MAX_CONTROL_FRAME)?;
         let bind = bind_spelling(&cfg.bind);
         xpub.bind(&bind).map_err(|source| Error::Socket {
             op: "bind",

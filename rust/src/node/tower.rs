@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::beacon::MAX_PEERS;
 use crate::node::config::{bind_spelling, split_tcp, TowerConfig};
-use crate::node::core::{Frames, Stats};
+use crate::node::core::{Frames, Stats, MAX_CONTROL_FRAME};
 use crate::wire::{decode_beacon, Beacon, WELCOME};
 
 /// The pure rewrite: a node beacon and the peer address it came from →
@@ -66,17 +66,6 @@ pub const REPLAY_EVERY: Duration = Duration::from_millis(50);
 pub const REPLAY_MAX_AGE: Duration = Duration::from_secs(5);
 /// Nodes silent for this long are forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(600);
-
-/// The largest frame a tower takes in. Node beacons and beacon
-/// subscriptions are a few dozen bytes; a node sending a larger frame is
-/// disconnected by ZeroMQ (`ZMQ_MAXMSGSIZE`) before the frame is read into
-/// memory (it reconnects, and its next beacon is relayed as before). This
-/// bounds each frame, not a message: libzmq has no bound on the frames of
-/// one message, and queues a message whole before the tower sees it. Nodes
-/// do not set it towards their towers: libzmq ends a connecting socket's
-/// session for good on that error, and a node trusts the towers it was
-/// given.
-const MAX_FRAME: i64 = 64 * 1024;
 
 /// Messages read from each side per loop turn: a flood on one side waits its
 /// turn (the poll reports the rest) instead of holding the other side.
@@ -392,7 +381,7 @@ impl MonitoredXsub {
     fn new(ctx: &zmq::Context, mon: &zmq::Socket) -> Result<Self> {
         let xsub = Self(ctx.socket(zmq::XSUB)?);
         xsub.0.set_linger(0)?;
-        xsub.0.set_maxmsgsize(MAX_FRAME)?;
+        xsub.0.set_maxmsgsize(MAX_CONTROL_FRAME)?;
         let endpoint = format!(
             "inproc://dafka-tower-monitor-{}",
             MONITORS.fetch_add(1, Relaxed)
@@ -494,7 +483,7 @@ fn run(
     let mut xsub = MonitoredXsub::new(ctx, &mon)?;
     let xpub = ctx.socket(zmq::XPUB)?;
     xpub.set_linger(0)?;
-    xpub.set_maxmsgsize(MAX_FRAME)?;
+    xpub.set_maxmsgsize(MAX_CONTROL_FRAME)?;
     xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
     // Every node's subscription, not only the first: each one joining is told
     // the nodes already known.
