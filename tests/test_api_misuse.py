@@ -123,6 +123,7 @@ def test_async_for_over_a_closed_consumer_ends_as_for_does() -> None:
         (["consume", "t", "--timeout", "-1"], r"--timeout: must be a finite number of seconds"),
         (["offsets", "t", "--timeout", "nan"], r"--timeout: must be a finite number"),
         (["produce", "t", "--min-acks", "-1"], r"--min-acks: must be a number of stores"),
+        (["produce", "t", "--min-acks", "1025"], r"--min-acks: .* from 0 to 1024"),
         (["produce", "t", "--linger", "inf"], r"--linger: must be a finite number"),
         (["demo", "--records", "-3"], r"--records: must be a count >= 0"),
         (["demo", "--timeout", "-1"], r"--timeout: must be a finite number"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nodes_util import drain, wait_for
@@ -62,6 +63,53 @@ def test_tower_forgets_a_node_at_once_when_it_closes_or_dies(tower: Tower) -> No
             _stop([child])
         assert p.stats()["malformed"] == 0
     wait_for(lambda: tower.stats()["peers"] == 0, "the closed producer forgotten")
+
+
+def test_advertise_host_is_the_host_peers_are_told(tower: Tower, tmp_path: Path) -> None:
+    """A node behind NAT or in a container names the host its peers must connect to
+    (the CLI's `--advertise-host`): the tower relays its beacon as
+    `tcp://HOST:PORT`. Without it, a node bound to 127.0.0.1 announces that. Each
+    node is alone on the tower, watched by a raw SUB: no node connects to (or looks
+    up) a made-up host."""
+    import zmq
+
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"B")
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.connect(tower.beacon_out)
+
+    def relayed(address: str) -> str:
+        """The endpoint the tower relays for the node at `address`."""
+        for _ in range(200):  # beacons every 0.1 s: 20 s at most
+            if sub.poll(100):
+                frames = sub.recv_multipart()
+                if len(frames) == 3 and frames[1] == address.encode():
+                    return frames[2].decode()
+        raise AssertionError(f"no beacon of {address} relayed")
+
+    opts = {"towers": [tower.endpoint], "beacon_interval": 0.1}
+    nodes: list[tuple[Callable[..., Any], str | None, str]] = [
+        (lambda **kw: Producer("t", **kw), "node1.example", "tcp://node1.example:"),
+        (lambda **kw: Consumer(["t"], **kw), "[::1]", "tcp://[::1]:"),
+        # Empty: the tower puts in the TCP peer address.
+        (lambda **kw: dafka.Store(tmp_path / "s", **kw), "", "tcp://127.0.0.1:"),
+        (lambda **kw: Producer("t", **kw), None, "tcp://127.0.0.1:"),
+    ]
+    try:
+        for make, host, prefix in nodes:
+            with make(advertise_host=host, **opts) as node:
+                port = node.endpoint.rsplit(":", 1)[1]
+                assert relayed(node.address) == prefix + port, host
+    finally:
+        sub.close()
+        ctx.term()
+    for bad in ("tcp://10.0.0.5", "10.0.0.5:5556", "a b", "h\0", "h" * 256):
+        with pytest.raises(dafka.ConfigError, match="advertise_host must be a host"):
+            Producer("t", advertise_host=bad)
+        with pytest.raises(dafka.ConfigError, match="advertise_host must be a host"):
+            dafka.Store(tmp_path / "bad", advertise_host=bad)
+    assert not (tmp_path / "bad").exists(), "a refused store writes nothing"
 
 
 @pytest.mark.parametrize("wire", ["rfc", "zproto"])

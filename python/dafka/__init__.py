@@ -2,7 +2,11 @@
 
 A Rust core (codec, segment store, node event loops) exposed to Python:
 :class:`Tower`, :class:`Producer`, :class:`Consumer`, :class:`Store`, the
-:class:`Record` a consumer delivers, and :class:`Log` for local tooling.
+:class:`Record` a consumer delivers, and :class:`Log` for local tooling; the
+bounded read clients :func:`heads`, :func:`offsets`, :func:`fetch_range`,
+:func:`fetch_ranges` and :class:`HeadsWatch`; the codec in :mod:`dafka.wire`;
+the exceptions of :mod:`dafka.exceptions` (every one a :class:`DafkaError`).
+Also :mod:`dafka.aio` (asyncio helpers) and :mod:`dafka.spark` (PySpark).
 """
 
 from __future__ import annotations

@@ -216,6 +216,7 @@ class Producer:
         sndhwm: int = 1000000,
         rcvhwm: int = 1000000,
         max_record_bytes: int = 67108864,
+        advertise_host: str | None = None,
     ) -> Producer: ...
     def send(self, value: Buffer, *, timeout: float | None = None) -> int: ...
     def send_many(
@@ -273,6 +274,7 @@ class Consumer:
         beacon_timeout: float = 4.0,
         sndhwm: int = 1000000,
         rcvhwm: int = 1000000,
+        advertise_host: str | None = None,
     ) -> Consumer: ...
     def poll(self, timeout: float | None = None) -> Record | None: ...
     def poll_many(self, max_records: int = 10000, timeout: float | None = None) -> list[Record]: ...
@@ -358,6 +360,7 @@ class Store:
         fetch_retry: float = 0.5,
         max_open_files: int | None = None,
         forget_parked_hours: int | None = ...,
+        advertise_host: str | None = None,
     ) -> Store: ...
     @property
     def address(self) -> str: ...

@@ -470,9 +470,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_node_args(pr)
     pr.add_argument(
         "--min-acks",
-        type=_natural("a number of stores", _U64_MAX),
+        # A producer tracks the ACKs of at most 1,024 stores.
+        type=_natural("a number of stores", 1024),
         default=1,
-        help="stores that must ACK (default 1)",
+        help="stores that must ACK, 0 to 1024 (default 1)",
     )
     pr.add_argument(
         "--linger",

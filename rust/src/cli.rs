@@ -259,7 +259,7 @@ pub struct StoreArgs {
     /// Forget a peer silent this long, ms [default: 4000]
     #[arg(long, value_name = "MS")]
     pub beacon_timeout: Option<u64>,
-    /// When the log fdatasyncs: always, interval (group commit) or never [default: interval]
+    /// When the store fdatasyncs: interval (group commit), always (whatever is unsynced, at every turn of its loop) or never (at shutdown only) [default: interval]
     #[arg(long, value_name = "POLICY")]
     pub fsync: Option<FsyncPolicy>,
     /// With fsync=interval: sync at most this often, ms [default: 1]
@@ -271,7 +271,7 @@ pub struct StoreArgs {
     /// Roll to a new segment at this size [default: 536870912]
     #[arg(long, value_name = "BYTES")]
     pub segment_bytes: Option<u64>,
-    /// Delete sealed segments older than this; 0 keeps them forever [default: 168]
+    /// Delete segments whose newest record is older than this (the active one too: a finished producer's partition empties and is parked); 0 keeps them forever [default: 168]
     #[arg(long, value_name = "HOURS")]
     pub retain_hours: Option<u64>,
     /// Keep at most this many bytes per partition; 0 = no limit [default: 0]

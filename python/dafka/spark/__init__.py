@@ -1,8 +1,8 @@
 """PySpark integration: bulk ingest from DataFrames, UDF encoders, and the
 ``dafka`` data source (batch and streaming reads and writes).
 
-PySpark and pyarrow are imported lazily (install the ``dafka[spark]`` extra); this
-module imports without them.
+PySpark, pyarrow and pandas are imported lazily (install the ``dafka[spark]``
+extra); this module imports without them.
 
 Producing (see :mod:`dafka.spark._produce` for retry semantics):
 
@@ -18,7 +18,9 @@ Producing (see :mod:`dafka.spark._produce` for retry semantics):
   producing UDF.
 
 :func:`run_query` runs a streaming query to its end, starting it again from its
-checkpoint when Spark could not start its Python worker in time (a fixed 10 s).
+checkpoint when Spark could not start its Python worker in time (a fixed 10 s);
+:func:`died_starting` tells that case apart. :func:`local_session` and
+:func:`local_cluster` (a tower and a store on 127.0.0.1) are for local runs.
 
 Reading and writing with the data source, after :func:`register`::
 

@@ -63,6 +63,9 @@ impl NodeConfig {
         for p in &self.peers {
             check_peer(p)?;
         }
+        if let Some(h) = &self.advertise_host {
+            check_host("advertise_host", h)?;
+        }
         if self.beacon_interval.is_zero() {
             return Err(Error::Config("beacon_interval must be > 0".into()));
         }
@@ -350,6 +353,28 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A host for beacons (`advertise_host`): a name or address that peers
+/// connect to as `tcp://HOST:PORT`, or empty to let the tower put in the TCP
+/// peer address. No scheme, port, path, space or NUL byte; at most 255 bytes.
+/// An IPv6 address goes in brackets (`[::1]`), as in an endpoint.
+pub fn check_host(what: &str, h: &str) -> Result<()> {
+    let ipv6 = h
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .is_some_and(|a| a.contains(':') && !a.contains(['[', ']']));
+    let bad = h.len() > 255
+        || h.chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "/@?#".contains(c))
+        || (h.contains([':', '[', ']']) && !ipv6);
+    if bad {
+        return Err(Error::Config(format!(
+            "{what} must be a host name or address peers can reach (e.g. \"10.0.0.5\", \
+             \"node1.example\", \"[::1]\"; no scheme or port, at most 255 bytes), got {h:?}"
+        )));
+    }
+    Ok(())
+}
+
 /// [`check_endpoint`] for an endpoint to connect to: it needs the port.
 pub fn check_peer(e: &str) -> Result<()> {
     check_any("peer", e, false)
@@ -417,6 +442,34 @@ mod tests {
             "tcp://h\0:5556",
         ] {
             assert!(TowerAddr::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The host a node puts in its beacons becomes `tcp://HOST:PORT` at
+    /// every peer: what cannot be one is refused where it is configured.
+    #[test]
+    fn advertise_hosts() {
+        let with = |h: &str| NodeConfig {
+            advertise_host: Some(h.into()),
+            ..NodeConfig::default()
+        };
+        for good in ["10.0.0.5", "node-1.example", "[::1]", "[fe80::1%eth0]", ""] {
+            assert!(with(good).validate().is_ok(), "{good:?}");
+        }
+        for bad in [
+            "tcp://10.0.0.5",
+            "10.0.0.5:5556",
+            "::1",
+            "a b",
+            "h\0",
+            "h\n",
+            "[]",
+            "[node1]",
+            "a]",
+            &"h".repeat(256),
+        ] {
+            let e = with(bad).validate().unwrap_err().to_string();
+            assert!(e.contains("advertise_host must be a host"), "{bad:?}: {e}");
         }
     }
 

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crossbeam_utils::CachePadded;
+
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::{check_name, ConsumerConfig, OffsetReset};
@@ -626,9 +628,12 @@ enum Cmd {
     Connect(String),
 }
 
+/// The counters (`stats`, written by the node thread at every turn) have
+/// cache lines of their own, apart from the queue's counts that the
+/// application updates at every poll.
 #[derive(Debug, Default)]
 struct ConsumerShared {
-    stats: Stats,
+    stats: CachePadded<Stats>,
     /// Deliveries in the channel not yet taken by the application.
     buffered: AtomicUsize,
     /// Bytes of their values.

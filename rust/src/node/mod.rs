@@ -1,8 +1,10 @@
 //! Dafka nodes, each one OS thread owning its sockets ([`actor`]): the
-//! [`tower`], the [`producer`] and the [`consumer`]. What every node shares
-//! lives in [`core`] (XPUB/SUB, [`Out`](core::Out), stats), [`beacon`]
-//! (discovery) and [`config`] (typed settings with documented defaults).
-//! Protocol decisions are pure state machines, unit-tested without sockets.
+//! [`tower`], the [`producer`], the [`consumer`] and the [`store`] (its
+//! protocol decisions in [`store_logic`]), and the read clients of batch
+//! jobs ([`fetcher`]). What every node shares lives in [`core`] (XPUB/XSUB,
+//! [`Out`](core::Out), stats), [`beacon`] (discovery) and [`config`] (typed
+//! settings with documented defaults). Protocol decisions are pure state
+//! machines, unit-tested without sockets.
 
 pub mod actor;
 pub mod batch;

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crossbeam_utils::CachePadded;
+
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::batch::Batch;
@@ -320,7 +322,10 @@ impl Pending {
     }
 }
 
-/// What the handle and the node thread share.
+/// What the handle and the node thread share. The records `send` copies
+/// (`pending`, written by the application) and the counters (`stats`,
+/// written by the node thread at every turn) each have cache lines of their
+/// own, apart from the release state both threads touch.
 #[derive(Debug, Default)]
 pub struct ProducerShared {
     unacked_bytes: AtomicUsize,
@@ -328,11 +333,11 @@ pub struct ProducerShared {
     acked: AtomicI64,
     lock: Mutex<()>,
     cv: Condvar,
-    pub stats: Stats,
+    pub stats: CachePadded<Stats>,
     /// Subscriptions to every RECORD (`M`, what stores subscribe) on the
     /// XPUB, less their unsubscriptions: the stores connected now.
     stores_seen: AtomicUsize,
-    pending: Mutex<Pending>,
+    pending: CachePadded<Mutex<Pending>>,
 }
 
 impl ProducerShared {

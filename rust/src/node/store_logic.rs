@@ -198,8 +198,10 @@ pub struct StoreCounters {
     pub duplicates: u64,
     pub held: u64,
     pub dropped_oversize: u64,
-    /// RECORDs and HEADs whose partition name no store could hold (not 1-64
-    /// bytes of ASCII letters, digits, '-' and '_').
+    /// RECORDs and HEADs no store could hold: a partition name that is not
+    /// 1-64 bytes of ASCII letters, digits, '-' and '_', the offset 2^64-1
+    /// (no next offset could follow it), or a new partition's topic too long
+    /// to name a directory (over 255 bytes escaped).
     pub dropped_invalid: u64,
     pub dropped_held_full: u64,
     pub fetches_sent: u64,

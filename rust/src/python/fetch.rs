@@ -27,6 +27,7 @@ fn read_config(
         beacon_timeout,
         1_000_000,
         1_000_000,
+        None,
     )
 }
 

@@ -71,6 +71,7 @@ pub(super) fn node_config(
     beacon_timeout: f64,
     sndhwm: i128,
     rcvhwm: i128,
+    advertise_host: Option<String>,
 ) -> PyResult<NodeConfig> {
     let cfg = NodeConfig {
         bind,
@@ -81,7 +82,7 @@ pub(super) fn node_config(
             .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))?,
         beacon_interval: seconds("beacon_interval", beacon_interval)?,
         beacon_timeout: seconds("beacon_timeout", beacon_timeout)?,
-        advertise_host: None,
+        advertise_host,
         sndhwm: hwm("sndhwm", sndhwm)?,
         rcvhwm: hwm("rcvhwm", rcvhwm)?,
     };
@@ -172,7 +173,7 @@ impl PyProducer {
         topic, *, towers = None, peers = None, wire = "rfc", min_acks = 1, head_interval = 1.0,
         max_unacked_bytes = 268435456, send_timeout = None, on_delivery = None,
         bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000, max_record_bytes = 67108864
+        sndhwm = 1000000, rcvhwm = 1000000, max_record_bytes = 67108864, advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -192,6 +193,7 @@ impl PyProducer {
         sndhwm: i128,
         rcvhwm: i128,
         max_record_bytes: i128,
+        advertise_host: Option<String>,
     ) -> PyResult<Self> {
         if let Some(cb) = &on_delivery {
             if !cb.bind(py).is_callable() {
@@ -208,6 +210,7 @@ impl PyProducer {
                 beacon_timeout,
                 sndhwm,
                 rcvhwm,
+                advertise_host,
             )?,
             head_interval: seconds("head_interval", head_interval)?,
             min_acks: unsigned("min_acks", min_acks)?,
@@ -466,7 +469,8 @@ impl PyConsumer {
         fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
         max_buffered_bytes = 67108864, give_up_fetches = 6, start_offsets = None, idle_after = 60.0,
         forget_after = Some(691200.0), bind = "tcp://127.0.0.1:*".to_string(),
-        beacon_interval = 1.0, beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000
+        beacon_interval = 1.0, beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000,
+        advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -490,6 +494,7 @@ impl PyConsumer {
         beacon_timeout: f64,
         sndhwm: i128,
         rcvhwm: i128,
+        advertise_host: Option<String>,
     ) -> PyResult<Self> {
         let mut starts = Vec::new();
         for (p, off) in start_offsets.unwrap_or_default() {
@@ -515,6 +520,7 @@ impl PyConsumer {
                 beacon_timeout,
                 sndhwm,
                 rcvhwm,
+                advertise_host,
             )?,
             offset_reset: offset_reset.parse()?,
             fetch_retry: seconds("fetch_retry", fetch_retry)?,

@@ -32,7 +32,8 @@ impl PyStore {
         sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 1,
         flush_messages = 100000, segment_bytes = 536870912, retain_hours = Some(168),
         retain_bytes = None, recovery = "tolerate_tail_corruption", max_record_bytes = 67108864,
-        fetch_retry = 0.5, max_open_files = None, forget_parked_hours = Some(720)
+        fetch_retry = 0.5, max_open_files = None, forget_parked_hours = Some(720),
+        advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -57,6 +58,7 @@ impl PyStore {
         fetch_retry: f64,
         max_open_files: Option<i128>,
         forget_parked_hours: Option<i128>,
+        advertise_host: Option<String>,
     ) -> PyResult<Self> {
         let mut cfg = StoreConfig {
             node: node_config(
@@ -68,6 +70,7 @@ impl PyStore {
                 beacon_timeout,
                 sndhwm,
                 rcvhwm,
+                advertise_host,
             )?,
             ..StoreConfig::default()
         };
