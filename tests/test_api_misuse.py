@@ -5,6 +5,7 @@ flags of the ``dafka`` command line. Each is a clear error that says what to pas
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from pathlib import Path
 
@@ -151,3 +152,13 @@ def test_cli_log_dump_takes_valid_numeric_flags(
     assert cli.main(["log", "dump", str(tmp_path), "t", P, "--from", "1", "--count", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[::2] for line in out] == [["1", "b"]]
+
+
+@pytest.mark.parametrize("cls", [dafka.Producer, dafka.Consumer, dafka.Store, dafka.Tower])
+def test_every_constructor_argument_is_documented(cls: type) -> None:
+    """`help(dafka.Producer)` lists each keyword argument with its default: a new
+    argument without a line in the docstring fails here."""
+    sig = inspect.signature(cls)
+    doc = cls.__doc__ or ""
+    missing = [name for name in sig.parameters if not re.search(rf"^{name} : ", doc, re.M)]
+    assert not missing, f"{cls.__name__}: undocumented arguments {missing}"

@@ -247,7 +247,7 @@ pub struct StoreArgs {
     /// Where the store's XPUB binds (port 0 or * = ephemeral) [default: tcp://127.0.0.1:*]
     #[arg(long, value_name = "ENDPOINT")]
     pub bind: Option<String>,
-    /// Host announced in beacons [default: the bound host]
+    /// Host announced in beacons; "" lets the tower use the TCP peer address [default: the bound host, or "" when bound to a wildcard]
     #[arg(long, value_name = "HOST")]
     pub advertise_host: Option<String>,
     /// The dialect the store sends in (it receives both) [default: rfc]

@@ -353,23 +353,33 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// A host for beacons (`advertise_host`): a name or address that peers
-/// connect to as `tcp://HOST:PORT`, or empty to let the tower put in the TCP
-/// peer address. No scheme, port, path, space or NUL byte; at most 255 bytes.
-/// An IPv6 address goes in brackets (`[::1]`), as in an endpoint.
+/// A host for beacons (`advertise_host`): what peers connect to as
+/// `tcp://HOST:PORT`. A name or IPv4 address (an ASCII letter or digit, then
+/// letters, digits, '.', '-' or '_'), an IPv6 address in brackets (`[::1]`,
+/// `[fe80::1%eth0]`), or empty to let the tower put in the TCP peer address.
+/// At most 255 bytes. A wildcard (`*`, `0.0.0.0`, `[::]`) names no host a
+/// peer could reach.
 pub fn check_host(what: &str, h: &str) -> Result<()> {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || ".-_".contains(c);
+    let name = h.starts_with(|c: char| c.is_ascii_alphanumeric()) && h.chars().all(name_char);
     let ipv6 = h
         .strip_prefix('[')
         .and_then(|r| r.strip_suffix(']'))
-        .is_some_and(|a| a.contains(':') && !a.contains(['[', ']']));
-    let bad = h.len() > 255
-        || h.chars()
-            .any(|c| c.is_whitespace() || c.is_control() || "/@?#".contains(c))
-        || (h.contains([':', '[', ']']) && !ipv6);
-    if bad {
+        .is_some_and(|inner| {
+            let (addr, zone) = match inner.split_once('%') {
+                Some((a, z)) => (a, Some(z)),
+                None => (inner, None),
+            };
+            addr.parse::<std::net::Ipv6Addr>()
+                .is_ok_and(|a| !a.is_unspecified())
+                && zone.is_none_or(|z| !z.is_empty() && z.chars().all(name_char))
+        });
+    let wildcard = h == "0.0.0.0";
+    if h.len() > 255 || wildcard || !(h.is_empty() || name || ipv6) {
         return Err(Error::Config(format!(
             "{what} must be a host name or address peers can reach (e.g. \"10.0.0.5\", \
-             \"node1.example\", \"[::1]\"; no scheme or port, at most 255 bytes), got {h:?}"
+             \"node1.example\", \"[::1]\"; no scheme or port, at most 255 bytes; \"\" lets \
+             the tower use the TCP peer address), got {h:?}"
         )));
     }
     Ok(())
@@ -453,7 +463,15 @@ mod tests {
             advertise_host: Some(h.into()),
             ..NodeConfig::default()
         };
-        for good in ["10.0.0.5", "node-1.example", "[::1]", "[fe80::1%eth0]", ""] {
+        for good in [
+            "10.0.0.5",
+            "node-1.example",
+            "Node_2",
+            "[::1]",
+            "[fe80::1%eth0]",
+            "[2001:db8::5]",
+            "",
+        ] {
             assert!(with(good).validate().is_ok(), "{good:?}");
         }
         for bad in [
@@ -466,6 +484,21 @@ mod tests {
             "[]",
             "[node1]",
             "a]",
+            "-node",
+            ".x",
+            "_x",
+            "*",
+            "0.0.0.0",
+            "[::]",
+            "node!",
+            "a,b",
+            "a;b",
+            "a%b",
+            "nöde",
+            "[:]",
+            "[zz::yy]",
+            "[::1%]",
+            "[::1%a b]",
             &"h".repeat(256),
         ] {
             let e = with(bad).validate().unwrap_err().to_string();

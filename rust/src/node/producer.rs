@@ -322,10 +322,11 @@ impl Pending {
     }
 }
 
-/// What the handle and the node thread share. The records `send` copies
-/// (`pending`, written by the application) and the counters (`stats`,
-/// written by the node thread at every turn) each have cache lines of their
-/// own, apart from the release state both threads touch.
+/// What the handle and the node thread share. The counters (`stats`,
+/// written by the node thread at every turn) and the lock over the records
+/// `send` copies (`pending`, taken by `send` and by the node thread) each
+/// have cache lines of their own, apart from the release state both threads
+/// touch. The records' bytes are on the heap either way.
 #[derive(Debug, Default)]
 pub struct ProducerShared {
     unacked_bytes: AtomicUsize,

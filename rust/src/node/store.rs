@@ -1134,6 +1134,8 @@ impl StoreNode<DurableLog> {
                 "flush_messages must be at least 1 (use fsync=always to sync every append)".into(),
             ));
         }
+        // Before anything is written: a refused setting leaves no directory.
+        cfg.node.validate()?;
         let address = store_identity(dir)?;
         let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
         Self::start(&address, log, cfg.node, cfg.logic)

@@ -152,6 +152,24 @@ fn wait_for(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A setting refused at open leaves nothing on disk: the node's settings are
+/// checked before the store's directory, `store.id` and log are made.
+#[test]
+fn a_refused_node_setting_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let cfg = StoreConfig {
+        node: NodeConfig {
+            advertise_host: Some("tcp://10.0.0.5".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = Store::open(&path, cfg).err().expect("refused");
+    assert!(e.to_string().contains("advertise_host"), "{e}");
+    assert!(!path.exists());
+}
+
 #[test]
 fn store_acks_durably_and_serves_a_late_consumer_alone() {
     let dir = tempfile::tempdir().unwrap();

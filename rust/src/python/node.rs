@@ -91,6 +91,28 @@ pub(super) fn node_config(
 }
 
 /// A tower: relays beacons so nodes find each other.
+///
+/// Nodes send their beacons to the tower's XSUB socket (``beacon_in``), and it relays them to
+/// every node through its XPUB socket (``beacon_out``). It carries no records. Nodes name it
+/// in ``towers=[tower.endpoint]``. When a node joins, the tower repeats the last beacons of
+/// the live nodes it knows, so the new node finds its peers at once. It remembers at most
+/// 16,384 nodes; beacons of more are still relayed. It runs on its own thread until ``close()``.
+///
+/// Parameters
+/// ----------
+/// beacon_in : str, default "tcp://*:5556"
+///     Endpoint the XSUB socket binds, where nodes send beacons (5556 as in the C reference).
+///     Port 0 or ``*`` picks a free port. A wildcard host shows as 127.0.0.1 in ``endpoint``.
+/// beacon_out : str, default "tcp://*:5557"
+///     Endpoint the XPUB socket binds, where nodes receive beacons (5557 as in the C
+///     reference). Port 0 or ``*`` picks a free port.
+///
+/// Raises
+/// ------
+/// ConfigError
+///     An endpoint is malformed: not ``tcp://HOST:PORT``, ``ipc://PATH`` or ``inproc://NAME``.
+/// NodeError
+///     A socket cannot bind, e.g. the port is in use.
 #[pyclass(module = "dafka._native", name = "Tower", frozen)]
 struct PyTower {
     inner: Tower,
@@ -116,15 +138,18 @@ impl PyTower {
     fn endpoint(&self) -> String {
         self.inner.endpoint()
     }
+    /// The bound endpoint of the XSUB that receives beacons (a wildcard host shows as 127.0.0.1).
     #[getter]
     fn beacon_in(&self) -> String {
         self.inner.beacon_in().to_string()
     }
+    /// The bound endpoint of the XPUB that sends beacons (a wildcard host shows as 127.0.0.1).
     #[getter]
     fn beacon_out(&self) -> String {
         self.inner.beacon_out().to_string()
     }
-    /// Counters: ``beacons`` relayed, ``malformed`` dropped.
+    /// Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
+    /// knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }
@@ -133,9 +158,11 @@ impl PyTower {
         py.detach(|| self.inner.close())?;
         Ok(())
     }
+    /// Returns the tower, for ``with Tower(...) as tower:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
+    /// Closes the tower on leaving the ``with`` block; an exception propagates.
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;
@@ -144,6 +171,72 @@ impl PyTower {
 }
 
 /// A producer: one partition of one topic.
+///
+/// Publishes records to ``topic``. The partition is named by the producer's ``address`` (32 hex
+/// characters, new for each producer), and its offsets count from 0. Each record stays in memory
+/// until ``min_acks`` distinct stores have ACKed it, and FETCHes for it are answered from there.
+/// Once it has published, the producer sends a HEAD every ``head_interval`` seconds. The node runs
+/// on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
+///
+/// Parameters
+/// ----------
+/// topic : str
+///     The topic, 1 to 255 bytes.
+/// towers : list of str or None, default None
+///     Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
+///     gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
+/// peers : list of str or None, default None
+///     Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
+///     to, no tower needed. ``connect(endpoint)`` adds one later.
+/// wire : str, default "rfc"
+///     The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
+///     node receives both.
+/// min_acks : int, default 1
+///     Distinct stores that must ACK a record before it leaves the buffer, 0 to 1,024. With 0 a
+///     record is released as soon as it is sent.
+/// head_interval : float, default 1.0
+///     Seconds between HEADs once something was published; must be > 0.
+/// max_unacked_bytes : int, default 268435456 (256 MiB)
+///     Bound on the bytes of records not yet released; must be > 0. ``send`` blocks while a record
+///     would pass it, until ACKs free room or its timeout passes. An empty buffer takes any record.
+/// send_timeout : float or None, default None
+///     Seconds ``send``, ``send_many`` and ``send_buffers`` wait for room when called without
+///     ``timeout``, before they raise ``BufferFullError``. None waits for good.
+/// on_delivery : callable or None, default None
+///     Called as ``on_delivery(acked_offset)`` by ``flush()`` and ``poll()``, in the calling
+///     thread, when the acknowledged offset has advanced.
+/// bind : str, default "tcp://127.0.0.1:*"
+///     Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
+///     from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+/// beacon_interval : float, default 1.0
+///     Seconds between the node's beacons; must be > 0.
+/// beacon_timeout : float, default 4.0
+///     A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+/// sndhwm : int, default 1000000
+///     Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+///     2,147,483,647.
+/// rcvhwm : int, default 1000000
+///     Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+///     2,147,483,647.
+/// max_record_bytes : int, default 67108864 (64 MiB)
+///     A longer value raises ``RecordTooLargeError`` and nothing is sent; must be > 0. Stores drop
+///     records over their own ``max_record_bytes`` (the same default): raise both together.
+/// advertise_host : str or None, default None
+///     Host put in beacons, for a node behind NAT or in a container: peers connect to
+///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
+///     or ``""`` when bound to a wildcard.
+///
+/// Raises
+/// ------
+/// ConfigError
+///     An option is out of range or malformed: an endpoint, ``wire``, ``topic``, a zero interval
+///     or bound, ``min_acks`` over 1,024.
+/// ValueError
+///     A negative or too large integer, or a number of seconds that is negative or not finite.
+/// TypeError
+///     ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable.
+/// NodeError
+///     The node cannot start, e.g. its ``bind`` endpoint is in use.
 #[pyclass(module = "dafka._native", name = "Producer", frozen)]
 struct PyProducer {
     inner: Producer,
@@ -389,10 +482,13 @@ impl PyProducer {
     fn next_offset(&self) -> u64 {
         self.inner.next_offset()
     }
+    /// Bytes of the records held until ``min_acks`` stores ACK them (bounded by
+    /// ``max_unacked_bytes``).
     #[getter]
     fn unacked_bytes(&self) -> usize {
         self.inner.unacked_bytes()
     }
+    /// The topic this producer publishes to.
     #[getter]
     fn topic(&self) -> &str {
         self.inner.topic()
@@ -411,6 +507,8 @@ impl PyProducer {
     fn connect(&self, endpoint: &str) -> PyResult<()> {
         Ok(self.inner.connect(endpoint)?)
     }
+    /// The node's counters as ``{name: count}``. A producer counts ``records_sent``,
+    /// ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed`` and ``peers``.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }
@@ -421,9 +519,12 @@ impl PyProducer {
         py.detach(|| self.inner.close())?;
         Ok(())
     }
+    /// Returns the producer, for ``with Producer(...) as producer:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
+    /// Closes the producer on leaving the ``with`` block (no ``flush``: call it first);
+    /// an exception propagates.
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;
@@ -432,6 +533,88 @@ impl PyProducer {
 }
 
 /// A consumer of one or more topics.
+///
+/// Receives the records of every partition (producer) of ``topics`` that it finds through its
+/// towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
+/// fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
+/// resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+/// on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
+///
+/// Parameters
+/// ----------
+/// topics : list of str
+///     The topics to read, at least one, each 1 to 255 bytes.
+/// towers : list of str or None, default None
+///     Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
+///     gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
+/// peers : list of str or None, default None
+///     Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
+///     to, no tower needed. ``connect(endpoint)`` adds one later.
+/// wire : str, default "rfc"
+///     The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
+///     node receives both.
+/// offset_reset : str, default "latest"
+///     Where a partition seen for the first time starts, unless ``start_offsets`` lists it:
+///     ``"latest"`` at the first record seen (or after the first HEAD seen), ``"earliest"`` at
+///     offset 0, fetching everything the producer and stores still hold.
+/// fetch_retry : float, default 0.5
+///     Seconds after which an unanswered FETCH is sent again; must be > 0. After
+///     ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16 times this.
+/// max_fetch : int, default 10000
+///     Most records one FETCH asks for; must be > 0.
+/// max_pending : int, default 100000
+///     Out-of-order records held per partition while a gap is fetched (and at most 64 MiB); must
+///     be > 0. Records past the bound are fetched again once the gap fills.
+/// max_buffered : int, default 100000
+///     Records received but not yet returned to the application; must be > 0. While it is full,
+///     the node stops reading (counted in ``stats()["pauses"]``); what the producers drop
+///     meanwhile is fetched once it reads again.
+/// max_buffered_bytes : int, default 67108864 (64 MiB)
+///     The same bound in bytes of values; must be > 0. One record is taken however large.
+/// give_up_fetches : int, default 6
+///     FETCH retries without progress before a gap is skipped, when a node answered the FETCH from
+///     past the gap (retention deleted it). Skipped records count in ``stats()["records_lost"]``.
+///     Must be > 0.
+/// start_offsets : dict of str to int, or None, default None
+///     ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It overrides
+///     ``offset_reset`` for the partitions listed.
+/// idle_after : float, default 60.0
+///     A partition caught up and not heard of for this many seconds keeps only its position, not
+///     its protocol state; must be > 0.
+/// forget_after : float or None, default 691200.0 (8 days)
+///     The position of a partition not heard of for this many seconds is forgotten, unless it was
+///     seeked; heard of again, it starts by ``offset_reset``. Keep it above the stores' retention
+///     (168 hours by default). None keeps every position; 0 is refused.
+/// bind : str, default "tcp://127.0.0.1:*"
+///     Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
+///     from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+/// beacon_interval : float, default 1.0
+///     Seconds between the node's beacons; must be > 0.
+/// beacon_timeout : float, default 4.0
+///     A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+/// sndhwm : int, default 1000000
+///     Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+///     2,147,483,647.
+/// rcvhwm : int, default 1000000
+///     Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+///     2,147,483,647.
+/// advertise_host : str or None, default None
+///     Host put in beacons, for a node behind NAT or in a container: peers connect to
+///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
+///     or ``""`` when bound to a wildcard.
+///
+/// Raises
+/// ------
+/// ConfigError
+///     An option is out of range or malformed: an endpoint, ``wire``, ``offset_reset``, a topic or
+///     partition name, a zero interval or bound.
+/// ValueError
+///     ``topics`` is empty, an integer or offset is negative or too large, or a number of seconds
+///     is negative or not finite.
+/// TypeError
+///     ``topics``, ``towers`` or ``peers`` is a ``str`` instead of a list of str.
+/// NodeError
+///     The node cannot start, e.g. its ``bind`` endpoint is in use.
 #[pyclass(module = "dafka._native", name = "Consumer", frozen)]
 struct PyConsumer {
     inner: Consumer,
@@ -576,18 +759,23 @@ impl PyConsumer {
     fn connect(&self, endpoint: &str) -> PyResult<()> {
         Ok(self.inner.connect(endpoint)?)
     }
+    /// The topics this consumer reads.
     #[getter]
     fn topics(&self) -> Vec<String> {
         self.inner.topics().to_vec()
     }
+    /// This consumer's address (32 hex characters).
     #[getter]
     fn address(&self) -> &str {
         self.inner.address()
     }
+    /// The XPUB endpoint other nodes list in ``peers=[...]``.
     #[getter]
     fn endpoint(&self) -> &str {
         self.inner.endpoint()
     }
+    /// The node's counters as ``{name: count}``, e.g. ``delivered``, ``gaps``, ``fetches_sent``,
+    /// ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``, ``malformed``.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }
@@ -596,6 +784,8 @@ impl PyConsumer {
         py.detach(|| self.inner.close())?;
         Ok(())
     }
+    /// Returns the consumer: ``for record in consumer`` waits for each record and ends when
+    /// the consumer is closed.
     fn __iter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
@@ -615,9 +805,11 @@ impl PyConsumer {
             Err(e) => Err(e),
         }
     }
+    /// Returns the consumer, for ``with Consumer(...) as consumer:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
+    /// Closes the consumer on leaving the ``with`` block; an exception propagates.
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;

@@ -15,8 +15,98 @@ use crate::python::{opt_unsigned, unsigned, StrList};
 
 static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// A store: persists every partition it hears, ACKs what is durable, serves
-/// FETCHes to late consumers and other stores.
+/// A store: persists the partitions it hears, ACKs what is durable, answers FETCHes.
+///
+/// Runs a store node in this process over the durable log in ``PATH/log``. Its address is kept in
+/// ``PATH/store.id`` and reused after a restart. It ACKs, cumulatively per partition, only what
+/// reached fdatasync (with ``fsync="never"``, what was appended). It fetches its own gaps from
+/// producers and other stores, and serves FETCHes of late consumers and other stores from the
+/// log. On a storage error (disk full) it stops ACKing, reports the error in ``stats()["error"]``,
+/// reopens the failed partitions every second and resumes. The node runs on its own thread.
+///
+/// Parameters
+/// ----------
+/// path : str or os.PathLike
+///     The store's directory, created if missing. It must not be empty (``"."`` names the
+///     current directory).
+/// towers : list of str or None, default None
+///     Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
+///     gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
+/// peers : list of str or None, default None
+///     Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
+///     to, no tower needed. ``connect(endpoint)`` adds one later.
+/// wire : str, default "rfc"
+///     The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
+///     node receives both.
+/// bind : str, default "tcp://127.0.0.1:*"
+///     Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
+///     from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+/// beacon_interval : float, default 1.0
+///     Seconds between the node's beacons; must be > 0.
+/// beacon_timeout : float, default 4.0
+///     A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+/// sndhwm : int, default 1000000
+///     Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+///     2,147,483,647.
+/// rcvhwm : int, default 1000000
+///     Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+///     2,147,483,647.
+/// fsync : str, default "interval"
+///     When appends are synced: ``"interval"`` (a group commit once ``flush_interval_ms`` passed
+///     or ``flush_messages`` records are unsynced), ``"always"`` (a sync whenever records are
+///     unsynced and none is running) or ``"never"`` (only when the store closes).
+/// flush_interval_ms : int, default 1
+///     With ``fsync="interval"``: sync once this many milliseconds passed since the last sync.
+/// flush_messages : int, default 100000
+///     With ``fsync="interval"``: sync once this many records are unsynced; must be >= 1.
+/// segment_bytes : int, default 536870912 (512 MiB)
+///     Roll a partition to a new segment file when the active one would pass this size; 48 to
+///     2147483648.
+/// retain_hours : int or None, default 168
+///     Delete segments whose newest record is older than this many hours, the active one too,
+///     checked every 60 s; an emptied partition keeps its next offset, parked. None keeps records
+///     for good; 0 is refused.
+/// retain_bytes : int or None, default None
+///     Delete a partition's oldest sealed segments while it holds more bytes than this. None sets
+///     no limit.
+/// recovery : str, default "tolerate_tail_corruption"
+///     What opening does with damage at the end of a partition's last segment:
+///     ``"tolerate_tail_corruption"`` cuts it off if no valid record follows it,
+///     ``"absolute_consistency"`` cuts off only a torn last record. A partition whose damage
+///     recovery refuses is set aside (counted in ``stats()["damaged_partitions"]``).
+/// max_record_bytes : int, default 67108864 (64 MiB)
+///     Longer records are dropped and counted in ``stats()["dropped_oversize"]``; must be >= 1.
+///     Keep it at least the producers' ``max_record_bytes``.
+/// fetch_retry : float, default 0.5
+///     Seconds after which an unanswered FETCH for a gap is sent again; at least 0.001. After 6
+///     unanswered tries the interval doubles per retry, up to 16 times this.
+/// max_open_files : int or None, default None
+///     Most segment files kept open; the others are reopened on use. None: half the process's
+///     open-files limit (whose soft value is raised to the hard one), at least 64. All stores in a
+///     process together keep within that half. 0 is refused.
+/// forget_parked_hours : int or None, default 720
+///     Forget a parked partition (one that retention emptied, kept as its next offset) this many
+///     hours after it was parked. None keeps them for good; 0 is refused.
+/// advertise_host : str or None, default None
+///     Host put in beacons, for a node behind NAT or in a container: peers connect to
+///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
+///     or ``""`` when bound to a wildcard.
+///
+/// Raises
+/// ------
+/// ConfigError
+///     An option is out of range or malformed: an endpoint, ``wire``, ``fsync``, ``recovery``,
+///     ``fetch_retry``, a zero count, an empty ``path`` or a bad ``PATH/store.id``.
+/// ValueError
+///     A negative or too large integer, ``retain_hours=0`` or ``forget_parked_hours=0``, or a
+///     number of seconds that is negative or not finite.
+/// TypeError
+///     ``towers`` or ``peers`` is a ``str`` instead of a list.
+/// LogError
+///     The log cannot be opened, e.g. another ``Store`` or ``Log`` holds it; ``LogValueError`` for
+///     ``segment_bytes`` out of range or ``max_open_files=0``.
+/// NodeError
+///     The node cannot start, e.g. its ``bind`` endpoint is in use.
 #[pyclass(module = "dafka._native", name = "Store", frozen)]
 struct PyStore {
     inner: Store,
@@ -107,6 +197,7 @@ impl PyStore {
     fn endpoint(&self) -> &str {
         self.inner.endpoint()
     }
+    /// The store's directory, as given.
     #[getter]
     fn path(&self) -> &str {
         &self.path
@@ -239,14 +330,17 @@ impl PyStore {
         py.detach(|| self.inner.close())?;
         Ok(())
     }
+    /// Returns the store, for ``with Store(...) as store:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
+    /// Closes the store on leaving the ``with`` block; an exception propagates.
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;
         Ok(false)
     }
+    /// ``Store(path=..., address=..., endpoint=...)``.
     fn __repr__(&self) -> String {
         format!(
             "Store(path={:?}, address={:?}, endpoint={:?})",
