@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -104,9 +105,23 @@ def test_advertise_host_is_the_host_peers_are_told(tower: Tower, tmp_path: Path)
             # Else the tower would tell the next node of this one, which would then
             # look up and connect to the made-up host.
             wait_for(lambda: tower.stats()["peers"] == 0, "the node forgotten")
+        # A read client (every Spark read task runs one) beacons too.
+        with dafka.HeadsWatch("t", advertise_host="node2.example", **opts) as w:  # type: ignore[arg-type]
+            # No store answers; after its first round the watch goes on beaconing.
+            with contextlib.suppress(dafka.FetchTimeoutError):
+                w.offsets(timeout=0.5, settle=0.1)
+            for _ in range(200):
+                if sub.poll(100):
+                    frames = sub.recv_multipart()
+                    if frames[2].startswith(b"tcp://node2.example:"):
+                        break
+            else:
+                raise AssertionError("no beacon of the read client relayed")
     finally:
         sub.close()
         ctx.term()
+    with pytest.raises(dafka.ConfigError, match="advertise_host must be a host"):
+        dafka.heads("t", peers=["tcp://127.0.0.1:1"], advertise_host="a b")
     for bad in ("tcp://10.0.0.5", "10.0.0.5:5556", "a b", "h\0", "*", "-x", "h" * 256):
         with pytest.raises(dafka.ConfigError, match="advertise_host must be a host"):
             Producer("t", advertise_host=bad)

@@ -70,6 +70,7 @@ def heads(
     bind: str = ...,
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
 ) -> dict[str, int]: ...
 def offsets(
     topic: str,
@@ -84,6 +85,7 @@ def offsets(
     bind: str = ...,
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
 ) -> dict[str, tuple[int, int]]: ...
 def fetch_range(
     topic: str,
@@ -99,6 +101,7 @@ def fetch_range(
     bind: str = ...,
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
 ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]: ...
 def fetch_ranges(
     ranges: list[tuple[str, str, int, int]],
@@ -111,6 +114,7 @@ def fetch_ranges(
     bind: str = ...,
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
 ) -> list[tuple[list[tuple[int, bytes]], list[tuple[int, int]]]]: ...
 
 @final
@@ -164,6 +168,7 @@ class HeadsWatch:
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
         forget_after: float | None = None,
+        advertise_host: str | None = None,
     ) -> HeadsWatch: ...
     def offsets(
         self,

@@ -17,6 +17,7 @@ fn read_config(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
+    advertise_host: Option<String>,
 ) -> PyResult<NodeConfig> {
     node_config(
         towers,
@@ -27,7 +28,7 @@ fn read_config(
         beacon_timeout,
         1_000_000,
         1_000_000,
-        None,
+        advertise_host,
     )
 }
 
@@ -36,7 +37,8 @@ fn read_config(
 #[pyfunction]
 #[pyo3(signature = (
     topic, *, towers = None, peers = None, wire = "rfc", timeout = 10.0, settle = 0.5,
-    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0
+    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+    advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn heads(
@@ -50,8 +52,17 @@ fn heads(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
+    advertise_host: Option<String>,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
-    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+    let cfg = read_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+    )?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
 }
@@ -67,7 +78,8 @@ fn heads(
 #[pyo3(signature = (
     topic, *, partitions = None, exclude = None, towers = None, peers = None, wire = "rfc",
     timeout = 10.0, settle = 0.5, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
-    beacon_timeout = 4.0
+    beacon_timeout = 4.0,
+    advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn offsets(
@@ -83,8 +95,17 @@ fn offsets(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
+    advertise_host: Option<String>,
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
-    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+    let cfg = read_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+    )?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
     let got = py.detach(|| {
@@ -112,7 +133,8 @@ fn offsets(
 #[pyo3(signature = (
     topic, partition, start, end, *, towers = None, peers = None, wire = "rfc",
     timeout = 60.0, fail_on_loss = true, bind = "tcp://127.0.0.1:*".to_string(),
-    beacon_interval = 1.0, beacon_timeout = 4.0
+    beacon_interval = 1.0, beacon_timeout = 4.0,
+    advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_range<'py>(
@@ -129,8 +151,17 @@ fn fetch_range<'py>(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
+    advertise_host: Option<String>,
 ) -> PyResult<PyFetched<'py>> {
-    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+    let cfg = read_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+    )?;
     let t = seconds("timeout", timeout)?;
     let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
     let got = py.detach(|| {
@@ -166,7 +197,8 @@ fn to_py(py: Python<'_>, got: fetcher::Fetched) -> PyFetched<'_> {
 #[pyfunction]
 #[pyo3(signature = (
     ranges, *, towers = None, peers = None, wire = "rfc", timeout = 60.0, fail_on_loss = true,
-    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0
+    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+    advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_ranges<'py>(
@@ -180,8 +212,17 @@ fn fetch_ranges<'py>(
     bind: String,
     beacon_interval: f64,
     beacon_timeout: f64,
+    advertise_host: Option<String>,
 ) -> PyResult<Vec<PyFetched<'py>>> {
-    let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+    let cfg = read_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+    )?;
     let t = seconds("timeout", timeout)?;
     let mut owned = Vec::with_capacity(ranges.len());
     for (topic, partition, start, end) in ranges {
@@ -223,7 +264,7 @@ impl HeadsWatch {
     #[pyo3(signature = (
         topic, *, towers = None, peers = None, wire = "rfc",
         bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        forget_after = None
+        forget_after = None, advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -235,8 +276,17 @@ impl HeadsWatch {
         beacon_interval: f64,
         beacon_timeout: f64,
         forget_after: Option<f64>,
+        advertise_host: Option<String>,
     ) -> PyResult<Self> {
-        let cfg = read_config(towers, peers, wire, bind, beacon_interval, beacon_timeout)?;
+        let cfg = read_config(
+            towers,
+            peers,
+            wire,
+            bind,
+            beacon_interval,
+            beacon_timeout,
+            advertise_host,
+        )?;
         let forget_after = forget_after
             .map(|f| seconds("forget_after", f))
             .transpose()?;
