@@ -38,6 +38,8 @@ struct Part {
     /// the retry timers).
     key: Arc<[u8]>,
     topic: Arc<str>,
+    /// Its topic's place in [`ConsumerState::topics`].
+    topic_ix: u32,
     name: Arc<str>,
     next: u64,
     /// Highest offset known to exist + 1 (from RECORDs and HEADs).
@@ -49,12 +51,16 @@ struct Part {
     /// or one record's bytes if larger).
     pending: Held,
     epoch: u64,
-    /// A DIRECT-RECORD beyond `next` arrived since `next` last moved: a store
-    /// (or the producer) answered a FETCH from past the gap, so it lacks the
-    /// records before (retention deleted them).
+    /// A DIRECT-RECORD beyond `next` arrived in this FETCH round (since the
+    /// last retry): a store (or the producer) answered from past the gap, so
+    /// it lacks the records before (retention deleted them?).
     answered_beyond: bool,
-    /// FETCH retries since `next` last moved or `answered_beyond` was set,
-    /// and `next` then.
+    /// FETCH rounds in a row, up to the last retry, in which a node answered
+    /// from past the gap. Evidence must come afresh in every round: a late
+    /// answer to a FETCH from before a seek, or the tail of an answer whose
+    /// start a full queue dropped, counts for one round only.
+    beyond_rounds: u32,
+    /// FETCH retries since `next` last moved, and `next` then.
     stalled: u32,
     stall_mark: u64,
     /// A partition that no node answered in `give_up_fetches` tries is asked
@@ -84,6 +90,9 @@ struct Start {
     next: u64,
     /// Its seek epoch: > 0 once the application seeked it.
     epoch: u64,
+    /// Its topic's place in [`ConsumerState::topics`], for a partition that
+    /// went idle (a seek brings it back); unknown for `start_offsets`.
+    topic: Option<u32>,
     /// Since when it has not been heard of.
     since: Instant,
 }
@@ -157,23 +166,31 @@ impl Part {
     /// `next` moved (or was set): no FETCH retries or evidence count yet.
     fn forget_stall(&mut self) {
         self.answered_beyond = false;
+        self.beyond_rounds = 0;
         self.stalled = 0;
         self.backoff = Backoff::default();
         self.stall_mark = self.next;
     }
 
-    /// A FETCH retry is due. After `give_up` retries without progress, with a
-    /// FETCH answered from past the gap, the records of the gap are gone from
-    /// every node that answers (retention deleted them): skip to the first
-    /// record held, as Kafka's `earliest` reset starts at the log's start.
-    /// Returns the offsets skipped.
+    /// A FETCH retry is due. After `give_up` rounds in a row answered from
+    /// past the gap and without progress, the records of the gap are gone
+    /// from every node that answers (retention deleted them): skip to the
+    /// first record held, as Kafka's `earliest` reset starts at the log's
+    /// start. Returns the offsets skipped.
     fn retry_or_skip(&mut self, give_up: u32, deliver: &mut Vec<Delivery>) -> u64 {
         if self.next != self.stall_mark {
             self.stall_mark = self.next;
             self.stalled = 0;
+            self.beyond_rounds = 0;
         }
         self.stalled += 1;
-        if self.stalled == give_up && !self.answered_beyond {
+        if std::mem::take(&mut self.answered_beyond) {
+            self.beyond_rounds += 1;
+        } else {
+            self.beyond_rounds = 0;
+        }
+        let answered_beyond = self.beyond_rounds > 0;
+        if self.stalled == give_up && !answered_beyond {
             tracing::warn!(
                 "partition {} of {}: no node answered a FETCH for offsets {}.. in {give_up} \
                  tries; waiting for a store that holds them (are the stores reachable through \
@@ -183,10 +200,10 @@ impl Part {
                 self.next
             );
         }
-        if self.stalled >= give_up && !self.answered_beyond {
+        if self.stalled >= give_up && !answered_beyond {
             self.backoff = self.backoff.doubled();
         }
-        if self.stalled < give_up || !self.answered_beyond {
+        if self.beyond_rounds < give_up {
             return 0;
         }
         let Some(first) = self.pending.first() else {
@@ -217,6 +234,7 @@ impl ConsumerState {
                 let start = Start {
                     next: *off,
                     epoch: 0,
+                    topic: None,
                     since: now,
                 };
                 (p.as_bytes().to_vec(), start)
@@ -322,6 +340,7 @@ impl ConsumerState {
     ) {
         let start = self.starts.remove(partition);
         self.next_sweep.get_or_insert(now + self.idle_after);
+        let topic_ix = self.topics.iter().position(|t| t == subject).unwrap_or(0) as u32;
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let (next, epoch) = match (start, reset, first) {
                 (Some(start), _, _) => (start.next, start.epoch),
@@ -332,6 +351,7 @@ impl ConsumerState {
             Part {
                 key: Arc::from(partition),
                 topic: lossy(subject),
+                topic_ix,
                 name: lossy(partition),
                 next,
                 known: next,
@@ -340,6 +360,7 @@ impl ConsumerState {
                 pending: Held::default(),
                 epoch,
                 answered_beyond: false,
+                beyond_rounds: 0,
                 stalled: 0,
                 stall_mark: next,
                 backoff: Backoff::default(),
@@ -371,6 +392,7 @@ impl ConsumerState {
                 let start = Start {
                     next: p.next,
                     epoch: p.epoch,
+                    topic: Some(p.topic_ix),
                     since: p.touched,
                 };
                 starts.insert(k.clone(), start);
@@ -432,6 +454,15 @@ impl ConsumerState {
         let (max_pending, seq) = (self.max_pending, r.sequence);
         let p = self.part(r.address, r.subject, Some(seq), now);
         p.known = p.known.max(seq.saturating_add(1));
+        if direct && seq > p.next && !p.answered_beyond {
+            // An answer from past the gap, in this round (a record already
+            // held too: a store answers each retry from the same place).
+            p.answered_beyond = true;
+            if p.beyond_rounds == 0 {
+                // Retries go at `fetch_retry` again.
+                p.backoff = Backoff::default();
+            }
+        }
         if seq < p.next || p.pending.contains(seq) {
             self.duplicates += 1;
             return;
@@ -447,12 +478,6 @@ impl ConsumerState {
             p.next += 1;
             p.deliver_pending(deliver);
         } else {
-            if direct && !p.answered_beyond {
-                // Retries count from the first answer from past the gap.
-                p.answered_beyond = true;
-                p.stalled = 0;
-                p.backoff = Backoff::default();
-            }
             let new_gap = p.pending.is_empty() && p.requested <= p.next;
             // Past a bound, those farthest from the gap are fetched again
             // later (`retry_or_skip` skips to the first held). One is always
@@ -571,7 +596,7 @@ impl ConsumerState {
             .stall_watch
             .iter()
             .filter_map(|k| parts.get(&**k))
-            .filter(|p| !p.answered_beyond && p.retry_at.is_some())
+            .filter(|p| p.beyond_rounds == 0 && p.retry_at.is_some())
             .count() as u64;
     }
 
@@ -590,10 +615,22 @@ impl ConsumerState {
     /// there. A partition not seen yet starts there when it is. Returns the
     /// partition's new epoch (the handle counts seeks per partition alike).
     pub fn seek(&mut self, partition: &[u8], offset: u64, now: Instant, out: &mut Vec<Out>) -> u64 {
+        let idle_topic = if self.parts.contains_key(partition) {
+            None
+        } else {
+            self.starts.get(partition).and_then(|s| s.topic)
+        };
+        if let Some(ix) = idle_topic {
+            // Gone idle: brought back where it was, so that what stores hold
+            // from `offset` up to there is FETCHed (no HEAD may come again).
+            let topic = self.topics[ix as usize].clone();
+            self.add_part(partition, &topic, None, self.reset, now);
+        }
         let Some(p) = self.parts.get_mut(partition) else {
             let start = self.starts.entry(partition.to_vec()).or_insert(Start {
                 next: 0,
                 epoch: 0,
+                topic: None,
                 since: now,
             });
             start.next = offset;
@@ -1472,6 +1509,8 @@ mod tests {
         o
     }
 
+    /// Stores answer every retry from past the gap: after `give_up_fetches`
+    /// rounds in a row, the gap is given up.
     #[test]
     fn a_gap_that_stores_answered_from_past_is_skipped_after_give_up_fetches() {
         let mut st = state(OffsetReset::Earliest, &[b"hello"]);
@@ -1486,13 +1525,18 @@ mod tests {
                 ..
             }]
         ));
-        // The store's retention deleted 0..7: it answers from 7 on.
+        // The store's retention deleted 0..7: it answers from 7 on, and
+        // answers each retry (FETCH 0..7) from 7 again.
         for seq in 7..10 {
             st.on_record(&direct(seq, b"v"), true, t0, &mut d, &mut o);
         }
         assert!(d.is_empty());
         let give_up = ConsumerConfig::default().give_up_fetches;
-        let o = retries(&mut st, give_up - 1, &mut d);
+        let mut o = Vec::new();
+        for _ in 0..give_up - 1 {
+            o.extend(retries(&mut st, 1, &mut d));
+            st.on_record(&direct(7, b"v"), true, t0, &mut d, &mut Vec::new());
+        }
         assert!(d.is_empty(), "not before give_up_fetches retries");
         assert_eq!(
             o.len() as u32,
@@ -1738,5 +1782,87 @@ mod tests {
         let mut d = Vec::new();
         st.on_record(&rec(8, b"x"), false, Instant::now(), &mut d, &mut o);
         assert_eq!(offsets(&d), vec![8]);
+    }
+
+    /// A backward seek while a FETCH is in flight: the late answers to the
+    /// FETCH from before the seek (DIRECT-RECORDs past the new position) are
+    /// evidence for one round only. They used to count as a store having
+    /// answered the new FETCH from past the gap for good, so when no node
+    /// answered the new one (stores restarting, a producer with `min_acks >=
+    /// 1`) the consumer skipped the history after `give_up_fetches` retries
+    /// (records_lost) instead of waiting for it.
+    #[test]
+    fn late_answers_to_a_fetch_from_before_a_seek_are_no_evidence_of_a_deleted_gap() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        st.on_record(&rec(10, b"a"), false, t0, &mut d, &mut o);
+        st.on_record(&rec(13, b"d"), false, t0, &mut d, &mut o);
+        assert!(matches!(o[..], [Out::Fetch { sequence: 11, .. }]));
+        d.clear();
+        assert_eq!(st.seek(P, 0, t0, &mut o), 1);
+        // The producer's answers to FETCH 11..13, sent before it saw the seek.
+        st.on_record(&direct(11, b"b"), true, t0, &mut d, &mut o);
+        st.on_record(&direct(12, b"c"), true, t0, &mut d, &mut o);
+        // Nobody answers FETCH 0.. (the stores holding it are restarting).
+        let give_up = ConsumerConfig::default().give_up_fetches;
+        retries(&mut st, 2 * give_up, &mut d);
+        assert!(d.is_empty(), "skipped to {:?}", offsets(&d));
+        assert_eq!(st.lost, 0);
+    }
+
+    /// Stores that answer a gap from past it keep doing so at each retry, and
+    /// once `next` moved after their first answer, their answers are records
+    /// already held. Those count as answers from past the gap too: they used
+    /// to be dropped as duplicates first, so the partition never gave the gap
+    /// up and stalled (FETCHing with backoff) forever.
+    #[test]
+    fn a_gap_answered_from_past_it_at_every_retry_is_given_up_after_progress() {
+        let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        st.on_head(&direct_head(9), true, t0, &mut o);
+        // One store's retention deleted 0..5: it answers from 5.
+        for seq in 5..10 {
+            st.on_record(&direct(seq, b"v"), true, t0, &mut d, &mut o);
+        }
+        // Another node still had offset 0 (and nothing of 1..5).
+        st.on_record(&direct(0, b"z"), true, t0, &mut d, &mut o);
+        assert_eq!(offsets(&d), vec![0]);
+        // Every retry (FETCH 1..5) is answered from 5 again.
+        let give_up = ConsumerConfig::default().give_up_fetches;
+        for _ in 0..2 * give_up {
+            if st.next_deadline().is_none() {
+                break;
+            }
+            retries(&mut st, 1, &mut d);
+            for seq in 5..10 {
+                st.on_record(&direct(seq, b"v"), true, t0, &mut d, &mut o);
+            }
+        }
+        assert_eq!(offsets(&d), vec![0, 5, 6, 7, 8, 9]);
+        assert_eq!(st.lost, 4);
+    }
+
+    /// A seek of a partition gone idle (its producer finished: no HEADs come
+    /// any more) brings it back and FETCHes from the offset. It used to only
+    /// move the kept position: nothing was FETCHed, so the records the stores
+    /// hold never came.
+    #[test]
+    fn a_seek_of_an_idle_partition_fetches_from_there() {
+        let mut st = state(OffsetReset::Latest, &[b"hello"]);
+        let (mut d, mut o) = (Vec::new(), Vec::new());
+        let t0 = Instant::now();
+        for seq in 0..5 {
+            st.on_record(&rec(seq, b"v"), false, t0, &mut d, &mut o);
+        }
+        assert_eq!(st.sweep_idle(t0 + IDLE_AFTER), 1);
+        o.clear();
+        st.seek(P, 0, t0 + IDLE_AFTER, &mut o);
+        assert!(
+            o.iter()
+                .any(|m| matches!(m, Out::Fetch { sequence: 0, .. } | Out::GetHeads { .. })),
+            "nothing asked for: {o:?}"
+        );
     }
 }

@@ -525,8 +525,11 @@ impl<L: StoreLog> StoreLogic<L> {
             return;
         }
         // Past a bound, those farthest from the gap are fetched again once
-        // the gap before them closes (`fetch_gap` skips to the first held).
-        let (held, let_go) = st.held.hold_bounded(sequence, content, max_n, max_b, false);
+        // the gap before them closes. One is always held, however large (up
+        // to `max_record_bytes`): `fetch_gap` skips an expired partition's
+        // gap to the first held record, so that must be where peers answer
+        // from, not one past it.
+        let (held, let_go) = st.held.hold_bounded(sequence, content, max_n, max_b, true);
         self.counters.dropped_held_full += let_go + u64::from(!held);
         self.counters.held += u64::from(held);
     }
@@ -570,11 +573,19 @@ impl<L: StoreLog> StoreLogic<L> {
     fn fetch_gap(&mut self, topic: &[u8], partition: &[u8], now: Instant, out: &mut Vec<Out>) {
         let next = self.log.next_offset(topic, partition);
         if next.is_none() && self.log.set_aside(topic, partition) {
+            // Nothing is fetched for it: no retry deadline may stay behind
+            // (one `tick` does not act on makes the loop spin).
+            let st = self.part(topic, partition);
+            st.fetch = None;
+            st.held.clear();
             return;
         }
         let cfg = self.cfg.clone();
         let st = self.part(topic, partition);
         let want_from = next.unwrap_or(0);
+        // Held records below what is stored are duplicates (an append error
+        // of another partition's batch can leave one re-held here).
+        st.held.drop_below(want_from);
         let Some(head) = st.known_head.filter(|&h| h >= want_from) else {
             st.fetch = None;
             return;
@@ -1005,13 +1016,18 @@ impl<L: StoreLog> StoreLogic<L> {
         let active = self
             .active
             .iter()
-            .filter_map(|(t, p)| self.parts.get(t)?.get(p));
-        let parts = active.flat_map(|p| {
+            .filter_map(|(t, p)| Some((t, p, self.parts.get(t)?.get(p)?)));
+        let parts = active.flat_map(|(t, key, p)| {
             // An ACK is repeated only while its producer was heard within the
-            // window (see `tick`): once it was not, no deadline (a deadline
-            // `tick` would not act on makes the loop spin).
+            // window, and of a partition the log holds (see `tick`): else no
+            // deadline (a deadline `tick` would not act on makes the loop
+            // spin).
             let repeat = match (p.acked, p.ack_sent, p.last_seen) {
-                (Some(_), Some(sent), Some(seen)) if now < seen + window => Some(sent + refresh),
+                (Some(_), Some(sent), Some(seen))
+                    if now < seen + window && self.log.durable_next(t, key).is_some() =>
+                {
+                    Some(sent + refresh)
+                }
                 _ => None,
             };
             [p.fetch.map(|f| f.retry_at(self.cfg.fetch_retry)), repeat]

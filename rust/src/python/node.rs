@@ -572,9 +572,9 @@ impl PyProducer {
 /// max_buffered_bytes : int, default 67108864 (64 MiB)
 ///     The same bound in bytes of values; must be > 0. One record is taken however large.
 /// give_up_fetches : int, default 6
-///     FETCH retries without progress before a gap is skipped, when a node answered the FETCH from
-///     past the gap (retention deleted it). Skipped records count in ``stats()["records_lost"]``.
-///     Must be > 0.
+///     FETCH rounds in a row, each answered from past the gap and none with any of it, before
+///     the gap is skipped (retention deleted it). Skipped records count in
+///     ``stats()["records_lost"]``. Must be > 0.
 /// start_offsets : dict of str to int, or None, default None
 ///     ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It overrides
 ///     ``offset_reset`` for the partitions listed.
@@ -744,8 +744,9 @@ impl PyConsumer {
         self.names.records(py, ds)
     }
 
-    /// Restarts ``partition`` (a producer address) at ``offset``; a partition
-    /// not seen yet starts there when it is.
+    /// Restarts ``partition`` (a producer address) at ``offset``, fetching
+    /// from there (a partition gone idle too); a partition not seen yet
+    /// starts there when it is.
     fn seek(&self, partition: &str, offset: i128) -> PyResult<()> {
         Ok(self.inner.seek(partition, unsigned("offset", offset)?)?)
     }

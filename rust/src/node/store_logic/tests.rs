@@ -901,3 +901,169 @@ fn thousands_of_fetches_at_once_are_each_answered_once() {
     }
     assert_eq!(served, names[10..20].to_vec());
 }
+
+/// A partition the storage sets aside while a FETCH of its gap is in flight
+/// (its reopen after an I/O error failed) must not leave a deadline in the
+/// past: the store loop polls with timeout 0 while one is due. It used to:
+/// `fetch_gap` returned early for a set-aside partition without clearing its
+/// `fetch`, and `next_deadline` kept returning the stale retry time (the
+/// store thread spun at 100% CPU until the partition was repaired).
+#[test]
+fn a_partition_set_aside_with_a_fetch_in_flight_leaves_no_past_deadline() {
+    let mut s = store();
+    let t0 = Instant::now();
+    rec(&mut s, 0, t0);
+    assert_eq!(fetch_of(&rec(&mut s, 5, t0)), vec![(1, 4)]);
+    // The log fails to reopen the partition: set aside, it holds nothing.
+    let key = (T.to_vec(), P.to_vec());
+    s.log_mut().parts.remove(&key);
+    s.log_mut().aside.push(key);
+    let mut t = t0 + Duration::from_millis(600);
+    for _ in 0..5 {
+        assert!(fetch_of(&s.tick(t)).is_empty());
+        let due = s.next_deadline(t);
+        assert!(
+            due.is_none_or(|d| d > t),
+            "a deadline {:?} in the past: the loop spins",
+            t - due.unwrap()
+        );
+        t += Duration::from_secs(1);
+    }
+}
+
+/// An expired partition gives a gap up only up to where peers answer from.
+/// Here peers answer from 20, and record 20 (within `max_record_bytes`) is
+/// larger than the hold buffer (`max_held_bytes`; a store's
+/// `max_record_bytes` may be raised past its 64 MiB). Were it not held, the
+/// skip would go to the first record held, 21. Record 20, which every peer holds
+/// and sends, is lost here and counted in `records_skipped` as gone from every
+/// peer. That used to happen: `fetch_gap` skips to `held.first()`, and
+/// `hold` did not keep one record past its bound. Now it does.
+#[test]
+fn an_expired_partition_skips_only_to_where_peers_answer_from() {
+    let mut s = store_with(StoreLogicConfig {
+        max_record_bytes: 100,
+        max_held_bytes: 50,
+        ..Default::default()
+    });
+    let t0 = Instant::now();
+    for i in 0..5 {
+        rec(&mut s, i, t0);
+    }
+    // Retention deleted all it held.
+    *s.log_mut()
+        .parts
+        .get_mut(&(T.to_vec(), P.to_vec()))
+        .unwrap() = (5, Vec::new(), 5);
+    // A peer holds 20..=25 (its retention deleted the rest).
+    let content = |i: u64| {
+        if i == 20 {
+            vec![b'x'; 80]
+        } else {
+            format!("r{i}").into_bytes()
+        }
+    };
+    let head = Head {
+        topic: ME,
+        address: P,
+        subject: T,
+        sequence: 25,
+    };
+    let mut pending = fetch_of(&s.on_peer_head(&head, t0));
+    assert_eq!(pending, vec![(5, 21)]);
+    let mut t = t0;
+    for _ in 0..20 {
+        for (seq, count) in std::mem::take(&mut pending) {
+            for i in seq.max(20)..(seq + u64::from(count)).min(26) {
+                s.on_direct_record(T, P, i, &content(i), t);
+            }
+        }
+        t += Duration::from_millis(600);
+        pending = fetch_of(&s.tick(t));
+    }
+    let got: Vec<u64> = s.log().contents(T, P).iter().map(|r| r.0).collect();
+    assert_eq!(got, (20..26).collect::<Vec<_>>(), "record 20 is kept");
+    assert_eq!(s.counters().records_skipped, 15, "5..20 skipped, not 20");
+}
+
+/// A record the durable log wrote although `append` reported an error (the
+/// error came from another partition's batch, written in the same flush of
+/// pending appends) is put back among the held records, below the
+/// partition's next offset. `fetch_gap` used to see a held record at or
+/// below the next offset ("drain_held will make progress") and return, and
+/// `tick` drains only when the next offset itself is held: the gap after it
+/// was never FETCHed again, and the store stalled although the producer held
+/// it. Now `fetch_gap` drops held records below the next offset first.
+#[test]
+fn a_gap_is_fetched_after_an_append_error_from_another_partitions_batch() {
+    use crate::log::{IoOp, LogConfig};
+    use crate::node::store::DurableLog;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    const B: &[u8] = b"PRODUCER00000000000000000000000B";
+    let dir = tempfile::tempdir().unwrap();
+    let failing = Arc::new(AtomicBool::new(false));
+    let f = failing.clone();
+    let cfg = LogConfig {
+        failpoint: Some(Arc::new(move |op, path: &std::path::Path| {
+            let b = std::str::from_utf8(B).unwrap();
+            if f.load(SeqCst) && op == IoOp::Write && path.to_string_lossy().contains(b) {
+                Err(std::io::Error::from_raw_os_error(28)) // ENOSPC
+            } else {
+                Ok(())
+            }
+        })),
+        ..LogConfig::default()
+    };
+    let log = DurableLog::open(dir.path().join("log"), cfg).unwrap();
+    let mut s = StoreLogic::new(ME.to_vec(), log, StoreLogicConfig::default());
+    let t0 = Instant::now();
+    s.on_record(T, B, 0, b"b0", t0);
+    s.on_record(T, P, 0, b"r0", t0);
+    // 2 and 4 arrive before 1 and 3: held, 1 fetched.
+    let big = vec![7u8; 4 << 20];
+    assert_eq!(fetch_of(&s.on_record(T, P, 2, &big, t0)), vec![(1, 1)]);
+    s.on_record(T, P, 4, b"r4", t0);
+    // B's disk fails; the answer 1 comes: 1 and the held 2 are appended, and
+    // 2's append flushes the pending appends, where B's fails.
+    failing.store(true, SeqCst);
+    s.on_direct_record(T, P, 1, b"r1", t0);
+    failing.store(false, SeqCst);
+    assert!(s.last_error().is_some());
+    assert_eq!(s.log().next_offset(T, P), Some(3), "0..=2 were written");
+    // What the store loop does: recover, then tick on.
+    s.log_mut().recover().unwrap();
+    s.clear_error();
+    let mut fetched = Vec::new();
+    let mut t = t0;
+    for _ in 0..20 {
+        t += Duration::from_millis(600);
+        s.log_mut().sync_if_due().unwrap();
+        // The producer, alive, tells its head every second.
+        let head = Head {
+            topic: T,
+            address: P,
+            subject: T,
+            sequence: 4,
+        };
+        let mut outs = s.on_head(&head, t);
+        outs.extend(s.tick(t));
+        for o in outs {
+            if let Out::Fetch {
+                partition,
+                sequence,
+                count,
+                ..
+            } = o
+            {
+                if partition == P {
+                    fetched.push((sequence, count));
+                }
+            }
+        }
+    }
+    assert!(
+        fetched.iter().any(|&(seq, _)| seq == 3),
+        "record 3 (the gap before the held 4) was never fetched: {fetched:?}"
+    );
+}
