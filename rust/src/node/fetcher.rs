@@ -869,9 +869,11 @@ impl Client {
         let mut short_rounds = 0u32;
         let mut progressed = false;
         let mut requested_to = start;
-        // A store answered with records at or past `end` only (it holds none of
-        // what is left of the range: retention deleted it).
-        let mut past_end = false;
+        // In this round, a store answered with records past `next` (it holds
+        // none of the records before: retention deleted them?). Evidence
+        // counts for its own round only: a store that connects later, or
+        // answers slower, may still hold them.
+        let mut answered_past = false;
         while next < end {
             let now = Instant::now();
             if now >= deadline {
@@ -886,8 +888,8 @@ impl Client {
             if connected && next_ask.is_none_or(|t| now >= t) {
                 if next_ask.is_some() {
                     // A whole retry round passed: did answers start past `next`?
-                    let answered_past = pending.keys().next().map_or(past_end, |&k| k > next);
-                    if !progressed && answered_past {
+                    let past = std::mem::take(&mut answered_past);
+                    if !progressed && past {
                         short_rounds += 1;
                     } else {
                         short_rounds = 0;
@@ -943,12 +945,11 @@ impl Client {
                             && r.subject == topic.as_bytes()
                             && r.sequence >= next
                         {
+                            answered_past |= r.sequence > next;
                             if r.sequence < end {
                                 pending
                                     .entry(r.sequence)
                                     .or_insert_with(|| r.content.to_vec());
-                            } else {
-                                past_end = true;
                             }
                         }
                     }
@@ -965,11 +966,12 @@ impl Client {
                     Instant::now() + RETRY
                 });
             }
-            if peer && !connected {
+            if peer {
+                // Ask the new peer at once, and give it whole rounds before
+                // the range counts as deleted: it may hold it.
                 connected = true;
                 next_ask = None;
-            } else if peer {
-                next_ask = Some(Instant::now());
+                short_rounds = 0;
             }
             check()?;
         }

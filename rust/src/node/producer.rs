@@ -568,17 +568,20 @@ impl Producer {
         self.send_with(value.as_ref(), timeout, || Ok::<(), Error>(()))
     }
 
-    /// Publishes a batch; returns the last offset (None for an empty batch).
-    /// A batch larger than the buffer goes in buffer-sized pieces.
+    /// Publishes a batch; returns the offsets of its first and last records
+    /// (None for an empty batch). A batch larger than the buffer
+    /// (`max_unacked_bytes`) goes in buffer-sized pieces, each reserved in
+    /// turn: records another thread sends meanwhile may take offsets between
+    /// two pieces, so only then are the batch's offsets not contiguous.
     pub fn send_batch_with<E: From<Error>>(
         &self,
         batch: Batch,
         timeout: Option<Duration>,
         mut check: impl FnMut() -> std::result::Result<(), E>,
-    ) -> std::result::Result<Option<u64>, E> {
+    ) -> std::result::Result<Option<(u64, u64)>, E> {
         // All or nothing: no record of a batch is sent if one is too large.
         self.check_size(batch.iter().map(<[u8]>::len).max().unwrap_or(0))?;
-        let mut last = None;
+        let mut range: Option<(u64, u64)> = None;
         for piece in batch.split(self.max_bytes) {
             if piece.is_empty() {
                 continue;
@@ -589,12 +592,12 @@ impl Producer {
                 let b = p.hand_over();
                 self.actor.send(Cmd::Many(b))?;
             }
-            let n = piece.len() as u64;
+            let (first, n) = (p.next, piece.len() as u64);
             self.actor.send(Cmd::Many(piece))?;
             p.next += n;
-            last = Some(p.next - 1);
+            range = Some((range.map_or(first, |r| r.0), p.next - 1));
         }
-        Ok(last)
+        Ok(range)
     }
 
     /// Publishes a batch of values; returns the last offset (None for an
@@ -605,7 +608,8 @@ impl Producer {
         timeout: Option<Duration>,
     ) -> Result<Option<u64>> {
         let batch = values.iter().collect();
-        self.send_batch_with(batch, timeout, || Ok::<(), Error>(()))
+        let range = self.send_batch_with(batch, timeout, || Ok::<(), Error>(()))?;
+        Ok(range.map(|(_, last)| last))
     }
 
     /// Records sent but not yet released.
@@ -692,6 +696,9 @@ fn run(
         // Commands: publish up to BATCH records.
         let mut sent = 0usize;
         let mut freed = 0usize;
+        // Released offsets, not freed bytes, tell whether to report: empty
+        // records free none.
+        let released = st.released_upto();
         while sent < BATCH {
             match inbox.try_recv() {
                 Some(Cmd::Connect(ep)) => core.connect(&ep),
@@ -707,7 +714,7 @@ fn run(
         if sent > 0 {
             Stats::add(&stats.records_sent, sent as u64);
             st.arm_head(Instant::now());
-            if freed > 0 {
+            if st.released_upto() != released {
                 release(shared, &st, freed);
             }
         }
@@ -762,6 +769,7 @@ fn run(
         }
         if sub_in {
             let mut freed = 0;
+            let released = st.released_upto();
             for _ in 0..BATCH {
                 if !frames.recv(&core.sub)? {
                     break;
@@ -799,7 +807,7 @@ fn run(
                     Err(_) => Stats::add(&stats.malformed, 1),
                 }
             }
-            if freed > 0 {
+            if st.released_upto() != released {
                 release(shared, &st, freed);
             }
         }
@@ -1164,6 +1172,31 @@ mod tests {
             None
         );
         assert_eq!(st.on_subscription(b"L", true), None);
+    }
+
+    /// Empty values are records too: released by an ACK (or at once with
+    /// `min_acks = 0`), they must show in `acked_offset` and let `flush`
+    /// return 0. The node thread used to publish a release only when it
+    /// freed bytes, so a release of empty records only never reached
+    /// `acked_offset`, and `flush` waited for them until it timed out.
+    #[test]
+    fn empty_records_released_are_reported_and_flushed() {
+        let p = Producer::new(
+            "t",
+            ProducerConfig {
+                min_acks: 0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(p.send(b"", None).unwrap(), 0);
+        assert_eq!(
+            p.flush(Duration::from_secs(2)).unwrap(),
+            0,
+            "nothing outstanding"
+        );
+        assert_eq!(p.acked_offset(), Some(0));
+        p.close().unwrap();
     }
 
     // C reference feature: "HEAD at intervals".

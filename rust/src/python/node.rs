@@ -358,7 +358,8 @@ impl PyProducer {
             with_value(py, &item?, "send_many", |v| batch.push(v))?;
         }
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        py.detach(|| self.inner.send_batch_with(batch, t, check_signals))
+        let range = py.detach(|| self.inner.send_batch_with(batch, t, check_signals))?;
+        Ok(range.map(|(_, last)| last))
     }
 
     /// Publishes the values of an Arrow ``binary``/``string`` array straight
@@ -367,6 +368,8 @@ impl PyProducer {
     /// ``large=True`` for ``large_binary``/``large_string``); both any object with
     /// the buffer protocol, e.g. ``pyarrow.Buffer``. No Python call per value.
     /// Returns ``(first_offset, last_offset)``, or None when there are no values.
+    /// The offsets are contiguous unless the values exceed ``max_unacked_bytes``
+    /// (they then go in pieces) and another thread sends meanwhile.
     #[pyo3(signature = (data, offsets, *, large = false, timeout = None))]
     fn send_buffers(
         &self,
@@ -393,10 +396,8 @@ impl PyProducer {
         });
         let batch = Batch::from_offsets(values, bounds).map_err(PyValueError::new_err)?;
         drop((data, offs));
-        let n = batch.len() as u64;
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        let last = py.detach(|| self.inner.send_batch_with(batch, t, check_signals))?;
-        Ok(last.map(|l| (l + 1 - n, l)))
+        py.detach(|| self.inner.send_batch_with(batch, t, check_signals))
     }
 
     /// Waits (GIL released) until every record sent is acknowledged by

@@ -1,0 +1,74 @@
+"""Producer behaviours found broken by a review, each fixed: empty records
+released and flushed, and the offsets `send_buffers` returns. Nodes on
+127.0.0.1, ephemeral ports, static peers (no tower)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from nodes_util import wait_for
+
+from dafka import Producer, Store
+
+pytestmark = pytest.mark.timeout(60)
+
+LOCAL = "tcp://127.0.0.1:0"
+
+
+def test_flush_returns_zero_once_a_store_acked_trailing_empty_records(tmp_path: Path) -> None:
+    """An empty value is a record like any other. Once the store ACKed it,
+    `acked_offset` must reach it and `flush()` return 0. What went wrong: the
+    store ACKs the empty record in a later ACK than the one before it; that
+    ACK frees 0 bytes, and the node thread only publishes a release when it
+    freed bytes, so `acked_offset` stays behind and `flush` times out with 1
+    record "outstanding" (forever, until a later non-empty record is ACKed).
+    Now a release is published whenever the released offset moves."""
+    with (
+        Producer("t", bind=LOCAL, min_acks=1) as p,
+        Store(tmp_path, bind=LOCAL, peers=[p.endpoint]) as s,
+    ):
+        p.connect(s.endpoint)
+        assert p.wait_for_stores(1, timeout=20.0) == 1
+        assert p.send(b"x") == 0
+        assert p.flush(timeout=20.0) == 0
+        assert p.acked_offset == 0
+        assert p.send(b"") == 1
+        left = p.flush(timeout=5.0)
+        assert (left, p.acked_offset) == (0, 1)
+
+
+def test_send_buffers_returns_the_offsets_its_own_records_got() -> None:
+    """`send_buffers` returns `(first_offset, last_offset)` of its values. A
+    batch larger than `max_unacked_bytes` goes in pieces, so another thread's
+    `send` can take offsets between two pieces: the range then holds the
+    batch's records and those others. It used to compute `first = last + 1 -
+    n`, a range that started among the other thread's offsets (two callers
+    told they own the same offset) and missed its own first records."""
+    values = [bytes([i]) * 50 for i in range(40)]
+    data = b"".join(values)
+    offsets = b"".join((50 * i).to_bytes(4, "little") for i in range(41))
+    with Producer("t", bind=LOCAL, min_acks=0, max_unacked_bytes=100) as p:
+        stop = threading.Event()
+        others: list[int] = []
+
+        def other() -> None:
+            while not stop.is_set():
+                others.append(p.send(b"y" * 50, timeout=10.0))
+
+        t = threading.Thread(target=other)
+        t.start()
+        try:
+            for _ in range(20):
+                got = p.send_buffers(data, offsets, timeout=10.0)
+                assert got is not None
+                first, last = got
+                seen = set(others)
+                assert first not in seen and last not in seen, (first, last)
+                between = set(range(first, last + 1)) - seen
+                assert len(between) == len(values), (first, last, len(between))
+        finally:
+            stop.set()
+            t.join(timeout=20)
+        wait_for(lambda: p.flush(timeout=0.1) == 0, "everything sent")
