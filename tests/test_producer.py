@@ -4,6 +4,8 @@ released and flushed, and the offsets `send_buffers` returns. Nodes on
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -72,3 +74,21 @@ def test_send_buffers_returns_the_offsets_its_own_records_got() -> None:
             stop.set()
             t.join(timeout=20)
         wait_for(lambda: p.flush(timeout=0.1) == 0, "everything sent")
+
+
+def test_send_many_takes_len_as_a_hint_only() -> None:
+    """An iterable may claim any length: `send_many` used to reserve room for
+    `len()` values up front, so one claiming 10**12 aborted the process (an
+    allocation failure). Run in a child: that abort would end pytest."""
+    code = (
+        "import dafka\n"
+        "class Liar:\n"
+        "    def __len__(self): return 10**12\n"
+        "    def __iter__(self): return iter([b'a', b'b'])\n"
+        "with dafka.Producer('t', bind='tcp://127.0.0.1:0', min_acks=0) as p:\n"
+        "    print(p.send_many(Liar()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "1"), done.stderr[-2000:]

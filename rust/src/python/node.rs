@@ -248,7 +248,8 @@ struct PyProducer {
 impl PyProducer {
     fn serve_delivery(&self, py: Python<'_>) -> PyResult<u64> {
         let acked = self.inner.acked_offset().map_or(-1, |a| a as i64);
-        let before = self.reported.swap(acked, SeqCst);
+        // Two threads serving at once report each offset once.
+        let before = self.reported.fetch_max(acked, SeqCst);
         if acked <= before {
             return Ok(0);
         }
@@ -347,7 +348,8 @@ impl PyProducer {
         values: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
-        let mut batch = Batch::with_capacity(values.len().unwrap_or(0), 0);
+        // `len()` is a hint (an object may claim 10**12 values): capped.
+        let mut batch = Batch::with_capacity(values.len().unwrap_or(0).min(1 << 16), 0);
         if values.is_instance_of::<PyBytes>() || values.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err(
                 "send_many takes an iterable of values, e.g. [b\"a\", b\"b\"]: for one value \
