@@ -578,6 +578,8 @@ impl<L: StoreLog> StoreLogic<L> {
             let st = self.part(topic, partition);
             st.fetch = None;
             st.held.clear();
+            // `tick` repeats no ACK of it (the log gives no durable mark).
+            st.ack_sent = None;
             return;
         }
         let cfg = self.cfg.clone();
@@ -1016,18 +1018,14 @@ impl<L: StoreLog> StoreLogic<L> {
         let active = self
             .active
             .iter()
-            .filter_map(|(t, p)| Some((t, p, self.parts.get(t)?.get(p)?)));
-        let parts = active.flat_map(|(t, key, p)| {
+            .filter_map(|(t, p)| self.parts.get(t)?.get(p));
+        let parts = active.flat_map(|p| {
             // An ACK is repeated only while its producer was heard within the
-            // window, and of a partition the log holds (see `tick`): else no
-            // deadline (a deadline `tick` would not act on makes the loop
-            // spin).
+            // window (see `tick`), and never of a partition set aside
+            // (`fetch_gap` clears its `ack_sent`): else no deadline (a
+            // deadline `tick` would not act on makes the loop spin).
             let repeat = match (p.acked, p.ack_sent, p.last_seen) {
-                (Some(_), Some(sent), Some(seen))
-                    if now < seen + window && self.log.durable_next(t, key).is_some() =>
-                {
-                    Some(sent + refresh)
-                }
+                (Some(_), Some(sent), Some(seen)) if now < seen + window => Some(sent + refresh),
                 _ => None,
             };
             [p.fetch.map(|f| f.retry_at(self.cfg.fetch_retry)), repeat]

@@ -914,6 +914,15 @@ fn a_partition_set_aside_with_a_fetch_in_flight_leaves_no_past_deadline() {
     let t0 = Instant::now();
     rec(&mut s, 0, t0);
     assert_eq!(fetch_of(&rec(&mut s, 5, t0)), vec![(1, 4)]);
+    // Record 0 is ACKed: its ACK would be repeated while the producer is heard.
+    s.log_mut().sync();
+    let acked = s.tick(t0 + Duration::from_millis(1));
+    assert!(
+        acked
+            .iter()
+            .any(|o| matches!(o, Out::Ack { sequence: 0, .. })),
+        "{acked:?}"
+    );
     // The log fails to reopen the partition: set aside, it holds nothing.
     let key = (T.to_vec(), P.to_vec());
     s.log_mut().parts.remove(&key);
