@@ -349,17 +349,9 @@ impl Partition {
 
     fn roll(&mut self) -> Result<()> {
         let next = self.next_offset();
-        let new = match Active::create(&self.cfg, &self.dir, next, &self.gauge) {
-            Ok(a) => a,
-            Err(e) => {
-                // Appends go on into the current segment; leave no stray segment
-                // file inside its offset range.
-                let (log_path, index_path) = paths(&self.dir, next);
-                let _ = fs::remove_file(log_path);
-                let _ = fs::remove_file(index_path);
-                return Err(e);
-            }
-        };
+        // On failure appends go on into the current segment (`create` leaves
+        // no stray segment file inside its offset range).
+        let new = Active::create(&self.cfg, &self.dir, next, &self.gauge)?;
         let old = std::mem::replace(&mut self.active, new);
         let seg = old.seal(&self.cfg);
         if self.durable_next < seg.tail.next {
@@ -650,47 +642,63 @@ impl Partition {
             }
             let mut owned = None;
             let file = self.segment_file(seg, &mut owned)?;
-            let (pos, mut expected) = match seg.index.lookup_offset(cur - seg.base)? {
-                Some(e) => (u64::from(e.pos), seg.base + u64::from(e.rel)),
-                None => (FILE_HEADER_LEN as u64, seg.base),
-            };
-            let mut reader =
-                SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(chunk);
-            loop {
-                match reader.next()? {
-                    Next::Record { pos, header, value } => {
-                        if header.offset != expected {
-                            return Err(LogError::Corruption {
-                                path: seg.log_path.to_path_buf(),
-                                position: pos,
-                                offset: expected,
-                                reason: format!(
-                                    "record has offset {}; the segment or its index is damaged (reopening rebuilds the index)",
-                                    header.offset
-                                ),
-                            });
-                        }
-                        expected += 1;
-                        if header.offset < cur {
+            // An index is a cache, never synced: an entry damaged in the middle
+            // (a page not written back before a power loss) passes the checks
+            // at open. Where the entry's position holds no record of its
+            // offset, the segment is read from its start instead.
+            let mut hint = seg.index.lookup_offset(cur - seg.base)?;
+            'attempt: loop {
+                let (pos, mut expected) = match hint {
+                    Some(e) => (u64::from(e.pos), seg.base.saturating_add(u64::from(e.rel))),
+                    None => (FILE_HEADER_LEN as u64, seg.base),
+                };
+                let mut reader =
+                    SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(chunk);
+                let mut first = true;
+                loop {
+                    let (pos, reason) = match reader.next()? {
+                        Next::Record { header, value, .. } if header.offset == expected => {
+                            first = false;
+                            expected += 1;
+                            if header.offset < cur {
+                                continue;
+                            }
+                            if count >= max_records
+                                || (count > 0 && bytes + value.len() > max_bytes)
+                            {
+                                return Ok(count);
+                            }
+                            bytes += value.len();
+                            f(header.offset, header.timestamp, value);
+                            count += 1;
+                            cur += 1;
                             continue;
                         }
-                        if count >= max_records || (count > 0 && bytes + value.len() > max_bytes) {
-                            return Ok(count);
-                        }
-                        bytes += value.len();
-                        f(header.offset, header.timestamp, value);
-                        count += 1;
-                        cur += 1;
+                        Next::Record { pos, header, .. } => (
+                            pos,
+                            format!(
+                                "record has offset {} where {expected} belongs",
+                                header.offset
+                            ),
+                        ),
+                        Next::End => break 'attempt,
+                        Next::Torn { pos, reason } | Next::Bad { pos, reason } => (pos, reason),
+                    };
+                    if first && hint.is_some() {
+                        tracing::warn!(
+                            "{}: the index entry for offset {expected} points at byte {pos}, \
+                             where {reason}; reading the segment from its start",
+                            seg.log_path.display()
+                        );
+                        hint = None;
+                        continue 'attempt;
                     }
-                    Next::End => break,
-                    Next::Torn { pos, reason } | Next::Bad { pos, reason } => {
-                        return Err(LogError::Corruption {
-                            path: seg.log_path.to_path_buf(),
-                            position: pos,
-                            offset: expected,
-                            reason,
-                        })
-                    }
+                    return Err(LogError::Corruption {
+                        path: seg.log_path.to_path_buf(),
+                        position: pos,
+                        offset: expected,
+                        reason,
+                    });
                 }
             }
         }

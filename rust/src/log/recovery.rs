@@ -17,8 +17,7 @@ use std::path::Path;
 use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::format::{
-    decode_file_header, encode_file_header, record_crc, RecordHeader, FILE_HEADER_LEN, LOG_MAGIC,
-    RECORD_HEADER_LEN,
+    decode_file_header, record_crc, RecordHeader, FILE_HEADER_LEN, LOG_MAGIC, RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
 use super::io::{self, Gauge};
@@ -77,7 +76,7 @@ fn scan(
     let (pos, mut expected, mut max_ts, mut last_indexed) = match start {
         Some(e) => (
             u64::from(e.pos),
-            base + u64::from(e.rel),
+            base.saturating_add(u64::from(e.rel)),
             e.max_ts,
             Some(u64::from(e.pos)),
         ),
@@ -209,8 +208,8 @@ pub(crate) fn open_sealed(
             let mut reader = SegmentReader::new(&file, &log_path, u64::from(last.pos), len)
                 .with_chunk(RECORD_HEADER_LEN);
             if let Next::Record { header, .. } = reader.next()? {
-                let fits = header.offset == base + u64::from(last.rel)
-                    && header.offset + 1 == next_base
+                let fits = Some(header.offset) == base.checked_add(u64::from(last.rel))
+                    && header.offset.checked_add(1) == Some(next_base)
                     && reader.pos() == len;
                 if fits {
                     let tail = Tail {
@@ -234,7 +233,29 @@ pub(crate) fn open_sealed(
     let mut index = fresh_index(cfg, &index_path, base)?;
     let s = scan(cfg, &file, &log_path, base, None, len, &mut index)?;
     if let Some(d) = s.damage {
-        let torn = d.torn || all_zero(&file, &log_path, d.pos, len)?;
+        let zeros = all_zero(&file, &log_path, d.pos, len)?;
+        if d.torn && !zeros {
+            // Cut short by the end of the file, as a torn write looks; but a
+            // damaged length field looks the same, and then valid records
+            // follow. Those are no torn tail: refuse before anything (the
+            // segments after this one) is dropped for it.
+            if let Some((pos, offset)) =
+                find_valid_after(&file, &log_path, d.pos, len, s.tail.next)?
+            {
+                return Err(LogError::Corruption {
+                    path: log_path,
+                    position: d.pos,
+                    offset: s.tail.next,
+                    reason: format!(
+                        "{}, yet a valid record (offset {offset}) follows at byte {pos}, in a \
+                         sealed segment with later segments after it; it is not a torn \
+                         tail, so nothing was changed",
+                        d.reason
+                    ),
+                });
+            }
+        }
+        let torn = d.torn || zeros;
         let e = LogError::Corruption {
             path: log_path,
             position: d.pos,
@@ -297,7 +318,9 @@ fn find_valid_after(
 ) -> Result<Option<(u64, u64)>> {
     const WINDOW: u64 = 1 << 20;
     let hl = RECORD_HEADER_LEN as u64;
-    let max_offset = expected + (end - from) / hl + 1;
+    // Saturating: offsets near u64::MAX must not wrap to a bound no record
+    // meets (which would truncate valid records as a torn tail).
+    let max_offset = expected.saturating_add((end - from) / hl).saturating_add(1);
     let mut start = from + 1;
     let mut buf = Vec::new();
     while start + hl <= end {
@@ -343,14 +366,7 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge)
         let mut index = Index::unusable(&index_path);
         if !cfg.read_only {
             io::set_len(cfg, &file, &log_path, 0)?;
-            io::write_at(
-                cfg,
-                &file,
-                &log_path,
-                &encode_file_header(&LOG_MAGIC, base),
-                0,
-            )?;
-            index = Index::create(cfg, &index_path, base)?;
+            index = crate::log::segment::start_segment(cfg, &file, &log_path, &index_path, base)?;
         }
         let seg = Segment {
             base,

@@ -231,6 +231,25 @@ pub struct Active {
     gauge: Gauge,
 }
 
+/// Writes the header of the empty segment file `file` at `base` and creates
+/// its index.
+pub(crate) fn start_segment(
+    cfg: &LogConfig,
+    file: &File,
+    log_path: &Path,
+    index_path: &Path,
+    base: u64,
+) -> Result<Index> {
+    io::write_at(
+        cfg,
+        file,
+        log_path,
+        &encode_file_header(&LOG_MAGIC, base),
+        0,
+    )?;
+    Index::create(cfg, index_path, base)
+}
+
 impl Active {
     /// The active segment `seg`, whose file `file` is open.
     pub fn new(seg: Segment, file: File, gauge: &Gauge) -> Active {
@@ -241,18 +260,25 @@ impl Active {
         }
     }
 
-    /// Creates the files of an empty segment at `base`.
+    /// Creates the files of an empty segment at `base`. On failure it removes
+    /// what it created: a stray segment file left behind (a new partition's,
+    /// a roll's or a skip's) would sit inside or before the partition's
+    /// offset range, and the next open would take it for a torn segment.
     pub fn create(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge) -> Result<Active> {
         let (log_path, index_path) = paths(dir, base);
-        let file = gauge.track(io::create(cfg, &log_path)?);
-        io::write_at(
-            cfg,
-            &file,
-            &log_path,
-            &encode_file_header(&LOG_MAGIC, base),
-            0,
-        )?;
-        let index = Index::create(cfg, &index_path, base)?;
+        let made = (|| {
+            let file = gauge.track(io::create(cfg, &log_path)?);
+            let index = start_segment(cfg, &file, &log_path, &index_path, base)?;
+            Ok((file, index))
+        })();
+        let (file, index) = match made {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = std::fs::remove_file(&log_path);
+                let _ = std::fs::remove_file(&index_path);
+                return Err(e);
+            }
+        };
         Ok(Active {
             seg: Segment {
                 base,

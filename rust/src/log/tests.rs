@@ -2098,3 +2098,237 @@ fn idle_partitions_write_their_index_entries_out_at_the_periodic_check() {
         assert!(got.iter().all(|r| r.value == value(r.offset)));
     }
 }
+
+// ---------------------------------------------------------------------------
+// Found by a correctness review (session 21): each failed before its fix, for
+// the reason its comment gives.
+
+/// A failpoint that refuses to create index files (ENOSPC) while the flag is set.
+fn index_create_fails() -> (Arc<AtomicBool>, Failpoint) {
+    let fail = Arc::new(AtomicBool::new(false));
+    let f2 = fail.clone();
+    let fp: Failpoint = Arc::new(move |op, path| {
+        let index = path.extension().is_some_and(|e| e == "index");
+        if op == IoOp::Create && index && f2.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        Ok(())
+    });
+    (fail, fp)
+}
+
+/// The base offset of a segment file, from its name.
+fn seg_base(p: &Path) -> u64 {
+    p.file_stem().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+/// A length field damaged in the middle of the last sealed segment (valid
+/// records follow it in that segment) looks "cut short by the end of the file"
+/// to the scan, so `open_sealed` calls it a torn tail. `Partition::open` then
+/// deletes the active segment (synced, acknowledged records) before
+/// `open_active` finds the valid records after the damage and refuses to open:
+/// the open fails AND the newest records are gone from disk.
+#[test]
+fn damaged_length_in_last_sealed_segment_does_not_delete_the_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    let vals: Vec<Vec<u8>> = (0..30).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    log.close().unwrap(); // everything synced: all 30 records are durable
+    let segs = seg_files(&pdir(dir.path()), "log");
+    assert!(segs.len() >= 3);
+    let victim = &segs[segs.len() - 2];
+    let active = segs.last().unwrap().clone();
+    let active_len = fs::metadata(&active).unwrap().len();
+    // Bit rot in the length field of the first record of the last sealed
+    // segment (several valid records follow it), and its index (a cache) gone.
+    let f = OpenOptions::new().write(true).open(victim).unwrap();
+    f.write_all_at(&0x00ff_ffffu32.to_be_bytes(), FILE_HEADER_LEN as u64 + 8)
+        .unwrap();
+    drop(f);
+    fs::remove_file(victim.with_extension("index")).unwrap();
+    let r = Log::open(dir.path(), small(&clock));
+    // Refusing to open is fine (the damage is not a torn tail); deleting the
+    // segment that holds the newest durable records is not.
+    assert!(
+        active.exists(),
+        "open ({:?}) deleted the active segment {} holding durable records {}..30",
+        r.as_ref().err().map(|e| e.to_string()),
+        active.display(),
+        seg_base(&active)
+    );
+    assert_eq!(fs::metadata(&active).unwrap().len(), active_len);
+}
+
+/// `find_valid_after` computes `expected + (end - from) / 24 + 1`, which
+/// overflows for a partition whose offsets are near `u64::MAX` (a store starts
+/// a partition at whatever offset its first record carries). Debug builds
+/// panic while opening the log; release builds wrap, so no later record
+/// qualifies as "valid", and damage followed by valid records is silently
+/// truncated (the valid records are lost) instead of being refused.
+#[test]
+fn damage_before_valid_records_near_u64_max_is_refused_not_panicked_or_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let cfg = || small(&clock).with_segment(1 << 20);
+    let first = u64::MAX - 100;
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    let vals: Vec<Vec<u8>> = (0..10).map(|i| vec![b'a' + i as u8; 2000]).collect();
+    log.append_batch(T, P, first, &vals).unwrap();
+    log.close().unwrap();
+    let seg = seg_files(&pdir(dir.path()), "log").pop().unwrap();
+    let len = fs::metadata(&seg).unwrap().len();
+    // Damage the value of the 5th record; records 5..10 stay valid.
+    let pos = FILE_HEADER_LEN as u64 + 4 * (RECORD_HEADER_LEN as u64 + 2000);
+    let f = OpenOptions::new().write(true).open(&seg).unwrap();
+    f.write_all_at(b"#", pos + RECORD_HEADER_LEN as u64 + 7)
+        .unwrap();
+    drop(f);
+    fs::remove_file(seg.with_extension("index")).unwrap(); // force a full scan
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Log::open(dir.path(), cfg()).map(drop)
+    }));
+    let r = r.unwrap_or_else(|p| {
+        panic!(
+            "Log::open panicked: {:?}",
+            p.downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+        )
+    });
+    assert!(
+        matches!(r, Err(LogError::Corruption { position, .. }) if position == pos),
+        "{r:?}"
+    );
+    assert_eq!(
+        fs::metadata(&seg).unwrap().len(),
+        len,
+        "nothing was cut off"
+    );
+}
+
+/// `roll` removes the segment file it created when `Active::create` fails
+/// half way ("leave no stray segment file inside its offset range");
+/// `skip_to` does not. A skip whose index file cannot be created (disk full)
+/// returns an error and leaves `{offset}.log` behind while the partition goes
+/// on where it stood. Once appends pass that offset and roll, the stray file
+/// sits between two real segments, and the next open refuses the partition:
+/// every record of it is unreadable.
+#[test]
+fn a_failed_skip_leaves_no_stray_segment_that_breaks_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let (fail, fp) = index_create_fails();
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    for i in 0..2 {
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    fail.store(true, Ordering::SeqCst);
+    assert!(log.skip_to(T, P, 3).is_err(), "the skip fails");
+    fail.store(false, Ordering::SeqCst);
+    assert_eq!(
+        log.next_offset(T, P),
+        Some(2),
+        "the partition stands where it was"
+    );
+    // The records in between turn up after all: the partition goes on, rolling.
+    for i in 2..30 {
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    let all = read_all(&log);
+    assert_eq!(all.len(), 30);
+    log.close().unwrap();
+    let bases: Vec<u64> = seg_files(&pdir(dir.path()), "log")
+        .iter()
+        .map(|p| seg_base(p))
+        .collect();
+    let r = Log::open(dir.path(), cfg);
+    assert!(
+        r.is_ok(),
+        "segments {bases:?}; reopen failed: {}",
+        r.as_ref().err().unwrap()
+    );
+    assert_eq!(read_all(&r.unwrap()), all);
+}
+
+/// Creating a new partition writes `{first}.log`, then its index; when the
+/// index cannot be created (disk full) `Partition::create` fails but leaves
+/// the header-only `{first}.log` behind. A later append that creates the
+/// partition at a higher offset (the next record the store got) succeeds, and
+/// its records are synced and acknowledged. At the next open the stray empty
+/// segment sorts first, looks like a "torn last sealed segment", and recovery
+/// DELETES the segment holding every real record: the partition silently
+/// comes back empty, at the stray's offset.
+#[test]
+fn a_failed_partition_create_leaves_no_stray_segment_that_eats_the_real_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let (fail, fp) = index_create_fails();
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        fsync: FsyncPolicy::Always,
+        ..small(&clock)
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    fail.store(true, Ordering::SeqCst);
+    assert!(log.append(T, P, 5, &value(5)).is_err(), "the create fails");
+    fail.store(false, Ordering::SeqCst);
+    assert_eq!(log.next_offset(T, P), None, "no partition was made");
+    // The next record the store gets starts the partition.
+    for i in 6..9 {
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    assert_eq!(log.durable_next(T, P), Some(9), "6..9 are durable");
+    let all = read_all(&log);
+    log.close().unwrap();
+    let files = seg_files(&pdir(dir.path()), "log");
+    let log = Log::open(dir.path(), cfg).unwrap();
+    assert_eq!(
+        read_all(&log),
+        all,
+        "segment files before the reopen: {files:?}, after: {:?}",
+        seg_files(&pdir(dir.path()), "log")
+    );
+}
+
+/// `Index::load` checks only the header, the size and the last two entries.
+/// An index damaged in the middle (index files are never fdatasynced, so a
+/// power loss can leave any of their pages stale) is accepted at every open;
+/// lookups binary-search through the bad entry and started reading at a wrong
+/// position, so reads of valid records failed with a `Corruption` error that
+/// said "reopening rebuilds the index", which it did not. A read now goes
+/// from the segment's start where an entry points at no record of its offset.
+#[test]
+fn reads_go_past_an_index_damaged_in_the_middle() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let cfg = || LogConfig {
+        index_interval_bytes: 1,
+        ..small(&clock).with_segment(1 << 20)
+    };
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    let vals: Vec<Vec<u8>> = (0..40).map(value).collect();
+    log.append_batch(T, P, 0, &vals).unwrap();
+    log.close().unwrap();
+    let idx = seg_files(&pdir(dir.path()), "index").pop().unwrap();
+    // One entry per record; zero entry 20 (a page of the index never written back).
+    let f = OpenOptions::new().write(true).open(&idx).unwrap();
+    f.write_all_at(&[0u8; 16], FILE_HEADER_LEN as u64 + 20 * 16)
+        .unwrap();
+    drop(f);
+    for _ in 0..2 {
+        let log = Log::open(dir.path(), cfg()).unwrap();
+        for start in [0, 10, 19, 20, 21, 30, 39] {
+            let r = log.read(T, P, start, 1, 1);
+            assert!(
+                r.as_ref().is_ok_and(|v| v[0].offset == start),
+                "read from {start}: {r:?}"
+            );
+        }
+    }
+}
