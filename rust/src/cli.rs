@@ -166,16 +166,25 @@ impl FileConfig {
                 ))
             }
             (Some(s), Some(p)) => {
-                let sub = TowerAddr::parse(s)?;
-                let pb = TowerAddr::parse(p)?;
-                let (sh, _) = sub.beacon_in.rsplit_once(':').unwrap_or_default();
-                let (ph, pport) = pb.beacon_in.rsplit_once(':').unwrap_or_default();
+                // Each names one port (no OUT = IN + 1 is implied, so 65535
+                // is as good as any); the whole is checked as a tower below.
+                fn one(a: &str) -> Result<(&str, u16)> {
+                    crate::node::config::split_tcp(a)
+                        .filter(|(h, port)| !h.is_empty() && *port != 0)
+                        .ok_or_else(|| {
+                            Error::Config(format!(
+                                "[beacon] address {a:?}: use \"tcp://HOST:PORT\""
+                            ))
+                        })
+                }
+                let (sh, sport) = one(s)?;
+                let (ph, pport) = one(p)?;
                 if sh != ph {
                     return Err(Error::Config(format!(
                         "[beacon] sub_address {s:?} and pub_address {p:?} must name the same host"
                     )));
                 }
-                Some(format!("{},{pport}", sub.beacon_in))
+                Some(format!("tcp://{sh}:{sport},{pport}"))
             }
         };
         if let Some(t) = beacon {

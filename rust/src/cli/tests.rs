@@ -318,3 +318,29 @@ fn store_runs_until_stopped_and_syncs() {
     .unwrap();
     assert!(polls > 2);
 }
+
+/// The C reference's `[beacon] sub_address` and `pub_address` each name one
+/// port: 65535 is as good as any for either when both are given (no
+/// OUT = IN + 1 is implied), and the tower is `tcp://HOST:IN,OUT`.
+#[test]
+fn beacon_addresses_on_the_last_port_are_accepted() {
+    for (sub, publ, want) in [
+        (
+            "tcp://127.0.0.1:65535",
+            "tcp://127.0.0.1:65534",
+            "tcp://127.0.0.1:65535,65534",
+        ),
+        (
+            "tcp://127.0.0.1:65534",
+            "tcp://127.0.0.1:65535",
+            "tcp://127.0.0.1:65534,65535",
+        ),
+    ] {
+        let f = file(&format!(
+            "[beacon]\nsub_address = \"{sub}\"\npub_address = \"{publ}\""
+        ));
+        let s = store_settings(&store_args(&[]), &f);
+        assert!(s.is_ok(), "{sub} / {publ}: {}", err_text(s));
+        assert_eq!(s.unwrap().config.node.towers, vec![want.to_string()]);
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::node::config::TowerAddr;
+use crate::node::config::{split_tcp, TowerAddr};
 use crate::wire::{decode_beacon, Beacon};
 
 /// What the node's SUB must do after a beacon or a timer.
@@ -18,6 +18,15 @@ use crate::wire::{decode_beacon, Beacon};
 pub enum PeerEvent {
     Connect(String),
     Disconnect(String),
+}
+
+/// Whether a tower beacon's endpoint is one a peer can be connected to:
+/// `tcp://HOST:PORT` with a host and a port other than 0. Any other (another
+/// transport, no port, port 0, a NUL) is malformed: dropped and counted, not
+/// taken for a peer that holds a place in the table until it expires.
+pub fn connectable(endpoint: &str) -> bool {
+    !endpoint.contains('\0')
+        && split_tcp(endpoint).is_some_and(|(host, port)| !host.is_empty() && port != 0)
 }
 
 /// Known peers by UUID: pure, no sockets.
@@ -93,7 +102,8 @@ impl PeerTable {
         }
     }
 
-    /// A tower beacon: a new peer (or one that moved) is connected.
+    /// A tower beacon: a new peer (or one that moved) is connected. The
+    /// caller checked the endpoint ([`connectable`]).
     pub fn on_beacon(&mut self, uuid: &[u8], endpoint: &str, now: Instant) -> Vec<PeerEvent> {
         if uuid == self.own.as_slice() || !endpoint.starts_with("tcp://") || endpoint.contains('\0')
         {
@@ -321,8 +331,8 @@ impl Discovery {
             };
             match decode_beacon(&frames) {
                 Ok(Beacon::Tower { uuid, endpoint }) => match std::str::from_utf8(endpoint) {
-                    Ok(ep) => out.extend(self.table.on_beacon(uuid, ep, now)),
-                    Err(_) => self.malformed += 1,
+                    Ok(ep) if connectable(ep) => out.extend(self.table.on_beacon(uuid, ep, now)),
+                    _ => self.malformed += 1,
                 },
                 // The tower (re)accepted our subscription: announce ourselves now.
                 Ok(Beacon::Welcome) => self.send_beacon(now)?,
@@ -516,6 +526,47 @@ mod tests {
         assert_eq!(d.malformed, sent, "every beacon read once");
         assert_eq!(most, BEACON_BATCH as u64, "at most a batch per turn");
         assert!(turns >= sent as usize / BEACON_BATCH);
+    }
+
+    /// A tower beacon whose endpoint no peer can be connected to (another
+    /// transport, no port, port 0) is malformed: dropped and counted, not
+    /// taken for a peer (counted in `peers`, connected to, and occupying a
+    /// place in the table until it expires).
+    #[test]
+    fn a_tower_beacon_with_an_unusable_endpoint_is_dropped_and_counted() {
+        let ctx = zmq::Context::new();
+        let (_xsub, xpub, mut d) = hand_made_tower(&ctx);
+        let end = Instant::now() + Duration::from_secs(20);
+        subscribed(&xpub, &mut d, end);
+        let bad: [&[u8]; 3] = [
+            b"udp://127.0.0.1:5",
+            b"tcp://127.0.0.1",
+            b"tcp://127.0.0.1:0",
+        ];
+        for (i, ep) in bad.iter().enumerate() {
+            let uuid = format!("{i:032X}");
+            let frames: [&[u8]; 3] = [b"B", uuid.as_bytes(), ep];
+            xpub.send_multipart(frames, 0).unwrap();
+        }
+        let mut events = Vec::new();
+        // The three beacons are in once nothing came for 300 ms.
+        let mut quiet = Instant::now();
+        while quiet.elapsed() < Duration::from_millis(300) {
+            assert!(Instant::now() < end, "beacons not read");
+            let mut items = d.poll_items();
+            zmq::poll(&mut items, 20).unwrap();
+            drop(items);
+            let got = d.on_readable(Instant::now()).unwrap();
+            if !got.is_empty() {
+                quiet = Instant::now();
+            }
+            events.extend(got);
+        }
+        assert_eq!(
+            (d.malformed, d.table.len()),
+            (3, 0),
+            "taken for peers: {events:?}"
+        );
     }
 
     /// A node that ended and a new one given its port: one connection, kept

@@ -60,6 +60,14 @@ impl NodeConfig {
         for t in &self.towers {
             TowerAddr::parse(t)?;
         }
+        if !self.towers.is_empty() && !self.bind.starts_with("tcp://") {
+            return Err(Error::Config(format!(
+                "bind {:?} with towers: a node found through towers must bind \
+                 tcp://HOST:PORT (its beacon tells peers a TCP port); bind tcp://, or \
+                 leave towers empty and connect nodes with peers=[...]",
+                self.bind
+            )));
+        }
         for p in &self.peers {
             check_peer(p)?;
         }

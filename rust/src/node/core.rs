@@ -574,6 +574,18 @@ pub struct Readable {
     pub beacon: bool,
 }
 
+/// `zmq::poll` for every node loop: a signal that interrupted the wait (EINTR;
+/// Linux never restarts `poll`, SA_RESTART or not) is a wait that found
+/// nothing, and the loop goes round again. Any signal the process handles
+/// (Python's SIGINT, the binaries' SIGTERM) can be delivered to a node's
+/// thread, which blocks none; before, it stopped the node for good.
+pub fn poll(items: &mut [zmq::PollItem<'_>], timeout_ms: i64) -> Result<()> {
+    match zmq::poll(items, timeout_ms) {
+        Ok(_) | Err(zmq::Error::EINTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl Core {
     /// One wait of a node's loop, up to `timeout_ms`: the command pipe, the XPUB
     /// (subscriptions), the SUB (unless `read_sub` is false, e.g. while the
@@ -591,7 +603,7 @@ impl Core {
         ];
         items.extend(self.disc.poll_items());
         let t = inbox.before_poll(timeout_ms);
-        let polled = zmq::poll(&mut items, t);
+        let polled = poll(&mut items, t);
         inbox.after_poll();
         polled?;
         Ok(Readable {

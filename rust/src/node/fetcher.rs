@@ -96,7 +96,7 @@ impl Client {
                 self.core.sub.as_poll_item(zmq::POLLIN),
             ];
             items.extend(self.core.disc.poll_items());
-            zmq::poll(&mut items, timeout)?;
+            crate::node::core::poll(&mut items, timeout)?;
             let b = items[2..].iter().any(|i| i.is_readable());
             (items[0].is_readable(), items[1].is_readable(), b)
         };
@@ -793,10 +793,13 @@ pub fn fetch_range<E: From<Error>>(
 /// One range to read: `(topic, partition, start, end)`.
 pub type Range<'a> = (&'a str, &'a str, u64, u64);
 
-/// Names as [`check_name`] and `start <= end`.
+/// Names as [`check_name`], a partition name a store can hold (a producer's
+/// address is 32 hex digits; stores drop records of any other name, so no
+/// node could answer and the read would wait out its timeout), and
+/// `start <= end`.
 fn check_range((topic, partition, start, end): Range<'_>) -> Result<()> {
     check_name("topic", topic)?;
-    check_name("partition", partition)?;
+    crate::log::format::check_partition_name(partition).map_err(Error::Config)?;
     if start > end {
         return Err(Error::Config(format!(
             "start {start} is past end {end}: a range is [start, end), empty when they are equal"

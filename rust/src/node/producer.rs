@@ -312,6 +312,10 @@ struct Pending {
     /// Bumped at every hand-over of `batch`: a [`Cmd::Take`] of an older
     /// generation (its records went with a later command) takes nothing.
     gen: u64,
+    /// Set by `close` before it stops the node thread: no record is taken
+    /// from then on, so the thread's last drain is bounded and takes every
+    /// record a `send` returned an offset for.
+    closed: bool,
 }
 
 impl Pending {
@@ -541,14 +545,15 @@ impl Producer {
         self.push(value).map(Some)
     }
 
-    /// Adds a reserved record to the pending batch; wakes the node thread
-    /// when the batch was empty, hands it over when it is full.
     /// Adds a reserved record to the pending batch: hands the batch over
     /// first if the value does not fit in it, starts a new one (and wakes
     /// the node thread to take it) if it is empty. A batch never grows past
     /// the room it started with, unless for one larger value.
     fn push(&self, value: &[u8]) -> Result<u64> {
         let mut p = self.shared.pending();
+        if p.closed {
+            return Err(Error::Closed);
+        }
         let off = p.next;
         if !p.batch.is_empty() && p.batch.bytes() + value.len() > COALESCE {
             let b = p.hand_over();
@@ -588,6 +593,9 @@ impl Producer {
             }
             self.reserve(piece.bytes(), timeout, &mut check)?;
             let mut p = self.shared.pending();
+            if p.closed {
+                return Err(Error::Closed.into());
+            }
             if !p.batch.is_empty() {
                 let b = p.hand_over();
                 self.actor.send(Cmd::Many(b))?;
@@ -647,14 +655,18 @@ impl Producer {
         self.actor.check()
     }
 
-    /// Stops and joins the node thread.
     /// Connects to one more peer's XPUB endpoint (static peers added later).
     pub fn connect(&self, endpoint: &str) -> Result<()> {
         crate::node::config::check_peer(endpoint)?;
         self.actor.send(Cmd::Connect(endpoint.to_string()))
     }
 
+    /// Publishes what was sent and stops the node thread. A `send` from
+    /// another thread is refused (`Error::Closed`) from now on: the thread
+    /// takes only what was sent before, and every offset `send` returned is
+    /// published.
     pub fn close(&self) -> Result<()> {
+        self.shared.pending().closed = true;
         let r = self.actor.close();
         self.shared.notify();
         r
@@ -686,11 +698,14 @@ fn run(
         if inbox.terminated() {
             // Closing: what was sent goes out (the XPUB lingers for it);
             // waiting for stores' ACKs is `flush`'s business.
+            let mut sent = 0usize;
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
+                    sent += b.len();
                     publish(&mut core, &mut st, b)?;
                 }
             }
+            Stats::add(&stats.records_sent, sent as u64);
             return Ok(());
         }
         // Commands: publish up to BATCH records.

@@ -337,6 +337,61 @@ fn records_sent_before_close_are_published() {
     c.close().unwrap();
 }
 
+/// `close` while another thread keeps sending: the sender is refused from
+/// then on (`Error::Closed`), `close` returns, and every record whose `send`
+/// returned an offset was published. Before, the closing thread drained each
+/// batch the sender went on starting, and `close` did not return while it
+/// sent.
+#[test]
+fn close_while_another_thread_sends_refuses_new_records_and_returns() {
+    let p = std::sync::Arc::new(
+        Producer::new(
+            "t",
+            ProducerConfig {
+                min_acks: 0,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    );
+    let sender = {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let mut ok = 0u64;
+            loop {
+                match p.send(b"0123456789", None) {
+                    Ok(off) => {
+                        assert_eq!(off, ok);
+                        ok += 1;
+                    }
+                    Err(e) => return (ok, e),
+                }
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while p.next_offset() < 10_000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(p.next_offset() >= 10_000, "the sender did not start");
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(p.close().map_err(|e| e.to_string()));
+        });
+    }
+    let closed = rx.recv_timeout(Duration::from_secs(60));
+    assert_eq!(
+        closed,
+        Ok(Ok(())),
+        "close did not return within 60 s while another thread sent"
+    );
+    let (ok, err) = sender.join().unwrap();
+    assert!(matches!(err, Error::Closed), "{err}");
+    assert_eq!(stat(p.stats().snapshot(), "records_sent"), ok);
+}
+
 #[test]
 fn tower_discovery_end_to_end() {
     let t = tower();
@@ -491,4 +546,117 @@ fn a_consumer_resumes_from_saved_positions() {
     assert_eq!(offsets, (50..80).collect::<Vec<_>>());
     c.close().unwrap();
     p.close().unwrap();
+}
+
+/// The OS threads of this process named `name` (their TIDs).
+pub(crate) fn threads_named(name: &str) -> Vec<i32> {
+    let mut tids = Vec::new();
+    for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            tids.extend(e.file_name().to_str().and_then(|t| t.parse::<i32>().ok()));
+        }
+    }
+    tids
+}
+
+/// Starts a node with `start` and finds its thread (named `name`): the
+/// one thread of that name that was not there before (retried while other
+/// tests start nodes of the same kind at the same moment).
+pub(crate) fn start_and_find_thread<T>(name: &str, start: impl Fn() -> T) -> (T, i32) {
+    for _ in 0..50 {
+        let before = threads_named(name);
+        let node = start();
+        let new: Vec<i32> = threads_named(name)
+            .into_iter()
+            .filter(|t| !before.contains(t))
+            .collect();
+        if let [tid] = new[..] {
+            return (node, tid);
+        }
+        drop(node);
+    }
+    panic!("could not tell the node's thread apart");
+}
+
+/// Sends `SIGUSR2` (with a do-nothing handler) to the thread `tid` of
+/// this process, `n` times: what any signal the process handles (Python's
+/// SIGINT, the binaries' SIGTERM) does when the kernel hands it to a node
+/// thread, which blocks no signal.
+pub(crate) fn signal_thread(tid: i32, n: usize) {
+    extern "C" fn nothing(_: libc::c_int) {}
+    // SAFETY: installs a handler that does nothing (async-signal-safe),
+    // then sends the signal to one thread of this process.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = nothing as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = libc::SA_RESTART;
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+        for _ in 0..n {
+            libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGUSR2);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A signal that the kernel delivers to a node's thread interrupts its poll
+/// (EINTR, even with SA_RESTART): the node must poll again, not die. Any
+/// signal the process handles can land there (a process-directed signal
+/// goes to any thread that does not block it).
+#[test]
+fn a_signal_delivered_to_a_node_thread_does_not_kill_it() {
+    let (p, tid) = start_and_find_thread("dafka-producer", || {
+        Producer::new(
+            "t",
+            ProducerConfig {
+                min_acks: 0,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    });
+    signal_thread(tid, 10);
+    std::thread::sleep(Duration::from_millis(200));
+    let alive = p.check();
+    assert!(alive.is_ok(), "the producer died: {alive:?}");
+    p.send(*b"after", None).unwrap();
+    p.close().unwrap();
+}
+
+/// A node bound to `ipc://` (accepted by `validate`) with a tower: its
+/// beacons carry port 0, which every tower drops as malformed, so no peer
+/// ever finds it. It must be refused where it is configured, or be found.
+#[test]
+fn a_node_bound_to_ipc_with_a_tower_is_refused_or_discovered() {
+    let t = tower();
+    let dir = tempfile::tempdir().unwrap();
+    let bind = format!("ipc://{}/p.sock", dir.path().display());
+    let cfg = ProducerConfig {
+        node: NodeConfig {
+            bind,
+            ..via_tower(&t, vec![], 1000)
+        },
+        min_acks: 0,
+        ..Default::default()
+    };
+    let p = match Producer::new("t", cfg) {
+        Err(Error::Config(_)) => return t.close().unwrap(),
+        other => other.unwrap(),
+    };
+    // Wait until the tower has heard the node's beacon (relayed or dropped).
+    let heard = || stat(t.stats().snapshot(), "beacons") + stat(t.stats().snapshot(), "malformed");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while heard() == 0 {
+        assert!(Instant::now() < deadline, "the tower heard nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        stat(t.stats().snapshot(), "malformed"),
+        0,
+        "the tower dropped the node's beacons: {:?}",
+        t.stats().snapshot()
+    );
+    p.close().unwrap();
+    t.close().unwrap();
 }

@@ -484,6 +484,11 @@ fn run(
     let xpub = ctx.socket(zmq::XPUB)?;
     xpub.set_linger(0)?;
     xpub.set_maxmsgsize(MAX_CONTROL_FRAME)?;
+    // A joiner is told every known node in one burst (up to MAX_PEERS
+    // beacons): with the default queue of 1,000 messages the rest were
+    // dropped, the same ones at every join. Room for a few bursts at once
+    // (about 100 bytes each, a few MiB per node at the most).
+    xpub.set_sndhwm(i32::try_from(4 * MAX_PEERS).unwrap_or(i32::MAX))?;
     xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
     // Every node's subscription, not only the first: each one joining is told
     // the nodes already known.
@@ -514,7 +519,7 @@ fn run(
                 mon.as_poll_item(zmq::POLLIN),
             ];
             let t = inbox.before_poll(wait);
-            zmq::poll(&mut items, t)?;
+            crate::node::core::poll(&mut items, t)?;
             (
                 items[1].is_readable(),
                 items[2].is_readable(),
@@ -819,6 +824,89 @@ mod tests {
         }
         // `W` (the welcome) stays here: no beacon upstream can match it.
         assert_eq!(subs, vec![b"\x01B".to_vec()]);
+        tower.close().unwrap();
+    }
+
+    /// A node that joins is told every live node known (up to MAX_PEERS),
+    /// not only as many as fit in one subscriber's send queue: with 3,000
+    /// nodes known, the repeat for a joiner must carry all of them.
+    #[test]
+    fn a_joiner_is_told_every_known_node_not_only_a_queue_full() {
+        const N: usize = 3000;
+        let tower = local_tower();
+        let ctx = zmq::Context::new();
+        let sub = || {
+            let s = ctx.socket(zmq::SUB).unwrap();
+            s.set_linger(0).unwrap();
+            s.set_rcvhwm(0).unwrap();
+            s.set_rcvtimeo(100).unwrap();
+            s.set_subscribe(b"B").unwrap();
+            s.connect(tower.beacon_out()).unwrap();
+            s
+        };
+        let watcher = sub();
+        // One connection beaconing for N nodes (the tower keys them by UUID).
+        let nodes = ctx.socket(zmq::PUB).unwrap();
+        nodes.set_linger(0).unwrap();
+        nodes.set_sndhwm(0).unwrap();
+        nodes.connect(tower.beacon_in()).unwrap();
+        let uuid = |i: usize| format!("{i:032X}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            assert!(Instant::now() < deadline, "no beacon relayed");
+            let first = uuid(0);
+            let frames: [&[u8]; 4] = [b"B", first.as_bytes(), b"127.0.0.1", b"4242"];
+            nodes.send_multipart(frames, 0).unwrap();
+            if watcher.recv_multipart(0).is_ok() {
+                break;
+            }
+        }
+        for i in 1..N {
+            let u = uuid(i);
+            let frames: [&[u8]; 4] = [b"B", u.as_bytes(), b"127.0.0.1", b"4242"];
+            nodes.send_multipart(frames, 0).unwrap();
+        }
+        while tower.stats().peers.load(Relaxed) < N as u64 {
+            assert!(
+                Instant::now() < deadline,
+                "the tower knows {} nodes",
+                tower.stats().peers.load(Relaxed)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // A node joins; nobody beacons any more: all it hears is the repeat.
+        let joiner = sub();
+        let mut told = std::collections::HashSet::new();
+        let mut quiet = 0;
+        while quiet < 10 && told.len() < N {
+            match joiner.recv_multipart(0) {
+                Ok(m) => {
+                    quiet = 0;
+                    told.insert(m.get(1).cloned().unwrap_or_default());
+                }
+                Err(_) => quiet += 1,
+            }
+        }
+        assert_eq!(
+            told.len(),
+            N,
+            "the joiner was told {} of {N} known nodes",
+            told.len()
+        );
+        tower.close().unwrap();
+    }
+
+    /// A signal that the kernel delivers to the tower's thread interrupts its
+    /// poll (EINTR, even with SA_RESTART): the tower must poll again, not
+    /// stop relaying beacons for good.
+    #[test]
+    fn a_signal_delivered_to_the_tower_thread_does_not_stop_it() {
+        use crate::node::tests::{signal_thread, start_and_find_thread};
+        let (tower, tid) = start_and_find_thread("dafka-tower", local_tower);
+        signal_thread(tid, 10);
+        std::thread::sleep(Duration::from_millis(200));
+        let alive = tower.check();
+        assert!(alive.is_ok(), "the tower stopped: {alive:?}");
         tower.close().unwrap();
     }
 
