@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -14,12 +15,13 @@ import pytest
 
 import dafka
 from dafka import Consumer, Store, Tower
-from dafka.spark import ProducerSettings, foreach_partition_writer, produce_arrow
+from dafka.spark import ProducerSettings, encode_value, foreach_partition_writer, produce_arrow
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 FAST = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
 N = 100_000
+TOWERS = {"topic": "t", "towers": "tcp://127.0.0.1:1,2"}  # never contacted
 
 
 @pytest.fixture
@@ -188,3 +190,139 @@ def test_reused_producers_keep_a_partition_and_are_dropped_when_broken(
     assert len({e.partition, f.partition, a.partition}) == 3
     held = {i.partition: i.next_offset for i in store.partitions("reuse")}
     assert held[a.partition] == 150
+
+
+# Edges of the write side found by a correctness review (session 21): each test
+# failed before its fix, for the reason in its docstring.
+
+# --- encoders (no Spark needed) -------------------------------------------------
+
+
+def test_json_encoder_binary_field_is_not_a_python_repr() -> None:
+    """encoder="json" on a Row with a binary field (Spark hands those over as
+    bytearray) writes ``"bytearray(b'xy')"``: ``default=str`` turns the value into
+    its Python repr, which no reader can decode back to the bytes (Spark's own
+    ``to_json``/``json_value`` writes base64)."""
+    from pyspark.sql import Row
+
+    out = json.loads(encode_value(Row(id=1, payload=bytearray(b"xy")), "json"))
+    assert "bytearray" not in out["payload"], out
+
+
+def test_json_encoder_writes_valid_json_for_nan() -> None:
+    """encoder="json" on a Row holding a float NaN/Infinity writes the bare tokens
+    ``NaN``/``Infinity`` (json.dumps' allow_nan default), which are not JSON: a
+    strict parser rejects the record."""
+    from pyspark.sql import Row
+
+    def strict(token: str) -> Any:
+        raise ValueError(f"not JSON: {token}")
+
+    raw = encode_value(Row(x=float("nan"), y=float("inf")), "json")
+    json.loads(raw, parse_constant=strict)
+
+
+def test_arrow_encoder_null_field_keeps_its_type() -> None:
+    """encoder="arrow" infers each record's schema from that one row: a string
+    field that is null in one row becomes Arrow type ``null`` there and ``string``
+    in the next, so two records of one DataFrame carry different schemas (they
+    cannot be concatenated, and a reader loses the column's type)."""
+    import pyarrow as pa
+    from pyspark.sql import Row
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    schema = StructType([StructField("id", IntegerType()), StructField("name", StringType())])
+    a = pa.ipc.open_stream(encode_value(Row(id=1, name=None), "arrow", schema=schema)).read_all()
+    b = pa.ipc.open_stream(encode_value(Row(id=2, name="x"), "arrow", schema=schema)).read_all()
+    assert a.schema == b.schema, (a.schema, b.schema)
+    assert a.schema.field("id").type == pa.int32()
+
+
+# --- data-source writer options (no Spark session needed) -----------------------
+
+
+def test_batch_writer_rejects_overwrite_mode() -> None:
+    """``df.write.format("dafka").mode("overwrite").save()`` is accepted and
+    appends: ``writer(schema, overwrite=True)`` ignores ``overwrite``, so records
+    already in the topic stay, silently (Kafka's sink refuses Overwrite)."""
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    from dafka.spark.datasource import DafkaDataSource
+
+    schema = StructType([StructField("value", BinaryType())])
+    with pytest.raises(ValueError, match="append-only"):
+        DafkaDataSource(dict(TOWERS)).writer(schema, True)
+
+
+def test_writer_rejects_a_non_binary_value_column_on_the_driver() -> None:
+    """A ``value`` column of another type (here long) passes the driver's schema
+    check; every task then fails (and is retried) with "use encoder='str' or
+    'json'", advice the data source has no option for."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from dafka.spark.datasource import DafkaDataSource
+
+    schema = StructType([StructField("value", LongType())])
+    with pytest.raises(TypeError, match="binary or string"):
+        DafkaDataSource(dict(TOWERS)).writer(schema, False)
+
+
+def test_wire_option_is_checked_on_the_driver() -> None:
+    """option("wire", "bogus") is accepted by ProducerSettings.from_options; only
+    each executor task's Producer(...) rejects it (every task fails and is
+    retried), while other bad options are reported once, on the driver."""
+    with pytest.raises(ValueError, match="wire"):
+        ProducerSettings.from_options({**TOWERS, "wire": "bogus"})
+
+
+# --- with Spark -------------------------------------------------------------------
+
+
+def test_produce_udf_sends_each_value_once_when_its_result_is_filtered(
+    spark: Any, cluster: tuple[Tower, Store]
+) -> None:
+    """produce_udf is a side-effecting UDF registered as deterministic: Spark
+    pushes a filter on its result below the projection and evaluates the UDF twice
+    (two ArrowEvalPython nodes), so every value is produced twice."""
+    from dafka.spark import produce_udf
+
+    tower, store = cluster
+    df = spark.range(0, 100, 1, 1).selectExpr("cast(id AS string) AS value")
+    out = df.select(produce_udf(settings(tower, "udf2"))("value").alias("o")).where("o >= 0")
+    assert len(out.collect()) == 100
+    deadline = time.monotonic() + 10
+    held = 0
+    while time.monotonic() < deadline:  # every offset returned was acknowledged already
+        held = sum(i.next_offset - i.first_offset for i in store.partitions("udf2"))
+        if held > 100:
+            break
+        time.sleep(0.2)
+    assert held == 100, f"{held} records held for 100 values"
+
+
+def test_arrow_ipc_udf_keeps_the_spark_type_of_null_fields(spark: Any) -> None:
+    """arrow_ipc_udf builds each record's schema from pandas: a binary field whose
+    values in a batch are all null is encoded with Arrow type ``null`` instead of
+    ``binary`` (the struct's Spark type is not used)."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from dafka.spark import arrow_ipc_udf
+
+    df = spark.createDataFrame([(1, None)], "id int, payload binary").coalesce(1)
+    [row] = df.select(arrow_ipc_udf()(F.struct("id", "payload")).alias("ipc")).collect()
+    schema = pa.ipc.open_stream(row.ipc).read_all().schema
+    assert schema.field("payload").type == pa.binary(), schema
+
+
+def test_produce_arrow_takes_a_column_name_with_a_dot(
+    spark: Any, cluster: tuple[Tower, Store]
+) -> None:
+    """produce_arrow checks ``column in df.columns`` but then ``df.select(column)``
+    parses the name, so a real column called ``v.x`` is "cannot be resolved"."""
+    from dafka.spark import produce_arrow
+
+    tower, _ = cluster
+    df = spark.range(0, 10, 1, 1).selectExpr("cast(id AS string) AS `v.x`")
+    rows = produce_arrow(df, settings(tower, "dot"), column="v.x").collect()
+    assert sum(r["count"] for r in rows) == 10

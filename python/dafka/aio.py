@@ -72,24 +72,30 @@ async def poll_many(
     consumer: Consumer, max_records: int = 10000, timeout: float | None = None
 ) -> list[Record]:
     """Up to ``max_records`` records, waiting up to ``timeout`` seconds (None = until
-    at least one arrives) for the first; ``[]`` on timeout."""
+    at least one arrives) for the first; ``[]`` on timeout.
+
+    Records are taken on the loop's thread, never on the worker that waits for them:
+    a cancelled call (``asyncio.wait_for``, ``asyncio.timeout``) loses none."""
     deadline = _deadline(timeout)
     while True:
-        got = await asyncio.to_thread(consumer.poll_many, max_records, _slice(deadline))
+        got = consumer._take(max_records)
         if got or _expired(deadline):
             return got
+        await asyncio.to_thread(consumer._ready, _slice(deadline))
 
 
-async def records(consumer: Consumer, max_records: int = 10000) -> AsyncIterator[Record]:
-    """Every record, as it arrives (``async for``); taken ``max_records`` at a time.
-    Ends when the consumer is closed, as ``for record in consumer`` does."""
+async def records(consumer: Consumer) -> AsyncIterator[Record]:
+    """Every record, as it arrives (``async for``). Ends when the consumer is closed,
+    as ``for record in consumer`` does. Taken one at a time, as that loop does: leaving
+    the ``async for`` early leaves the records after the last one it saw with the
+    consumer, for the next poll."""
     while True:
         try:
-            got = await poll_many(consumer, max_records)
+            got = await poll_many(consumer, 1)
         except ClosedError:
             return
-        for r in got:
-            yield r
+        if got:
+            yield got[0]
 
 
 def _buffer_full(e: BufferFullError, started: float) -> BufferFullError:

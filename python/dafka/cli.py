@@ -568,6 +568,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`dafka log dump ... | head`): stop quietly, as
+        # other Unix tools do. Python's own flush of stdout at exit would fail
+        # again, so stdout points at /dev/null from here on.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool SIGPIPE ended
 
 
 if __name__ == "__main__":

@@ -58,10 +58,13 @@ class Message:
             value = getattr(self, name, None)
             if value is not None:
                 object.__setattr__(self, name, _as_bytes(name, value))
-        for name in ("sequence", "count"):
+        for name, bits in (("sequence", 64), ("count", 32)):
             value = getattr(self, name, None)
-            if value is not None and (not isinstance(value, int) or value < 0):
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            if value is not None and (not isinstance(value, int) or not 0 <= value < 1 << bits):
+                raise ValueError(
+                    f"{name} must be an int from 0 to 2**{bits} - 1 (a uint{bits} on the "
+                    f"wire), got {value!r}"
+                )
         if self.dialect not in DIALECTS:
             raise ValueError(f"dialect must be 'rfc' or 'zproto', got {self.dialect!r}")
 

@@ -29,7 +29,11 @@ commit messages name them).
 from __future__ import annotations
 
 import atexit
+import base64
+import datetime
+import decimal
 import json
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -156,6 +160,9 @@ class ProducerSettings:
             raise ValueError(f"min_acks must be >= 0, got {self.min_acks}")
         if self.flush_timeout <= 0:
             raise ValueError(f"flush_timeout must be > 0 seconds, got {self.flush_timeout}")
+        if self.wire not in ("rfc", "zproto"):
+            # Checked here too, so that the driver says it, not every task.
+            raise ValueError(f"wire must be 'rfc' or 'zproto', got {self.wire!r}")
         if self.beacon_timeout <= self.beacon_interval:
             # Checked here too, so that the driver says it, not every task.
             raise ValueError(
@@ -301,8 +308,61 @@ def _row_dict(row: Any) -> dict[str, Any]:
     raise TypeError(f"the json/arrow encoders take Spark Rows or dicts, got {type(row).__name__}")
 
 
-def encode_value(value: Any, encoder: Encoder) -> bytes:
-    """Turns one value (a column value, or a Row for ``json``/``arrow``) into bytes."""
+def _jsonable(v: Any) -> Any:
+    """``v`` as JSON can hold it, as Spark's ``to_json`` writes it: binary as
+    base64, dates and times in ISO 8601, NaN and infinities as the strings
+    "NaN", "Infinity" and "-Infinity" (bare tokens are not JSON), decimals as
+    strings (exact)."""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "NaN"
+        if math.isinf(v):
+            return "Infinity" if v > 0 else "-Infinity"
+        return v
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(v)).decode()
+    if isinstance(v, datetime.date | datetime.time):  # datetime is a date
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    return v
+
+
+ENCODERS = ("bytes", "str", "json", "arrow")
+
+
+def check_encoder(encoder: Encoder) -> None:
+    """Raises ValueError for an encoder that is neither a function nor a known name."""
+    if not callable(encoder) and encoder not in ENCODERS:
+        raise ValueError(
+            f"encoder must be 'bytes', 'str', 'json', 'arrow' or a function, got {encoder!r}"
+        )
+
+
+def _arrow_schema(schema: Any) -> pa.Schema | None:
+    """A pyarrow Schema from one, or from a Spark StructType (None: None)."""
+    if schema is None:
+        return None
+    import pyarrow as pa
+
+    if isinstance(schema, pa.Schema):
+        return schema
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def encode_value(value: Any, encoder: Encoder, *, schema: Any = None) -> bytes:
+    """Turns one value (a column value, or a Row for ``json``/``arrow``) into bytes.
+
+    ``schema`` (a Spark StructType such as ``df.schema``, or a pyarrow Schema) gives
+    the ``arrow`` encoder the types of the Row's fields; without it each record's
+    types are inferred from its own row (a null field gets type null, a Spark int
+    int64)."""
     if callable(encoder):
         out = encoder(value)
         if not isinstance(out, bytes | bytearray | memoryview):
@@ -319,11 +379,13 @@ def encode_value(value: Any, encoder: Encoder) -> bytes:
             return value.encode()
         raise TypeError(f"column value is {type(value).__name__}, not str")
     if encoder == "json":
-        return json.dumps(_row_dict(value), separators=(",", ":"), default=str).encode()
+        return json.dumps(
+            _jsonable(_row_dict(value)), separators=(",", ":"), allow_nan=False, default=str
+        ).encode()
     if encoder == "arrow":
         import pyarrow as pa
 
-        table = pa.Table.from_pylist([_row_dict(value)])
+        table = pa.Table.from_pylist([_row_dict(value)], schema=_arrow_schema(schema))
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as w:
             w.write_table(table)
@@ -340,12 +402,15 @@ def produce_rows(
     column: str | None = "value",
     encoder: Encoder = "bytes",
     batch: int = 10000,
+    schema: Any = None,
 ) -> TaskResult:
     """Sends every row of one task through its producer (:func:`task_producer`) and
     flushes. ``column`` picks a field of each Row (None: the whole row goes to the
-    encoder)."""
+    encoder); ``schema`` is what the ``arrow`` encoder gets (see :func:`encode_value`)."""
     if batch < 1:
         raise ValueError("batch must be >= 1")
+    check_encoder(encoder)
+    schema = _arrow_schema(schema) if encoder == "arrow" else None
     with task_producer(settings) as p:
         first: int | None = None
         count = 0
@@ -354,7 +419,7 @@ def produce_rows(
             v = row if column is None else row[column]
             if v is None:
                 raise ValueError(f"column {column!r} is null in a row: filter nulls first")
-            buf.append(encode_value(v, encoder))
+            buf.append(encode_value(v, encoder, schema=schema))
             if len(buf) >= batch:
                 last = p.send_many(buf)
                 if first is None and last is not None:

@@ -12,6 +12,8 @@ from dafka.spark._produce import (
     DeliveryError,
     Encoder,
     ProducerSettings,
+    _arrow_schema,
+    check_encoder,
     produce_arrow_batches,
     produce_rows,
 )
@@ -26,16 +28,24 @@ def foreach_partition_writer(
     *,
     column: str | None = "value",
     encoder: Encoder = "bytes",
+    schema: Any = None,
 ) -> Callable[[Iterable[Any]], None]:
     """A function for ``df.foreachPartition(fn)`` (or ``rdd.foreachPartition``):
     each task opens a producer (its own dafka partition), sends ``column`` of every
     row encoded by ``encoder`` (``"bytes"``, ``"str"``, ``"json"``, ``"arrow"`` or a
     function; with ``column=None`` the encoder gets the whole Row), flushes until
     ``settings.min_acks`` stores ACKed, and raises :class:`DeliveryError` otherwise
-    so Spark retries the task. A retry is a new partition: at-least-once."""
+    so Spark retries the task. A retry is a new partition: at-least-once.
+
+    With ``encoder="arrow"`` pass ``schema`` (``df.schema``, or the struct's type
+    when ``column`` names a struct) so that every record carries the DataFrame's
+    types; without it each record's types are inferred from its own row."""
+    check_encoder(encoder)
+    if encoder == "arrow" and schema is not None:
+        _arrow_schema(schema)  # a bad schema fails here, on the driver
 
     def write(rows: Iterable[Any]) -> None:
-        produce_rows(rows, settings, column=column, encoder=encoder)
+        produce_rows(rows, settings, column=column, encoder=encoder, schema=schema)
 
     return write
 
@@ -49,10 +59,15 @@ def produce_arrow(df: DataFrame, settings: ProducerSettings, *, column: str = "v
     if column not in df.columns:
         raise KeyError(f"no column {column!r} in {df.columns}")
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return produce_arrow_batches(batches, settings, column=column)
+    # Quoted: a name holding a dot is a column of its own, not a struct's field;
+    # and renamed then, as mapInArrow resolves its input columns by plain name.
+    name = "value" if "." in column or "`" in column else column
 
-    return df.select(column).mapInArrow(run, OFFSETS_SCHEMA)
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return produce_arrow_batches(batches, settings, column=name)
+
+    quoted = "`" + column.replace("`", "``") + "`"
+    return df.selectExpr(f"{quoted} AS `{name}`").mapInArrow(run, OFFSETS_SCHEMA)
 
 
 def json_value(*cols: str | Column) -> Column:
@@ -66,27 +81,32 @@ def json_value(*cols: str | Column) -> Column:
 
 
 def arrow_ipc_udf() -> Callable[..., Column]:
-    """A pandas UDF taking a struct column and returning, per row, that row as a
+    """An Arrow UDF taking a struct column and returning, per row, that row as a
     one-row Arrow IPC stream (binary): ``df.select(arrow_ipc_udf()(F.struct(...)))``.
-    Readers decode with ``pyarrow.ipc.open_stream(value).read_all()``."""
-    import pandas as pd
+    Each record carries the struct's Spark types as Arrow types (a field null in
+    every row of a batch keeps its type). Readers decode with
+    ``pyarrow.ipc.open_stream(value).read_all()``."""
     import pyarrow as pa
-    from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.sql.pandas.functions import arrow_udf
 
-    def to_ipc(rows: pd.DataFrame) -> pd.Series:
-        table = pa.Table.from_pandas(rows, preserve_index=False)
+    def to_ipc(rows: pa.Array) -> pa.Array:
+        if not pa.types.is_struct(rows.type):
+            raise TypeError(f"arrow_ipc_udf takes a struct column (F.struct(...)), got {rows.type}")
+        if isinstance(rows, pa.ChunkedArray):
+            rows = rows.combine_chunks()
         out = []
-        for i in range(table.num_rows):
+        for i in range(len(rows)):
+            batch = pa.RecordBatch.from_struct_array(rows.slice(i, 1))
             sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, table.schema) as w:
-                w.write_table(table.slice(i, 1))
+            with pa.ipc.new_stream(sink, batch.schema) as w:
+                w.write_batch(batch)
             out.append(sink.getvalue().to_pybytes())
-        return pd.Series(out, dtype=object)
+        return pa.array(out, type=pa.binary())
 
     # PySpark reads the hints to pick the UDF kind; resolve them here (this module
-    # postpones annotations and imports pandas lazily).
-    to_ipc.__annotations__ = {"rows": pd.DataFrame, "return": pd.Series}
-    return pandas_udf("binary")(to_ipc)  # type: ignore[call-overload, no-any-return]
+    # postpones annotations and imports pyarrow lazily).
+    to_ipc.__annotations__ = {"rows": pa.Array, "return": pa.Array}
+    return arrow_udf("binary")(to_ipc)  # type: ignore[call-overload, no-any-return]
 
 
 def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
@@ -124,7 +144,10 @@ def produce_udf(settings: ProducerSettings) -> Callable[..., Column]:
         return pd.Series(range(got[0], got[1] + 1), dtype="int64")
 
     produce.__annotations__ = {"values": pd.Series, "return": pd.Series}
-    return pandas_udf("long")(produce)  # type: ignore[call-overload, no-any-return]
+    # Nondeterministic: it has a side effect, and Spark may otherwise evaluate a
+    # deterministic UDF twice (e.g. a filter on its result pushed below it),
+    # producing every value twice.
+    return pandas_udf("long")(produce).asNondeterministic()  # type: ignore[call-overload, no-any-return]
 
 
 def register(spark: SparkSession) -> None:

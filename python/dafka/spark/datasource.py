@@ -509,10 +509,19 @@ def _write_task(settings: ProducerSettings, rows: Iterator[Any]) -> DafkaCommit:
 
 
 def _check_write_schema(schema: StructType) -> None:
+    from pyspark.sql.types import BinaryType, StringType
+
     names = [f.name for f in schema.fields]
     if "value" not in names:
         raise ValueError(
             f"the dafka sink needs a 'value' column (binary or string); got columns {names}"
+        )
+    t = schema["value"].dataType
+    if not isinstance(t, BinaryType | StringType):
+        raise TypeError(
+            f"the dafka sink's 'value' column must be binary or string, not "
+            f"{t.simpleString()}: cast it (e.g. col('value').cast('string')) or encode it "
+            "(dafka.spark.json_value(...))"
         )
 
 
@@ -562,6 +571,11 @@ class DafkaDataSource(DataSource):
         return DafkaStreamReader(Options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:
+        if overwrite:
+            # A topic is append-only: nothing already in it can be replaced.
+            raise ValueError(
+                "dafka topics are append-only: write with mode('append'), not overwrite"
+            )
         _check_write_schema(schema)
         return DafkaBatchWriter(ProducerSettings.from_options(Options(self.options)))
 

@@ -759,7 +759,58 @@ impl Consumer {
     /// Takes up to `max` records, waiting up to `slice` for the first one.
     /// Never blocks longer than `slice`: callers loop for longer timeouts.
     pub fn poll_slice(&self, max: usize, slice: Duration, into: &mut Vec<Delivery>) -> Result<()> {
+        let guard = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        self.take_locked(guard, max, Some(slice), into)
+    }
+
+    /// Takes up to `max` records already here, without waiting: neither for
+    /// records nor for another thread waiting for them (then it takes none).
+    /// For an event loop's own thread, which must not block.
+    pub fn try_poll(&self, max: usize, into: &mut Vec<Delivery>) -> Result<()> {
+        let guard = match self.rx.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return self.actor.check(),
+        };
+        self.take_locked(guard, max, None, into)
+    }
+
+    /// Waits up to `slice` until a record is here to take; takes none, so a
+    /// caller that gives up (an asyncio task cancelled while a worker thread
+    /// waits) loses nothing. `Err(Closed)` once the consumer is closed.
+    pub fn wait_ready(&self, slice: Duration) -> Result<bool> {
         let mut guard = self.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let (rx, left) = &mut *guard;
+        if !left.is_empty() {
+            return Ok(true);
+        }
+        match rx.recv_timeout(slice) {
+            Ok(batch) => {
+                left.extend(batch);
+                Ok(!left.is_empty())
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                drop(guard);
+                self.actor.check()?;
+                Ok(false)
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                drop(guard);
+                self.actor.check()?;
+                Err(Error::Closed)
+            }
+        }
+    }
+
+    /// [`Consumer::poll_slice`] with the lock held: waits up to `slice` for
+    /// the first record (`None`: not at all).
+    fn take_locked(
+        &self,
+        mut guard: std::sync::MutexGuard<'_, (Receiver<Vec<Delivery>>, VecDeque<Delivery>)>,
+        max: usize,
+        slice: Option<Duration>,
+        into: &mut Vec<Delivery>,
+    ) -> Result<()> {
         let (rx, left) = &mut *guard;
         let start = into.len();
         let take = |left: &mut VecDeque<Delivery>, into: &mut Vec<Delivery>| {
@@ -767,7 +818,14 @@ impl Consumer {
             into.extend(left.drain(..n));
         };
         if left.is_empty() {
-            match rx.recv_timeout(slice) {
+            let got = match slice {
+                Some(slice) => rx.recv_timeout(slice),
+                None => rx.try_recv().map_err(|e| match e {
+                    std::sync::mpsc::TryRecvError::Empty => RecvTimeoutError::Timeout,
+                    std::sync::mpsc::TryRecvError::Disconnected => RecvTimeoutError::Disconnected,
+                }),
+            };
+            match got {
                 Ok(batch) => left.extend(batch),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -241,7 +240,9 @@ impl PyTower {
 struct PyProducer {
     inner: Producer,
     send_timeout: Option<Duration>,
-    on_delivery: Option<Py<PyAny>>,
+    /// In a lock so that the garbage collector can clear it (`__clear__`):
+    /// `self.p = Producer(..., on_delivery=self.cb)` makes a cycle.
+    on_delivery: std::sync::Mutex<Option<Py<PyAny>>>,
     reported: AtomicI64,
 }
 
@@ -253,7 +254,13 @@ impl PyProducer {
         if acked <= before {
             return Ok(0);
         }
-        if let Some(cb) = &self.on_delivery {
+        let cb = self
+            .on_delivery
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|cb| cb.clone_ref(py));
+        if let Some(cb) = cb {
             cb.call1(py, (acked,))?;
         }
         Ok((acked - before) as u64)
@@ -316,7 +323,7 @@ impl PyProducer {
         Ok(Self {
             inner,
             send_timeout,
-            on_delivery,
+            on_delivery: std::sync::Mutex::new(on_delivery),
             reported: AtomicI64::new(-1),
         })
     }
@@ -458,9 +465,13 @@ impl PyProducer {
         let t = seconds("timeout", timeout)?;
         if !t.is_zero() {
             let deadline = Instant::now() + t;
+            // Progress is past what `on_delivery` was last told, not past the
+            // acked offset at this call: an ACK that came before it is
+            // reported at once.
+            let reported = self.reported.load(SeqCst);
+            let progressed = || self.inner.acked_offset().map_or(-1, |a| a as i64) > reported;
             py.detach(|| -> PyResult<()> {
-                let start = self.inner.acked_offset();
-                while Instant::now() < deadline && self.inner.acked_offset() == start {
+                while Instant::now() < deadline && !progressed() {
                     let n = self
                         .inner
                         .wait_flush(SLICE.min(deadline - Instant::now().min(deadline)))?;
@@ -532,6 +543,27 @@ impl PyProducer {
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
         self.close(py)?;
         Ok(false)
+    }
+    /// The garbage collector sees `on_delivery`, so that a cycle through it
+    /// (an object holding the producer and passing its own bound method) is
+    /// collected, and the node with it.
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        // try_lock: the lock is only ever held briefly with the GIL held; a
+        // collection that finds it taken visits nothing this time.
+        if let Ok(cb) = self.on_delivery.try_lock() {
+            if let Some(cb) = cb.as_ref() {
+                visit.call(cb)?;
+            }
+        }
+        Ok(())
+    }
+    fn __clear__(&self) {
+        let cb = self
+            .on_delivery
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        drop(cb);
     }
 }
 
@@ -747,6 +779,38 @@ impl PyConsumer {
         self.names.records(py, ds)
     }
 
+    /// For ``dafka.aio``: the records already here, up to ``max_records``,
+    /// never waiting (for records, or for a thread waiting for them: then
+    /// none). Safe on an event loop's thread.
+    fn _take(&self, py: Python<'_>, max_records: i128) -> PyResult<Vec<Py<PyRecord>>> {
+        let max = unsigned("max_records", max_records)?;
+        if max == 0 {
+            return Err(PyValueError::new_err("max_records must be >= 1"));
+        }
+        let mut ds = Vec::new();
+        self.inner.try_poll(max, &mut ds)?;
+        self.names.records(py, ds)
+    }
+
+    /// For ``dafka.aio``: waits (GIL released) up to ``timeout`` seconds until
+    /// a record is here to take, and takes none: a caller that gives up
+    /// loses nothing. Raises ``ClosedError`` once the consumer is closed.
+    fn _ready(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let deadline = Instant::now() + seconds("timeout", timeout)?;
+        py.detach(|| -> PyResult<bool> {
+            loop {
+                let slice = SLICE.min(deadline.saturating_duration_since(Instant::now()));
+                if self.inner.wait_ready(slice)? {
+                    return Ok(true);
+                }
+                if Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                check_signals()?;
+            }
+        })
+    }
+
     /// Restarts ``partition`` (a producer address) at ``offset``, fetching
     /// from there (a partition gone idle too); a partition not seen yet
     /// starts there when it is.
@@ -821,8 +885,6 @@ impl PyConsumer {
     }
 }
 
-/// The bytes of an object with the buffer protocol, as unsigned (`B`, bytes) or
-/// signed (`b`, how pyarrow exports its buffers) bytes.
 /// A record value: ``bytes`` (the fast path), or any bytes-like object
 /// (``bytearray``, ``memoryview``, ``pyarrow.Buffer``...). A ``str`` gets a
 /// TypeError that says to encode it.
@@ -860,46 +922,51 @@ fn with_value<R>(
     }
 }
 
-enum ByteView {
-    Unsigned(PyBuffer<u8>),
-    Signed(PyBuffer<i8>),
-}
+/// The bytes of an object with the buffer protocol, whatever its item format
+/// (`B`, `b` as pyarrow exports its buffers, `i` of an `array('i')`, a numpy
+/// array's): a record value is its raw bytes. Taken as a simple (C-contiguous,
+/// byte-addressed) buffer.
+struct ByteView(Box<pyo3::ffi::Py_buffer>);
 
 impl ByteView {
-    fn get(_py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
-        let v = if let Ok(b) = PyBuffer::<u8>::get(obj) {
-            Self::Unsigned(b)
-        } else if let Ok(b) = PyBuffer::<i8>::get(obj) {
-            Self::Signed(b)
-        } else {
+    fn get(py: Python<'_>, obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
+        // SAFETY: a zeroed Py_buffer is what PyObject_GetBuffer fills in.
+        let mut view = Box::new(unsafe { std::mem::zeroed::<pyo3::ffi::Py_buffer>() });
+        // SAFETY: `obj` is a live object (the GIL is held); on success the
+        // buffer is released by `Drop`.
+        let rc = unsafe {
+            pyo3::ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, pyo3::ffi::PyBUF_SIMPLE)
+        };
+        if rc != 0 {
+            let err = PyErr::fetch(py);
+            if err.is_instance_of::<pyo3::exceptions::PyBufferError>(py) {
+                return Err(PyValueError::new_err(format!(
+                    "{what} must be a contiguous buffer ({err}); copy it first, e.g. bytes(value)"
+                )));
+            }
             return Err(PyTypeError::new_err(format!(
                 "{what} must be a bytes-like buffer (bytes, memoryview, pyarrow.Buffer)"
             )));
-        };
-        let contiguous = match &v {
-            Self::Unsigned(b) => b.is_c_contiguous(),
-            Self::Signed(b) => b.is_c_contiguous(),
-        };
-        if !contiguous {
-            return Err(PyValueError::new_err(format!(
-                "{what} must be a contiguous buffer"
-            )));
         }
-        Ok(v)
+        Ok(Self(view))
     }
 
     fn bytes(&self) -> &[u8] {
-        let (ptr, len) = match self {
-            Self::Unsigned(b) => (b.buf_ptr().cast::<u8>(), b.item_count()),
-            Self::Signed(b) => (b.buf_ptr().cast::<u8>(), b.item_count()),
-        };
-        if len == 0 {
+        let len = usize::try_from(self.0.len).unwrap_or(0);
+        if len == 0 || self.0.buf.is_null() {
             return &[];
         }
-        // SAFETY: the buffer is C-contiguous with `len` one-byte items, and
-        // `self` holds the exporter's buffer (memory pinned) while borrowed; the
-        // caller holds the GIL throughout.
-        unsafe { std::slice::from_raw_parts(ptr, len) }
+        // SAFETY: a simple buffer is `len` contiguous bytes at `buf`, pinned
+        // by the exporter until `Drop` releases it.
+        unsafe { std::slice::from_raw_parts(self.0.buf.cast::<u8>(), len) }
+    }
+}
+
+impl Drop for ByteView {
+    fn drop(&mut self) {
+        // SAFETY: the buffer was filled by a successful PyObject_GetBuffer and
+        // is released once, with the GIL held.
+        Python::attach(|_| unsafe { pyo3::ffi::PyBuffer_Release(&mut *self.0) });
     }
 }
 
