@@ -110,6 +110,9 @@ pub struct ConsumerState {
     idle_after: Duration,
     forget_after: Option<Duration>,
     parts: FxHashMap<Vec<u8>, Part>,
+    /// Bytes of records held past gaps, every partition's (bounded by
+    /// [`MAX_PENDING_TOTAL_BYTES`]).
+    pending_total: Arc<std::sync::atomic::AtomicUsize>,
     /// FETCH retry deadlines, earliest first. An entry whose partition's
     /// `retry_at` is no longer its time is stale and dropped when it comes
     /// up, so neither the loop's deadline nor a timer visits every partition.
@@ -142,6 +145,11 @@ pub struct ConsumerState {
 /// fetches a gap (as a store's `max_held_bytes`); past it, and past
 /// `max_pending` records, they are fetched again once the gap is filled.
 pub const MAX_PENDING_BYTES: usize = 64 << 20;
+
+/// Bytes of out-of-order records a consumer holds over all its partitions:
+/// many partitions with a gap each would otherwise hold `MAX_PENDING_BYTES`
+/// apiece. Past it, each partition still holds the one record nearest its gap.
+pub const MAX_PENDING_TOTAL_BYTES: usize = 1 << 30;
 
 fn lossy(b: &[u8]) -> Arc<str> {
     Arc::from(String::from_utf8_lossy(b).as_ref())
@@ -252,6 +260,7 @@ impl ConsumerState {
             idle_after: cfg.idle_after,
             forget_after: cfg.forget_after,
             parts: FxHashMap::default(),
+            pending_total: Arc::default(),
             timers: BinaryHeap::new(),
             stall_watch: FxHashSet::default(),
             starts,
@@ -341,6 +350,7 @@ impl ConsumerState {
         let start = self.starts.remove(partition);
         self.next_sweep.get_or_insert(now + self.idle_after);
         let topic_ix = self.topics.iter().position(|t| t == subject).unwrap_or(0) as u32;
+        let pending_total = self.pending_total.clone();
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let (next, epoch) = match (start, reset, first) {
                 (Some(start), _, _) => (start.next, start.epoch),
@@ -357,7 +367,7 @@ impl ConsumerState {
                 known: next,
                 requested: next,
                 retry_at: None,
-                pending: Held::default(),
+                pending: Held::counted(pending_total),
                 epoch,
                 answered_beyond: false,
                 beyond_rounds: 0,
@@ -482,8 +492,8 @@ impl ConsumerState {
             // Past a bound, those farthest from the gap are fetched again
             // later (`retry_or_skip` skips to the first held). One is always
             // taken, however large: it may be all that follows the gap.
-            p.pending
-                .hold_bounded(seq, r.content, max_pending, MAX_PENDING_BYTES, true);
+            let bounds = (max_pending, MAX_PENDING_BYTES, MAX_PENDING_TOTAL_BYTES);
+            p.pending.hold_bounded(seq, r.content, bounds, true);
             self.gaps += u64::from(new_gap);
         }
         self.maybe_fetch(r.address, now, out);

@@ -4,15 +4,54 @@
 //! that no caller keeps the count by hand.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 #[derive(Debug, Default)]
 pub(crate) struct Held {
     records: BTreeMap<u64, Vec<u8>>,
     /// Bytes of the values in `records`.
     bytes: usize,
+    /// Bytes held by every `Held` sharing it (a store's partitions), kept
+    /// here as `bytes` is, so that no caller counts by hand.
+    total: Option<Arc<AtomicUsize>>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.set_bytes(0);
+    }
 }
 
 impl Held {
+    /// A `Held` whose bytes also count in `total`.
+    pub fn counted(total: Arc<AtomicUsize>) -> Self {
+        Self {
+            records: BTreeMap::new(),
+            bytes: 0,
+            total: Some(total),
+        }
+    }
+
+    fn set_bytes(&mut self, bytes: usize) {
+        if bytes == self.bytes {
+            return;
+        }
+        if let Some(t) = &self.total {
+            if bytes >= self.bytes {
+                t.fetch_add(bytes - self.bytes, Relaxed);
+            } else {
+                t.fetch_sub(self.bytes - bytes, Relaxed);
+            }
+        }
+        self.bytes = bytes;
+    }
+
+    /// Bytes held by every `Held` counted with this one (its own if none).
+    fn total(&self) -> usize {
+        self.total.as_ref().map_or(self.bytes, |t| t.load(Relaxed))
+    }
+
     pub fn len(&self) -> usize {
         self.records.len()
     }
@@ -47,50 +86,57 @@ impl Held {
 
     pub fn remove(&mut self, offset: u64) -> Option<Vec<u8>> {
         let v = self.records.remove(&offset)?;
-        self.bytes -= v.len();
+        self.set_bytes(self.bytes - v.len());
         Some(v)
     }
 
     /// Holds `value` at `offset` whatever the bounds (one taken back).
     pub fn insert(&mut self, offset: u64, value: Vec<u8>) {
-        self.bytes += value.len();
+        let mut bytes = self.bytes + value.len();
         if let Some(old) = self.records.insert(offset, value) {
-            self.bytes -= old.len();
+            bytes -= old.len();
         }
+        self.set_bytes(bytes);
     }
 
     /// Drops everything held below `offset`.
     pub fn drop_below(&mut self, offset: u64) {
+        let mut bytes = self.bytes;
         while let Some(e) = self.records.first_entry() {
             if *e.key() >= offset {
                 break;
             }
-            self.bytes -= e.remove().len();
+            bytes -= e.remove().len();
         }
+        self.set_bytes(bytes);
     }
 
     pub fn clear(&mut self) {
         self.records.clear();
-        self.bytes = 0;
+        self.set_bytes(0);
     }
 
-    /// Holds `value` at `offset` within `max_records` and `max_bytes`. Past a
-    /// bound, the records farthest from the gap make room: those nearest it
-    /// are kept, so a skip to the first record held (the gap is deleted
-    /// everywhere) never jumps over records a node answered with. A record
-    /// farther than all held is the one let go. `keep_one`: a record is held
-    /// when nothing is, however large (it may be all that follows the gap).
-    /// Returns whether it is held, and how many held records were let go
-    /// (fetched again later, once the gap before them closes).
+    /// Holds `value` at `offset` within `max_records` and `max_bytes`, and
+    /// within `max_total` bytes held by every `Held` counted with this one.
+    /// Past a bound, this one's records farthest from the gap make room:
+    /// those nearest it are kept, so a skip to the first record held (the gap
+    /// is deleted everywhere) never jumps over records a node answered with.
+    /// A record farther than all held is the one let go. `keep_one`: a record
+    /// is held when nothing is, however large (it may be all that follows the
+    /// gap). Returns whether it is held, and how many held records were let
+    /// go (fetched again later, once the gap before them closes).
     pub fn hold_bounded(
         &mut self,
         offset: u64,
         value: &[u8],
-        max_records: usize,
-        max_bytes: usize,
+        (max_records, max_bytes, max_total): (usize, usize, usize),
         keep_one: bool,
     ) -> (bool, u64) {
-        let over = |h: &Self| h.len() >= max_records || h.bytes + value.len() > max_bytes;
+        let over = |h: &Self| {
+            h.len() >= max_records
+                || h.bytes + value.len() > max_bytes
+                || h.total() + value.len() > max_total
+        };
         let mut let_go = 0;
         while over(self) {
             let Some(e) = self.records.last_entry() else {
@@ -99,7 +145,8 @@ impl Held {
             if *e.key() < offset {
                 break;
             }
-            self.bytes -= e.remove().len();
+            let n = e.remove().len();
+            self.set_bytes(self.bytes - n);
             let_go += 1;
         }
         let held = (keep_one && self.is_empty()) || !over(self);
@@ -117,7 +164,10 @@ mod tests {
     #[test]
     fn bytes_follow_every_change() {
         let mut h = Held::default();
-        assert_eq!(h.hold_bounded(5, b"abc", 10, 100, false), (true, 0));
+        assert_eq!(
+            h.hold_bounded(5, b"abc", (10, 100, usize::MAX), false),
+            (true, 0)
+        );
         h.insert(7, b"de".to_vec());
         h.insert(7, b"xyz1".to_vec());
         assert_eq!((h.len(), h.bytes()), (2, 7));
@@ -132,25 +182,73 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_total_bounds_every_held_counted_with_it() {
+        let total = Arc::new(AtomicUsize::new(0));
+        let mut a = Held::counted(total.clone());
+        let mut b = Held::counted(total.clone());
+        let bounds = (100, 100, 8);
+        assert_eq!(a.hold_bounded(1, b"abcd", bounds, true), (true, 0));
+        assert_eq!(a.hold_bounded(2, b"efgh", bounds, true), (true, 0));
+        assert_eq!(total.load(Relaxed), 8);
+        // b holds nothing: one record is held past the total (keep_one)...
+        assert_eq!(b.hold_bounded(5, b"ijkl", bounds, true), (true, 0));
+        // ...and no more; nor without keep_one.
+        assert_eq!(b.hold_bounded(6, b"mn", bounds, true), (false, 0));
+        let mut c = Held::counted(total.clone());
+        assert_eq!(c.hold_bounded(9, b"o", bounds, false), (false, 0));
+        // Every change is counted: a remove, a drop_below, a clear, a drop.
+        assert_eq!(a.remove(1).as_deref(), Some(&b"abcd"[..]));
+        assert_eq!(total.load(Relaxed), 8);
+        a.drop_below(3);
+        assert_eq!(total.load(Relaxed), 4);
+        assert_eq!(c.hold_bounded(9, b"o", bounds, false), (true, 0));
+        b.clear();
+        drop(c);
+        assert_eq!(total.load(Relaxed), 0);
+        drop(a);
+    }
+
+    #[test]
     fn past_a_bound_the_farthest_make_room() {
         let mut h = Held::default();
         for o in [10, 11, 12] {
-            assert_eq!(h.hold_bounded(o, b"12345", 3, 100, false), (true, 0));
+            assert_eq!(
+                h.hold_bounded(o, b"12345", (3, 100, usize::MAX), false),
+                (true, 0)
+            );
         }
-        assert_eq!(h.hold_bounded(13, b"12345", 3, 100, false), (false, 0));
-        assert_eq!(h.hold_bounded(4, b"12345", 3, 100, false), (true, 1));
+        assert_eq!(
+            h.hold_bounded(13, b"12345", (3, 100, usize::MAX), false),
+            (false, 0)
+        );
+        assert_eq!(
+            h.hold_bounded(4, b"12345", (3, 100, usize::MAX), false),
+            (true, 1)
+        );
         assert_eq!(h.offsets().collect::<Vec<_>>(), vec![4, 10, 11]);
         // In bytes: 11 and 10 make room for the 10 bytes of 2.
-        assert_eq!(h.hold_bounded(2, &[0; 10], 9, 16, false), (true, 2));
+        assert_eq!(
+            h.hold_bounded(2, &[0; 10], (9, 16, usize::MAX), false),
+            (true, 2)
+        );
         assert_eq!(
             (h.offsets().collect::<Vec<_>>(), h.bytes()),
             (vec![2, 4], 15)
         );
         // Larger than the bound: held only when nothing is and `keep_one`.
         let mut h = Held::default();
-        assert_eq!(h.hold_bounded(1, &[0; 50], 9, 16, false), (false, 0));
-        assert_eq!(h.hold_bounded(1, &[0; 50], 9, 16, true), (true, 0));
-        assert_eq!(h.hold_bounded(0, &[0; 50], 9, 16, true), (true, 1));
+        assert_eq!(
+            h.hold_bounded(1, &[0; 50], (9, 16, usize::MAX), false),
+            (false, 0)
+        );
+        assert_eq!(
+            h.hold_bounded(1, &[0; 50], (9, 16, usize::MAX), true),
+            (true, 0)
+        );
+        assert_eq!(
+            h.hold_bounded(0, &[0; 50], (9, 16, usize::MAX), true),
+            (true, 1)
+        );
         assert_eq!(h.offsets().collect::<Vec<_>>(), vec![0]);
     }
 }

@@ -35,8 +35,6 @@ use crate::wire::{decode, topic_matches, Message, NodeType, Record, Subscription
 const BATCH: usize = 4096;
 /// FETCH answer slices sent per turn at most (each is one read of the log).
 const REPLY_SLICES: usize = 256;
-/// Wait this long before retrying FETCH answers a full queue refused.
-const BACKOFF: Duration = Duration::from_millis(2);
 /// After a storage error, try to recover the log this often.
 const RECOVER_EVERY: Duration = Duration::from_secs(1);
 /// Asking other stores for their heads: after start-up, shortly after a
@@ -207,18 +205,32 @@ fn publish(shared: &StoreShared, logic: &StoreLogic<impl StoreLog>, sync_error: 
         .store(logic.partition_states() as u64, Relaxed);
 }
 
-/// Sends `outs` (ACKs, FETCHes, DIRECT-HEADs, STORE-HELLOs); EAGAIN (a full
-/// peer queue) stops the sending: those are repeated by their own timers or
-/// requests. FETCH answers go through `send_slice`.
+/// Sends `outs` (ACKs, FETCHes, GET-HEADS, DIRECT-HEADs, STORE-HELLOs)
+/// lossy: one goes to every subscriber with room, and a subscriber whose
+/// queue is full (a store catching up from us, reading our FETCH answers
+/// slower than we send them) misses it. They are repeated by their own
+/// timers or requests. Without this, the no-drop XPUB refused a FETCH to
+/// every producer and store while any one store's queue was full, and the
+/// store never fetched its own gaps. FETCH answers go through `send_slice`,
+/// no-drop.
 fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
+    if outs.is_empty() {
+        return Ok(());
+    }
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 0)?;
+    let mut sent = Ok(());
     for o in outs {
         match core.emit(o) {
             Ok(()) => {}
-            Err(Error::Zmq(zmq::Error::EAGAIN)) => return Ok(()),
-            Err(e) => return Err(e),
+            Err(Error::Zmq(zmq::Error::EAGAIN)) => {}
+            Err(e) => {
+                sent = Err(e);
+                break;
+            }
         }
     }
-    Ok(())
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
+    sent
 }
 
 /// Sends a slice of FETCH answers until the requester's queue is full:
@@ -263,7 +275,6 @@ fn run<L: StoreLog>(
     let stats = &shared.stats;
     let mut frames = Frames::default();
     let mut slice = ReplySlice::default();
-    let mut blocked_until: Option<Instant> = None;
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
     // The last storage failure seen: the error is reported until appends
@@ -289,7 +300,8 @@ fn run<L: StoreLog>(
 
         core.count_unsendable(stats);
         let now = Instant::now();
-        let replies_ready = logic.has_replies() && blocked_until.is_none_or(|t| t <= now);
+        let replies_at = logic.next_reply_at(now);
+        let replies_ready = replies_at.is_some_and(|t| t <= now);
         let timeout = if replies_ready {
             0
         } else {
@@ -298,7 +310,7 @@ fn run<L: StoreLog>(
                 [
                     logic.next_deadline(now),
                     core.disc.next_deadline(),
-                    blocked_until.filter(|_| logic.has_replies()),
+                    replies_at,
                     Some(peer_heads.next),
                 ],
             )
@@ -443,19 +455,20 @@ fn run<L: StoreLog>(
         // a turn may receive, in up to REPLY_SLICES slices (many small jobs,
         // a consumer catching up on thousands of partitions, must not wait
         // behind the FETCHes that keep coming in).
-        if logic.has_replies() && blocked_until.is_none_or(|t| t <= now) {
-            blocked_until = None;
+        // A requester whose queue is full waits (backing off) with its jobs,
+        // and the others' answers go on.
+        if logic.next_reply_at(now).is_some_and(|t| t <= now) {
             let mut records = 0;
             for _ in 0..REPLY_SLICES {
-                if records >= BATCH || !logic.next_reply_slice(&mut slice) {
+                if records >= BATCH || !logic.next_reply_slice(&mut slice, now) {
                     break;
                 }
                 let sent = send_slice(&mut core, &slice)?;
                 records += sent;
                 if sent < slice.len() {
-                    logic.requeue_slice(&slice, sent);
-                    blocked_until = Some(Instant::now() + BACKOFF);
-                    break;
+                    logic.requeue_slice(&slice, sent, now);
+                } else {
+                    logic.reply_sent(&slice);
                 }
             }
         }

@@ -155,6 +155,11 @@ pub struct StoreLogicConfig {
     pub max_held_records: usize,
     /// Bytes of out-of-order records held per partition (default 64 MiB).
     pub max_held_bytes: usize,
+    /// ... and over all partitions (default 1 GiB): many partitions with a
+    /// gap each (a store back after a while, many producers live) would
+    /// otherwise hold `max_held_bytes` apiece. Past it, each partition still
+    /// holds the one record nearest its gap.
+    pub max_held_total_bytes: usize,
     /// Records longer than this are dropped and counted (default 64 MiB).
     pub max_record_bytes: usize,
     /// FETCH answers go out in slices of at most this many records (default 1024)
@@ -181,6 +186,7 @@ impl Default for StoreLogicConfig {
             max_fetch_count: 100_000,
             max_held_records: 100_000,
             max_held_bytes: 64 << 20,
+            max_held_total_bytes: 1 << 30,
             max_record_bytes: crate::node::config::DEFAULT_MAX_RECORD_BYTES,
             reply_batch_records: 1024,
             reply_batch_bytes: 4 << 20,
@@ -319,6 +325,82 @@ struct ReplyJob {
 struct Replies {
     jobs: FxMap<ReplyKey, ReplyJob>,
     order: VecDeque<ReplyKey>,
+    /// Requesters whose queue was full (they stopped reading): their jobs
+    /// wait here, out of `order`, so that they hold up no one else's answers
+    /// and are not read from the log again at every turn.
+    blocked: FxMap<Vec<u8>, Blocked>,
+}
+
+/// A requester whose queue was full: its jobs wait until `until`; `wait`
+/// doubles at each full queue in a row (up to [`MAX_REPLY_BACKOFF`]).
+#[derive(Debug)]
+struct Blocked {
+    until: Instant,
+    wait: Duration,
+    keys: Vec<ReplyKey>,
+}
+
+/// The first wait of a requester whose queue was full, and the longest.
+pub const REPLY_BACKOFF: Duration = Duration::from_millis(2);
+pub const MAX_REPLY_BACKOFF: Duration = Duration::from_millis(256);
+
+impl Replies {
+    /// Jobs of requesters whose wait is over go back to the front of `order`.
+    fn unblock(&mut self, now: Instant) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        for b in self.blocked.values_mut() {
+            if b.until <= now {
+                for k in b.keys.drain(..).rev() {
+                    self.order.push_front(k);
+                }
+            }
+        }
+        // A requester that went away (or read again, its last slice not
+        // whole) is forgotten a while after its wait ended.
+        self.blocked
+            .retain(|_, b| !b.keys.is_empty() || now < b.until + MAX_REPLY_BACKOFF);
+    }
+
+    /// The next job to answer: the first in `order` whose requester is not
+    /// waiting (those met on the way are set aside with their requester).
+    fn pop_ready(&mut self, now: Instant) -> Option<ReplyKey> {
+        self.unblock(now);
+        while let Some(key) = self.order.pop_front() {
+            match self.blocked.get_mut(&key.to) {
+                Some(b) if b.until > now => b.keys.push(key),
+                _ => return Some(key),
+            }
+        }
+        None
+    }
+
+    /// Drops the oldest job (its requester FETCHes again): one in `order`,
+    /// else one set aside.
+    fn evict_one(&mut self) {
+        let old = self.order.pop_front().or_else(|| {
+            self.blocked
+                .values_mut()
+                .find_map(|b| (!b.keys.is_empty()).then(|| b.keys.remove(0)))
+        });
+        if let Some(old) = old {
+            self.jobs.remove(&old);
+        }
+    }
+
+    /// When a job may be answered next: `now` if one is ready, else when the
+    /// first waiting requester's wait ends; None without jobs.
+    fn next_at(&self, now: Instant) -> Option<Instant> {
+        if !self.order.is_empty() {
+            return Some(now);
+        }
+        self.blocked
+            .values()
+            .filter(|b| !b.keys.is_empty())
+            .map(|b| b.until)
+            .min()
+    }
 }
 
 /// The store's protocol state.
@@ -330,6 +412,9 @@ pub struct StoreLogic<L: StoreLog> {
     /// the partitions in `active` only: one with nothing left to do has
     /// nothing here that the log does not say, and is forgotten.
     parts: FxMap<Vec<u8>, FxMap<Vec<u8>, PartState>>,
+    /// Bytes held past gaps over every partition (each `PartState::held`
+    /// counts its own here; bounded by `max_held_total_bytes`).
+    held_total: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     /// The partitions `tick` visits: every one touched since it last had
     /// nothing to do (no ACK or sync pending, no gap, no held records, its
     /// producer silent for `ack_refresh_window`). A store keeps every
@@ -349,6 +434,7 @@ impl<L: StoreLog> StoreLogic<L> {
             log,
             cfg,
             parts: FxMap::default(),
+            held_total: Default::default(),
             active: Vec::new(),
             replies: Replies::default(),
             counters: StoreCounters::default(),
@@ -392,12 +478,16 @@ impl<L: StoreLog> StoreLogic<L> {
     /// The partition's state; looks up by borrowed slices and allocates keys
     /// only for a partition seen for the first time (this runs per record).
     fn part(&mut self, topic: &[u8], partition: &[u8]) -> &mut PartState {
+        let total = &self.held_total;
         let st = self
             .parts
             .entry_ref(topic)
             .or_default()
             .entry_ref(partition)
-            .or_default();
+            .or_insert_with(|| PartState {
+                held: Held::counted(total.clone()),
+                ..PartState::default()
+            });
         if !st.active {
             st.active = true;
             self.active.push((topic.to_vec(), partition.to_vec()));
@@ -518,7 +608,8 @@ impl<L: StoreLog> StoreLogic<L> {
     }
 
     fn hold(&mut self, topic: &[u8], partition: &[u8], sequence: u64, content: &[u8]) {
-        let (max_n, max_b) = (self.cfg.max_held_records, self.cfg.max_held_bytes);
+        let c = &self.cfg;
+        let bounds = (c.max_held_records, c.max_held_bytes, c.max_held_total_bytes);
         let st = self.part(topic, partition);
         if st.held.contains(sequence) {
             self.counters.duplicates += 1;
@@ -529,7 +620,7 @@ impl<L: StoreLog> StoreLogic<L> {
         // to `max_record_bytes`): `fetch_gap` skips an expired partition's
         // gap to the first held record, so that must be where peers answer
         // from, not one past it.
-        let (held, let_go) = st.held.hold_bounded(sequence, content, max_n, max_b, true);
+        let (held, let_go) = st.held.hold_bounded(sequence, content, bounds, true);
         self.counters.dropped_held_full += let_go + u64::from(!held);
         self.counters.held += u64::from(held);
     }
@@ -777,9 +868,7 @@ impl<L: StoreLog> StoreLogic<L> {
         }
         if self.replies.jobs.len() >= self.cfg.max_reply_jobs {
             // Its requester FETCHes again.
-            if let Some(old) = self.replies.order.pop_front() {
-                self.replies.jobs.remove(&old);
-            }
+            self.replies.evict_one();
         }
         self.replies.order.push_back(key.clone());
         self.replies.jobs.insert(key, ReplyJob { next: start, end });
@@ -789,8 +878,8 @@ impl<L: StoreLog> StoreLogic<L> {
     /// Fills `slice` with the next slice of FETCH answers (round robin over
     /// jobs); false if there is nothing to send now. The loop calls it while
     /// its XPUB can take more, so a slow peer cannot make the store buffer.
-    pub fn next_reply_slice(&mut self, slice: &mut ReplySlice) -> bool {
-        let Some(key) = self.replies.order.pop_front() else {
+    pub fn next_reply_slice(&mut self, slice: &mut ReplySlice, now: Instant) -> bool {
+        let Some(key) = self.replies.pop_ready(now) else {
             return false;
         };
         let Some(mut job) = self.replies.jobs.remove(&key) else {
@@ -834,7 +923,7 @@ impl<L: StoreLog> StoreLogic<L> {
     /// Puts back the records of `slice` from its `sent`-th on (the
     /// requester's queue was full): they are answered again first, within the
     /// requester's job for the partition if it still has one.
-    pub fn requeue_slice(&mut self, slice: &ReplySlice, sent: usize) {
+    pub fn requeue_slice(&mut self, slice: &ReplySlice, sent: usize, now: Instant) {
         if sent >= slice.len() {
             return;
         }
@@ -856,8 +945,39 @@ impl<L: StoreLog> StoreLogic<L> {
                 .jobs
                 .insert(key.clone(), ReplyJob { next: from, end });
         }
-        self.replies.order.push_front(key);
         self.counters.records_served -= end - from;
+        // The requester waits (its jobs with it), doubling while its queue
+        // stays full; everyone else's answers go on meanwhile.
+        let b = self
+            .replies
+            .blocked
+            .entry(key.to.clone())
+            .or_insert_with(|| Blocked {
+                until: now,
+                wait: Duration::ZERO,
+                keys: Vec::new(),
+            });
+        b.wait = (b.wait * 2).clamp(REPLY_BACKOFF, MAX_REPLY_BACKOFF);
+        b.until = now + b.wait;
+        b.keys.insert(0, key);
+    }
+
+    /// A slice went out whole: its requester reads again, and waits no more
+    /// next time its queue is full than the first time.
+    pub fn reply_sent(&mut self, slice: &ReplySlice) {
+        if !self.replies.blocked.is_empty() {
+            if let Some(b) = self.replies.blocked.get(&slice.to) {
+                if b.keys.is_empty() {
+                    self.replies.blocked.remove(&slice.to);
+                }
+            }
+        }
+    }
+
+    /// When FETCH answers may go out next (see [`StoreLogic::next_reply_slice`]):
+    /// `now` if one can, None without any.
+    pub fn next_reply_at(&self, now: Instant) -> Option<Instant> {
+        self.replies.next_at(now)
     }
 
     /// GET-HEADS: a DIRECT-HEAD per partition of the topic. An empty topic

@@ -127,7 +127,7 @@ fn rec(s: &mut StoreLogic<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
 /// The next slice of FETCH answers as messages.
 fn replies(s: &mut StoreLogic<MemLog>) -> Vec<Out> {
     let mut slice = ReplySlice::default();
-    if !s.next_reply_slice(&mut slice) {
+    if !s.next_reply_slice(&mut slice, Instant::now()) {
         return Vec::new();
     }
     slice
@@ -536,6 +536,68 @@ fn a_fetch_below_the_first_record_held_is_answered_from_it() {
     assert_eq!(seqs, vec![6, 7, 8]);
 }
 
+/// A requester whose queue is full waits, with all its jobs, and backs off
+/// (doubling while its queue stays full); the other requesters' answers go
+/// on meanwhile. Before, the refused slice went back to the front of the one
+/// queue and every answer waited behind it.
+#[test]
+fn a_requester_with_a_full_queue_waits_alone_and_backs_off() {
+    let mut s = store_with(StoreLogicConfig {
+        reply_batch_records: 2,
+        ..Default::default()
+    });
+    let t0 = Instant::now();
+    for i in 0..10 {
+        rec(&mut s, i, t0);
+    }
+    let (a, b) = (&b"AAAA"[..], &b"BBBB"[..]);
+    for to in [a, b] {
+        s.on_fetch(&Fetch {
+            topic: P,
+            address: to,
+            subject: T,
+            sequence: 0,
+            count: 10,
+        });
+    }
+    let mut slice = ReplySlice::default();
+    assert!(s.next_reply_slice(&mut slice, t0));
+    assert_eq!(slice.to, a);
+    s.requeue_slice(&slice, 0, t0); // A's queue is full
+                                    // B is answered to the end while A waits.
+    let mut got = Vec::new();
+    while s.next_reply_slice(&mut slice, t0) {
+        got.push((slice.to.clone(), slice.first));
+        s.reply_sent(&slice);
+    }
+    let b_firsts: Vec<u64> = got
+        .iter()
+        .map(|(to, f)| {
+            assert_eq!(to, b, "only B while A waits");
+            *f
+        })
+        .collect();
+    assert_eq!(b_firsts, vec![0, 2, 4, 6, 8]);
+    assert_eq!(s.next_reply_at(t0), Some(t0 + REPLY_BACKOFF));
+    // Its wait over, A is answered from where it stood; full again, it waits
+    // twice as long.
+    let t1 = t0 + REPLY_BACKOFF;
+    assert!(s.next_reply_slice(&mut slice, t1));
+    assert_eq!((slice.to.as_slice(), slice.first), (a, 0));
+    s.requeue_slice(&slice, 1, t1);
+    assert_eq!(s.next_reply_at(t1), Some(t1 + 2 * REPLY_BACKOFF));
+    let t2 = t1 + 2 * REPLY_BACKOFF;
+    assert!(s.next_reply_slice(&mut slice, t2));
+    assert_eq!((slice.to.as_slice(), slice.first), (a, 1));
+    s.reply_sent(&slice);
+    let mut rest = vec![slice.first];
+    while s.next_reply_slice(&mut slice, t2) {
+        rest.push(slice.first);
+    }
+    assert_eq!(rest, vec![1, 3, 5, 7, 9]);
+    assert_eq!(s.next_reply_at(t2), None, "every job done");
+}
+
 #[test]
 fn fetch_is_answered_exactly_in_ascending_slices() {
     let mut s = store_with(StoreLogicConfig {
@@ -569,8 +631,8 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
     // A slice that could not go out (full queue) is sent again, in order.
     s.on_fetch(&Fetch { count: 5, ..f });
     let mut first = ReplySlice::default();
-    assert!(s.next_reply_slice(&mut first));
-    s.requeue_slice(&first, 1);
+    assert!(s.next_reply_slice(&mut first, Instant::now()));
+    s.requeue_slice(&first, 1, Instant::now());
     let mut again: Vec<u64> = Vec::new();
     while s.has_replies() {
         for o in replies(&mut s) {
@@ -791,6 +853,40 @@ fn append_failure_stops_progress_reports_and_resumes() {
     s.on_record(T, P, 1, b"r1", later);
     assert_eq!(s.last_error(), None);
     assert_eq!(s.log().contents(T, P).len(), 2);
+}
+
+/// Records held past gaps are bounded over all partitions too
+/// (`max_held_total_bytes`), not only per partition: a store back after a
+/// while with many producers live held `max_held_bytes` per partition. Past
+/// the total each partition still holds the one record nearest its gap, and
+/// what a partition drains or drops leaves room for the others.
+#[test]
+fn records_held_past_gaps_are_bounded_over_all_partitions() {
+    let mut s = store_with(StoreLogicConfig {
+        max_held_total_bytes: 10,
+        ..Default::default()
+    });
+    let now = Instant::now();
+    let (p1, p2) = (&b"P1"[..], &b"P2"[..]);
+    // P1: a gap at 0, then 1..=5 (2 bytes each: "r1".."r5").
+    for seq in 1..=5 {
+        s.on_record(T, p1, seq, format!("r{seq}").as_bytes(), now);
+    }
+    assert_eq!(s.counters().held, 5, "10 bytes: the total is reached");
+    // P2: a gap at 0; one record is held whatever the total, no more.
+    for seq in 1..=3 {
+        s.on_record(T, p2, seq, format!("r{seq}").as_bytes(), now);
+    }
+    assert_eq!(s.counters().held, 6);
+    assert_eq!(s.counters().dropped_held_full, 2, "P2's 2 and 3");
+    // P1's gap closes: its held records drain into the log, which frees the
+    // total for P2.
+    s.on_record(T, p1, 0, b"r0", now);
+    assert_eq!(s.log().contents(T, p1).len(), 6);
+    s.on_record(T, p2, 2, b"r2", now);
+    s.on_record(T, p2, 3, b"r3", now);
+    s.on_record(T, p2, 0, b"r0", now);
+    assert_eq!(s.log().contents(T, p2).len(), 4, "0..=3 in order");
 }
 
 #[test]
