@@ -61,18 +61,22 @@ def test_send_buffers_returns_the_offsets_its_own_records_got() -> None:
 
         t = threading.Thread(target=other)
         t.start()
+        ranges = []
         try:
             for _ in range(20):
                 got = p.send_buffers(data, offsets, timeout=10.0)
                 assert got is not None
-                first, last = got
-                seen = set(others)
-                assert first not in seen and last not in seen, (first, last)
-                between = set(range(first, last + 1)) - seen
-                assert len(between) == len(values), (first, last, len(between))
+                ranges.append(got)
         finally:
             stop.set()
             t.join(timeout=20)
+        # Checked once the other thread is done: an offset its `send` returned
+        # may not be in `others` yet while `send_buffers` returns.
+        seen = set(others)
+        for first, last in ranges:
+            assert first not in seen and last not in seen, (first, last)
+            between = set(range(first, last + 1)) - seen
+            assert len(between) == len(values), (first, last, len(between))
         wait_for(lambda: p.flush(timeout=0.1) == 0, "everything sent")
 
 

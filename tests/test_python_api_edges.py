@@ -247,3 +247,49 @@ def test_cli_log_dump_into_a_closed_pipe_exits_without_a_traceback(tmp_path: Pat
     assert first.startswith(b"0\t")
     stderr = err.read_text()
     assert "Traceback" not in stderr, stderr[-400:]
+
+
+def test_producer_poll_after_close_raises_closed() -> None:
+    """``poll(0)`` after ``close()`` returned 0, as if nothing were wrong, while
+    ``poll(0.1)`` raised ClosedError: closed is now said at once, whatever the
+    timeout."""
+    p = Producer("pc", min_acks=0)
+    p.close()
+    for timeout in (0.0, 0.1):
+        with pytest.raises(dafka.ClosedError):
+            p.poll(timeout)
+
+
+def test_cli_nodes_take_bind_and_advertise_host() -> None:
+    """``dafka produce|consume|offsets`` bound 127.0.0.1 with no way to change it, so
+    stores on other hosts (found through ``--tower``) could not reach them. They take
+    ``--bind`` and ``--advertise-host`` now, checked as a node checks them."""
+    base = [sys.executable, "-m", "dafka.cli", "offsets", "t", "--peer", "tcp://127.0.0.1:1"]
+    for extra, word in (
+        (["--bind", "udp://127.0.0.1:0"], "bind"),
+        (["--advertise-host", "*"], "advertise_host"),
+    ):
+        r = subprocess.run(
+            [*base, "--timeout", "1", *extra], capture_output=True, text=True, timeout=60
+        )
+        assert r.returncode == 1, (extra, r.stdout, r.stderr)
+        assert word in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_spark_options_are_checked_as_a_node_would_on_the_driver() -> None:
+    """A bad ``bind``, ``advertiseHost`` or endpoint in the dafka data source's
+    options passed the driver; every task then failed (and was retried) on it. The
+    driver says it once now (``dafka._native.check_node``); ``advertiseHost`` is an
+    option of both sides."""
+    pytest.importorskip("pyspark")
+    from dafka.spark import ProducerSettings
+    from dafka.spark.datasource import ReadSettings
+
+    base = {"topic": "t", "subscribe": "t", "towers": "tcp://127.0.0.1:1,2"}
+    for key, value in (("bind", "udp://127.0.0.1:0"), ("advertiseHost", "*")):
+        with pytest.raises(dafka.ConfigError):
+            ProducerSettings.from_options({**base, key: value})
+        with pytest.raises(dafka.ConfigError):
+            ReadSettings.from_options({**base, key: value})
+    assert ProducerSettings.from_options({**base, "advertiseHost": "h1"}).advertise_host == "h1"
+    assert ReadSettings.from_options({**base, "advertiseHost": ""}).advertise_host == ""

@@ -17,6 +17,7 @@ __all__ = [
     "Store",
     "Tower",
     "__version__",
+    "check_node",
     "fetch_range",
     "fetch_ranges",
     "heads",
@@ -103,6 +104,16 @@ def fetch_range(
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
 ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]: ...
+def check_node(
+    *,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    bind: str = ...,
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
+) -> None: ...
 def fetch_ranges(
     ranges: list[tuple[str, str, int, int]],
     *,

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from dafka import wire
 from dafka._native import (
@@ -174,7 +175,7 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     with (
         _sigterm_as_interrupt(),
         Producer(
-            args.topic, wire=args.wire, min_acks=args.min_acks, towers=towers, peers=peers
+            args.topic, min_acks=args.min_acks, towers=towers, peers=peers, **_node_kwargs(args)
         ) as p,
     ):
         print(f"producing to {args.topic!r} as partition {p.address}", file=sys.stderr)
@@ -233,11 +234,11 @@ def _cmd_consume(args: argparse.Namespace) -> int:
         _sigterm_as_interrupt(),
         Consumer(
             [args.topic],
-            wire=args.wire,
             offset_reset=reset,
             towers=towers,
             peers=peers,
             start_offsets=starts,
+            **_node_kwargs(args),
         ) as c,
     ):
         print(f"consuming {args.topic!r} ({reset}) as {c.address}", file=sys.stderr, flush=True)
@@ -265,7 +266,9 @@ def _cmd_consume(args: argparse.Namespace) -> int:
 
 def _cmd_offsets(args: argparse.Namespace) -> int:
     towers, peers = _discovery(args)
-    got = offsets(args.topic, towers=towers, peers=peers, wire=args.wire, timeout=args.timeout)
+    got = offsets(
+        args.topic, towers=towers, peers=peers, timeout=args.timeout, **_node_kwargs(args)
+    )
     if not got:
         print(f"{args.topic!r}: no store or producer holds a partition of it")
         return 0
@@ -405,6 +408,24 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--peer", action="append", metavar="ENDPOINT", help="static peer XPUB endpoint")
     p.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
+    p.add_argument(
+        "--bind",
+        default="tcp://127.0.0.1:*",
+        metavar="ENDPOINT",
+        help="the node's XPUB endpoint (default reachable from this host only: use "
+        "tcp://*:0 with towers or peers on other hosts)",
+    )
+    p.add_argument(
+        "--advertise-host",
+        metavar="HOST",
+        help="host put in beacons (default: the bound host; '' lets the tower use the "
+        "TCP peer address)",
+    )
+
+
+def _node_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """What every node of the CLI takes from ``_add_node_args``."""
+    return {"wire": args.wire, "bind": args.bind, "advertise_host": args.advertise_host}
 
 
 def _show_topic(topic: str) -> str:

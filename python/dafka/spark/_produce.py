@@ -40,7 +40,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dafka._native import Producer
+from dafka._native import Producer, check_node
 from dafka.exceptions import DafkaError
 
 if TYPE_CHECKING:
@@ -146,6 +146,9 @@ class ProducerSettings:
     #: The producer's XPUB bind; on a cluster use ``tcp://*:0`` so stores on other
     #: hosts can reach executors.
     bind: str = "tcp://127.0.0.1:*"
+    #: The host put in the producer's beacons (None: the bound host; "" lets the
+    #: tower use the TCP peer address), for executors behind NAT or in containers.
+    advertise_host: str | None = None
     #: Wait this long after start-up for a store to connect before sending (the
     #: first records are otherwise fetched by stores from the producer's buffer).
     connect_wait: float = 0.0
@@ -169,12 +172,24 @@ class ProducerSettings:
                 f"beacon_timeout ({self.beacon_timeout} s) must be longer than "
                 f"beacon_interval ({self.beacon_interval} s)"
             )
+        # The rest of what a task's Producer would refuse (endpoints, bind,
+        # advertise_host), said once by the driver.
+        check_node(
+            towers=list(self.towers) or None,
+            peers=list(self.peers) or None,
+            wire=self.wire,
+            bind=self.bind,
+            beacon_interval=self.beacon_interval,
+            beacon_timeout=self.beacon_timeout,
+            advertise_host=self.advertise_host,
+        )
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], *, reuse: bool = False) -> ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
         separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``,
-        ``beaconTimeout``, ``bind``, ``reuseProducer`` (default ``reuse``)."""
+        ``beaconTimeout``, ``bind``, ``advertiseHost``, ``reuseProducer`` (default
+        ``reuse``)."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:
@@ -194,6 +209,7 @@ class ProducerSettings:
             beacon_interval=seconds(options, "beaconInterval", 1.0),
             beacon_timeout=seconds(options, "beaconTimeout", 4.0),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
+            advertise_host=options.get("advertiseHost"),
             reuse=flag(options, "reuseProducer", reuse),
         )
 
@@ -209,6 +225,7 @@ class ProducerSettings:
             beacon_interval=self.beacon_interval,
             beacon_timeout=self.beacon_timeout,
             bind=self.bind,
+            advertise_host=self.advertise_host,
         )
         if self.connect_wait > 0:
             import time

@@ -40,9 +40,10 @@ Stores announce every partition they hold records of, so one absent that long ha
 nothing left to read, unless every store holding it was away all that time: then
 it is read again from its first record when they are back, at-least-once). Both
 sides take ``bind`` (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a
-multi-host cluster so stores reach the executors) and ``beaconInterval`` (writing
-also ``beaconTimeout``). Schema: ``topic string, partition string, offset long,
-value binary``. Offsets are JSON
+multi-host cluster so stores reach the executors), ``advertiseHost`` (the host put
+in beacons, for executors behind NAT or in containers; ``""`` lets the tower use
+the TCP peer address) and ``beaconInterval`` (writing also ``beaconTimeout``).
+Schema: ``topic string, partition string, offset long, value binary``. Offsets are JSON
 ``{partition: next_offset}``; partitions are producer addresses, unique across
 topics. The driver asks stores for heads (GET-HEADS); every executor task reads its
 ``[start, end)`` range straight from stores (FETCH), not through the driver.
@@ -67,7 +68,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from dafka._native import HeadsWatch, fetch_ranges, offsets
+from dafka._native import HeadsWatch, check_node, fetch_ranges, offsets
 from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
     Options,
@@ -131,6 +132,7 @@ class ReadSettings:
     heads_settle: float
     beacon_interval: float
     bind: str
+    advertise_host: str | None
     max_records_per_task: int
     min_records_per_task: int
     forget_absent_after: float
@@ -147,7 +149,7 @@ class ReadSettings:
                 'reading dafka needs option("towers", ...): stores find the read clients '
                 "through discovery"
             )
-        return cls(
+        s = cls(
             topics=topics,
             towers=towers,
             peers=peers,
@@ -157,10 +159,20 @@ class ReadSettings:
             heads_settle=seconds(options, "headsSettle", 0.5),
             beacon_interval=seconds(options, "beaconInterval", 1.0),
             bind=options.get("bind", "tcp://127.0.0.1:*"),
+            advertise_host=options.get("advertiseHost"),
             max_records_per_task=integer(options, "maxRecordsPerTask", 500_000),
             min_records_per_task=integer(options, "minRecordsPerTask", 50_000),
             forget_absent_after=seconds(options, "forgetPartitionsAfter", 3600.0),
         )
+        # What every task's read client would refuse, said once by the driver.
+        check_node(
+            towers=list(s.towers),
+            peers=list(s.peers) or None,
+            bind=s.bind,
+            beacon_interval=s.beacon_interval,
+            advertise_host=s.advertise_host,
+        )
+        return s
 
     def heads(self, watches: dict[str, HeadsWatch] | None = None) -> dict[str, tuple[str, int]]:
         """``{partition: (topic, next_offset)}`` over every subscribed topic."""
@@ -175,6 +187,7 @@ class ReadSettings:
             towers=list(self.towers),
             peers=list(self.peers) or None,
             bind=self.bind,
+            advertise_host=self.advertise_host,
             beacon_interval=self.beacon_interval,
             forget_after=self.forget_absent_after,
         )
@@ -208,6 +221,7 @@ class ReadSettings:
                     peers=list(self.peers) or None,
                     beacon_interval=self.beacon_interval,
                     bind=self.bind,
+                    advertise_host=self.advertise_host,
                     **round_args,
                 )
             for p, (first, n) in got.items():
@@ -231,6 +245,7 @@ class ReadSettings:
             fail_on_loss=self.fail_on_data_loss,
             beacon_interval=self.beacon_interval,
             bind=self.bind,
+            advertise_host=self.advertise_host,
         )
         for r, (records, _lost) in zip(ranges, got, strict=True):
             for off, value in records:

@@ -356,8 +356,38 @@ impl HeadsWatch {
     }
 }
 
+/// Checks node settings as a node would at start-up, without starting one:
+/// raises ``ConfigError`` (or ``ValueError``) saying what to fix. For a Spark
+/// driver, so that a bad option is reported once there, not by every task.
+#[pyfunction]
+#[pyo3(signature = (
+    *, towers = None, peers = None, wire = "rfc", bind = "tcp://127.0.0.1:*".to_string(),
+    beacon_interval = 1.0, beacon_timeout = 4.0, advertise_host = None
+))]
+fn check_node(
+    towers: Option<StrList>,
+    peers: Option<StrList>,
+    wire: &str,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+    advertise_host: Option<String>,
+) -> PyResult<()> {
+    read_config(
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+    )
+    .map(drop)
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HeadsWatch>()?;
+    m.add_function(wrap_pyfunction!(check_node, m)?)?;
     m.add_function(wrap_pyfunction!(heads, m)?)?;
     m.add_function(wrap_pyfunction!(offsets, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_range, m)?)?;

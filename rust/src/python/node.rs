@@ -463,6 +463,8 @@ impl PyProducer {
     #[pyo3(signature = (timeout = 0.0))]
     fn poll(&self, py: Python<'_>, timeout: f64) -> PyResult<u64> {
         let t = seconds("timeout", timeout)?;
+        // Closed (or failed) is said at once, whatever the timeout.
+        self.inner.check()?;
         if !t.is_zero() {
             let deadline = Instant::now() + t;
             // Progress is past what `on_delivery` was last told, not past the
@@ -866,7 +868,9 @@ impl PyConsumer {
                 .into_iter()
                 .next()
                 .ok_or_else(|| PyStopIteration::new_err(())),
-            Err(e) if self.inner.check().is_err() => {
+            // A clean close ends the loop; a node thread that failed raises its
+            // NodeError (it must not look like the end of the stream).
+            Err(e) if matches!(self.inner.check(), Err(Error::Closed)) => {
                 drop(e);
                 Err(PyStopIteration::new_err(()))
             }
