@@ -21,6 +21,7 @@ from typing import Any
 
 from dafka.spark import (
     ProducerSettings,
+    add_cluster_args,
     foreach_partition_writer,
     local_cluster,
     local_session,
@@ -56,7 +57,7 @@ def progress(spark: Any, stop: threading.Event, every: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--topic", default="bulk")
-    ap.add_argument("--towers", help="tower endpoints (tcp://HOST:IN,OUT; ';' between)")
+    add_cluster_args(ap)
     ap.add_argument("--rows", type=int, default=1_000_000, help="generated rows")
     ap.add_argument("--value-bytes", type=int, default=100, help="generated value size")
     ap.add_argument("--partitions", type=int, default=4, help="Spark partitions (= producers)")
@@ -75,10 +76,15 @@ def main(argv: list[str] | None = None) -> int:
         store = None
         if not towers:
             tower, store = stack.enter_context(local_cluster())
-            towers = tower.endpoint
-            print(f"started a local tower + store: towers={towers}")
+            towers = [tower.endpoint]
+            print(f"started a local tower + store: towers={tower.endpoint}")
         settings = ProducerSettings(
-            args.topic, towers=towers.split(";"), min_acks=args.min_acks, beacon_interval=0.2
+            args.topic,
+            towers=towers,
+            min_acks=args.min_acks,
+            beacon_interval=0.2,
+            bind=args.bind,
+            advertise_host=args.advertise_host,
         )
         df = source(spark, args)
         stop = threading.Event()

@@ -17,18 +17,28 @@ import time
 from typing import Any
 
 from dafka import Consumer, Producer
-from dafka.spark import local_cluster, local_session, run_query
+from dafka.spark import (
+    add_cluster_args,
+    local_cluster,
+    local_session,
+    node_options,
+    run_query,
+    trigger_arg,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--towers", help="tower endpoints (tcp://HOST:IN,OUT; ';' between)")
+    add_cluster_args(ap)
     ap.add_argument("--source", default="raw")
     ap.add_argument("--sink", default="enriched")
     ap.add_argument("--checkpoint", default="out/enrich-checkpoint")
     ap.add_argument("--starting-offsets", default="earliest")
     ap.add_argument(
-        "--trigger", default="available-now", help="'available-now' or seconds between batches"
+        "--trigger",
+        type=trigger_arg,
+        default=None,
+        help="'available-now' (the default) or seconds between batches",
     )
     ap.add_argument("--demo", type=int, default=5_000, help="records produced in local mode")
     ap.add_argument("--master", default="local[*]")
@@ -41,17 +51,22 @@ def main(argv: list[str] | None = None) -> int:
         towers = args.towers
         if not towers:
             tower, _store = stack.enter_context(local_cluster())
-            towers = tower.endpoint
-            with Producer(args.source, towers=[towers], beacon_interval=0.2) as p:
+            towers = [tower.endpoint]
+            with Producer(args.source, towers=towers, beacon_interval=0.2) as p:
                 p.send_many([b"reading %d" % i for i in range(args.demo)])
-                p.flush(60.0)
-            print(f"local tower + store at {towers}, {args.demo} demo records in {args.source!r}")
+                left = p.flush(60.0)
+            if left:
+                raise SystemExit(f"enrich: {left} demo records were not stored within 60 s")
+            print(
+                f"local tower + store at {towers[0]}, {args.demo} demo records in {args.source!r}"
+            )
         src = (
             spark.readStream.format("dafka")
             .option("subscribe", args.source)
-            .option("towers", towers)
+            .option("towers", ";".join(towers))
             .option("startingOffsets", args.starting_offsets)
             .option("beaconInterval", "0.2" if not args.towers else "1.0")
+            .options(**node_options(args))
             .load()
         )
         out = src.select(
@@ -67,13 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         w = (
             out.writeStream.format("dafka")
             .option("topic", args.sink)
-            .option("towers", towers)
+            .option("towers", ";".join(towers))
             .option("checkpointLocation", args.checkpoint)
+            .options(**node_options(args))
         )
         w = (
             w.trigger(availableNow=True)
-            if args.trigger == "available-now"
-            else w.trigger(processingTime=f"{float(args.trigger)} seconds")
+            if args.trigger is None
+            else w.trigger(processingTime=f"{args.trigger} seconds")
         )
         # Started again from the checkpoint if Spark could not start its Python
         # worker in time (a fixed 10 s, see dafka.spark.run_query).
@@ -95,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.towers:
             got = 0
             with Consumer(
-                [args.sink], towers=[towers], offset_reset="earliest", beacon_interval=0.2
+                [args.sink], towers=towers, offset_reset="earliest", beacon_interval=0.2
             ) as c:
                 deadline = time.monotonic() + 60
                 while got < n and time.monotonic() < deadline:

@@ -14,19 +14,29 @@ import contextlib
 from typing import Any
 
 from dafka import Producer
-from dafka.spark import local_cluster, local_session, run_query
+from dafka.spark import (
+    add_cluster_args,
+    local_cluster,
+    local_session,
+    node_options,
+    run_query,
+    trigger_arg,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--topic", default="events")
-    ap.add_argument("--towers", help="tower endpoints (tcp://HOST:IN,OUT; ';' between)")
+    add_cluster_args(ap)
     ap.add_argument("--output", default="out/parquet", help="Parquet directory")
     ap.add_argument("--checkpoint", default="out/checkpoint", help="checkpoint directory")
     ap.add_argument("--starting-offsets", default="earliest", help="earliest|latest|JSON")
     ap.add_argument("--max-offsets-per-trigger", type=int)
     ap.add_argument(
-        "--trigger", default="available-now", help="'available-now' or seconds between batches"
+        "--trigger",
+        type=trigger_arg,
+        default=None,
+        help="'available-now' (the default) or seconds between batches",
     )
     ap.add_argument("--demo", type=int, default=10_000, help="records produced in local mode")
     ap.add_argument("--master", default="local[*]")
@@ -37,16 +47,21 @@ def main(argv: list[str] | None = None) -> int:
         towers = args.towers
         if not towers:
             tower, _store = stack.enter_context(local_cluster())
-            towers = tower.endpoint
-            with Producer(args.topic, towers=[towers], beacon_interval=0.2) as p:
+            towers = [tower.endpoint]
+            with Producer(args.topic, towers=towers, beacon_interval=0.2) as p:
                 p.send_many([b"demo record %d" % i for i in range(args.demo)])
-                p.flush(60.0)
-            print(f"local tower + store at {towers}, {args.demo} demo records in {args.topic!r}")
+                left = p.flush(60.0)
+            if left:
+                raise SystemExit(
+                    f"stream_to_parquet: {left} demo records were not stored within 60 s"
+                )
+            print(f"local tower + store at {towers[0]}, {args.demo} demo records in {args.topic!r}")
         r = (
             spark.readStream.format("dafka")
             .option("subscribe", args.topic)
-            .option("towers", towers)
+            .option("towers", ";".join(towers))
             .option("startingOffsets", args.starting_offsets)
+            .options(**node_options(args))
         )
         if not args.towers:
             r = r.option("beaconInterval", "0.2")
@@ -58,10 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             .option("path", args.output)
             .option("checkpointLocation", args.checkpoint)
         )
-        if args.trigger == "available-now":
+        if args.trigger is None:
             w = w.trigger(availableNow=True)
         else:
-            w = w.trigger(processingTime=f"{float(args.trigger)} seconds")
+            w = w.trigger(processingTime=f"{args.trigger} seconds")
         # Started again from the checkpoint if Spark could not start its Python
         # worker in time (a fixed 10 s, see dafka.spark.run_query).
         started: list[Any] = []

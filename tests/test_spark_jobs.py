@@ -41,6 +41,32 @@ def test_job_help(name: str) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "usage:" in out.stdout and "--towers" in out.stdout
+    # For stores on other hosts to reach the job's producers and read clients.
+    assert "--bind" in out.stdout and "--advertise-host" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "says"),
+    [
+        ("enrich", ["--trigger", "5s"], "available-now"),
+        ("stream_to_parquet", ["--trigger", "-1"], "available-now"),
+        ("bulk_ingest", ["--towers", " ; "], "no tower endpoint"),
+    ],
+)
+def test_job_arguments_are_checked_before_anything_starts(
+    name: str, args: list[str], says: str
+) -> None:
+    """A bad ``--trigger`` used to fail with a float() traceback once Spark and the
+    local cluster had started and the demo records were sent; ``--towers`` with a
+    stray ``;`` or spaces made a ConfigError traceback. Both are usage errors now."""
+    out = subprocess.run(
+        [sys.executable, str(JOBS / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert says in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize("mode", ["arrow", "foreach"])

@@ -36,6 +36,7 @@ from dafka import wire
 from dafka._native import (
     Consumer,
     Producer,
+    Record,
     Store,
     Tower,
     offsets,
@@ -206,20 +207,26 @@ def _load_positions(path: Path | None) -> dict[str, int] | None:
     except (OSError, ValueError) as e:
         raise SystemExit(f"dafka: cannot read positions from {path}: {e}") from e
     if not isinstance(saved, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in saved.items()
+        isinstance(k, str) and type(v) is int and 0 <= v <= _U64_MAX for k, v in saved.items()
     ):
         raise SystemExit(
-            f"dafka: {path} must hold a JSON object of partition: offset (>= 0); "
+            f"dafka: {path} must hold a JSON object of partition: offset (0 to 2**64 - 1); "
             "delete it to start over"
         )
     return saved
 
 
-def _save_positions(path: Path, c: Consumer) -> None:
-    """Writes ``c.positions()`` to ``path`` atomically (a new file, then a rename)."""
+def _save_positions(path: Path, c: Consumer, unprinted: Sequence[Record] = ()) -> None:
+    """Writes ``c.positions()`` to ``path`` atomically (a new file, then a rename),
+    each partition's position moved back to its first record in ``unprinted``
+    (taken from the consumer but not known to be written out): a run resumed from
+    the file prints them (again, at worst), never skips them."""
+    positions = c.positions()
+    for r in unprinted:
+        positions[r.partition] = min(positions.get(r.partition, r.offset), r.offset)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(c.positions(), indent=1, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps(positions, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
     except OSError as e:
         raise SystemExit(f"dafka: cannot save positions to {path}: {e}") from e
@@ -243,24 +250,28 @@ def _cmd_consume(args: argparse.Namespace) -> int:
     ):
         print(f"consuming {args.topic!r} ({reset}) as {c.address}", file=sys.stderr, flush=True)
         count = 0
+        # Taken but not yet flushed to stdout: an interrupted write (SIGTERM, a
+        # closed pipe) leaves them out of the saved positions.
+        unprinted: list[Record] = []
         try:
             while args.count is None or count < args.count:
                 # Take no more than is printed: positions() counts what was taken.
                 left = 10000 if args.count is None else min(10000, args.count - count)
-                records = c.poll_many(max_records=left, timeout=args.timeout)
-                if not records:
+                unprinted = c.poll_many(max_records=left, timeout=args.timeout)
+                if not unprinted:
                     break
-                for r in records:
+                for r in unprinted:
                     if args.offsets:
                         out.write(f"{r.partition} {r.offset} ")
                     out.write(r.value.decode(errors="replace") + "\n")
                     count += 1
                 out.flush()
+                unprinted = []
         except KeyboardInterrupt:
             pass
         finally:
             if args.positions is not None:
-                _save_positions(args.positions, c)
+                _save_positions(args.positions, c, unprinted)
     return 0
 
 
@@ -278,15 +289,17 @@ def _cmd_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _drain_check(c: Consumer, n: int, timeout: float) -> tuple[int, bool]:
-    """Reads up to ``n`` records; returns how many arrived and if all were right."""
+def _drain_check(c: Consumer, partition: str, n: int, timeout: float) -> tuple[int, bool]:
+    """Reads up to ``n`` records of ``partition`` (a store reused with ``--data`` also
+    holds earlier runs'); returns how many arrived and if all were right."""
     got: list[int] = []
     ok = True
     deadline = time.monotonic() + timeout
     while len(got) < n and time.monotonic() < deadline:
         for r in c.poll_many(timeout=0.5):
-            ok = ok and r.value == b"record %d" % r.offset
-            got.append(r.offset)
+            if r.partition == partition:
+                ok = ok and r.value == b"record %d" % r.offset
+                got.append(r.offset)
     return len(got), ok and got == list(range(n))
 
 
@@ -305,6 +318,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     n, topic = args.records, "demo"
     print(f"starting a local cluster: tower, store, producer, consumer ({args.wire} dialect)")
     with (
+        _sigterm_as_interrupt(),  # so the temporary store is removed on SIGTERM too
         tempfile.TemporaryDirectory(prefix="dafka-demo-") as tmp,
         Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as tower,
     ):
@@ -336,7 +350,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                     f"sent {n} records to {topic!r}; the store ACKed "
                     f"{n - left} durably in {time.monotonic() - start:.2f}s"
                 )
-                got, ok = _drain_check(live, n, args.timeout)
+                got, ok = _drain_check(live, p.address, n, args.timeout)
                 stats = live.stats()
                 print(
                     f"live consumer: {got}/{n} records, {'in order' if ok else 'NOT in order'}"
@@ -346,7 +360,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print("producer closed; a late consumer replays the topic from the store alone")
             start = time.monotonic()
             with _demo_consumer(topic, towers, args.wire) as late:
-                got, late_ok = _drain_check(late, n, args.timeout)
+                got, late_ok = _drain_check(late, p.address, n, args.timeout)
             print(
                 f"late consumer: {got}/{n} records from the store, "
                 f"{'in order' if late_ok else 'NOT in order'} in {time.monotonic() - start:.2f}s"
@@ -436,8 +450,18 @@ def _show_topic(topic: str) -> str:
         return repr(raw)
 
 
+def _log_path(path: str) -> str:
+    """The log directory at ``path``: a store's (``dafka store DIR`` keeps it in
+    ``DIR/log``) or ``path`` itself."""
+    p = Path(path)
+    if (p / "store.id").is_file() and (p / "log").is_dir():
+        return str(p / "log")
+    return path
+
+
 def _cmd_log_inspect(args: argparse.Namespace) -> int:
-    with Log(args.path, read_only=True, retain_hours=None, isolate_damaged=True) as log:
+    path = _log_path(args.path)
+    with Log(path, read_only=True, retain_hours=None, isolate_damaged=True) as log:
         rows = log.partitions()
         damaged = log.damaged()
     for topic, partition, why in damaged:
@@ -457,7 +481,12 @@ def _cmd_log_inspect(args: argparse.Namespace) -> int:
 def _cmd_log_dump(args: argparse.Namespace) -> int:
     topic = args.topic.encode("utf-8", "surrogateescape")
     remaining = args.count
-    with Log(args.path, read_only=True, retain_hours=None) as log:
+    # Damage in other partitions is no reason not to dump this one.
+    with Log(_log_path(args.path), read_only=True, retain_hours=None, isolate_damaged=True) as log:
+        for t, partition, why in log.damaged():
+            if partition == args.partition and t.encode("utf-8", "surrogateescape") == topic:
+                print(f"dafka: {args.topic}/{partition} is damaged: {why}", file=sys.stderr)
+                return 1
         start = args.start
         if start is None:
             start = log.first_offset(topic, args.partition) or 0
@@ -589,6 +618,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except UnicodeEncodeError as e:
+        # A topic (or other name) that is not valid UTF-8, from the command line.
+        print(
+            f"dafka: an argument is not valid UTF-8 ({e.reason} at character {e.start}): "
+            "topics and partitions are UTF-8 text",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:
         # The reader went away (`dafka log dump ... | head`): stop quietly, as
         # other Unix tools do. Python's own flush of stdout at exit would fail

@@ -31,7 +31,13 @@ Reading and writing with the data source, after :func:`register`::
 
 from __future__ import annotations
 
-from dafka.spark._local import local_cluster, local_session
+from dafka.spark._local import (
+    add_cluster_args,
+    local_cluster,
+    local_session,
+    node_options,
+    trigger_arg,
+)
 from dafka.spark._produce import (
     OFFSETS_SCHEMA,
     DeliveryError,
@@ -57,6 +63,7 @@ __all__ = [
     "DeliveryError",
     "ProducerSettings",
     "TaskResult",
+    "add_cluster_args",
     "arrow_ipc_udf",
     "died_starting",
     "encode_value",
@@ -64,6 +71,7 @@ __all__ = [
     "json_value",
     "local_cluster",
     "local_session",
+    "node_options",
     "produce_arrow",
     "produce_arrow_batches",
     "produce_rows",
@@ -71,4 +79,5 @@ __all__ = [
     "register",
     "run_query",
     "task_producer",
+    "trigger_arg",
 ]

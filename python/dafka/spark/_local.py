@@ -3,6 +3,8 @@ for PySpark-from-a-venv, and a throwaway tower + store on 127.0.0.1."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import shutil
 import sys
@@ -60,3 +62,57 @@ def local_cluster(
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def add_cluster_args(ap: argparse.ArgumentParser) -> None:
+    """The runnable jobs' cluster options: ``--towers`` (none: a local tower + store
+    is started), ``--bind`` and ``--advertise-host`` (for stores on other hosts to
+    reach the job's producers and read clients)."""
+    ap.add_argument(
+        "--towers",
+        type=_tower_list,
+        help="tower endpoints (tcp://HOST:IN,OUT; ';' between); without, a local "
+        "tower + store is started",
+    )
+    ap.add_argument(
+        "--bind",
+        default="tcp://127.0.0.1:*",
+        help="the job's nodes' endpoint (default reachable from this host only: use "
+        "tcp://*:0 when stores run on other hosts)",
+    )
+    ap.add_argument(
+        "--advertise-host",
+        help="host put in the job's beacons (behind NAT or in a container; '' lets the "
+        "tower use the TCP peer address)",
+    )
+
+
+def _tower_list(text: str) -> list[str]:
+    towers = [t.strip() for t in text.split(";") if t.strip()]
+    if not towers:
+        raise argparse.ArgumentTypeError(f"no tower endpoint in {text!r}")
+    return towers
+
+
+def trigger_arg(text: str) -> float | None:
+    """An argparse ``type=`` for ``--trigger``: ``available-now`` (None) or the seconds
+    between micro-batches, checked before anything starts."""
+    if text == "available-now":
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise argparse.ArgumentTypeError(
+            f"must be 'available-now' or a number of seconds > 0, got {text!r}"
+        )
+    return seconds
+
+
+def node_options(args: argparse.Namespace) -> dict[str, str]:
+    """``--bind`` and ``--advertise-host`` as the ``dafka`` data source's options."""
+    out = {"bind": args.bind}
+    if args.advertise_host is not None:
+        out["advertiseHost"] = args.advertise_host
+    return out
