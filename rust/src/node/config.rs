@@ -256,6 +256,20 @@ impl ConsumerConfig {
                 "forget_after must be > 0 (or None to keep every position)".into(),
             ));
         }
+        // Added to `Instant::now()` by the node thread: a larger one (e.g.
+        // Duration::MAX for "never") would overflow there and stop it.
+        let longest = [
+            Some(self.fetch_retry),
+            Some(self.idle_after),
+            self.forget_after,
+        ];
+        if longest.into_iter().flatten().any(|d| d > LONGEST) {
+            return Err(Error::Config(format!(
+                "fetch_retry, idle_after and forget_after must be at most {} s (about 95 \
+                 years; forget_after=None keeps every position)",
+                LONGEST.as_secs()
+            )));
+        }
         if self.max_fetch == 0
             || self.max_pending == 0
             || self.max_buffered == 0

@@ -855,7 +855,9 @@ impl Consumer {
                 Err(_) => break,
             }
         }
-        drop(guard);
+        // The channel's lock is held until the positions are noted: another
+        // thread polling meanwhile would take later records, note their
+        // positions first, and have them moved back by these.
         let got = into.len() - start;
         if got > 0 {
             let bytes = into[start..].iter().map(|d| d.value.len()).sum();
@@ -866,19 +868,18 @@ impl Consumer {
             let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
             if self.shared.seeks.load(SeqCst) > 0 {
                 let epochs = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
-                let mut i = start;
-                while i < into.len() {
-                    let e = epochs.get(&into[i].partition).copied().unwrap_or(0);
-                    if into[i].epoch < e {
-                        into.remove(i);
-                    } else {
-                        i += 1;
-                    }
-                }
+                let mut i = 0usize;
+                into.retain(|d| {
+                    i += 1;
+                    i <= start || d.epoch >= epochs.get(&d.partition).copied().unwrap_or(0)
+                });
             }
             self.drop_forgotten(&mut positions);
             advance_positions(&mut positions, &into[start..]);
+            drop(positions);
+            drop(guard);
         } else {
+            drop(guard);
             // An application that only polls an idle topic lets the names pile up.
             self.drop_forgotten(&mut self.positions.lock().unwrap_or_else(|p| p.into_inner()));
             self.actor.check()?;
@@ -1932,5 +1933,181 @@ mod tests {
                 .any(|m| matches!(m, Out::Fetch { sequence: 0, .. } | Out::GetHeads { .. })),
             "nothing asked for: {o:?}"
         );
+    }
+}
+
+/// Review tests of the handle across threads (real nodes on 127.0.0.1).
+#[cfg(test)]
+mod handle_tests {
+    use super::*;
+    use crate::node::{Producer, ProducerConfig};
+    use std::sync::atomic::AtomicI32;
+
+    fn wait_for(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+        let deadline = Instant::now() + within;
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    static IN_HANDLER: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+
+    /// Holds the thread it lands on until `RELEASE` (async-signal-safe:
+    /// atomics and nanosleep only).
+    extern "C" fn hold(_: libc::c_int) {
+        IN_HANDLER.store(true, SeqCst);
+        while !RELEASE.load(SeqCst) {
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            };
+            // SAFETY: nanosleep is async-signal-safe.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        }
+    }
+
+    /// Sets `RELEASE` however the test ends, so no thread stays held.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            RELEASE.store(true, SeqCst);
+        }
+    }
+
+    /// Two threads poll one consumer (Python releases the GIL in `poll`).
+    /// Thread A takes offset 0, thread B then offset 1; A was preempted
+    /// between taking its record from the channel and noting its position
+    /// (here: a signal handler holds it there). The application was given
+    /// offsets 0 and 1, so `positions()` must say 2; it said 1, and a
+    /// consumer resumed from it got offset 1 twice.
+    #[test]
+    fn positions_never_go_back_when_two_threads_poll() {
+        let _release = Release;
+        let p = Producer::new("t", ProducerConfig::default()).unwrap();
+        for i in 0..10u32 {
+            p.send(i.to_be_bytes(), None).unwrap();
+        }
+        let c = Consumer::new(
+            &["t".to_string()],
+            ConsumerConfig {
+                offset_reset: OffsetReset::Earliest,
+                node: crate::node::NodeConfig {
+                    peers: vec![p.endpoint().to_string()],
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        p.connect(c.endpoint()).unwrap();
+        let buffered = || c.shared.buffered.load(SeqCst);
+        wait_for("10 records delivered", Duration::from_secs(30), || {
+            buffered() == 10
+        });
+        // SAFETY: installs a handler for SIGUSR1 (used by no other test).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = hold as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+        }
+        let tid_a = AtomicI32::new(0);
+        let (a_got, b_got, positions) = std::thread::scope(|s| {
+            let held = c.positions.lock().unwrap();
+            let a = s.spawn(|| {
+                // SAFETY: gettid has no preconditions.
+                tid_a.store(unsafe { libc::syscall(libc::SYS_gettid) } as i32, SeqCst);
+                let mut v = Vec::new();
+                c.poll_slice(1, Duration::from_secs(10), &mut v).unwrap();
+                v
+            });
+            wait_for("A took a record", Duration::from_secs(10), || {
+                buffered() == 9
+            });
+            let b = s.spawn(|| {
+                let mut v = Vec::new();
+                c.poll_slice(1, Duration::from_secs(10), &mut v).unwrap();
+                v
+            });
+            // Before the fix B took its record while A waited to note its
+            // position; now B waits for A (the channel's lock is held until
+            // the positions are noted), and nothing more happens here.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while buffered() != 8 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if buffered() == 8 {
+                // A is preempted where it waits to note its position.
+                // SAFETY: signals one thread of this process.
+                unsafe {
+                    libc::syscall(
+                        libc::SYS_tgkill,
+                        libc::getpid(),
+                        tid_a.load(SeqCst),
+                        libc::SIGUSR1,
+                    );
+                }
+                wait_for("A preempted", Duration::from_secs(10), || {
+                    IN_HANDLER.load(SeqCst)
+                });
+            }
+            drop(held);
+            let b_got = b.join().unwrap();
+            RELEASE.store(true, SeqCst);
+            let a_got = a.join().unwrap();
+            (a_got, b_got, c.positions())
+        });
+        let offsets = |v: &[Delivery]| v.iter().map(|d| d.offset).collect::<Vec<_>>();
+        assert_eq!((offsets(&a_got), offsets(&b_got)), (vec![0], vec![1]));
+        assert_eq!(
+            positions,
+            vec![(p.address().to_string(), 2)],
+            "offsets 0 and 1 were given to the application"
+        );
+        c.close().unwrap();
+        p.close().unwrap();
+    }
+
+    /// `validate` took any `idle_after` (> 0), and `Duration::MAX` reads as
+    /// "never idle" (as `forget_after: None` is "never forget"). The node
+    /// thread adds it to `Instant::now()` when it first hears of a
+    /// partition, and died of the overflow: a config the constructor
+    /// accepted killed the consumer at its first record. Such a config is
+    /// refused now, and the longest one taken (about 95 years) works.
+    #[test]
+    fn a_consumer_that_never_goes_idle_survives_its_first_record() {
+        let p = Producer::new("t", ProducerConfig::default()).unwrap();
+        let cfg = |idle_after: Duration| ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            idle_after,
+            fetch_retry: crate::node::config::LONGEST,
+            forget_after: None,
+            node: crate::node::NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let refused = Consumer::new(&["t".to_string()], cfg(Duration::MAX));
+        assert!(matches!(refused, Err(Error::Config(_))));
+        let cfg = cfg(crate::node::config::LONGEST);
+        let c = Consumer::new(&["t".to_string()], cfg).unwrap();
+        p.connect(c.endpoint()).unwrap();
+        for i in 0..5u32 {
+            p.send(i.to_be_bytes(), None).unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut got = Vec::new();
+        while got.len() < 5 && Instant::now() < deadline {
+            match c.poll_many(100, Duration::from_millis(100)) {
+                Ok(v) => got.extend(v),
+                Err(e) => panic!("the consumer died: {e}"),
+            }
+        }
+        assert_eq!(got.len(), 5);
+        c.close().unwrap();
+        p.close().unwrap();
     }
 }
