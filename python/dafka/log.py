@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
 from dafka._native import NativeLog
+from dafka.exceptions import LogValueError
 from dafka.record import Record
 
 if TYPE_CHECKING:
@@ -60,6 +61,28 @@ def _value_bytes(value: Buffer, what: str) -> bytes:
 
 def _topic_str(topic: bytes) -> str:
     return topic.decode("utf-8", "surrogateescape")
+
+
+def _utf8(partition: str) -> bool:
+    """Whether a partition name can reach the log at all: a lone surrogate (from
+    ``os.fsdecode`` or ``surrogateescape``) cannot, and no stored name holds one."""
+    if not isinstance(partition, str):
+        return True  # the native call raises TypeError
+    try:
+        partition.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _writable(partition: str) -> str:
+    """``partition`` for an append or a read: a name that is not UTF-8 is a
+    LogValueError, as any other invalid name is."""
+    if not _utf8(partition):
+        raise LogValueError(
+            f"partition name {partition!r} may hold only ASCII letters, digits, '-' and '_'"
+        )
+    return partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +157,9 @@ class Log:
     def append(self, topic: str | bytes, partition: str, offset: int, value: Buffer) -> None:
         """Appends one record; ``offset`` must be the partition's next offset.
         ``value`` is bytes or any bytes-like object (bytearray, memoryview...)."""
-        self._log.append(_topic_bytes(topic), partition, offset, _value_bytes(value, "append"))
+        self._log.append(
+            _topic_bytes(topic), _writable(partition), offset, _value_bytes(value, "append")
+        )
 
     def append_many(
         self, topic: str | bytes, partition: str, first_offset: int, values: Iterable[Buffer]
@@ -159,7 +184,7 @@ class Log:
             v if type(v) is bytes else _value_bytes(v, f"append_many (value {i})")
             for i, v in enumerate(it)
         ]
-        self._log.append_many(topic, partition, first_offset, batch)
+        self._log.append_many(topic, _writable(partition), first_offset, batch)
 
     def read(
         self,
@@ -173,7 +198,9 @@ class Log:
         """Records from ``start`` on, at most ``max_records`` and ``max_bytes`` of
         values (one record is returned even if it alone is larger)."""
         name = _topic_str(_topic_bytes(topic))
-        rows = self._log.read(_topic_bytes(topic), partition, start, max_records, max_bytes)
+        rows = self._log.read(
+            _topic_bytes(topic), _writable(partition), start, max_records, max_bytes
+        )
         return [Record(name, partition, o, v, timestamp=ts) for o, ts, v in rows]
 
     def damaged(self) -> list[tuple[str, str, str]]:
@@ -195,18 +222,26 @@ class Log:
 
     def offset_for_time(self, topic: str | bytes, partition: str, timestamp: int) -> int | None:
         """The first offset appended at or after ``timestamp`` (ms since the epoch)."""
+        if not _utf8(partition):
+            return None
         return self._log.offset_for_time(_topic_bytes(topic), partition, timestamp)
 
     def next_offset(self, topic: str | bytes, partition: str) -> int | None:
         """The offset the next append must carry (``None`` for an unknown partition)."""
+        if not _utf8(partition):
+            return None
         return self._log.next_offset(_topic_bytes(topic), partition)
 
     def first_offset(self, topic: str | bytes, partition: str) -> int | None:
         """The first available offset (``None`` for an unknown partition)."""
+        if not _utf8(partition):
+            return None
         return self._log.first_offset(_topic_bytes(topic), partition)
 
     def durable_next(self, topic: str | bytes, partition: str) -> int | None:
         """Every offset below this has reached fdatasync."""
+        if not _utf8(partition):
+            return None
         return self._log.durable_next(_topic_bytes(topic), partition)
 
     def flush(self) -> None:

@@ -2082,7 +2082,6 @@ mod handle_tests {
         let cfg = |idle_after: Duration| ConsumerConfig {
             offset_reset: OffsetReset::Earliest,
             idle_after,
-            fetch_retry: crate::node::config::LONGEST,
             forget_after: None,
             node: crate::node::NodeConfig {
                 peers: vec![p.endpoint().to_string()],
@@ -2091,6 +2090,12 @@ mod handle_tests {
             ..Default::default()
         };
         let refused = Consumer::new(&["t".to_string()], cfg(Duration::MAX));
+        assert!(matches!(refused, Err(Error::Config(_))));
+        let retry_forever = ConsumerConfig {
+            fetch_retry: Duration::MAX,
+            ..cfg(Duration::from_secs(60))
+        };
+        let refused = Consumer::new(&["t".to_string()], retry_forever);
         assert!(matches!(refused, Err(Error::Config(_))));
         let cfg = cfg(crate::node::config::LONGEST);
         let c = Consumer::new(&["t".to_string()], cfg).unwrap();

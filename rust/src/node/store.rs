@@ -14,7 +14,7 @@
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -790,13 +790,30 @@ impl DurableLog {
         if !self.in_flight {
             return Ok(());
         }
-        let done = if wait.is_zero() {
-            self.syncer.rx.try_recv().ok()
+        // Disconnected: the sync thread ended (a panic) without an answer.
+        // Said as an error: before, the sync stayed "in flight" for good, and
+        // the store stopped ACKing with no error reported.
+        let got = if wait.is_zero() {
+            self.syncer
+                .rx
+                .try_recv()
+                .map_err(|e| e == TryRecvError::Disconnected)
         } else {
-            self.syncer.rx.recv_timeout(wait).ok()
+            self.syncer
+                .rx
+                .recv_timeout(wait)
+                .map_err(|e| e == RecvTimeoutError::Disconnected)
         };
-        let Some(done) = done else {
-            return Ok(());
+        let done = match got {
+            Ok(done) => done,
+            Err(false) => return Ok(()),
+            Err(true) => {
+                return Err(LogError::Invalid(
+                    "the store's sync thread stopped (see the log for its panic): nothing \
+                     more becomes durable or is acknowledged; restart the store"
+                        .into(),
+                ))
+            }
         };
         self.in_flight = false;
         match self.log.as_mut() {

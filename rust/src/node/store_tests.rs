@@ -1163,7 +1163,7 @@ fn an_idle_store_without_peers_parks_many_expired_partitions_without_waiting_for
     assert_eq!(parked, n);
 }
 
-// ------------------------------------------------- review: store socket side
+// ------------- the store's socket side (found by a review, session 21)
 
 /// A requester speaking raw ZeroMQ: it FETCHes through its own XPUB (the
 /// store connects to it) and takes DIRECT-RECORDs to `address` on a SUB
@@ -1409,4 +1409,49 @@ fn a_store_catching_up_from_us_does_not_keep_us_from_fetching_a_gap() {
     );
     drop((peer, producer));
     s.close().unwrap();
+}
+
+/// The sync thread ending (a panic in a sync) was not noticed: its sync
+/// stayed "in flight" for good, so nothing more became durable or ACKed, and
+/// the store reported no error. It is reported now.
+#[test]
+fn a_sync_thread_that_died_is_reported() {
+    use crate::log::IoOp;
+    use std::sync::atomic::AtomicBool;
+    let dir = tempfile::tempdir().unwrap();
+    let armed = std::sync::Arc::new(AtomicBool::new(false));
+    let a = armed.clone();
+    let mut cfg = StoreConfig::default();
+    cfg.log.failpoint = Some(std::sync::Arc::new(move |op, _| {
+        let on_syncer = std::thread::current().name() == Some("dafka-store-sync");
+        if op == IoOp::Sync && on_syncer && a.load(SeqCst) {
+            panic!("injected: the sync thread dies");
+        }
+        Ok(())
+    }));
+    let s = Store::open(dir.path(), cfg).unwrap();
+    let p = producer(1, &[s.endpoint()]);
+    s.connect(p.endpoint()).unwrap();
+    p.send(value(0), None).unwrap();
+    assert_eq!(
+        p.flush(Duration::from_secs(30)).unwrap(),
+        0,
+        "synced before"
+    );
+    armed.store(true, SeqCst);
+    p.send(value(1), None).unwrap();
+    wait_for(
+        "the dead sync thread reported",
+        Duration::from_secs(30),
+        || {
+            s.shared()
+                .last_error
+                .lock()
+                .unwrap()
+                .as_deref()
+                .is_some_and(|e| e.contains("sync thread stopped"))
+        },
+    );
+    assert_eq!(p.acked_offset(), Some(0), "nothing more is acknowledged");
+    p.close().unwrap();
 }

@@ -110,7 +110,9 @@ static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 #[pyclass(module = "dafka._native", name = "Store", frozen)]
 struct PyStore {
     inner: Store,
-    path: String,
+    /// As given (a name that is not UTF-8 comes back with surrogate escapes,
+    /// as `os.fsdecode` gives it).
+    path: std::ffi::OsString,
 }
 
 #[pymethods]
@@ -179,11 +181,10 @@ impl PyStore {
         if cfg.logic.fetch_retry < Duration::from_millis(1) {
             return Err(config_error("fetch_retry must be at least 0.001 s".into()));
         }
-        let display = path.display().to_string();
         let inner = py.detach(|| Store::open(&path, cfg))?;
         Ok(Self {
             inner,
-            path: display,
+            path: path.into_os_string(),
         })
     }
 
@@ -199,7 +200,7 @@ impl PyStore {
     }
     /// The store's directory, as given.
     #[getter]
-    fn path(&self) -> &str {
+    fn path(&self) -> &std::ffi::OsStr {
         &self.path
     }
     /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
@@ -210,13 +211,28 @@ impl PyStore {
     /// The partitions held (optionally of one topic), as
     /// ``dafka.log.PartitionInfo`` (topic, partition, first/next/durable
     /// offsets, bytes, segments).
+    /// A topic is ``str`` (surrogate escapes for bytes that are not UTF-8, as
+    /// ``dafka.Log`` and ``Record.topic`` give them) or ``bytes``.
     #[pyo3(signature = (topic = None))]
     fn partitions<'py>(
         &self,
         py: Python<'py>,
-        topic: Option<String>,
+        topic: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let t = topic.map(String::into_bytes);
+        let t = match topic {
+            None => None,
+            Some(t) if t.is_instance_of::<pyo3::types::PyBytes>() => Some(t.extract::<Vec<u8>>()?),
+            Some(t) if t.is_instance_of::<pyo3::types::PyString>() => Some(
+                t.call_method1("encode", ("utf-8", "surrogateescape"))?
+                    .extract::<Vec<u8>>()?,
+            ),
+            Some(t) => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "topic must be str or bytes, got {}",
+                    t.get_type().name()?
+                )))
+            }
+        };
         let infos = py.detach(|| {
             self.inner.query(move |log| {
                 log.log()
@@ -234,8 +250,12 @@ impl PyStore {
         infos
             .into_iter()
             .map(|i| {
+                // Surrogate escapes for bytes that are not UTF-8, as
+                // `dafka.Log` gives them: two such topics stay apart.
+                let topic = pyo3::types::PyBytes::new(py, &i.topic)
+                    .call_method1("decode", ("utf-8", "surrogateescape"))?;
                 cls.call1((
-                    String::from_utf8_lossy(&i.topic).into_owned(),
+                    topic,
                     i.partition,
                     i.first_offset,
                     i.next_offset,

@@ -334,19 +334,23 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             count: r.u32("count")?,
         }),
         Kind::Ack => {
-            // With address: 1+a + 1+s + 8 bytes; without: 1+s + 8. Try the
-            // RFC form first and fall back only if it does not fit exactly.
+            // With address: 1+a + 1+s + 8 bytes; without: 1+s + 8. In `rfc`
+            // try the RFC form first and fall back only if it does not fit
+            // exactly; `zproto` has no address (PROTOCOL.md), and one that
+            // carries it is refused as trailing bytes.
             let start = r.pos;
-            let with_address = (|| {
-                let address = r.string("address")?;
-                let subject = r.string("subject")?;
-                let sequence = r.u64("sequence")?;
-                r.finish()?;
-                Ok::<_, WireError>((Some(address), subject, sequence))
-            })();
+            let with_address = (dialect == Dialect::Rfc)
+                .then(|| {
+                    let address = r.string("address")?;
+                    let subject = r.string("subject")?;
+                    let sequence = r.u64("sequence")?;
+                    r.finish()?;
+                    Ok::<_, WireError>((Some(address), subject, sequence))
+                })
+                .and_then(Result::ok);
             let (address, subject, sequence) = match with_address {
-                Ok(v) => v,
-                Err(_) => {
+                Some(v) => v,
+                None => {
                     r.pos = start;
                     (None, r.string("subject")?, r.u64("sequence")?)
                 }

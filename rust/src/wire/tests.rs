@@ -668,3 +668,28 @@ fn fuzz_decoder_mutations() {
         })
         .unwrap();
 }
+
+// ------------------------------------------- found by a review (session 21)
+
+/// PROTOCOL.md:17: in the `zproto` dialect ACK's fields are "subject, sequence
+/// (no address)"; only the `rfc` body "may come with or without the address"
+/// (PROTOCOL.md:22-24). A zproto frame 0 that also carries an address has
+/// trailing bytes after `subject, sequence` and must be dropped (PROTOCOL.md:27-29).
+#[test]
+fn a_zproto_ack_with_an_address_is_refused() {
+    let f0 = [
+        b"K".as_slice(),
+        ADDR,
+        &[0, 1],
+        &s(ADDR),
+        &s(b"t"),
+        &[0, 0, 0, 0, 0, 0, 0, 9],
+    ]
+    .concat();
+    let frames = [f0];
+    let r = decode(&frames);
+    assert!(
+        r.is_err(),
+        "a zproto ACK has no address field, yet this decoded: {r:?}"
+    );
+}
