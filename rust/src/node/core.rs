@@ -12,7 +12,7 @@ use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig};
 use crate::wire::{
     subscriptions, Ack, ConsumerHello, Dialect, Fetch, FrameBuf, GetHeads, Head, Message, NodeType,
-    Record, StoreHello,
+    Record, StoreHello, Subjects,
 };
 
 /// Sets an int socket option that the `zmq` crate has no setter for
@@ -159,7 +159,7 @@ impl Out {
             Out::ConsumerHello { to, subjects } => Message::ConsumerHello(ConsumerHello {
                 topic: to,
                 address: own,
-                subjects: subjects.iter().map(|s| s.as_slice()).collect(),
+                subjects: Subjects::List(subjects.iter().map(|s| s.as_slice()).collect()),
             }),
             Out::StoreHello { to } => Message::StoreHello(StoreHello {
                 topic: to,

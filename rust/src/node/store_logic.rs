@@ -992,7 +992,7 @@ impl<L: StoreLog> StoreLogic<L> {
             self.heads_of(g.address, self.log.partitions(None), &mut out);
             return out;
         }
-        self.heads_for(g.address, &[g.topic])
+        self.heads_for(g.address, [g.topic])
     }
 
     /// CONSUMER-HELLO: DIRECT-HEADs for every partition of the consumer's topics.
@@ -1000,13 +1000,13 @@ impl<L: StoreLog> StoreLogic<L> {
         if c.topic != self.address.as_slice() {
             return Vec::new();
         }
-        self.heads_for(c.address, &c.subjects)
+        self.heads_for(c.address, c.subjects.iter())
     }
 
     /// DIRECT-HEADs of every partition of `topics` to `to`. Each topic once,
     /// and at most [`MAX_HELLO_TOPICS`] of them: a CONSUMER-HELLO naming one
     /// topic a million times must not make a million answers per partition.
-    fn heads_for(&self, to: &[u8], topics: &[&[u8]]) -> Vec<Out> {
+    fn heads_for<'t>(&self, to: &[u8], topics: impl IntoIterator<Item = &'t [u8]>) -> Vec<Out> {
         let mut out = Vec::new();
         let mut seen: rustc_hash::FxHashSet<&[u8]> = rustc_hash::FxHashSet::default();
         for topic in topics {

@@ -6,6 +6,7 @@ use pyo3::types::PyBytes;
 
 use crate::wire::{
     decode, Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, StoreHello,
+    Subjects,
 };
 
 fn dialect_of(s: &str) -> PyResult<Dialect> {
@@ -71,7 +72,7 @@ fn wire_encode<'py>(
         Kind::ConsumerHello => Message::ConsumerHello(ConsumerHello {
             topic,
             address: addr,
-            subjects: subjects.iter().map(|s| s.as_bytes()).collect(),
+            subjects: Subjects::List(subjects.iter().map(|s| s.as_bytes()).collect()),
         }),
         Kind::StoreHello => Message::StoreHello(StoreHello {
             topic,
@@ -144,7 +145,7 @@ fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResu
             None,
             None,
             None,
-            Some(c.subjects.iter().map(|s| b(s)).collect()),
+            Some(c.subjects.iter().map(b).collect()),
         ),
     };
     Ok((

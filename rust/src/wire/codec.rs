@@ -9,7 +9,7 @@
 use super::error::WireError;
 use super::{
     Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, StoreHello,
-    SIGNATURE, VERSION,
+    Subjects, SIGNATURE, VERSION,
 };
 
 /// Reusable buffers for the frames of one encoded message, except the content.
@@ -117,7 +117,7 @@ impl Message<'_> {
             Message::ConsumerHello(c) => {
                 put_string(out, "address", c.address)?;
                 put_u32_len(out, "subjects", c.subjects.len())?;
-                for s in &c.subjects {
+                for s in c.subjects.iter() {
                     put_u32_len(out, "subjects[]", s.len())?;
                     out.extend_from_slice(s);
                 }
@@ -381,17 +381,19 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
         }),
         Kind::ConsumerHello => {
             let address = r.string("address")?;
-            let n = r.u32("subjects")? as usize;
-            // Each entry needs at least 4 bytes, so never reserve more than the
-            // frame could possibly describe.
-            let mut subjects = Vec::with_capacity(n.min((r.buf.len() - r.pos) / 4));
-            for _ in 0..n {
-                subjects.push(r.longstr("subjects[]")?);
+            let count = r.u32("subjects")? as usize;
+            // Checked here, read in place later: nothing allocated per entry.
+            let start = r.pos;
+            for _ in 0..count {
+                r.longstr("subjects[]")?;
             }
             Message::ConsumerHello(ConsumerHello {
                 topic,
                 address,
-                subjects,
+                subjects: Subjects::Wire {
+                    count,
+                    raw: &r.buf[start..r.pos],
+                },
             })
         }
         Kind::StoreHello => Message::StoreHello(StoreHello {

@@ -211,7 +211,90 @@ pub struct GetHeads<'a> {
 pub struct ConsumerHello<'a> {
     pub topic: &'a [u8],
     pub address: &'a [u8],
-    pub subjects: Vec<&'a [u8]>,
+    pub subjects: Subjects<'a>,
+}
+
+/// The subjects (topic names) of a CONSUMER-HELLO. A decoded one is read in
+/// place from its frame, checked once at decoding, so decoding allocates
+/// nothing for them: a list of slices would take 16 bytes for each 4-byte
+/// empty entry, four times what the frame holds. One to encode is a list.
+#[derive(Debug, Clone)]
+pub enum Subjects<'a> {
+    /// `count` well-formed `longstr` entries, back to back, in `raw`.
+    Wire {
+        count: usize,
+        raw: &'a [u8],
+    },
+    List(Vec<&'a [u8]>),
+}
+
+impl<'a> Subjects<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            Subjects::Wire { count, .. } => *count,
+            Subjects::List(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> SubjectsIter<'a> {
+        match self {
+            Subjects::Wire { count, raw } => SubjectsIter::Wire { left: *count, raw },
+            Subjects::List(v) => SubjectsIter::List(v.clone().into_iter()),
+        }
+    }
+}
+
+impl<'a> From<Vec<&'a [u8]>> for Subjects<'a> {
+    fn from(v: Vec<&'a [u8]>) -> Self {
+        Subjects::List(v)
+    }
+}
+
+impl PartialEq for Subjects<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Subjects<'_> {}
+
+/// The entries of [`Subjects`], in order.
+pub enum SubjectsIter<'a> {
+    Wire { left: usize, raw: &'a [u8] },
+    List(std::vec::IntoIter<&'a [u8]>),
+}
+
+impl<'a> Iterator for SubjectsIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            SubjectsIter::Wire { left, raw } => {
+                if *left == 0 {
+                    return None;
+                }
+                // Checked at decoding: every entry is whole.
+                let (len, rest) = raw.split_first_chunk::<4>()?;
+                let (s, rest) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+                *left -= 1;
+                *raw = rest;
+                Some(s)
+            }
+            SubjectsIter::List(it) => it.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = match self {
+            SubjectsIter::Wire { left, .. } => *left,
+            SubjectsIter::List(it) => it.len(),
+        };
+        (n, Some(n))
+    }
 }
 
 /// STORE-HELLO: `topic` is the consumer's address, `address` the store's.

@@ -233,7 +233,7 @@ fn rfc_every_message_by_hand() {
             Message::ConsumerHello(ConsumerHello {
                 topic: b"S1",
                 address: b"C1",
-                subjects: vec![b"a", b"bc"],
+                subjects: vec![&b"a"[..], b"bc"].into(),
             }),
             b"WS1".to_vec(),
             rfc_body(
@@ -375,6 +375,26 @@ fn malformed_inputs_name_what_and_where() {
             ..
         })
     ));
+
+    // A CONSUMER-HELLO's subjects are read in place: 100,000 empty ones (4
+    // bytes each on the wire) take no memory of their own once decoded (a
+    // list of slices took 16 bytes each, four times the frame).
+    let mut many = rfc_body(b'W', &[&s(b"C1"), &100_001u32.to_be_bytes()]);
+    many.extend(std::iter::repeat_n(0u8, 4 * 100_000));
+    many.extend_from_slice(&[0, 0, 0, 2, b'h', b'i']);
+    let frames = [b"WS".to_vec(), many];
+    let Ok((Message::ConsumerHello(c), _)) = decode(&frames) else {
+        panic!("a well-formed CONSUMER-HELLO")
+    };
+    let Subjects::Wire { count, raw } = &c.subjects else {
+        panic!("decoded subjects are read in place, not listed")
+    };
+    assert_eq!(*count, 100_001);
+    assert!(std::ptr::eq(raw.last().unwrap(), frames[1].last().unwrap()));
+    assert_eq!(c.subjects.len(), 100_001);
+    assert_eq!(c.subjects.iter().filter(|s| s.is_empty()).count(), 100_000);
+    assert_eq!(c.subjects.iter().last(), Some(&b"hi"[..]));
+    assert_eq!(c.subjects.iter().size_hint(), (100_001, Some(100_001)));
 
     // A CONSUMER-HELLO claiming 4 billion subjects fails without reserving them.
     let mut huge = rfc_body(b'W', &[&s(b"C1"), &[0xFF, 0xFF, 0xFF, 0xFF]]);
@@ -528,7 +548,7 @@ impl Owned {
             Kind::ConsumerHello => Message::ConsumerHello(ConsumerHello {
                 topic: &self.topic,
                 address: &self.address,
-                subjects: self.subjects.iter().map(Vec::as_slice).collect(),
+                subjects: Subjects::List(self.subjects.iter().map(Vec::as_slice).collect()),
             }),
             Kind::StoreHello => Message::StoreHello(StoreHello {
                 topic: &self.topic,

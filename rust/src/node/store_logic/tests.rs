@@ -693,11 +693,13 @@ fn get_heads_and_consumer_hello_answer_direct_heads() {
         }]
     );
     // CONSUMER-HELLO with no topics: nothing; with one topic: its heads.
-    let hello = |subjects| ConsumerHello {
-        topic: ME,
-        address: C,
-        subjects,
-    };
+    fn hello(subjects: Vec<&[u8]>) -> ConsumerHello<'_> {
+        ConsumerHello {
+            topic: ME,
+            address: C,
+            subjects: subjects.into(),
+        }
+    }
     assert!(s.on_consumer_hello(&hello(vec![])).is_empty());
     assert_eq!(s.on_consumer_hello(&hello(vec![T])), out);
     // Addressed to another store: ignored.
