@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use super::error::{LogError, Result};
 use super::format::{
     parse_segment_file_name, FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
 };
+use super::index::IndexEntry;
 use super::io::{self, Gauge};
 use super::recovery::{self, Sealed};
 use super::segment::{finish_index, paths, Active, Next, Segment, SegmentReader};
@@ -640,69 +642,90 @@ impl Partition {
             if seg.tail.next <= cur {
                 continue;
             }
-            let mut owned = None;
-            let file = self.segment_file(seg, &mut owned)?;
-            // An index is a cache, never synced: an entry damaged in the middle
-            // (a page not written back before a power loss) passes the checks
-            // at open. Where the entry's position holds no record of its
-            // offset, the segment is read from its start instead.
-            let mut hint = seg.index.lookup_offset(cur - seg.base)?;
-            'attempt: loop {
-                let (pos, mut expected) = match hint {
-                    Some(e) => (u64::from(e.pos), seg.base.saturating_add(u64::from(e.rel))),
-                    None => (FILE_HEADER_LEN as u64, seg.base),
-                };
-                let mut reader =
-                    SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(chunk);
-                let mut first = true;
-                loop {
-                    let (pos, reason) = match reader.next()? {
-                        Next::Record { header, value, .. } if header.offset == expected => {
-                            first = false;
-                            expected += 1;
-                            if header.offset < cur {
-                                continue;
-                            }
-                            if count >= max_records
-                                || (count > 0 && bytes + value.len() > max_bytes)
-                            {
-                                return Ok(count);
-                            }
-                            bytes += value.len();
-                            f(header.offset, header.timestamp, value);
-                            count += 1;
-                            cur += 1;
-                            continue;
-                        }
-                        Next::Record { pos, header, .. } => (
-                            pos,
-                            format!(
-                                "record has offset {} where {expected} belongs",
-                                header.offset
-                            ),
-                        ),
-                        Next::End => break 'attempt,
-                        Next::Torn { pos, reason } | Next::Bad { pos, reason } => (pos, reason),
-                    };
-                    if first && hint.is_some() {
-                        tracing::warn!(
-                            "{}: the index entry for offset {expected} points at byte {pos}, \
-                             where {reason}; reading the segment from its start",
-                            seg.log_path.display()
-                        );
-                        hint = None;
-                        continue 'attempt;
-                    }
-                    return Err(LogError::Corruption {
-                        path: seg.log_path.to_path_buf(),
-                        position: pos,
-                        offset: expected,
-                        reason,
-                    });
+            let hint = seg.index.lookup_offset(cur - seg.base)?;
+            let stop = self.walk_segment(seg, hint, chunk, |offset, timestamp, value| {
+                if offset < cur {
+                    return ControlFlow::Continue(());
                 }
+                if count >= max_records || (count > 0 && bytes + value.len() > max_bytes) {
+                    return ControlFlow::Break(());
+                }
+                bytes += value.len();
+                f(offset, timestamp, value);
+                count += 1;
+                cur += 1;
+                ControlFlow::Continue(())
+            })?;
+            if stop.is_some() {
+                break;
             }
         }
         Ok(count)
+    }
+
+    /// Reads `seg`'s records in order, from `hint`'s position (the segment's
+    /// start for None), handing each `(offset, timestamp, value)` to `visit`
+    /// until it breaks; returns what it broke with (None: the segment ended).
+    ///
+    /// An index is a cache, never synced: an entry damaged in the middle (a
+    /// page not written back before a power loss) passes the checks at open.
+    /// Where the entry's position holds no record of its offset, the segment
+    /// is read from its start instead.
+    fn walk_segment<R>(
+        &self,
+        seg: &Segment,
+        mut hint: Option<IndexEntry>,
+        chunk: usize,
+        mut visit: impl FnMut(u64, u64, &[u8]) -> ControlFlow<R>,
+    ) -> Result<Option<R>> {
+        let mut owned = None;
+        let file = self.segment_file(seg, &mut owned)?;
+        'attempt: loop {
+            let (pos, mut expected) = match hint {
+                Some(e) => (u64::from(e.pos), seg.base.saturating_add(u64::from(e.rel))),
+                None => (FILE_HEADER_LEN as u64, seg.base),
+            };
+            let mut reader =
+                SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(chunk);
+            let mut first = true;
+            loop {
+                let (pos, reason) = match reader.next()? {
+                    Next::Record { header, value, .. } if header.offset == expected => {
+                        first = false;
+                        expected += 1;
+                        if let ControlFlow::Break(r) = visit(header.offset, header.timestamp, value)
+                        {
+                            return Ok(Some(r));
+                        }
+                        continue;
+                    }
+                    Next::Record { pos, header, .. } => (
+                        pos,
+                        format!(
+                            "record has offset {} where {expected} belongs",
+                            header.offset
+                        ),
+                    ),
+                    Next::End => return Ok(None),
+                    Next::Torn { pos, reason } | Next::Bad { pos, reason } => (pos, reason),
+                };
+                if first && hint.is_some() {
+                    tracing::warn!(
+                        "{}: the index entry for offset {expected} points at byte {pos}, \
+                         where {reason}; reading the segment from its start",
+                        seg.log_path.display()
+                    );
+                    hint = None;
+                    continue 'attempt;
+                }
+                return Err(LogError::Corruption {
+                    path: seg.log_path.to_path_buf(),
+                    position: pos,
+                    offset: expected,
+                    reason,
+                });
+            }
+        }
     }
 
     /// The first offset whose append time is at or after `ts`, if any.
@@ -711,30 +734,16 @@ impl Partition {
             if seg.records() == 0 || seg.tail.max_ts < ts {
                 continue;
             }
-            let mut owned = None;
-            let file = self.segment_file(seg, &mut owned)?;
-            let pos = seg
-                .index
-                .lookup_time(ts)?
-                .map_or(FILE_HEADER_LEN as u64, |e| u64::from(e.pos));
-            let mut reader =
-                SegmentReader::new(file, &seg.log_path, pos, seg.tail.size).with_chunk(64 * 1024);
-            loop {
-                match reader.next()? {
-                    Next::Record { header, .. } if header.timestamp >= ts => {
-                        return Ok(Some(header.offset))
-                    }
-                    Next::Record { .. } => {}
-                    Next::End => break,
-                    Next::Torn { pos, reason } | Next::Bad { pos, reason } => {
-                        return Err(LogError::Corruption {
-                            path: seg.log_path.to_path_buf(),
-                            position: pos,
-                            offset: seg.base,
-                            reason,
-                        })
-                    }
+            let hint = seg.index.lookup_time(ts)?;
+            let found = self.walk_segment(seg, hint, 64 * 1024, |offset, timestamp, _| {
+                if timestamp >= ts {
+                    ControlFlow::Break(offset)
+                } else {
+                    ControlFlow::Continue(())
                 }
+            })?;
+            if found.is_some() {
+                return Ok(found);
             }
         }
         Ok(None)

@@ -2332,3 +2332,38 @@ fn reads_go_past_an_index_damaged_in_the_middle() {
         }
     }
 }
+
+/// As above, for `offset_for_time`: it searched the index by time and read
+/// from the entry it found without checking that a record of the entry's
+/// offset is there, so an entry zeroed in the middle failed the lookup with a
+/// `Corruption` error. It now reads from the segment's start too.
+#[test]
+fn offset_for_time_goes_past_an_index_damaged_in_the_middle() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000);
+    let cfg = || LogConfig {
+        index_interval_bytes: 1,
+        ..small(&clock).with_segment(1 << 20)
+    };
+    let mut log = Log::open(dir.path(), cfg()).unwrap();
+    // Record i appended at time 1_000 + 10 * i.
+    for i in 0..40 {
+        clock.set(1_000 + 10 * i);
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    log.close().unwrap();
+    let idx = seg_files(&pdir(dir.path()), "index").pop().unwrap();
+    let f = OpenOptions::new().write(true).open(&idx).unwrap();
+    f.write_all_at(&[0u8; 16], FILE_HEADER_LEN as u64 + 20 * 16)
+        .unwrap();
+    drop(f);
+    let log = Log::open(dir.path(), cfg()).unwrap();
+    for (ts, want) in [(0, 0), (1_195, 20), (1_200, 20), (1_201, 21), (1_390, 39)] {
+        let r = log.offset_for_time(T, P, ts);
+        assert!(
+            r.as_ref().is_ok_and(|o| *o == Some(want)),
+            "time {ts}: {r:?}"
+        );
+    }
+    assert_eq!(log.offset_for_time(T, P, 1_391).unwrap(), None);
+}
