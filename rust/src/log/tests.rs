@@ -2306,23 +2306,10 @@ fn a_failed_partition_create_leaves_no_stray_segment_that_eats_the_real_one() {
 #[test]
 fn reads_go_past_an_index_damaged_in_the_middle() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Clock::new(5);
-    let cfg = || LogConfig {
-        index_interval_bytes: 1,
-        ..small(&clock).with_segment(1 << 20)
-    };
-    let mut log = Log::open(dir.path(), cfg()).unwrap();
-    let vals: Vec<Vec<u8>> = (0..40).map(value).collect();
-    log.append_batch(T, P, 0, &vals).unwrap();
-    log.close().unwrap();
-    let idx = seg_files(&pdir(dir.path()), "index").pop().unwrap();
-    // One entry per record; zero entry 20 (a page of the index never written back).
-    let f = OpenOptions::new().write(true).open(&idx).unwrap();
-    f.write_all_at(&[0u8; 16], FILE_HEADER_LEN as u64 + 20 * 16)
-        .unwrap();
-    drop(f);
+    let clock = Clock::new(1_000);
+    let cfg = index_zeroed_at_20(dir.path(), &clock);
     for _ in 0..2 {
-        let log = Log::open(dir.path(), cfg()).unwrap();
+        let log = Log::open(dir.path(), cfg.clone()).unwrap();
         for start in [0, 10, 19, 20, 21, 30, 39] {
             let r = log.read(T, P, start, 1, 1);
             assert!(
@@ -2341,23 +2328,8 @@ fn reads_go_past_an_index_damaged_in_the_middle() {
 fn offset_for_time_goes_past_an_index_damaged_in_the_middle() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(1_000);
-    let cfg = || LogConfig {
-        index_interval_bytes: 1,
-        ..small(&clock).with_segment(1 << 20)
-    };
-    let mut log = Log::open(dir.path(), cfg()).unwrap();
-    // Record i appended at time 1_000 + 10 * i.
-    for i in 0..40 {
-        clock.set(1_000 + 10 * i);
-        log.append(T, P, i, &value(i)).unwrap();
-    }
-    log.close().unwrap();
-    let idx = seg_files(&pdir(dir.path()), "index").pop().unwrap();
-    let f = OpenOptions::new().write(true).open(&idx).unwrap();
-    f.write_all_at(&[0u8; 16], FILE_HEADER_LEN as u64 + 20 * 16)
-        .unwrap();
-    drop(f);
-    let log = Log::open(dir.path(), cfg()).unwrap();
+    let cfg = index_zeroed_at_20(dir.path(), &clock);
+    let log = Log::open(dir.path(), cfg).unwrap();
     for (ts, want) in [(0, 0), (1_195, 20), (1_200, 20), (1_201, 21), (1_390, 39)] {
         let r = log.offset_for_time(T, P, ts);
         assert!(
@@ -2366,4 +2338,25 @@ fn offset_for_time_goes_past_an_index_damaged_in_the_middle() {
         );
     }
     assert_eq!(log.offset_for_time(T, P, 1_391).unwrap(), None);
+}
+
+/// A closed log of 40 records with an index entry per record (record i
+/// appended at time 1_000 + 10 * i), its entry 20 then zeroed (a page of the
+/// index never written back); the config to open it with.
+fn index_zeroed_at_20(dir: &Path, clock: &Clock) -> LogConfig {
+    let cfg = LogConfig {
+        index_interval_bytes: 1,
+        ..small(clock).with_segment(1 << 20)
+    };
+    let mut log = Log::open(dir, cfg.clone()).unwrap();
+    for i in 0..40 {
+        clock.set(1_000 + 10 * i);
+        log.append(T, P, i, &value(i)).unwrap();
+    }
+    log.close().unwrap();
+    let idx = seg_files(&pdir(dir), "index").pop().unwrap();
+    let f = OpenOptions::new().write(true).open(&idx).unwrap();
+    f.write_all_at(&[0u8; 16], FILE_HEADER_LEN as u64 + 20 * 16)
+        .unwrap();
+    cfg
 }
