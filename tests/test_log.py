@@ -141,6 +141,34 @@ def test_damaged_partition_set_aside_and_listed_by_inspect(
     assert f"DAMAGED weather/{bad}" in captured.err
 
 
+def test_inspect_verify_finds_damage_in_the_middle_of_a_segment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A flipped byte in the middle of the active segment of a cleanly closed log:
+    opening checks only the tail, so the log opens and a plain ``inspect`` lists it;
+    ``Log.verify`` and ``inspect --verify`` read every record and find it."""
+    good, bad = P, "B" * 32
+    with dafka.Log(tmp_path) as log:
+        for part in (good, bad):
+            log.append_many("weather", part, 0, [value(i) for i in range(100)])
+    seg = sorted((tmp_path / "weather" / bad).glob("*.log"))[0]
+    data = bytearray(seg.read_bytes())
+    at = data.index(value(50))
+    data[at + 3] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    with dafka.Log(tmp_path, read_only=True) as log:
+        assert log.verify("weather", good) == 100
+        with pytest.raises(dafka.CorruptionError, match=r"offset 50\)"):
+            log.verify("weather", bad)
+        assert len(log.read("weather", bad, 0, max_records=50)) == 50
+    assert main(["log", "inspect", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["log", "inspect", "--verify", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert f"DAMAGED weather/{bad}" in captured.err and "offset 50)" in captured.err
+    assert f"DAMAGED weather/{good}" not in captured.err
+
+
 _CHILD = textwrap.dedent(
     """
     import hashlib, random, sys

@@ -226,6 +226,13 @@ class Log:
             return None
         return self._log.offset_for_time(_topic_bytes(topic), partition, timestamp)
 
+    def verify(self, topic: str | bytes, partition: str) -> int:
+        """Reads every record of the partition, checking each one's CRC and offset,
+        and returns how many it holds. Opening a log checks only each segment's tail;
+        this finds damage in the middle of a segment (a :class:`CorruptionError`).
+        ``dafka log inspect --verify`` runs it on every partition."""
+        return self._log.verify(_topic_bytes(topic), _writable(partition))
+
     def next_offset(self, topic: str | bytes, partition: str) -> int | None:
         """The offset the next append must carry (``None`` for an unknown partition)."""
         if not _utf8(partition):

@@ -951,6 +951,17 @@ impl Log {
         }
     }
 
+    /// Reads every record of a partition, checking each one's CRC and offset,
+    /// and returns how many it holds (0 for a parked one). Opening checks
+    /// only each segment's tail, so this is what finds damage in the middle
+    /// of a segment (`dafka log inspect --verify`).
+    pub fn verify(&self, topic: &[u8], partition: &str) -> Result<u64> {
+        match self.find(topic, partition)? {
+            Found::Open(p) => p.verify(),
+            Found::Parked(_) => Ok(0),
+        }
+    }
+
     /// The first available offset, if the partition exists.
     pub fn first_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
         match self.find(topic, partition).ok()? {

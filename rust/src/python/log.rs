@@ -171,6 +171,10 @@ impl NativeLog {
         self.with(py, |l| l.offset_for_time(topic, partition, timestamp))
     }
 
+    fn verify(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<u64> {
+        self.with(py, |l| l.verify(topic, partition))
+    }
+
     fn next_offset(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<Option<u64>> {
         self.with(py, |l| Ok(l.next_offset(topic, partition)))
     }
