@@ -162,3 +162,10 @@ def test_every_constructor_argument_is_documented(cls: type) -> None:
     doc = cls.__doc__ or ""
     missing = [name for name in sig.parameters if not re.search(rf"^{name} : ", doc, re.M)]
     assert not missing, f"{cls.__name__}: undocumented arguments {missing}"
+
+
+def test_tower_beacon_out_on_another_host_is_a_config_error() -> None:
+    """``Tower.endpoint`` names both ports by ``beacon_in``'s host: a ``beacon_out``
+    bound elsewhere is refused before anything binds, saying what to do."""
+    with pytest.raises(dafka.ConfigError, match="same host"):
+        dafka.Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://10.0.0.2:0")

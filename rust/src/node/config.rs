@@ -318,6 +318,26 @@ impl Default for TowerConfig {
     }
 }
 
+impl TowerConfig {
+    /// Nodes name a tower by one host (`tcp://HOST:IN,OUT`, what
+    /// `Tower::endpoint` prints from `beacon_in`), so `beacon_out` must be
+    /// reachable there: bound to the same host, or to every interface.
+    pub fn validate(&self) -> Result<()> {
+        let host = |e: &str| split_tcp(e).map(|(h, _)| h.to_string());
+        if let (Some(hin), Some(hout)) = (host(&self.beacon_in), host(&self.beacon_out)) {
+            if hin != hout && !matches!(hout.as_str(), "*" | "0.0.0.0" | "[::]") {
+                return Err(Error::Config(format!(
+                    "beacon_out {:?} binds another host than beacon_in {:?}: nodes name a \
+                     tower by one host (tcp://HOST:IN_PORT,OUT_PORT), so bind both on the same \
+                     host (spelt the same), or beacon_out on every interface (tcp://*:PORT)",
+                    self.beacon_out, self.beacon_in
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A tower as a node names it: `tcp://HOST:IN,OUT` (both ports explicit, what
 /// `Tower.endpoint` prints) or `tcp://HOST:IN` (OUT = IN + 1, so the C
 /// reference's `tcp://host:5556` means 5556/5557).
@@ -457,6 +477,31 @@ pub fn split_tcp(e: &str) -> Option<(&str, u16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tower_binds_beacon_out_where_nodes_look_for_it() {
+        let tower = |i: &str, o: &str| TowerConfig {
+            beacon_in: i.into(),
+            beacon_out: o.into(),
+        };
+        for (i, o) in [
+            ("tcp://*:5556", "tcp://*:5557"),
+            ("tcp://10.0.0.1:0", "tcp://10.0.0.1:0"),
+            ("tcp://10.0.0.1:0", "tcp://*:0"),
+            ("tcp://10.0.0.1:0", "tcp://0.0.0.0:0"),
+        ] {
+            assert!(tower(i, o).validate().is_ok(), "{i} {o}");
+        }
+        // `endpoint` would say tcp://10.0.0.1:IN,OUT (or 127.0.0.1 for `*`):
+        // nodes would look for the beacons where nothing sends them.
+        for (i, o) in [
+            ("tcp://10.0.0.1:0", "tcp://10.0.0.2:0"),
+            ("tcp://*:5556", "tcp://10.0.0.2:5557"),
+        ] {
+            let e = tower(i, o).validate().unwrap_err().to_string();
+            assert!(e.contains("same host"), "{e}");
+        }
+    }
 
     #[test]
     fn tower_addr_forms() {

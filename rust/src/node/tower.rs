@@ -433,6 +433,7 @@ fn bind(sock: &zmq::Socket, e: &str) -> Result<String> {
 impl Tower {
     /// Binds both sockets (port 0 = ephemeral) and starts the relay.
     pub fn new(cfg: TowerConfig) -> Result<Self> {
+        cfg.validate()?;
         let ctx = zmq::Context::new();
         let stats = Arc::new(Stats::default());
         let st = stats.clone();
