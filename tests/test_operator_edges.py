@@ -234,3 +234,39 @@ def test_consume_positions_saved_on_sigterm_cover_only_printed_records(tmp_path:
         f"saved position {position}, yet {len(never_printed)} records below it were never "
         f"printed (first {never_printed[:3]}); a resumed run skips them"
     )
+
+
+@pytest.mark.parametrize("command", ["tower", "store"])
+def test_sigint_stops_a_command_started_with_it_ignored(command: str, tmp_path: Path) -> None:
+    """A script's ``dafka store DIR &`` starts it with SIGINT ignored, and Python
+    leaves an ignored SIGINT ignored: ``kill -INT`` did nothing (the Rust binaries
+    stop on it). The command now stops cleanly on it, as on SIGTERM."""
+    args = {
+        "tower": ["tower", "--beacon-in", "tcp://127.0.0.1:0", "--beacon-out", "tcp://127.0.0.1:0"],
+        "store": [
+            "store",
+            str(tmp_path / "store"),
+            "--bind",
+            "tcp://127.0.0.1:0",
+            "--peer",
+            NOBODY,
+        ],
+    }[command]
+    p = subprocess.Popen(
+        [*CLI, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().startswith(f"dafka-{command} ")  # up and serving
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 0, err
+        assert "stopped" in err, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

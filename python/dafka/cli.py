@@ -163,9 +163,20 @@ _NATIVE_COMMANDS = {"store": run_store_cli, "tower": run_tower_cli}
 
 
 def _run_native(command: str, argv: list[str]) -> int:
-    """``dafka store`` / ``dafka tower``: the Rust command line, SIGTERM acting as Ctrl-C."""
-    with _sigterm_as_interrupt():
-        return _NATIVE_COMMANDS[command](argv)
+    """``dafka store`` / ``dafka tower``: the Rust command line, SIGTERM acting as Ctrl-C.
+
+    A server started from a script with ``&`` inherits SIGINT ignored, and Python
+    leaves an ignored SIGINT ignored: ``kill -INT`` would do nothing, while the Rust
+    binaries stop on it. These two commands stop on SIGINT whatever they inherited."""
+    old_int = signal.getsignal(signal.SIGINT)
+    if old_int is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with _sigterm_as_interrupt():
+            return _NATIVE_COMMANDS[command](argv)
+    finally:
+        if old_int is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _cmd_native(args: argparse.Namespace) -> int:
