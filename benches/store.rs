@@ -4,7 +4,7 @@
 //!   sequential `write` + `fdatasync` of the same bytes, as often as the store
 //!   syncs (`flush_interval_ms`);
 //! - producer → store throughput until every record is durably ACKed, 100 B and
-//!   1 KiB records;
+//!   1 KiB records, one RECORD each and in RECORD-BATCHes (`record_batches`);
 //! - ACK latency p50/p99 at fixed offered rates (100k and 500k records/s,
 //!   after one second at that rate to warm up), next to the raw disk's: the
 //!   same bytes written every 1 ms and fdatasynced as often as the store syncs,
@@ -386,11 +386,17 @@ fn start_pair_with(dir: &Path, fsync: FsyncPolicy) -> (Store, Producer) {
 
 /// A producer of topic `t` the store has heard (its first record ACKed).
 fn add_producer(s: &Store) -> Producer {
+    add_producer_with(s, false)
+}
+
+/// [`add_producer`], publishing RECORD-BATCHes if `batches`.
+fn add_producer_with(s: &Store, batches: bool) -> Producer {
     let p = Producer::new(
         "t",
         ProducerConfig {
             node: peers(&[s.endpoint()]),
             max_unacked_bytes: 1 << 30,
+            record_batches: batches,
             ..Default::default()
         },
     )
@@ -480,9 +486,13 @@ fn send_n(p: &Producer, n: u64, size: usize) {
     }
 }
 
-/// Producer → store, until everything is durably ACKed.
-fn durable_throughput(dir: &Path, n: u64, size: usize) -> Rate {
-    let (s, p) = start_pair(dir);
+/// Producer → store, until everything is durably ACKed; in RECORD-BATCHes
+/// if `batches`.
+fn durable_throughput(dir: &Path, n: u64, size: usize, batches: bool) -> Rate {
+    let mut cfg = StoreConfig::default();
+    cfg.log.flush_interval_ms = flush_ms();
+    let s = Store::open(dir, cfg).unwrap();
+    let p = add_producer_with(&s, batches);
     let before = thread_cpu();
     let rate = Rate::measure(n, || {
         send_n(&p, n, size);
@@ -758,7 +768,7 @@ fn main() {
         let z = baseline_zmq(n, size);
         let d = baseline_disk(&dir, n, size);
         let base = z.per_sec.min(d);
-        let st = durable_throughput(&bench_dir(&format!("tput{size}")), n, size);
+        let st = durable_throughput(&bench_dir(&format!("tput{size}")), n, size, false);
         println!(
             "durable ACKed {size:>5} B: store {:.2}M rec/s ({:.2} cpu-µs/rec, {:.1} switches/1k) \
              | baseline zmq {:.2}M ({:.2} cpu-µs/rec, {:.1} switches/1k), disk {:.2}M rec/s \
@@ -771,6 +781,14 @@ fn main() {
             z.switches_k,
             d / 1e6,
             100.0 * st.per_sec / base
+        );
+        let st = durable_throughput(&bench_dir(&format!("batch{size}")), n, size, true);
+        println!(
+            "durable ACKed {size:>5} B in RECORD-BATCHes: store {:.2}M rec/s ({:.2} cpu-µs/rec) \
+             | ratio {:.0}% of disk",
+            st.per_sec / 1e6,
+            st.cpu_us,
+            100.0 * st.per_sec / d
         );
     }
     if part("tput") {

@@ -65,7 +65,10 @@ def consume(tower: Tower, topic: str, n: int, within: float = 120.0) -> list[daf
 def test_foreach_partition_100k_rows_4_partitions(spark: Any, cluster: tuple[Tower, Store]) -> None:
     tower, store = cluster
     df = values_df(spark, N, 4)
-    df.foreachPartition(foreach_partition_writer(settings(tower, "fp")))
+    # One RECORD per record here (the Arrow path below sends RECORD-BATCHes).
+    df.foreachPartition(
+        foreach_partition_writer(dataclasses.replace(settings(tower, "fp"), record_batches=False))
+    )
     got = consume(tower, "fp", N)
     assert Counter(r.value for r in got) == expected(N)
     per_part = Counter(r.partition for r in got)
@@ -114,6 +117,9 @@ def test_arrow_path_100k_rows_offsets_match_store(
         assert info.next_offset == r["last_offset"] + 1
     by_part = Counter(r.partition for r in got)
     assert by_part == Counter({r["partition"]: r["count"] for r in rows})
+    # Every task waited for the store before its first record (connect_wait), so
+    # its RECORD-BATCHes reached the store live: the store fetched nothing.
+    assert store.stats()["store_fetches_sent"] == 0, store.stats()
 
 
 def test_arrow_path_rejects_nulls_and_wrong_types(spark: Any, cluster: tuple[Tower, Store]) -> None:

@@ -96,6 +96,13 @@ def test_write_options_are_checked_by_name() -> None:
         dafka.spark.ProducerSettings.from_options({**base, "beaconInterval": "5"})
     s = dafka.spark.ProducerSettings.from_options({**base, "minAcks": "0", "flushTimeout": "5"})
     assert (s.min_acks, s.flush_timeout, s.beacon_interval) == (0, 5.0, 1.0)
+    assert s.record_batches, "RECORD-BATCHes unless asked not to"
+    s = dafka.spark.ProducerSettings.from_options({**base, "recordBatches": "false"})
+    assert not s.record_batches
+    with pytest.raises(ValueError, match="option recordBatches must be true or false"):
+        dafka.spark.ProducerSettings.from_options({**base, "recordBatches": "often"})
+    with pytest.raises(ValueError, match="connect_wait must be >= 0"):
+        dafka.spark.ProducerSettings("t", peers=["tcp://127.0.0.1:1"], connect_wait=-1)
 
 
 def test_stream_sink_from_files_arrives_completely(

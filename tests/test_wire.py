@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ KINDS = {
     "GET-HEADS",
     "CONSUMER-HELLO",
     "STORE-HELLO",
+    "RECORD-BATCH",
 }
 ADDR = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
 
@@ -68,6 +70,7 @@ def _all_messages() -> list[wire.Message]:
         wire.ConsumerHello(topic=n, address=ADDR, subjects=(b"a", b"b")),
         wire.ConsumerHello(topic=n, address=ADDR),
         wire.StoreHello(topic=ADDR, address=n),
+        wire.RecordBatch(topic=b"t", address=ADDR, subject=b"t", sequence=5, values=(b"a", b"")),
     ]
 
 
@@ -78,7 +81,7 @@ def test_rfc_round_trip(message: wire.Message) -> None:
     assert back == message
     assert back.dialect == "rfc"
     assert frames[1][:2] == b"\xaa\xa5"
-    assert len(frames) == (3 if isinstance(message, wire.Record) else 2)
+    assert len(frames) == (3 if isinstance(message, wire.Record | wire.RecordBatch) else 2)
 
 
 def test_rfc_record_bytes_by_hand() -> None:
@@ -89,6 +92,33 @@ def test_rfc_record_bytes_by_hand() -> None:
         b"\xaa\xa5M\x01" + b"\x20" + ADDR + b"\x05hello" + (258).to_bytes(8, "big"),
         b"one",
     ]
+
+
+def test_record_batch_bytes_by_hand_and_what_it_refuses() -> None:
+    m = wire.RecordBatch(topic="t", address=ADDR, subject="t", sequence=7, values=(b"one", b""))
+    frames = wire.encode(m)
+    assert frames == [
+        b"Rt",
+        b"\xaa\xa5R\x01\x20" + ADDR + b"\x01t" + (7).to_bytes(8, "big") + (2).to_bytes(4, "big"),
+        b"\x00\x00\x00\x03one\x00\x00\x00\x00",
+    ]
+    back = wire.decode(frames)
+    assert back == m and isinstance(back, wire.RecordBatch) and back.values == (b"one", b"")
+    zproto = wire.encode(m, "zproto")
+    assert len(zproto) == 2 and wire.decode(zproto) == m
+    with pytest.raises(dafka.WireError, match="at least one record"):
+        wire.encode(wire.RecordBatch(topic=b"t", address=ADDR, subject=b"t", sequence=0))
+    with pytest.raises(dafka.WireError, match="last offset must be below"):
+        wire.encode(replace(m, sequence=2**64 - 2))
+    assert wire.decode(wire.encode(replace(m, sequence=2**64 - 3))).sequence == 2**64 - 3
+    # The count says three values, the frame holds two; one value cut short.
+    three = frames[1][:-4] + (3).to_bytes(4, "big")
+    with pytest.raises(dafka.WireError, match="truncated values"):
+        wire.decode([frames[0], three, frames[2]])
+    with pytest.raises(dafka.WireError, match="truncated values"):
+        wire.decode([frames[0], frames[1], frames[2][:-5]])
+    with pytest.raises(dafka.WireError, match="trailing bytes in frame 2"):
+        wire.decode([frames[0], frames[1], frames[2] + b"x"])
 
 
 def test_zproto_ack_drops_address() -> None:
@@ -165,6 +195,15 @@ def messages(draw: st.DrawFn) -> wire.Message:
         )
     if kind in ("HEAD", "DIRECT-HEAD"):
         return cls(topic=topic, address=draw(small), subject=draw(small), sequence=seq)  # type: ignore[call-arg]
+    if kind == "RECORD-BATCH":
+        values = tuple(draw(st.lists(st.binary(max_size=300), min_size=1, max_size=5)))
+        return wire.RecordBatch(
+            topic=topic,
+            address=draw(small),
+            subject=draw(small),
+            sequence=min(seq, 2**64 - 2 - len(values)),
+            values=values,
+        )
     if kind == "CONSUMER-HELLO":
         return wire.ConsumerHello(
             topic=topic,

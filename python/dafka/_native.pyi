@@ -233,6 +233,7 @@ class Producer:
         rcvhwm: int = 1000000,
         max_record_bytes: int = 67108864,
         advertise_host: str | None = None,
+        record_batches: bool = False,
     ) -> Producer: ...
     def send(self, value: Buffer, *, timeout: float | None = None) -> int: ...
     def send_many(

@@ -63,6 +63,9 @@ def _demo_messages() -> list[wire.Message]:
         wire.GetHeads(topic=b"weather", address=n),
         wire.ConsumerHello(topic=n, address=p, subjects=(b"weather",)),
         wire.StoreHello(topic=p, address=n),
+        wire.RecordBatch(
+            topic=b"weather", address=p, subject=b"weather", sequence=1, values=(b"22.0", b"22.4")
+        ),
     ]
 
 
@@ -126,6 +129,8 @@ def _cmd_encode(args: argparse.Namespace) -> int:
             fields[name] = value
     if args.subjects:
         fields["subjects"] = tuple(s.encode() for s in args.subjects)
+    if args.values:
+        fields["values"] = tuple(v.encode() for v in args.values)
     try:
         message = cls(**fields)  # type: ignore[arg-type]
     except TypeError as e:
@@ -604,6 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--count", type=_natural("a count", 2**32 - 1))
     enc.add_argument("--content")
     enc.add_argument("--subjects", nargs="*")
+    enc.add_argument("--values", nargs="*", help="a RECORD-BATCH's values")
     enc.set_defaults(func=_cmd_encode)
 
     lg = sub.add_parser("log", help="inspect a durable log directory (read-only)")

@@ -28,6 +28,7 @@ __all__ = [
     "Head",
     "Message",
     "Record",
+    "RecordBatch",
     "StoreHello",
     "decode",
     "encode",
@@ -47,7 +48,8 @@ def _as_bytes(name: str, value: bytes | bytearray | memoryview | str) -> bytes:
 
 @dataclass(frozen=True, kw_only=True)
 class Message:
-    """Base of the nine Dafka messages. ``topic`` is the key after the ID in frame 0."""
+    """Base of the nine Dafka messages and RECORD-BATCH. ``topic`` is the key after the ID
+    in frame 0."""
 
     kind: ClassVar[str] = ""
     topic: bytes
@@ -156,6 +158,24 @@ class StoreHello(Message):
     address: bytes
 
 
+@dataclass(frozen=True, kw_only=True)
+class RecordBatch(Message):
+    """RECORD-BATCH, this project's extension of RFC 46: the RECORDs of one partition at
+    offsets ``sequence`` to ``sequence + len(values) - 1``, in one message (at least one
+    value). ``topic`` is the topic name. Its values frame holds each value as a
+    ``longstr``; see the README, "Wire extensions"."""
+
+    kind: ClassVar[str] = "RECORD-BATCH"
+    address: bytes
+    subject: bytes
+    sequence: int
+    values: tuple[bytes, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "values", tuple(_as_bytes("values[]", v) for v in self.values))
+
+
 _CLASSES: dict[str, type[Message]] = {
     c.kind: c
     for c in (
@@ -168,6 +188,7 @@ _CLASSES: dict[str, type[Message]] = {
         GetHeads,
         ConsumerHello,
         StoreHello,
+        RecordBatch,
     )
 }
 
@@ -192,7 +213,7 @@ def encode(message: Message, dialect: Dialect = "rfc") -> list[bytes]:
         get("sequence", 0),
         get("count", 0),
         get("content", b""),
-        list(get("subjects", ())),
+        list(get("subjects", get("values", ()))),
     )
 
 
@@ -218,6 +239,10 @@ def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
         fields["subject"] = subject
     if sequence is not None:
         fields["sequence"] = sequence
+    if kind == "RECORD-BATCH":
+        # Its count is how many values it holds.
+        fields["values"] = tuple(subjects or ())
+        return message
     if count is not None:
         fields["count"] = count
     if content is not None:

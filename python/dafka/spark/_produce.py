@@ -149,12 +149,21 @@ class ProducerSettings:
     #: The host put in the producer's beacons (None: the bound host; "" lets the
     #: tower use the TCP peer address), for executors behind NAT or in containers.
     advertise_host: str | None = None
-    #: Wait this long after start-up for a store to connect before sending (the
-    #: first records are otherwise fetched by stores from the producer's buffer).
-    connect_wait: float = 0.0
+    #: Before its first record, a new producer waits up to this many seconds for
+    #: ``min_acks`` stores to connect (:meth:`dafka.Producer.wait_for_stores`).
+    #: Records sent before a store connects are not lost, but the store fetches
+    #: them from the producer's buffer one by one, behind a task that keeps sending
+    #: at full speed. 0: no wait.
+    connect_wait: float = 5.0
     #: Tasks of one Python worker share a producer (one partition per worker, kept
     #: across tasks and micro-batches) instead of each opening its own.
     reuse: bool = False
+    #: Publish in RECORD-BATCH messages (this project's wire extension, up to 64 KiB
+    #: of values each) instead of one RECORD per row: what lets bulk ingest run at
+    #: disk speed. This project's stores and consumers receive them; a consumer that
+    #: does not know the extension (the C reference) gets the records only by
+    #: fetching them. Option ``recordBatches``.
+    record_batches: bool = True
 
     def __post_init__(self) -> None:
         if not self.topic:
@@ -163,6 +172,8 @@ class ProducerSettings:
             raise ValueError(f"min_acks must be >= 0, got {self.min_acks}")
         if self.flush_timeout <= 0:
             raise ValueError(f"flush_timeout must be > 0 seconds, got {self.flush_timeout}")
+        if not self.connect_wait >= 0:
+            raise ValueError(f"connect_wait must be >= 0 seconds, got {self.connect_wait}")
         if self.wire not in ("rfc", "zproto"):
             # Checked here too, so that the driver says it, not every task.
             raise ValueError(f"wire must be 'rfc' or 'zproto', got {self.wire!r}")
@@ -189,7 +200,7 @@ class ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
         separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``,
         ``beaconTimeout``, ``bind``, ``advertiseHost``, ``reuseProducer`` (default
-        ``reuse``)."""
+        ``reuse``), ``recordBatches`` (default true)."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:
@@ -211,6 +222,7 @@ class ProducerSettings:
             bind=options.get("bind", "tcp://127.0.0.1:*"),
             advertise_host=options.get("advertiseHost"),
             reuse=flag(options, "reuseProducer", reuse),
+            record_batches=flag(options, "recordBatches", True),
         )
 
     def open(self) -> Producer:
@@ -226,11 +238,14 @@ class ProducerSettings:
             beacon_timeout=self.beacon_timeout,
             bind=self.bind,
             advertise_host=self.advertise_host,
+            record_batches=self.record_batches,
         )
-        if self.connect_wait > 0:
-            import time
-
-            time.sleep(self.connect_wait)
+        if self.connect_wait > 0 and self.min_acks > 0:
+            try:
+                p.wait_for_stores(self.min_acks, self.connect_wait)
+            except BaseException:
+                p.close()
+                raise
         return p
 
 

@@ -3,7 +3,8 @@
 Writing (batch ``df.write`` and streaming ``writeStream``): options ``topic``,
 ``towers`` and/or ``peers`` (comma separated), ``minAcks`` (default 1),
 ``flushTimeout`` seconds (default 120), ``reuseProducer``, ``wire`` (the dialect the
-producers send in: ``rfc``, the default, or ``zproto``). The DataFrame needs a
+producers send in: ``rfc``, the default, or ``zproto``), ``recordBatches`` (default
+true: RECORD-BATCH messages, the wire extension in the README). The DataFrame needs a
 ``value`` column of binary or string. Every task flushes until acknowledged before
 it commits; a failed or retried task re-sends into another partition, so delivery
 is at-least-once (see :mod:`dafka.spark._produce`). A batch write's task is one

@@ -113,7 +113,25 @@ pub struct ProducerConfig {
     /// [`DEFAULT_MAX_RECORD_BYTES`]), and a partition cannot go on past a
     /// record no store keeps.
     pub max_record_bytes: usize,
+    /// Publish records in RECORD-BATCHes (this project's extension of the
+    /// wire, `crate::wire`), up to [`WIRE_BATCH_BYTES`] each, instead of one
+    /// RECORD per record. Default false. Stores and consumers of this project
+    /// receive them; a node that does not know the extension (the C
+    /// reference) gets the records only by FETCHing them.
+    pub record_batches: bool,
 }
+
+/// The most value bytes a producer puts in one RECORD-BATCH (a larger value
+/// goes alone, as a RECORD).
+pub const WIRE_BATCH_BYTES: usize = 64 << 10;
+
+/// A batching producer's XPUB holds this many times fewer messages per
+/// subscriber than `sndhwm` (at least [`MIN_BATCH_HWM`]): each is up to
+/// [`WIRE_BATCH_BYTES`], and the mark counts messages, not bytes.
+pub const BATCH_HWM_DIVISOR: i32 = 64;
+/// The least send high-water mark of a batching producer, when `sndhwm` is
+/// not 0 (unlimited).
+pub const MIN_BATCH_HWM: i32 = 1000;
 
 /// The longest timeout or interval a node takes: about 95 years, "forever"
 /// to anyone, and far from what `Instant + Duration` can hold (a larger one
@@ -131,11 +149,24 @@ impl Default for ProducerConfig {
             min_acks: 1,
             max_unacked_bytes: 256 << 20,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            record_batches: false,
         }
     }
 }
 
 impl ProducerConfig {
+    /// The node settings the producer's sockets get: a batching producer's
+    /// XPUB holds `sndhwm / 64` messages per subscriber (at least 1,000), so
+    /// that a subscriber who falls behind queues about as many bytes as with
+    /// one RECORD per record.
+    pub fn socket_config(&self) -> NodeConfig {
+        let mut node = self.node.clone();
+        if self.record_batches && node.sndhwm > 0 {
+            node.sndhwm = (node.sndhwm / BATCH_HWM_DIVISOR).max(MIN_BATCH_HWM.min(node.sndhwm));
+        }
+        node
+    }
+
     pub fn validate(&self) -> Result<()> {
         self.node.validate()?;
         if self.head_interval.is_zero() || self.head_interval > LONGEST {

@@ -1112,6 +1112,19 @@ fn run(
                         Stats::add(&stats.records_received, 1);
                         st.on_record(&r, true, now, &mut dels, &mut outs);
                     }
+                    Ok((Message::RecordBatch(b), _)) => {
+                        Stats::add(&stats.records_received, u64::from(b.count));
+                        for (sequence, content) in (b.sequence..).zip(b.values()) {
+                            let r = Record {
+                                topic: b.topic,
+                                address: b.address,
+                                subject: b.subject,
+                                sequence,
+                                content,
+                            };
+                            st.on_record(&r, false, now, &mut dels, &mut outs);
+                        }
+                    }
                     Ok((Message::Head(h), _)) => st.on_head(&h, false, now, &mut outs),
                     Ok((Message::DirectHead(h), _)) => st.on_head(&h, true, now, &mut outs),
                     Ok((Message::StoreHello(s), _)) => outs.extend(st.on_store_hello(&s, now)),

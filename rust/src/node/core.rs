@@ -12,7 +12,7 @@ use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig};
 use crate::wire::{
     subscriptions, Ack, ConsumerHello, Dialect, Fetch, FrameBuf, GetHeads, Head, Message, NodeType,
-    Record, StoreHello, Subjects,
+    Record, RecordBatch, StoreHello, Subjects,
 };
 
 /// Sets an int socket option that the `zmq` crate has no setter for
@@ -523,6 +523,28 @@ impl Core {
             subject: topic,
             sequence,
             content,
+        }));
+        self.address = address;
+        r
+    }
+
+    /// Publishes a RECORD-BATCH of our own partition: `count` records from
+    /// offset `sequence`, their values in `values` (each a `longstr`).
+    pub fn send_record_batch(
+        &mut self,
+        topic: &[u8],
+        sequence: u64,
+        count: u32,
+        values: &[u8],
+    ) -> Result<()> {
+        let address = std::mem::take(&mut self.address);
+        let r = self.send_message(&Message::RecordBatch(RecordBatch {
+            topic,
+            address: &address,
+            subject: topic,
+            sequence,
+            count,
+            values,
         }));
         self.address = address;
         r

@@ -13,7 +13,7 @@ use crossbeam_utils::CachePadded;
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::batch::Batch;
-use crate::node::config::ProducerConfig;
+use crate::node::config::{ProducerConfig, WIRE_BATCH_BYTES};
 use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
@@ -685,7 +685,12 @@ fn run(
     shared: &ProducerShared,
 ) -> Result<()> {
     let tb = topic.as_bytes();
-    let mut core = Core::open(ctx, &cfg.node, NodeType::Producer, address, &[tb])?;
+    let node = cfg.socket_config();
+    let mut core = Core::open(ctx, &node, NodeType::Producer, address, &[tb])?;
+    let mut wire = Wire {
+        batches: cfg.record_batches,
+        values: Vec::new(),
+    };
     // Every unsubscription too, also when one of several stores leaves: the
     // count of stores connected goes down again.
     set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
@@ -702,7 +707,7 @@ fn run(
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
                     sent += b.len();
-                    publish(&mut core, &mut st, b)?;
+                    publish(&mut core, &mut st, &mut wire, b)?;
                 }
             }
             Stats::add(&stats.records_sent, sent as u64);
@@ -720,7 +725,7 @@ fn run(
                 Some(cmd) => {
                     if let Some(b) = command_batch(cmd, shared) {
                         sent += b.len();
-                        freed += publish(&mut core, &mut st, b)?;
+                        freed += publish(&mut core, &mut st, &mut wire, b)?;
                     }
                 }
                 None => break,
@@ -854,13 +859,58 @@ fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
     }
 }
 
-/// Publishes a batch as RECORDs from the next offset on and holds it;
-/// returns the bytes released at once.
-fn publish(core: &mut Core, st: &mut ProducerState, b: Batch) -> Result<usize> {
+/// [`RecordBatch::put_value`] of a value that fits in a batch (so its
+/// length fits in a `longstr`'s 4 octets).
+fn put_value(out: &mut Vec<u8>, v: &[u8]) {
+    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+    out.extend_from_slice(v);
+}
+
+/// How a producer puts its records on the wire.
+struct Wire {
+    /// RECORD-BATCHes (`record_batches`) rather than one RECORD each.
+    batches: bool,
+    /// A RECORD-BATCH's values frame, reused.
+    values: Vec<u8>,
+}
+
+/// Publishes a batch from the next offset on and holds it; returns the
+/// bytes released at once. In RECORD-BATCHes of up to [`WIRE_BATCH_BYTES`]
+/// of values when the producer sends them (a run of one record, and a value
+/// larger than that, go as a RECORD), else as one RECORD per record.
+fn publish(core: &mut Core, st: &mut ProducerState, wire: &mut Wire, b: Batch) -> Result<usize> {
     let first = st.next_offset();
-    for (off, v) in (first..).zip(b.iter()) {
-        core.send_record(&st.topic, off, v)?;
+    if !wire.batches {
+        for (off, v) in (first..).zip(b.iter()) {
+            core.send_record(&st.topic, off, v)?;
+        }
+        return Ok(st.append_batch(b).1);
     }
+    let fits = |out: &Vec<u8>, v: &[u8]| out.len() + 4 + v.len() <= WIRE_BATCH_BYTES;
+    let mut values = b.iter().peekable();
+    let mut off = first;
+    while let Some(v) = values.next() {
+        let (start, out) = (off, &mut wire.values);
+        off += 1;
+        out.clear();
+        if !fits(out, v) {
+            core.send_record(&st.topic, start, v)?;
+            continue;
+        }
+        put_value(out, v);
+        let mut count = 1u32;
+        while let Some(next) = values.next_if(|n| fits(out, n)) {
+            put_value(out, next);
+            count += 1;
+            off += 1;
+        }
+        if count == 1 {
+            core.send_record(&st.topic, start, v)?;
+        } else {
+            core.send_record_batch(&st.topic, start, count, out)?;
+        }
+    }
+    drop(values);
     Ok(st.append_batch(b).1)
 }
 

@@ -356,6 +356,10 @@ fn run<L: StoreLog>(
                         Stats::add(&stats.records_received, 1);
                         logic.on_record(r.subject, r.address, r.sequence, r.content, now)
                     }
+                    Ok((Message::RecordBatch(b), _)) if b.topic == b.subject => {
+                        Stats::add(&stats.records_received, u64::from(b.count));
+                        logic.on_record_batch(&b, now)
+                    }
                     Ok((Message::DirectRecord(r), _)) if topic_matches(&own, r.topic) => {
                         Stats::add(&stats.records_received, 1);
                         logic.on_direct_record(r.subject, r.address, r.sequence, r.content, now)
@@ -537,7 +541,7 @@ struct PartBatch {
 }
 
 /// Pending appends are written once they hold this many bytes.
-const PENDING_BYTES: usize = 4 << 20;
+const PENDING_BYTES: usize = 256 << 10;
 
 impl PartBatch {
     fn next(&self) -> u64 {
@@ -901,6 +905,44 @@ impl StoreLog for DurableLog {
             self.flush_pending()?;
         }
         Ok(())
+    }
+    fn append_run(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        first: u64,
+        values: &mut dyn Iterator<Item = &[u8]>,
+    ) -> (u64, Option<LogError>) {
+        let Some(p) = part_name(partition) else {
+            let e = LogError::Invalid("partition name is not UTF-8".into());
+            return (0, values.next().map(|_| e));
+        };
+        // `append` finds (or starts) the partition's pending batch and checks
+        // the offset; the values after it go straight into that batch, until
+        // the pending bytes are written out.
+        let mut n = 0;
+        let mut at = None;
+        for v in values {
+            match at {
+                Some(i) => {
+                    self.pending.push(i, v);
+                    if self.pending.bytes >= PENDING_BYTES {
+                        at = None;
+                        if let Err(e) = self.flush_pending() {
+                            return (n, Some(e));
+                        }
+                    }
+                }
+                None => {
+                    if let Err(e) = self.append(topic, partition, first + n, v) {
+                        return (n, Some(e));
+                    }
+                    at = self.pending.find(topic, p);
+                }
+            }
+            n += 1;
+        }
+        (n, None)
     }
     fn read_into(
         &self,

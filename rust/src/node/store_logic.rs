@@ -30,7 +30,7 @@ use crate::log::format::name_fits;
 use crate::node::batch::Batch;
 use crate::node::core::{Backoff, Out};
 use crate::node::held::Held;
-use crate::wire::{ConsumerHello, Fetch, GetHeads, Head};
+use crate::wire::{ConsumerHello, Fetch, GetHeads, Head, RecordBatch};
 
 /// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).
 type FxMap<K, V> = hashbrown::HashMap<K, V, FxBuildHasher>;
@@ -53,6 +53,26 @@ pub trait StoreLog {
         offset: u64,
         content: &[u8],
     ) -> Result<(), Self::Error>;
+    /// Appends `values` at `first`, `first + 1`, ..., each as
+    /// [`StoreLog::append`] would, until one fails: how many were appended,
+    /// and the error of the one after them (taken from `values`, which
+    /// yields the rest). A store appends a RECORD-BATCH with one call.
+    fn append_run(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        first: u64,
+        values: &mut dyn Iterator<Item = &[u8]>,
+    ) -> (u64, Option<Self::Error>) {
+        let mut n = 0;
+        for v in values {
+            if let Err(e) = self.append(topic, partition, first + n, v) {
+                return (n, Some(e));
+            }
+            n += 1;
+        }
+        (n, None)
+    }
     /// Reads up to `max_records` contiguous records from `start`, within about
     /// `max_bytes` (at least one record if any exists at `start`), into `out`
     /// (cleared first; its buffers are reused, so a FETCH answer allocates
@@ -524,6 +544,67 @@ impl<L: StoreLog> StoreLogic<L> {
             }
         }
         self.on_record(topic, partition, sequence, content, now)
+    }
+
+    /// RECORD-BATCH: its records, in order, as RECORDs. The live case (the
+    /// batch goes on where the partition stands, nothing held or fetched,
+    /// nothing known beyond it) is one partition lookup and one append for
+    /// the whole batch; any other, record by record.
+    pub fn on_record_batch(&mut self, b: &RecordBatch<'_>, now: Instant) -> Vec<Out> {
+        if let Some(out) = self.append_live_batch(b, now) {
+            return out;
+        }
+        let mut out = Vec::new();
+        for (sequence, content) in (b.sequence..).zip(b.values()) {
+            out.extend(self.on_record(b.subject, b.address, sequence, content, now));
+        }
+        out
+    }
+
+    /// [`StoreLogic::on_record_batch`]'s live case, with the same outcome as
+    /// [`StoreLogic::on_record`] of each record; `None` if the batch is not
+    /// one (a partition new to the store, a value over `max_record_bytes`, a
+    /// gap before or in it).
+    fn append_live_batch(&mut self, b: &RecordBatch<'_>, now: Instant) -> Option<Vec<Out>> {
+        let (topic, partition) = (b.subject, b.address);
+        let max = self.cfg.max_record_bytes;
+        if !valid_partition(partition) || b.values().any(|v| v.len() > max) {
+            return None;
+        }
+        if self.log.next_offset(topic, partition) != Some(b.sequence) {
+            return None;
+        }
+        let st = self.part(topic, partition);
+        let live = st.held.is_empty()
+            && st.fetch.is_none()
+            && st.known_head.is_none_or(|h| h <= b.sequence);
+        if !live {
+            return None;
+        }
+        st.known_head = Some(b.last());
+        st.last_seen = Some(now);
+        let mut values = b.values();
+        let (appended, failed) = self
+            .log
+            .append_run(topic, partition, b.sequence, &mut values);
+        self.counters.appended += appended;
+        let mut out = Vec::new();
+        match failed {
+            None => self.last_error = None,
+            Some(e) => {
+                // As record by record: the gap is fetched up to the record
+                // that failed (the newest seen so far), and what follows it
+                // is held past it.
+                let failed_at = b.sequence + appended;
+                self.part(topic, partition).known_head = Some(failed_at);
+                self.append_failed(e);
+                self.fetch_gap(topic, partition, now, &mut out);
+                for (sequence, content) in (failed_at + 1..).zip(values) {
+                    out.extend(self.on_record(topic, partition, sequence, content, now));
+                }
+            }
+        }
+        Some(out)
     }
 
     /// RECORD or DIRECT-RECORD: `partition` is the producer's address.

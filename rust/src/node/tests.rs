@@ -660,3 +660,150 @@ fn a_node_bound_to_ipc_with_a_tower_is_refused_or_discovered() {
     p.close().unwrap();
     t.close().unwrap();
 }
+
+/// Everything a raw SUB subscribed to `prefixes` on `p` receives within
+/// `within`, each message's frames.
+fn watch(sub: &zmq::Socket, within: Duration) -> Vec<Vec<Vec<u8>>> {
+    let deadline = Instant::now() + within;
+    let mut got = Vec::new();
+    while Instant::now() < deadline {
+        if sub.poll(zmq::POLLIN, 50).unwrap() > 0 {
+            got.push(sub.recv_multipart(0).unwrap());
+        }
+    }
+    got
+}
+
+/// A raw SUB on `p` with these prefixes, once they reached it: records sent
+/// one at a time (plain RECORDs) until one arrives.
+fn raw_sub(ctx: &zmq::Context, p: &Producer, prefixes: &[&[u8]]) -> zmq::Socket {
+    let sub = ctx.socket(zmq::SUB).unwrap();
+    for x in prefixes {
+        sub.set_subscribe(x).unwrap();
+    }
+    sub.connect(p.endpoint()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        p.send(b"probe", None).unwrap();
+        if sub.poll(zmq::POLLIN, 100).unwrap() > 0 {
+            while sub.poll(zmq::POLLIN, 100).unwrap() > 0 {
+                sub.recv_multipart(0).unwrap();
+            }
+            return sub;
+        }
+        assert!(Instant::now() < deadline, "the SUB never connected");
+    }
+}
+
+/// With `record_batches` a producer publishes a batch of values as
+/// RECORD-BATCHes of at most 64 KiB of values (a larger value alone, as a
+/// RECORD; a record sent alone, as a RECORD), their offsets in order; a
+/// subscriber of `M` + topic alone (a node that does not know the
+/// extension) gets none of them.
+#[test]
+fn a_batching_producer_publishes_record_batches_only_to_who_subscribes_them() {
+    let ctx = zmq::Context::new();
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            record_batches: true,
+            min_acks: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let both = raw_sub(&ctx, &p, &[b"Mt", b"Rt"]);
+    let plain = raw_sub(&ctx, &p, &[b"Mt"]);
+    // Drain what the second SUB's probes sent to the first.
+    watch(&both, Duration::from_millis(200));
+    let first = p.next_offset();
+    let mut values: Vec<Vec<u8>> = (0..2000u32).map(|i| i.to_be_bytes().repeat(25)).collect();
+    values.insert(700, vec![7u8; 70_000]);
+    p.send_many(values.clone(), None).unwrap();
+    p.send(b"alone", None).unwrap();
+    values.push(b"alone".to_vec());
+    let mut got: Vec<(u64, Vec<u8>)> = Vec::new();
+    let (mut batches, mut records) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < values.len() && Instant::now() < deadline {
+        for frames in watch(&both, Duration::from_millis(100)) {
+            match crate::wire::decode(&frames).unwrap().0 {
+                crate::wire::Message::RecordBatch(b) => {
+                    assert!(b.values.len() <= crate::node::config::WIRE_BATCH_BYTES);
+                    batches += 1;
+                    got.extend((b.sequence..).zip(b.values().map(<[u8]>::to_vec)));
+                }
+                crate::wire::Message::Record(r) => {
+                    records += 1;
+                    got.push((r.sequence, r.content.to_vec()));
+                }
+                m => panic!("unexpected {m:?}"),
+            }
+        }
+    }
+    let want: Vec<(u64, Vec<u8>)> = (first..).zip(values).collect();
+    assert_eq!(got, want);
+    // 2,000 values of 100 B in 64 KiB batches, broken by the large one.
+    assert_eq!(records, 2, "the 70,000-byte value and the one sent alone");
+    assert!((4..=6).contains(&batches), "{batches} batches");
+    // The plain subscriber saw the two RECORDs only.
+    let plain_got: Vec<u64> = watch(&plain, Duration::from_millis(500))
+        .iter()
+        .map(|f| match crate::wire::decode(f).unwrap().0 {
+            crate::wire::Message::Record(r) => r.sequence,
+            m => panic!("unexpected {m:?}"),
+        })
+        .collect();
+    assert_eq!(plain_got, vec![first + 700, first + 2001]);
+    p.close().unwrap();
+}
+
+fn fetches_sent(c: &Consumer) -> u64 {
+    let stats = c.stats().snapshot();
+    stats.iter().find(|(k, _)| *k == "fetches_sent").unwrap().1
+}
+
+/// A consumer receives a batching producer's RECORD-BATCHes live, in
+/// order, with no FETCH.
+#[test]
+fn a_consumer_takes_record_batches_live() {
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            record_batches: true,
+            head_interval: Duration::from_secs(600),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let c = earliest_consumer_of(&p);
+    // Connected both ways once a probe arrives.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut probes = Vec::new();
+    while probes.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the consumer never connected: {:?}",
+            c.stats().snapshot()
+        );
+        p.send(b"probe", None).unwrap();
+        probes = c.poll_many(100, Duration::from_millis(100)).unwrap();
+    }
+    let before = fetches_sent(&c);
+    let values: Vec<Vec<u8>> = (0..50_000u32).map(|i| i.to_be_bytes().to_vec()).collect();
+    p.send_many(values.clone(), None).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got = Vec::new();
+    while got.len() < values.len() && Instant::now() < deadline {
+        let more = c.poll_many(10_000, Duration::from_millis(100)).unwrap();
+        got.extend(more.into_iter().filter(|d| d.value != b"probe"));
+    }
+    assert_eq!(got.len(), values.len());
+    let first = got[0].offset;
+    for (i, d) in got.iter().enumerate() {
+        assert_eq!((d.offset, &d.value), (first + i as u64, &values[i]));
+    }
+    assert_eq!(fetches_sent(&c), before, "nothing fetched");
+    c.close().unwrap();
+    p.close().unwrap();
+}

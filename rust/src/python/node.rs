@@ -224,6 +224,13 @@ impl PyTower {
 ///     Host put in beacons, for a node behind NAT or in a container: peers connect to
 ///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
 ///     or ``""`` when bound to a wildcard.
+/// record_batches : bool, default False
+///     Publish records in RECORD-BATCH messages of up to 64 KiB of values (this project's
+///     extension of the wire) instead of one RECORD each: several times less CPU per record on
+///     the producer and on every store and consumer. Stores and consumers of this project
+///     receive them; a node that does not know the extension (the C reference) gets the records
+///     only by fetching them. The XPUB then holds ``sndhwm / 64`` messages per subscriber (at
+///     least 1,000).
 ///
 /// Raises
 /// ------
@@ -274,7 +281,8 @@ impl PyProducer {
         topic, *, towers = None, peers = None, wire = "rfc", min_acks = 1, head_interval = 1.0,
         max_unacked_bytes = 268435456, send_timeout = None, on_delivery = None,
         bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000, max_record_bytes = 67108864, advertise_host = None
+        sndhwm = 1000000, rcvhwm = 1000000, max_record_bytes = 67108864, advertise_host = None,
+        record_batches = false
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -295,6 +303,7 @@ impl PyProducer {
         rcvhwm: i128,
         max_record_bytes: i128,
         advertise_host: Option<String>,
+        record_batches: bool,
     ) -> PyResult<Self> {
         if let Some(cb) = &on_delivery {
             if !cb.bind(py).is_callable() {
@@ -317,6 +326,7 @@ impl PyProducer {
             min_acks: unsigned("min_acks", min_acks)?,
             max_unacked_bytes: unsigned("max_unacked_bytes", max_unacked_bytes)?,
             max_record_bytes: unsigned("max_record_bytes", max_record_bytes)?,
+            record_batches,
         };
         let send_timeout = opt_seconds("send_timeout", send_timeout)?;
         let inner = py.detach(|| Producer::new(&topic, cfg))?;

@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::wire::{
-    decode, Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, StoreHello,
-    Subjects,
+    decode, Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, RecordBatch,
+    StoreHello, Subjects,
 };
 
 fn dialect_of(s: &str) -> PyResult<Dialect> {
@@ -14,7 +14,8 @@ fn dialect_of(s: &str) -> PyResult<Dialect> {
         .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))
 }
 
-/// Encodes one message from its fields; unused fields are ignored.
+/// Encodes one message from its fields; unused fields are ignored. A
+/// RECORD-BATCH takes its values from `subjects` (its count is theirs).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (kind, dialect, topic, address, subject, sequence, count, content, subjects))]
@@ -47,6 +48,7 @@ fn wire_encode<'py>(
         subject,
         sequence,
     };
+    let mut values = Vec::new();
     let msg = match kind {
         Kind::Record => Message::Record(rec),
         Kind::DirectRecord => Message::DirectRecord(rec),
@@ -78,6 +80,18 @@ fn wire_encode<'py>(
             topic,
             address: addr,
         }),
+        Kind::RecordBatch => {
+            let count =
+                RecordBatch::put_values(&mut values, subjects.iter().map(|s| s.as_bytes()))?;
+            Message::RecordBatch(RecordBatch {
+                topic,
+                address: addr,
+                subject,
+                sequence,
+                count,
+                values: &values,
+            })
+        }
     };
     let frames = msg.to_frames(dialect)?;
     Ok(frames.iter().map(|f| PyBytes::new(py, f)).collect())
@@ -97,7 +111,8 @@ type Decoded<'py> = (
 );
 
 /// Decodes a frame list: (kind, dialect, topic, address, subject, sequence,
-/// count, content, subjects), with None for fields the kind does not have.
+/// count, content, subjects), with None for fields the kind does not have. A
+/// RECORD-BATCH gives its values as `subjects`.
 #[pyfunction]
 fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResult<Decoded<'py>> {
     let raw: Vec<&[u8]> = frames.iter().map(|f| f.as_bytes()).collect();
@@ -139,6 +154,14 @@ fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResu
         ),
         Message::GetHeads(g) => (Some(b(g.address)), None, None, None, None, None),
         Message::StoreHello(s) => (Some(b(s.address)), None, None, None, None, None),
+        Message::RecordBatch(r) => (
+            Some(b(r.address)),
+            Some(b(r.subject)),
+            Some(r.sequence),
+            Some(r.count),
+            None,
+            Some(r.values().map(b).collect()),
+        ),
         Message::ConsumerHello(c) => (
             Some(b(c.address)),
             None,

@@ -8,8 +8,8 @@
 
 use super::error::WireError;
 use super::{
-    Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, StoreHello,
-    Subjects, SIGNATURE, VERSION,
+    Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, RecordBatch,
+    StoreHello, Subjects, SIGNATURE, VERSION,
 };
 
 /// Reusable buffers for the frames of one encoded message, except the content.
@@ -123,6 +123,15 @@ impl Message<'_> {
                 }
             }
             Message::StoreHello(s) => put_string(out, "address", s.address)?,
+            Message::RecordBatch(b) => {
+                // Frames as the receiver counts them: the body, then the values.
+                let body = usize::from(dialect == Dialect::Rfc);
+                check_batch(b.values, b.count, b.sequence, body, body + 1)?;
+                put_string(out, "address", b.address)?;
+                put_string(out, "subject", b.subject)?;
+                out.extend_from_slice(&b.sequence.to_be_bytes());
+                out.extend_from_slice(&b.count.to_be_bytes());
+            }
         }
         Ok(())
     }
@@ -222,6 +231,39 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A RECORD-BATCH's content frame (frame `frame`) holds exactly `count`
+/// `longstr` values, at least one, and its last offset is below 2^64 - 1 (no
+/// record can stand there: the next would overflow). `body` is the frame of
+/// the other fields.
+fn check_batch(
+    values: &[u8],
+    count: u32,
+    sequence: u64,
+    body: usize,
+    frame: usize,
+) -> Result<(), WireError> {
+    if count == 0 {
+        return Err(WireError::BadField {
+            field: "count",
+            frame: body,
+            reason: "a RECORD-BATCH holds at least one record",
+        });
+    }
+    // `end` is one past the last: at most u64::MAX.
+    if sequence.checked_add(u64::from(count)).is_none() {
+        return Err(WireError::BadField {
+            field: "sequence",
+            frame: body,
+            reason: "the batch's last offset must be below 2^64 - 1",
+        });
+    }
+    let mut r = Reader::new(values, 0, frame);
+    for _ in 0..count {
+        r.longstr("values[]")?;
+    }
+    r.finish()
+}
+
 fn kind_of(frame0: &[u8]) -> Result<Kind, WireError> {
     let id = *frame0.first().ok_or(WireError::Truncated {
         field: "id",
@@ -238,8 +280,8 @@ fn kind_of(frame0: &[u8]) -> Result<Kind, WireError> {
 }
 
 /// Decodes one message from its frames, detecting the dialect by frame count
-/// (PROTOCOL.md): RECORD/DIRECT-RECORD have 3 frames in `rfc` and 2 in `zproto`,
-/// every other message 2 in `rfc` and 1 in `zproto`.
+/// (PROTOCOL.md): RECORD/DIRECT-RECORD (and RECORD-BATCH) have 3 frames in
+/// `rfc` and 2 in `zproto`, every other message 2 in `rfc` and 1 in `zproto`.
 pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), WireError> {
     let first = frames.first().ok_or(WireError::FrameCount {
         what: "a Dafka message",
@@ -400,6 +442,21 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             topic,
             address: r.string("address")?,
         }),
+        Kind::RecordBatch => {
+            let address = r.string("address")?;
+            let subject = r.string("subject")?;
+            let sequence = r.u64("sequence")?;
+            let count = r.u32("count")?;
+            check_batch(content, count, sequence, r.frame, frames.len() - 1)?;
+            Message::RecordBatch(RecordBatch {
+                topic,
+                address,
+                subject,
+                sequence,
+                count,
+                values: content,
+            })
+        }
     };
     r.finish()?;
     Ok((msg, dialect))

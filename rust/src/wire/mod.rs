@@ -1,7 +1,8 @@
 //! The Dafka wire codec: a pure codec, no sockets, no files.
 //!
-//! It owns the nine messages of RFC 46/DAFKA, the tower beacons and welcome, and
-//! the XPUB subscription frames, in the two dialects of `PROTOCOL.md`:
+//! It owns the nine messages of RFC 46/DAFKA, this project's one extension
+//! (RECORD-BATCH, below), the tower beacons and welcome, and the XPUB
+//! subscription frames, in the two dialects of `PROTOCOL.md`:
 //!
 //! ```text
 //!            rfc (default)                         zproto (C reference)
@@ -25,8 +26,21 @@
 //! | GET-HEADS      | `G` | topic               | address                                 |
 //! | CONSUMER-HELLO | `W` | store address       | address, subjects                       |
 //! | STORE-HELLO    | `L` | consumer address    | address                                 |
+//! | RECORD-BATCH   | `R` | topic               | address, subject, sequence, count, [values] |
 //!
 //! A receiver accepts both dialects, told apart by frame count ([`decode`]).
+//!
+//! RECORD-BATCH is not in RFC 46: it is `count` RECORDs of one partition, offsets
+//! `sequence` to `sequence + count - 1`, in one message, framed as RECORD is (its
+//! content frame holds the values, each a `longstr`, back to back, and nothing
+//! else). A producer sends it only when asked to (`record_batches`); this
+//! project's stores subscribe `R` and its consumers `R` + topic, beside `M`, so
+//! nodes that know nothing of it (the C reference) never receive it: they see
+//! the producer's HEADs and FETCH the records, which are answered as
+//! DIRECT-RECORDs. One message instead of one per record is what lets a
+//! producer and a store move records at disk speed (`benches/RESULTS.md`,
+//! "Spark"); it carries at least one record, and its last offset is below
+//! 2^64 - 1, as any record's.
 
 mod beacon;
 mod codec;
@@ -87,10 +101,13 @@ pub enum Kind {
     GetHeads,
     ConsumerHello,
     StoreHello,
+    /// This project's extension: several RECORDs of one partition.
+    RecordBatch,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    /// The nine RFC 46 messages, then the extension.
+    pub const ALL: [Kind; 10] = [
         Kind::Record,
         Kind::DirectRecord,
         Kind::Fetch,
@@ -100,6 +117,7 @@ impl Kind {
         Kind::GetHeads,
         Kind::ConsumerHello,
         Kind::StoreHello,
+        Kind::RecordBatch,
     ];
 
     pub const fn id(self) -> u8 {
@@ -113,6 +131,7 @@ impl Kind {
             Kind::GetHeads => b'G',
             Kind::ConsumerHello => b'W',
             Kind::StoreHello => b'L',
+            Kind::RecordBatch => b'R',
         }
     }
 
@@ -127,6 +146,7 @@ impl Kind {
             b'G' => Kind::GetHeads,
             b'W' => Kind::ConsumerHello,
             b'L' => Kind::StoreHello,
+            b'R' => Kind::RecordBatch,
             _ => return None,
         })
     }
@@ -143,6 +163,7 @@ impl Kind {
             Kind::GetHeads => "GET-HEADS",
             Kind::ConsumerHello => "CONSUMER-HELLO",
             Kind::StoreHello => "STORE-HELLO",
+            Kind::RecordBatch => "RECORD-BATCH",
         }
     }
 
@@ -150,9 +171,9 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// RECORD and DIRECT-RECORD carry a content frame.
+    /// RECORD, DIRECT-RECORD and RECORD-BATCH carry a content frame.
     pub const fn has_content(self) -> bool {
-        matches!(self, Kind::Record | Kind::DirectRecord)
+        matches!(self, Kind::Record | Kind::DirectRecord | Kind::RecordBatch)
     }
 }
 
@@ -168,6 +189,98 @@ pub struct Record<'a> {
     pub sequence: u64,
     pub content: &'a [u8],
 }
+
+/// RECORD-BATCH (this project's extension, see the module docs): `count`
+/// records of partition `address`, offsets `sequence..sequence + count`.
+/// `values` is the content frame: `count` `longstr` values back to back,
+/// checked whole when decoded or encoded ([`RecordBatch::values`] reads them in
+/// place). Build one with [`RecordBatch::put_values`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordBatch<'a> {
+    /// The topic name (the key after `R`).
+    pub topic: &'a [u8],
+    /// The partition: the producer's address.
+    pub address: &'a [u8],
+    /// The topic name.
+    pub subject: &'a [u8],
+    /// The first record's offset.
+    pub sequence: u64,
+    pub count: u32,
+    pub values: &'a [u8],
+}
+
+impl<'a> RecordBatch<'a> {
+    /// Appends `value` to a content frame as a `longstr`; see
+    /// [`RecordBatch::values`]. A value of 4 GiB or more cannot travel.
+    pub fn put_value(out: &mut Vec<u8>, value: &[u8]) -> Result<(), WireError> {
+        let n = u32::try_from(value.len()).map_err(|_| WireError::TooLong {
+            field: "values[]",
+            len: value.len(),
+        })?;
+        out.extend_from_slice(&n.to_be_bytes());
+        out.extend_from_slice(value);
+        Ok(())
+    }
+
+    /// A content frame holding `values`, and their count.
+    pub fn put_values<'v>(
+        out: &mut Vec<u8>,
+        values: impl IntoIterator<Item = &'v [u8]>,
+    ) -> Result<u32, WireError> {
+        let mut n = 0u32;
+        for v in values {
+            Self::put_value(out, v)?;
+            n = n.checked_add(1).ok_or(WireError::TooLong {
+                field: "count",
+                len: n as usize + 1,
+            })?;
+        }
+        Ok(n)
+    }
+
+    /// The records' values in offset order, read in place.
+    pub fn values(&self) -> Values<'a> {
+        Values {
+            left: self.count,
+            raw: self.values,
+        }
+    }
+
+    /// The last record's offset.
+    pub fn last(&self) -> u64 {
+        self.sequence
+            .saturating_add(u64::from(self.count.saturating_sub(1)))
+    }
+}
+
+/// The values of a [`RecordBatch`], in order.
+#[derive(Debug, Clone)]
+pub struct Values<'a> {
+    left: u32,
+    raw: &'a [u8],
+}
+
+impl<'a> Iterator for Values<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        // Checked at decoding and encoding: every entry is whole.
+        let (len, rest) = self.raw.split_first_chunk::<4>()?;
+        let (v, rest) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+        self.left -= 1;
+        self.raw = rest;
+        Some(v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Values<'_> {}
 
 /// FETCH: `topic` is the partition asked, `address` the requester.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,6 +430,7 @@ pub enum Message<'a> {
     GetHeads(GetHeads<'a>),
     ConsumerHello(ConsumerHello<'a>),
     StoreHello(StoreHello<'a>),
+    RecordBatch(RecordBatch<'a>),
 }
 
 impl<'a> Message<'a> {
@@ -331,6 +445,7 @@ impl<'a> Message<'a> {
             Message::GetHeads(_) => Kind::GetHeads,
             Message::ConsumerHello(_) => Kind::ConsumerHello,
             Message::StoreHello(_) => Kind::StoreHello,
+            Message::RecordBatch(_) => Kind::RecordBatch,
         }
     }
 
@@ -344,13 +459,15 @@ impl<'a> Message<'a> {
             Message::GetHeads(m) => m.topic,
             Message::ConsumerHello(m) => m.topic,
             Message::StoreHello(m) => m.topic,
+            Message::RecordBatch(m) => m.topic,
         }
     }
 
-    /// The content frame of RECORD and DIRECT-RECORD.
+    /// The content frame of RECORD, DIRECT-RECORD and RECORD-BATCH.
     pub fn content(&self) -> Option<&'a [u8]> {
         match self {
             Message::Record(m) | Message::DirectRecord(m) => Some(m.content),
+            Message::RecordBatch(m) => Some(m.values),
             _ => None,
         }
     }

@@ -72,9 +72,9 @@ fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
 /// - Producer: ACK and FETCH for its partition, and GET-HEADS for its topic
 ///   (producers answer GET-HEADS for their topic with DIRECT-HEAD).
 /// - Consumer: DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO to itself; RECORD and
-///   HEAD per topic.
+///   HEAD per topic, and RECORD-BATCH (this project's extension) per topic.
 /// - Store: every RECORD, HEAD, FETCH and GET-HEADS; DIRECT-RECORD and
-///   CONSUMER-HELLO addressed to itself.
+///   CONSUMER-HELLO addressed to itself; every RECORD-BATCH.
 pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Vec<u8>> {
     match node {
         NodeType::Producer => {
@@ -91,6 +91,7 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             for t in topics {
                 v.push(prefix(Kind::Record, t));
                 v.push(prefix(Kind::Head, t));
+                v.push(prefix(Kind::RecordBatch, t));
             }
             v
         }
@@ -104,6 +105,7 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             prefix(Kind::GetHeads, b""),
             prefix(Kind::ConsumerHello, address),
             prefix(Kind::DirectHead, address),
+            prefix(Kind::RecordBatch, b""),
         ],
     }
 }

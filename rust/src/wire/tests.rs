@@ -82,6 +82,7 @@ fn golden_messages_decode_and_reencode_byte_exact() {
                 let got: Vec<Vec<u8>> = c.subjects.iter().map(|s| s.to_vec()).collect();
                 assert_eq!(got, want);
             }
+            Message::RecordBatch(_) => panic!("the C reference has no RECORD-BATCH"),
         }
         assert_eq!(
             msg.to_frames(Dialect::Zproto).unwrap(),
@@ -446,7 +447,8 @@ fn subscriptions_per_node_type() {
             b"EC1".to_vec(),
             b"LC1".to_vec(),
             b"Mhello".to_vec(),
-            b"Hhello".to_vec()
+            b"Hhello".to_vec(),
+            b"Rhello".to_vec()
         ]
     );
     let subs = subscriptions(NodeType::Producer, b"P1", &[b"hello"]);
@@ -464,7 +466,8 @@ fn subscriptions_per_node_type() {
             b"F".to_vec(),
             b"G".to_vec(),
             b"WS1".to_vec(),
-            b"ES1".to_vec()
+            b"ES1".to_vec(),
+            b"R".to_vec()
         ]
     );
     assert!(topic_matches(b"hello", b"hello"));
@@ -506,6 +509,8 @@ struct Owned {
     content: Vec<u8>,
     subjects: Vec<Vec<u8>>,
     ack_address: bool,
+    /// A RECORD-BATCH's content frame: `subjects` as values.
+    values: Vec<u8>,
 }
 
 impl Owned {
@@ -554,6 +559,14 @@ impl Owned {
                 topic: &self.topic,
                 address: &self.address,
             }),
+            Kind::RecordBatch => Message::RecordBatch(RecordBatch {
+                topic: &self.topic,
+                address: &self.address,
+                subject: &self.subject,
+                sequence: self.sequence,
+                count: self.count,
+                values: &self.values,
+            }),
         }
     }
 }
@@ -572,6 +585,14 @@ fn arb_owned() -> impl Strategy<Value = Owned> {
     )
         .prop_map(
             |(kind, topic, address, subject, sequence, count, content, subjects, ack_address)| {
+                let (mut sequence, mut count, mut values) = (sequence, count, Vec::new());
+                if kind == Kind::RecordBatch {
+                    // A valid batch: its values, at least one, ending below 2^64 - 1.
+                    let mut vals: Vec<&[u8]> = subjects.iter().map(Vec::as_slice).collect();
+                    vals.push(&content);
+                    count = RecordBatch::put_values(&mut values, vals).unwrap();
+                    sequence = sequence.min(u64::MAX - 1 - u64::from(count));
+                }
                 Owned {
                     kind,
                     topic,
@@ -582,6 +603,7 @@ fn arb_owned() -> impl Strategy<Value = Owned> {
                     content,
                     subjects,
                     ack_address,
+                    values,
                 }
             },
         )
@@ -712,4 +734,140 @@ fn a_zproto_ack_with_an_address_is_refused() {
         r.is_err(),
         "a zproto ACK has no address field, yet this decoded: {r:?}"
     );
+}
+
+// ------------------------------------------------ RECORD-BATCH (extension)
+
+fn batch_values(values: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let n = RecordBatch::put_values(&mut out, values.iter().copied()).unwrap();
+    assert_eq!(n as usize, values.len());
+    out
+}
+
+#[test]
+fn record_batch_bytes_by_hand_in_both_dialects() {
+    let values = batch_values(&[b"one", b"", b"three"]);
+    assert_eq!(
+        values,
+        [
+            &[0, 0, 0, 3][..],
+            b"one",
+            &[0, 0, 0, 0],
+            &[0, 0, 0, 5],
+            b"three"
+        ]
+        .concat()
+    );
+    let m = Message::RecordBatch(RecordBatch {
+        topic: b"hello",
+        address: ADDR,
+        subject: b"hello",
+        sequence: 7,
+        count: 3,
+        values: &values,
+    });
+    let fields = [
+        s(ADDR),
+        s(b"hello"),
+        vec![0, 0, 0, 0, 0, 0, 0, 7],
+        vec![0, 0, 0, 3],
+    ]
+    .concat();
+    let rfc = m.to_frames(Dialect::Rfc).unwrap();
+    assert_eq!(
+        rfc,
+        vec![
+            b"Rhello".to_vec(),
+            rfc_body(b'R', &[&fields]),
+            values.clone()
+        ]
+    );
+    let zproto = m.to_frames(Dialect::Zproto).unwrap();
+    assert_eq!(
+        zproto,
+        vec![
+            [b"Rhello".as_slice(), &[0, 1], &fields].concat(),
+            values.clone()
+        ]
+    );
+    for (frames, dialect) in [(rfc, Dialect::Rfc), (zproto, Dialect::Zproto)] {
+        let (back, d) = decode(&frames).unwrap();
+        assert_eq!((&back, d), (&m, dialect));
+        let Message::RecordBatch(b) = back else {
+            unreachable!()
+        };
+        let got: Vec<&[u8]> = b.values().collect();
+        assert_eq!(got, vec![&b"one"[..], b"", b"three"]);
+        assert_eq!(b.values().len(), 3);
+        assert_eq!(b.last(), 9);
+    }
+}
+
+#[test]
+fn malformed_record_batches_are_refused() {
+    let values = batch_values(&[b"ab", b"c"]);
+    let frames_of = |count: u32, sequence: u64, values: &[u8]| {
+        let body = rfc_body(
+            b'R',
+            &[
+                &s(ADDR),
+                &s(b"t"),
+                &sequence.to_be_bytes(),
+                &count.to_be_bytes(),
+            ],
+        );
+        vec![b"Rt".to_vec(), body, values.to_vec()]
+    };
+    assert!(decode(&frames_of(2, 0, &values)).is_ok());
+    // Fewer values than the count says, more, a value cut short, none at all.
+    for (count, sequence, vals, want) in [
+        (3, 0, values.clone(), "truncated values[] in frame 2"),
+        (1, 0, values.clone(), "trailing bytes in frame 2"),
+        (
+            2,
+            0,
+            values[..values.len() - 1].to_vec(),
+            "truncated values[]",
+        ),
+        (0, 0, Vec::new(), "bad count in frame 1"),
+        // The last offset would be 2^64 - 1, or past it.
+        (2, u64::MAX - 1, values.clone(), "bad sequence in frame 1"),
+        (2, u64::MAX, values.clone(), "bad sequence"),
+    ] {
+        let err = decode(&frames_of(count, sequence, &vals)).unwrap_err();
+        assert!(err.to_string().contains(want), "{count} {sequence}: {err}");
+    }
+    // The last offset at 2^64 - 2 is fine.
+    assert!(decode(&frames_of(2, u64::MAX - 2, &values)).is_ok());
+    // Encoding refuses the same.
+    let bad = RecordBatch {
+        topic: b"t",
+        address: ADDR,
+        subject: b"t",
+        sequence: 0,
+        count: 3,
+        values: &values,
+    };
+    assert!(Message::RecordBatch(bad).to_frames(Dialect::Rfc).is_err());
+    let empty = RecordBatch {
+        count: 0,
+        values: &[],
+        ..bad
+    };
+    assert!(Message::RecordBatch(empty)
+        .to_frames(Dialect::Zproto)
+        .is_err());
+}
+
+#[test]
+fn record_batches_travel_only_to_who_subscribes_r() {
+    let subs = |n| subscriptions(n, ADDR, &[b"t"]);
+    // A consumer subscribes R + each topic beside M, a store every R; a
+    // producer none: nodes that do not know the extension never see it.
+    assert!(subs(NodeType::Consumer).contains(&b"Rt".to_vec()));
+    assert!(subs(NodeType::Store).contains(&b"R".to_vec()));
+    assert!(!subs(NodeType::Producer).iter().any(|p| p[0] == b'R'));
+    assert_eq!(Kind::from_id(b'R'), Some(Kind::RecordBatch));
+    assert_eq!(Kind::from_name("RECORD-BATCH"), Some(Kind::RecordBatch));
 }

@@ -13,6 +13,8 @@ const T: &[u8] = b"weather";
 struct MemLog {
     parts: BTreeMap<PartKey, (u64, Vec<Vec<u8>>, u64)>, // first, records, durable_next
     fail: bool,
+    /// Appends at this offset or past it fail.
+    fail_from: Option<u64>,
     /// Partitions set aside as damaged.
     aside: Vec<PartKey>,
 }
@@ -41,7 +43,7 @@ impl StoreLog for MemLog {
             .map(|(f, _, _)| *f)
     }
     fn append(&mut self, t: &[u8], p: &[u8], offset: u64, c: &[u8]) -> Result<(), String> {
-        if self.fail {
+        if self.fail || self.fail_from.is_some_and(|f| offset >= f) {
             return Err("disk full".into());
         }
         let e = self
@@ -1173,4 +1175,107 @@ fn a_gap_is_fetched_after_an_append_error_from_another_partitions_batch() {
         fetched.iter().any(|&(seq, _)| seq == 3),
         "record 3 (the gap before the held 4) was never fetched: {fetched:?}"
     );
+}
+
+// ------------------------------------------------ RECORD-BATCH
+
+mod record_batches {
+    use super::*;
+    use crate::wire::RecordBatch;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+
+        /// A RECORD-BATCH (its live case appended in one go) leaves the
+        /// store exactly as its records one by one would: the log, the
+        /// counters, every message sent, also with gaps, duplicates,
+        /// oversize values and appends that fail part way.
+        #[test]
+        fn a_record_batch_does_what_its_records_one_by_one_would(
+            // Each batch where the last ended (the live case), or a little
+            // before or after it.
+            chunks in proptest::collection::vec(
+                (prop_oneof![4 => Just(0i64), 1 => -6i64..6], 1u64..12),
+                1..12,
+            ),
+            fail_from in proptest::option::of(0u64..70),
+            small_max in any::<bool>(),
+            head in proptest::option::of(0u64..70),
+        ) {
+            let cfg = StoreLogicConfig {
+                // "r10" and later are over it: one by one again.
+                max_record_bytes: if small_max { 2 } else { 1 << 20 },
+                ..StoreLogicConfig::default()
+            };
+            let (mut a, mut b) = (store_with(cfg.clone()), store_with(cfg));
+            a.log_mut().fail_from = fail_from;
+            b.log_mut().fail_from = fail_from;
+            let now = Instant::now();
+            if let Some(h) = head {
+                let head = Head { topic: T, address: P, subject: T, sequence: h };
+                prop_assert_eq!(a.on_head(&head, now), b.on_head(&head, now));
+            }
+            let mut end = 0u64;
+            for (delta, len) in chunks {
+                let start = end.saturating_add_signed(delta);
+                end = start + len;
+                let values: Vec<Vec<u8>> =
+                    (start..start + len).map(|o| format!("r{o}").into_bytes()).collect();
+                let mut raw = Vec::new();
+                let count = RecordBatch::put_values(&mut raw, values.iter().map(Vec::as_slice))
+                    .unwrap();
+                let batch = RecordBatch {
+                    topic: T,
+                    address: P,
+                    subject: T,
+                    sequence: start,
+                    count,
+                    values: &raw,
+                };
+                let out_a = a.on_record_batch(&batch, now);
+                let mut out_b = Vec::new();
+                for (o, v) in (start..).zip(&values) {
+                    out_b.extend(b.on_record(T, P, o, v, now));
+                }
+                prop_assert_eq!(out_a, out_b);
+            }
+            prop_assert_eq!(a.log().contents(T, P), b.log().contents(T, P));
+            prop_assert_eq!(a.counters(), b.counters());
+            prop_assert_eq!(a.last_error(), b.last_error());
+            let later = now + Duration::from_secs(1);
+            prop_assert_eq!(a.tick(later), b.tick(later));
+        }
+    }
+
+    #[test]
+    fn a_live_batch_appends_every_record_and_counts_them() {
+        let mut s = store();
+        let now = Instant::now();
+        rec(&mut s, 0, now);
+        let mut raw = Vec::new();
+        let values: Vec<&[u8]> = vec![b"r1", b"", b"r3"];
+        let count = RecordBatch::put_values(&mut raw, values).unwrap();
+        let batch = RecordBatch {
+            topic: T,
+            address: P,
+            subject: T,
+            sequence: 1,
+            count,
+            values: &raw,
+        };
+        assert!(s.on_record_batch(&batch, now).is_empty());
+        let got: Vec<(u64, Vec<u8>)> = s.log().contents(T, P);
+        assert_eq!(
+            got,
+            vec![
+                (0, b"r0".to_vec()),
+                (1, b"r1".to_vec()),
+                (2, Vec::new()),
+                (3, b"r3".to_vec())
+            ]
+        );
+        assert_eq!(s.counters().appended, 4);
+        assert_eq!(s.log().next_offset(T, P), Some(4));
+    }
 }
