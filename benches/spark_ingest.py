@@ -8,7 +8,8 @@ commit) vs the same DataFrame into Spark's ``noop`` sink, in the same run.
 Paths: ``noop`` (the DataFrame generated and discarded), ``arrow-discard``
 (mapInArrow with a function that only counts rows: what moving the batches to
 Python workers costs, without dafka), ``arrow`` (mapInArrow,
-whole Arrow batches to Rust with Producer.send_buffers), ``foreach``
+whole Arrow batches to Rust with Producer.send_buffers, published as RECORD-BATCHes
+unless ``--record-batches off``), ``foreach``
 (foreachPartition, send_many of Python bytes). Each dafka path ends when every
 task's records are acknowledged. ``arrow-nostore`` is the Arrow path with no
 store (``min_acks=0``, nobody subscribed, so ZeroMQ drops each record at the
@@ -147,6 +148,13 @@ def main() -> int:
         help="the producers' dialect (zproto: two frames per RECORD, rfc: three)",
     )
     ap.add_argument(
+        "--record-batches",
+        choices=["on", "off"],
+        default="on",
+        help="the producers publish RECORD-BATCHes (the Spark helpers' default) or one "
+        "RECORD per row",
+    )
+    ap.add_argument(
         "--warmup-rows",
         type=int,
         default=2_000_000,
@@ -177,7 +185,8 @@ def main() -> int:
     print(
         f"# {args.rows:,} rows x {args.value_bytes} B = {mb:,.0f} MB, "
         f"{args.partitions} Spark partitions, master {args.master}, "
-        f"{os.cpu_count()} CPUs, {platform.python_version()}, wire {args.wire}"
+        f"{os.cpu_count()} CPUs, {platform.python_version()}, wire {args.wire}, "
+        f"record batches {args.record_batches}"
     )
     if args.warmup_rows:
         warm = frame(spark, args.warmup_rows, args.value_bytes, args.partitions)
@@ -199,6 +208,7 @@ def main() -> int:
                     beacon_interval=0.2,
                     flush_timeout=600.0,
                     wire=args.wire,
+                    record_batches=args.record_batches == "on",
                 )
                 cpu0 = cpu_by_thread() if args.cpu else {}
                 busy0 = machine_busy() if args.cpu else 0.0

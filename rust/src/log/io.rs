@@ -173,18 +173,8 @@ pub(crate) fn write_at(
         .map_err(|e| LogError::io("write", path, e))
 }
 
-/// The most bytes one `pwritev` of [`write_vectored_at`] writes. The page
-/// cache takes a write in folios as large as the write (Linux 6.x, ext4 and
-/// others): a multi-megabyte write asks for 2 MiB blocks of free memory, which
-/// on a VM that reports free memory to its host (virtio-balloon free page
-/// reporting) the host must fault in again, 5-10 times the CPU of the copy
-/// itself (`benches/RESULTS.md`, "Spark", session 22). 64 KiB writes take
-/// small folios, recycled warm.
-pub(crate) const WRITE_SLICE: usize = 64 << 10;
-
 /// Writes the concatenation of `parts` at `pos` with `pwritev` (no copying into
-/// one buffer), in writes of at most [`WRITE_SLICE`] bytes. Like
-/// [`write_at`], a failure may leave a prefix in the file.
+/// one buffer). Like [`write_at`], a failure may leave a prefix in the file.
 pub(crate) fn write_vectored_at(
     cfg: &LogConfig,
     file: &File,
@@ -198,6 +188,7 @@ pub(crate) fn write_vectored_at(
         let _ = file.write_all_at(&half, pos);
         return Err(LogError::io("write", path, e));
     }
+    const IOV_MAX: usize = 1024;
     let fd = file.as_raw_fd();
     let (mut i, mut off, mut pos) = (0usize, 0usize, pos);
     let mut iov: Vec<libc::iovec> = Vec::with_capacity(parts.len().min(IOV_MAX));
@@ -210,10 +201,13 @@ pub(crate) fn write_vectored_at(
             return Ok(());
         }
         iov.clear();
-        iov.extend(next_write(parts, i, off).map(|p| libc::iovec {
-            iov_base: p.as_ptr() as *mut libc::c_void,
-            iov_len: p.len(),
-        }));
+        for (k, p) in parts[i..].iter().take(IOV_MAX).enumerate() {
+            let p = if k == 0 { &p[off..] } else { p };
+            iov.push(libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            });
+        }
         // SAFETY: every iovec points into a slice borrowed for this call.
         let n = unsafe {
             libc::pwritev(
@@ -251,29 +245,6 @@ pub(crate) fn write_vectored_at(
             }
         }
     }
-}
-
-/// The most iovecs one `pwritev` takes here (Linux allows 1024).
-const IOV_MAX: usize = 1024;
-
-/// What the next `pwritev` of [`write_vectored_at`] writes: `parts` from
-/// byte `off` of part `i` on, at most [`WRITE_SLICE`] bytes in at most
-/// [`IOV_MAX`] pieces.
-fn next_write<'a>(parts: &'a [&'a [u8]], i: usize, off: usize) -> impl Iterator<Item = &'a [u8]> {
-    let mut room = WRITE_SLICE;
-    parts[i..]
-        .iter()
-        .take(IOV_MAX)
-        .enumerate()
-        .map_while(move |(k, p)| {
-            let p = if k == 0 { &p[off..] } else { p };
-            if room == 0 {
-                return None;
-            }
-            let p = &p[..p.len().min(room)];
-            room -= p.len();
-            Some(p)
-        })
 }
 
 /// Reads exactly `buf.len()` bytes at `pos`.
@@ -364,37 +335,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_go_out_in_slices_of_at_most_write_slice_bytes() {
-        let big = vec![7u8; 3 * WRITE_SLICE + 5];
-        let small = [1u8, 2, 3];
-        let parts: Vec<&[u8]> = vec![&small, &big, &small, &[], &big[..10]];
-        // Walk it as write_vectored_at does, every write taken whole.
-        let (mut i, mut off, mut out) = (0, 0, Vec::<u8>::new());
-        let mut writes = 0;
-        while i < parts.len() {
-            let n: usize = next_write(&parts, i, off).map(|p| p.len()).sum();
-            assert!(n <= WRITE_SLICE, "one write of {n} bytes");
-            out.extend(next_write(&parts, i, off).flatten().copied());
-            writes += 1;
-            let mut n = n;
-            while i < parts.len() && n >= parts[i].len() - off {
-                n -= parts[i].len() - off;
-                (i, off) = (i + 1, 0);
-            }
-            off += n;
-        }
-        assert_eq!(out, parts.concat());
-        assert_eq!(writes, 4, "{} bytes in 64 KiB writes", out.len());
-    }
-
-    #[test]
-    fn a_long_write_lands_whole() {
+    fn a_vectored_write_of_many_parts_lands_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let file = File::create(&path).unwrap();
-        let a: Vec<u8> = (0..WRITE_SLICE * 2 + 77).map(|i| i as u8).collect();
-        let b = vec![9u8; WRITE_SLICE - 1];
-        write_vectored_at(&LogConfig::default(), &file, &path, &[&a, &b, &a], 3).unwrap();
+        let a: Vec<u8> = (0..200_077u32).map(|i| i as u8).collect();
+        let b = vec![9u8; 65_535];
+        write_vectored_at(&LogConfig::default(), &file, &path, &[&a, &b, &[], &a], 3).unwrap();
         let got = fs::read(&path).unwrap();
         assert_eq!(&got[3..], [&a[..], &b, &a].concat());
     }
