@@ -16,7 +16,8 @@ pytestmark = pytest.mark.timeout(120)
 CLI = [sys.executable, "-m", "dafka.cli"]
 
 
-def test_tower_produce_consume_and_ctrl_c() -> None:
+@pytest.mark.parametrize("batches", [[], ["--record-batches"]], ids=["records", "batches"])
+def test_tower_produce_consume_and_ctrl_c(batches: list[str]) -> None:
     tower = subprocess.Popen(
         [*CLI, "tower", "--beacon-in", "tcp://127.0.0.1:0", "--beacon-out", "tcp://127.0.0.1:0"],
         stdout=subprocess.PIPE,
@@ -36,7 +37,7 @@ def test_tower_produce_consume_and_ctrl_c() -> None:
             text=True,
         )
         produced = subprocess.run(
-            [*CLI, "produce", "lines", "--tower", endpoint, "--linger", "3"],
+            [*CLI, "produce", "lines", "--tower", endpoint, "--linger", "3", *batches],
             input="alpha\nbeta\ngamma\n",
             capture_output=True,
             text=True,

@@ -5,7 +5,7 @@ producer's HEADs and gets the records by FETCH, as DIRECT-RECORDs."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -127,3 +127,105 @@ def test_record_batches_is_a_bool_and_changes_nothing_else() -> None:
         assert p.flush(5) == 0
     assert isinstance(dafka.Producer.__doc__, str)
     assert "record_batches" in dafka.Producer.__doc__
+
+
+class Requester:
+    """A FETCHing node played by hand: a SUB for the answers (``D`` + its address,
+    and ``Q`` + its address if it takes DIRECT-RECORD-BATCHes) and an XPUB the
+    answering node connects to, for its FETCHes."""
+
+    def __init__(self, ctx: zmq.Context[zmq.Socket[bytes]], me: bytes, batches: bool) -> None:
+        self.me = me
+        self.sub = ctx.socket(zmq.SUB)
+        for prefix in [b"D" + me] + ([b"Q" + me] if batches else []):
+            self.sub.setsockopt(zmq.SUBSCRIBE, prefix)
+        self.xpub = ctx.socket(zmq.XPUB)
+        self.xpub.bind("tcp://127.0.0.1:*")
+        self.endpoint = self.xpub.getsockopt(zmq.LAST_ENDPOINT).decode()
+
+    def join(self, node_endpoint: str, connect: Callable[[str], None], its_sub: bytes) -> None:
+        """Connects both ways; returns once the node's ``its_sub`` subscription
+        reached our XPUB, and ours (given a moment) its XPUB."""
+        self.sub.connect(node_endpoint)
+        connect(self.endpoint)
+        deadline = time.monotonic() + 10
+        while self.xpub.poll(100) == 0 or self.xpub.recv() != b"\x01" + its_sub:
+            assert time.monotonic() < deadline, "the node never subscribed"
+        time.sleep(0.3)  # our own subscriptions reach the node
+
+    def fetch(self, partition: str, sequence: int, count: int) -> list[wire.Message]:
+        """FETCHes ``count`` records; the answers as they came."""
+        f = wire.Fetch(
+            topic=partition, address=self.me, subject=b"t", sequence=sequence, count=count
+        )
+        self.xpub.send_multipart(wire.encode(f))
+        got: list[wire.Message] = []
+        n = 0
+        deadline = time.monotonic() + 10
+        while n < count:
+            assert time.monotonic() < deadline, (n, count)
+            if self.sub.poll(100):
+                m = wire.decode(self.sub.recv_multipart())
+                got.append(m)
+                n += len(m.values) if isinstance(m, wire.RecordBatch) else 1
+        return got
+
+    def close(self) -> None:
+        self.sub.close(0)
+        self.xpub.close(0)
+
+
+def records_of(answers: list[wire.Message]) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
+    for m in answers:
+        if isinstance(m, wire.DirectRecordBatch):
+            out.extend(enumerate(m.values, start=m.sequence))
+        else:
+            assert isinstance(m, wire.DirectRecord), m
+            out.append((m.sequence, m.content))
+    return out
+
+
+@pytest.mark.parametrize("answerer", ["producer", "store"])
+def test_fetches_are_answered_in_batches_only_to_who_takes_them(
+    tmp_path: Path, answerer: str
+) -> None:
+    """A requester that subscribes ``Q`` + its address (this project's consumers,
+    stores and read clients) gets its FETCH answered in DIRECT-RECORD-BATCHes; one
+    that does not (the C reference) in DIRECT-RECORDs; the same records either way."""
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    plain = Requester(ctx, b"A" * 32, batches=False)
+    taker = Requester(ctx, b"B" * 32, batches=True)
+    values = [b"%05d" % i + b"v" * (i % 200) for i in range(3000)]
+    try:
+        with Producer("t", min_acks=1 if answerer == "producer" else 0) as p:
+            if answerer == "producer":
+                assert p.send_many(values) == 2999  # held: no store ACKs them
+                node: Producer | Store = p
+                its_sub = b"F" + p.address.encode()
+            else:
+                store = Store(tmp_path / "s", peers=[p.endpoint])
+                p.connect(store.endpoint)
+                assert p.wait_for_stores(1, 10) == 1
+                assert p.send_many(values) == 2999
+                deadline = time.monotonic() + 10
+                while [i.next_offset for i in store.partitions("t")] != [3000]:
+                    assert time.monotonic() < deadline, store.stats()
+                    time.sleep(0.05)
+                node, its_sub = store, b"F"
+            for r in (plain, taker):
+                r.join(node.endpoint, node.connect, its_sub)
+            as_records = plain.fetch(p.address, 0, 3000)
+            as_batches = taker.fetch(p.address, 0, 3000)
+            if answerer == "store":
+                store.close()
+        assert all(isinstance(m, wire.DirectRecord) for m in as_records)
+        assert all(isinstance(m, wire.DirectRecordBatch) for m in as_batches), as_batches[:3]
+        assert len(as_batches) < 20, f"{len(as_batches)} batches for 3,000 records"
+        want = list(enumerate(values))
+        assert records_of(as_records) == want
+        assert records_of(as_batches) == want
+    finally:
+        plain.close()
+        taker.close()
+        ctx.term()

@@ -26,6 +26,7 @@ KINDS = {
     "CONSUMER-HELLO",
     "STORE-HELLO",
     "RECORD-BATCH",
+    "DIRECT-RECORD-BATCH",
 }
 ADDR = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
 
@@ -71,6 +72,7 @@ def _all_messages() -> list[wire.Message]:
         wire.ConsumerHello(topic=n, address=ADDR),
         wire.StoreHello(topic=ADDR, address=n),
         wire.RecordBatch(topic=b"t", address=ADDR, subject=b"t", sequence=5, values=(b"a", b"")),
+        wire.DirectRecordBatch(topic=n, address=ADDR, subject=b"t", sequence=5, values=(b"b",)),
     ]
 
 
@@ -195,9 +197,9 @@ def messages(draw: st.DrawFn) -> wire.Message:
         )
     if kind in ("HEAD", "DIRECT-HEAD"):
         return cls(topic=topic, address=draw(small), subject=draw(small), sequence=seq)  # type: ignore[call-arg]
-    if kind == "RECORD-BATCH":
+    if kind in ("RECORD-BATCH", "DIRECT-RECORD-BATCH"):
         values = tuple(draw(st.lists(st.binary(max_size=300), min_size=1, max_size=5)))
-        return wire.RecordBatch(
+        return cls(  # type: ignore[call-arg]
             topic=topic,
             address=draw(small),
             subject=draw(small),

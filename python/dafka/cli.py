@@ -66,6 +66,9 @@ def _demo_messages() -> list[wire.Message]:
         wire.RecordBatch(
             topic=b"weather", address=p, subject=b"weather", sequence=1, values=(b"22.0", b"22.4")
         ),
+        wire.DirectRecordBatch(
+            topic=n, address=p, subject=b"weather", sequence=1, values=(b"22.0", b"22.4")
+        ),
     ]
 
 
@@ -193,7 +196,12 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     with (
         _sigterm_as_interrupt(),
         Producer(
-            args.topic, min_acks=args.min_acks, towers=towers, peers=peers, **_node_kwargs(args)
+            args.topic,
+            min_acks=args.min_acks,
+            towers=towers,
+            peers=peers,
+            record_batches=args.record_batches,
+            **_node_kwargs(args),
         ) as p,
     ):
         print(f"producing to {args.topic!r} as partition {p.address}", file=sys.stderr)
@@ -555,6 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=2.0,
         help="seconds to wait at EOF for ACKs, serving FETCHes (default 2)",
     )
+    pr.add_argument(
+        "--record-batches",
+        action="store_true",
+        help="publish in RECORD-BATCH messages (this project's wire extension; nodes "
+        "that do not know it fetch the records)",
+    )
     pr.set_defaults(func=_cmd_produce)
 
     co = sub.add_parser("consume", help="print records, one per line")
@@ -609,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--count", type=_natural("a count", 2**32 - 1))
     enc.add_argument("--content")
     enc.add_argument("--subjects", nargs="*")
-    enc.add_argument("--values", nargs="*", help="a RECORD-BATCH's values")
+    enc.add_argument("--values", nargs="*", help="a batch's values")
     enc.set_defaults(func=_cmd_encode)
 
     lg = sub.add_parser("log", help="inspect a durable log directory (read-only)")

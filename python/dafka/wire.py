@@ -23,6 +23,7 @@ __all__ = [
     "ConsumerHello",
     "DirectHead",
     "DirectRecord",
+    "DirectRecordBatch",
     "Fetch",
     "GetHeads",
     "Head",
@@ -48,8 +49,8 @@ def _as_bytes(name: str, value: bytes | bytearray | memoryview | str) -> bytes:
 
 @dataclass(frozen=True, kw_only=True)
 class Message:
-    """Base of the nine Dafka messages and RECORD-BATCH. ``topic`` is the key after the ID
-    in frame 0."""
+    """Base of the nine Dafka messages and the two batches. ``topic`` is the key after
+    the ID in frame 0."""
 
     kind: ClassVar[str] = ""
     topic: bytes
@@ -176,6 +177,15 @@ class RecordBatch(Message):
         object.__setattr__(self, "values", tuple(_as_bytes("values[]", v) for v in self.values))
 
 
+@dataclass(frozen=True, kw_only=True)
+class DirectRecordBatch(RecordBatch):
+    """DIRECT-RECORD-BATCH, this project's extension: FETCH answers (DIRECT-RECORDs) in
+    one message. ``topic`` is the requester's address; sent only to a requester whose
+    ``Q`` + address subscription showed it takes them."""
+
+    kind: ClassVar[str] = "DIRECT-RECORD-BATCH"
+
+
 _CLASSES: dict[str, type[Message]] = {
     c.kind: c
     for c in (
@@ -189,6 +199,7 @@ _CLASSES: dict[str, type[Message]] = {
         ConsumerHello,
         StoreHello,
         RecordBatch,
+        DirectRecordBatch,
     )
 }
 
@@ -239,7 +250,7 @@ def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
         fields["subject"] = subject
     if sequence is not None:
         fields["sequence"] = sequence
-    if kind == "RECORD-BATCH":
+    if kind in ("RECORD-BATCH", "DIRECT-RECORD-BATCH"):
         # Its count is how many values it holds.
         fields["values"] = tuple(subjects or ())
         return message

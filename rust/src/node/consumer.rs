@@ -1112,7 +1112,8 @@ fn run(
                         Stats::add(&stats.records_received, 1);
                         st.on_record(&r, true, now, &mut dels, &mut outs);
                     }
-                    Ok((Message::RecordBatch(b), _)) => {
+                    Ok((m @ (Message::RecordBatch(b) | Message::DirectRecordBatch(b)), _)) => {
+                        let direct = matches!(m, Message::DirectRecordBatch(_));
                         Stats::add(&stats.records_received, u64::from(b.count));
                         for (sequence, content) in (b.sequence..).zip(b.values()) {
                             let r = Record {
@@ -1122,7 +1123,7 @@ fn run(
                                 sequence,
                                 content,
                             };
-                            st.on_record(&r, false, now, &mut dels, &mut outs);
+                            st.on_record(&r, direct, now, &mut dels, &mut outs);
                         }
                     }
                     Ok((Message::Head(h), _)) => st.on_head(&h, false, now, &mut outs),

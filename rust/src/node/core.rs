@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::node::actor::Inbox;
 use crate::node::beacon::{Discovery, PeerEvent};
-use crate::node::config::{bind_spelling, split_tcp, NodeConfig};
+use crate::node::config::{bind_spelling, split_tcp, NodeConfig, WIRE_BATCH_BYTES};
 use crate::wire::{
     subscriptions, Ack, ConsumerHello, Dialect, Fetch, FrameBuf, GetHeads, Head, Message, NodeType,
     Record, RecordBatch, StoreHello, Subjects,
@@ -337,6 +337,8 @@ pub struct Core {
     /// The XPUB endpoint peers connect to (wildcard host shown as 127.0.0.1).
     pub endpoint: String,
     buf: FrameBuf,
+    /// A DIRECT-RECORD-BATCH's values frame, reused.
+    values: Vec<u8>,
     /// Messages that could not be encoded in our dialect (a peer's address
     /// with a NUL byte cannot be a `zproto` topic key): dropped, and added to
     /// `malformed` by [`Core::count_unsendable`] (each turn of a node's loop).
@@ -424,6 +426,7 @@ impl Core {
             dialect: cfg.wire,
             endpoint,
             buf: FrameBuf::new(),
+            values: Vec::new(),
             unsendable: 0,
         })
     }
@@ -550,24 +553,68 @@ impl Core {
         r
     }
 
-    /// Sends a DIRECT-RECORD of our own partition to `to` (a FETCH answer,
-    /// straight from the producer's buffer).
-    pub fn send_direct_record(
+    /// Sends a FETCH answer to `to`: records of `partition` of `topic` from
+    /// offset `first` on, as DIRECT-RECORD-BATCHes of up to
+    /// [`WIRE_BATCH_BYTES`] of values if `batches` (the requester takes them,
+    /// [`BatchTakers`]; a run of one record and a larger value still go as
+    /// DIRECT-RECORDs), else one DIRECT-RECORD each. Returns how many records
+    /// went out before the requester's queue was full (EAGAIN, on a no-drop
+    /// XPUB): whole batches only.
+    pub fn send_direct_records<'v>(
         &mut self,
         to: &[u8],
-        topic: &[u8],
-        sequence: u64,
-        content: &[u8],
-    ) -> Result<()> {
-        let address = std::mem::take(&mut self.address);
-        let r = self.send_message(&Message::DirectRecord(Record {
-            topic: to,
-            address: &address,
-            subject: topic,
-            sequence,
-            content,
-        }));
-        self.address = address;
+        (partition, topic): (&[u8], &[u8]),
+        first: u64,
+        values: impl Iterator<Item = &'v [u8]>,
+        batches: bool,
+    ) -> Result<usize> {
+        let full = |r: Result<()>| match r {
+            Ok(()) => Ok(false),
+            Err(Error::Zmq(zmq::Error::EAGAIN)) => Ok(true),
+            Err(e) => Err(e),
+        };
+        let mut values = values.peekable();
+        let mut sent = 0usize;
+        let mut buf = std::mem::take(&mut self.values);
+        let fits = |buf: &Vec<u8>, v: &[u8]| buf.len() + 4 + v.len() <= WIRE_BATCH_BYTES;
+        let r = (|| {
+            while let Some(v) = values.next() {
+                let sequence = first + sent as u64;
+                buf.clear();
+                let mut count = 1u32;
+                if batches && fits(&buf, v) {
+                    put_value(&mut buf, v);
+                    while let Some(next) = values.next_if(|n| fits(&buf, n)) {
+                        put_value(&mut buf, next);
+                        count += 1;
+                    }
+                }
+                let r = if count == 1 {
+                    self.send_message(&Message::DirectRecord(Record {
+                        topic: to,
+                        address: partition,
+                        subject: topic,
+                        sequence,
+                        content: v,
+                    }))
+                } else {
+                    self.send_message(&Message::DirectRecordBatch(RecordBatch {
+                        topic: to,
+                        address: partition,
+                        subject: topic,
+                        sequence,
+                        count,
+                        values: &buf,
+                    }))
+                };
+                if full(r)? {
+                    return Ok(sent);
+                }
+                sent += count as usize;
+            }
+            Ok(sent)
+        })();
+        self.values = buf;
         r
     }
 
@@ -585,6 +632,54 @@ impl Core {
             self.emit(o)?;
         }
         Ok(())
+    }
+}
+
+/// A value appended to a RECORD-BATCH's values frame as a `longstr`; one
+/// that fits in [`WIRE_BATCH_BYTES`], so its length fits in 4 octets.
+pub fn put_value(out: &mut Vec<u8>, v: &[u8]) {
+    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
+    out.extend_from_slice(v);
+}
+
+/// The most requesters a node answers in DIRECT-RECORD-BATCHes at once;
+/// the others get DIRECT-RECORDs.
+pub const MAX_BATCH_TAKERS: usize = 16_384;
+
+/// The requesters that take FETCH answers in DIRECT-RECORD-BATCHes: those
+/// whose `Q` + address subscription reached our XPUB (this project's
+/// consumers, stores and read clients), gone again with its unsubscription;
+/// at most [`MAX_BATCH_TAKERS`]. A C-reference node never subscribes `Q`.
+#[derive(Debug, Default)]
+pub struct BatchTakers(std::collections::HashSet<Vec<u8>>);
+
+impl BatchTakers {
+    /// A subscription (or unsubscription) seen on the XPUB.
+    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
+        let Some((b'Q', who)) = prefix.split_first() else {
+            return;
+        };
+        if who.is_empty() {
+            return;
+        }
+        if !subscribe {
+            self.0.remove(who);
+        } else if self.0.len() < MAX_BATCH_TAKERS {
+            self.0.insert(who.to_vec());
+        }
+    }
+
+    /// Whether `who` takes DIRECT-RECORD-BATCHes.
+    pub fn takes(&self, who: &[u8]) -> bool {
+        self.0.contains(who)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::node::config::{check_name, NodeConfig};
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
-use crate::wire::{decode, Kind, Message, NodeType, Subscription};
+use crate::wire::{decode, Kind, Message, NodeType, Record, Subscription};
 
 /// How often an unanswered GET-HEADS or FETCH is repeated.
 const RETRY: Duration = Duration::from_millis(200);
@@ -133,8 +133,21 @@ impl Client {
                     continue;
                 }
                 let (s, n) = self.frames.slices();
-                if let Ok((m, _)) = decode(&s[..n]) {
-                    on_msg(&m);
+                match decode(&s[..n]) {
+                    // A batch of FETCH answers: its records one by one.
+                    Ok((Message::DirectRecordBatch(b), _)) => {
+                        for (sequence, content) in (b.sequence..).zip(b.values()) {
+                            on_msg(&Message::DirectRecord(Record {
+                                topic: b.topic,
+                                address: b.address,
+                                subject: b.subject,
+                                sequence,
+                                content,
+                            }));
+                        }
+                    }
+                    Ok((m, _)) => on_msg(&m),
+                    Err(_) => {}
                 }
             }
         }

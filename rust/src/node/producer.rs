@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::batch::Batch;
 use crate::node::config::{ProducerConfig, WIRE_BATCH_BYTES};
-use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
+use crate::node::core::{
+    new_address, poll_timeout, put_value, set_int_option, BatchTakers, Core, Frames, Out, Stats,
+};
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
 /// Pure producer protocol state.
@@ -691,6 +693,8 @@ fn run(
         batches: cfg.record_batches,
         values: Vec::new(),
     };
+    // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
+    let mut takers = BatchTakers::default();
     // Every unsubscription too, also when one of several stores leaves: the
     // count of stores connected goes down again.
     set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
@@ -779,6 +783,7 @@ fn run(
                         shared.notify();
                     }
                     Ok(sub) if n == 1 => {
+                        takers.on_subscription(sub.prefix, sub.subscribe);
                         if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
                             core.emit(&h)?;
                         }
@@ -811,12 +816,15 @@ fn run(
                     Ok((Message::Fetch(f), _)) => {
                         Stats::add(&stats.fetches_received, 1);
                         let range = st.fetch_range(&f);
-                        Stats::add(&stats.direct_records_sent, range.end - range.start);
-                        for off in range {
-                            if let Some(content) = st.get(off) {
-                                core.send_direct_record(f.address, st.topic(), off, content)?;
-                            }
-                        }
+                        let values = range.clone().map_while(|off| st.get(off));
+                        let sent = core.send_direct_records(
+                            f.address,
+                            (address.as_bytes(), tb),
+                            range.start,
+                            values,
+                            takers.takes(f.address),
+                        )?;
+                        Stats::add(&stats.direct_records_sent, sent as u64);
                     }
                     Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
                         outs.clear();
@@ -857,13 +865,6 @@ fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
         }
         Cmd::Connect(_) => None,
     }
-}
-
-/// [`RecordBatch::put_value`] of a value that fits in a batch (so its
-/// length fits in a `longstr`'s 4 octets).
-fn put_value(out: &mut Vec<u8>, v: &[u8]) {
-    out.extend_from_slice(&(v.len() as u32).to_be_bytes());
-    out.extend_from_slice(v);
 }
 
 /// How a producer puts its records on the wire.

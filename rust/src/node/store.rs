@@ -25,11 +25,13 @@ use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::batch::Batch;
 use crate::node::config::NodeConfig;
-use crate::node::core::{new_address, poll_timeout, set_int_option, Core, Frames, Out, Stats};
+use crate::node::core::{
+    new_address, poll_timeout, set_int_option, BatchTakers, Core, Frames, Out, Stats,
+};
 use crate::node::store_logic::{
     PartKey, ReplySlice, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig,
 };
-use crate::wire::{decode, topic_matches, Message, NodeType, Record, Subscription};
+use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
 /// Messages handled per loop turn before the loop syncs, ACKs and answers.
 const BATCH: usize = 4096;
@@ -234,23 +236,16 @@ fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
 }
 
 /// Sends a slice of FETCH answers until the requester's queue is full:
-/// how many went out.
-fn send_slice(core: &mut Core, slice: &ReplySlice) -> Result<usize> {
-    for (i, content) in slice.contents().enumerate() {
-        let rec = Record {
-            topic: &slice.to,
-            address: &slice.partition,
-            subject: &slice.topic,
-            sequence: slice.first + i as u64,
-            content,
-        };
-        match core.send_message(&Message::DirectRecord(rec)) {
-            Ok(()) => {}
-            Err(Error::Zmq(zmq::Error::EAGAIN)) => return Ok(i),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(slice.len())
+/// how many went out. In DIRECT-RECORD-BATCHes to a requester that takes
+/// them.
+fn send_slice(core: &mut Core, slice: &ReplySlice, takers: &BatchTakers) -> Result<usize> {
+    core.send_direct_records(
+        &slice.to,
+        (&slice.partition, &slice.topic),
+        slice.first,
+        slice.contents(),
+        takers.takes(&slice.to),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -274,6 +269,8 @@ fn run<L: StoreLog>(
     logic.log_mut().set_waker(inbox.waker());
     let stats = &shared.stats;
     let mut frames = Frames::default();
+    // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
+    let mut takers = BatchTakers::default();
     let mut slice = ReplySlice::default();
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
@@ -328,6 +325,9 @@ fn run<L: StoreLog>(
                 }
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
+                    Ok(sub) if n == 1 && sub.prefix.first() == Some(&b'Q') => {
+                        takers.on_subscription(sub.prefix, sub.subscribe);
+                    }
                     Ok(sub) if n == 1 && sub.subscribe => {
                         if sub.prefix == b"G" {
                             peer_heads.store_joined(now);
@@ -359,6 +359,17 @@ fn run<L: StoreLog>(
                     Ok((Message::RecordBatch(b), _)) if b.topic == b.subject => {
                         Stats::add(&stats.records_received, u64::from(b.count));
                         logic.on_record_batch(&b, now)
+                    }
+                    Ok((Message::DirectRecordBatch(b), _)) if topic_matches(&own, b.topic) => {
+                        Stats::add(&stats.records_received, u64::from(b.count));
+                        let mut outs = Vec::new();
+                        for (sequence, content) in (b.sequence..).zip(b.values()) {
+                            outs.extend(
+                                logic
+                                    .on_direct_record(b.subject, b.address, sequence, content, now),
+                            );
+                        }
+                        outs
                     }
                     Ok((Message::DirectRecord(r), _)) if topic_matches(&own, r.topic) => {
                         Stats::add(&stats.records_received, 1);
@@ -467,7 +478,7 @@ fn run<L: StoreLog>(
                 if records >= BATCH || !logic.next_reply_slice(&mut slice, now) {
                     break;
                 }
-                let sent = send_slice(&mut core, &slice)?;
+                let sent = send_slice(&mut core, &slice, &takers)?;
                 records += sent;
                 if sent < slice.len() {
                     logic.requeue_slice(&slice, sent, now);

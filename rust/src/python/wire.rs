@@ -14,8 +14,8 @@ fn dialect_of(s: &str) -> PyResult<Dialect> {
         .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))
 }
 
-/// Encodes one message from its fields; unused fields are ignored. A
-/// RECORD-BATCH takes its values from `subjects` (its count is theirs).
+/// Encodes one message from its fields; unused fields are ignored. A batch
+/// takes its values from `subjects` (its count is theirs).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (kind, dialect, topic, address, subject, sequence, count, content, subjects))]
@@ -80,17 +80,22 @@ fn wire_encode<'py>(
             topic,
             address: addr,
         }),
-        Kind::RecordBatch => {
+        Kind::RecordBatch | Kind::DirectRecordBatch => {
             let count =
                 RecordBatch::put_values(&mut values, subjects.iter().map(|s| s.as_bytes()))?;
-            Message::RecordBatch(RecordBatch {
+            let b = RecordBatch {
                 topic,
                 address: addr,
                 subject,
                 sequence,
                 count,
                 values: &values,
-            })
+            };
+            if kind == Kind::RecordBatch {
+                Message::RecordBatch(b)
+            } else {
+                Message::DirectRecordBatch(b)
+            }
         }
     };
     let frames = msg.to_frames(dialect)?;
@@ -112,7 +117,7 @@ type Decoded<'py> = (
 
 /// Decodes a frame list: (kind, dialect, topic, address, subject, sequence,
 /// count, content, subjects), with None for fields the kind does not have. A
-/// RECORD-BATCH gives its values as `subjects`.
+/// batch gives its values as `subjects`.
 #[pyfunction]
 fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResult<Decoded<'py>> {
     let raw: Vec<&[u8]> = frames.iter().map(|f| f.as_bytes()).collect();
@@ -154,7 +159,7 @@ fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResu
         ),
         Message::GetHeads(g) => (Some(b(g.address)), None, None, None, None, None),
         Message::StoreHello(s) => (Some(b(s.address)), None, None, None, None, None),
-        Message::RecordBatch(r) => (
+        Message::RecordBatch(r) | Message::DirectRecordBatch(r) => (
             Some(b(r.address)),
             Some(b(r.subject)),
             Some(r.sequence),

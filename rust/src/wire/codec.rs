@@ -123,7 +123,7 @@ impl Message<'_> {
                 }
             }
             Message::StoreHello(s) => put_string(out, "address", s.address)?,
-            Message::RecordBatch(b) => {
+            Message::RecordBatch(b) | Message::DirectRecordBatch(b) => {
                 // Frames as the receiver counts them: the body, then the values.
                 let body = usize::from(dialect == Dialect::Rfc);
                 check_batch(b.values, b.count, b.sequence, body, body + 1)?;
@@ -280,7 +280,7 @@ fn kind_of(frame0: &[u8]) -> Result<Kind, WireError> {
 }
 
 /// Decodes one message from its frames, detecting the dialect by frame count
-/// (PROTOCOL.md): RECORD/DIRECT-RECORD (and RECORD-BATCH) have 3 frames in
+/// (PROTOCOL.md): RECORD/DIRECT-RECORD (and the batches) have 3 frames in
 /// `rfc` and 2 in `zproto`, every other message 2 in `rfc` and 1 in `zproto`.
 pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), WireError> {
     let first = frames.first().ok_or(WireError::FrameCount {
@@ -442,20 +442,25 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             topic,
             address: r.string("address")?,
         }),
-        Kind::RecordBatch => {
+        Kind::RecordBatch | Kind::DirectRecordBatch => {
             let address = r.string("address")?;
             let subject = r.string("subject")?;
             let sequence = r.u64("sequence")?;
             let count = r.u32("count")?;
             check_batch(content, count, sequence, r.frame, frames.len() - 1)?;
-            Message::RecordBatch(RecordBatch {
+            let b = RecordBatch {
                 topic,
                 address,
                 subject,
                 sequence,
                 count,
                 values: content,
-            })
+            };
+            if kind == Kind::RecordBatch {
+                Message::RecordBatch(b)
+            } else {
+                Message::DirectRecordBatch(b)
+            }
         }
     };
     r.finish()?;

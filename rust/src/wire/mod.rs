@@ -27,10 +27,12 @@
 //! | CONSUMER-HELLO | `W` | store address       | address, subjects                       |
 //! | STORE-HELLO    | `L` | consumer address    | address                                 |
 //! | RECORD-BATCH   | `R` | topic               | address, subject, sequence, count, [values] |
+//! | DIRECT-RECORD-BATCH | `Q` | requester address | address, subject, sequence, count, [values] |
 //!
 //! A receiver accepts both dialects, told apart by frame count ([`decode`]).
 //!
-//! RECORD-BATCH is not in RFC 46: it is `count` RECORDs of one partition, offsets
+//! RECORD-BATCH and DIRECT-RECORD-BATCH are not in RFC 46. RECORD-BATCH is
+//! `count` RECORDs of one partition, offsets
 //! `sequence` to `sequence + count - 1`, in one message, framed as RECORD is (its
 //! content frame holds the values, each a `longstr`, back to back, and nothing
 //! else). A producer sends it only when asked to (`record_batches`); this
@@ -40,7 +42,11 @@
 //! DIRECT-RECORDs. One message instead of one per record is what lets a
 //! producer and a store move records at disk speed (`benches/RESULTS.md`,
 //! "Spark"); it carries at least one record, and its last offset is below
-//! 2^64 - 1, as any record's.
+//! 2^64 - 1, as any record's. DIRECT-RECORD-BATCH is the same as a FETCH
+//! answer (DIRECT-RECORDs), keyed by the requester's address: this project's
+//! consumers and stores subscribe `Q` + their own address beside `D`, and a
+//! producer or store that saw that subscription on its XPUB answers their
+//! FETCHes in batches; everyone else gets DIRECT-RECORDs.
 
 mod beacon;
 mod codec;
@@ -103,11 +109,13 @@ pub enum Kind {
     StoreHello,
     /// This project's extension: several RECORDs of one partition.
     RecordBatch,
+    /// This project's extension: several DIRECT-RECORDs of one partition.
+    DirectRecordBatch,
 }
 
 impl Kind {
-    /// The nine RFC 46 messages, then the extension.
-    pub const ALL: [Kind; 10] = [
+    /// The nine RFC 46 messages, then the extensions.
+    pub const ALL: [Kind; 11] = [
         Kind::Record,
         Kind::DirectRecord,
         Kind::Fetch,
@@ -118,6 +126,7 @@ impl Kind {
         Kind::ConsumerHello,
         Kind::StoreHello,
         Kind::RecordBatch,
+        Kind::DirectRecordBatch,
     ];
 
     pub const fn id(self) -> u8 {
@@ -132,6 +141,7 @@ impl Kind {
             Kind::ConsumerHello => b'W',
             Kind::StoreHello => b'L',
             Kind::RecordBatch => b'R',
+            Kind::DirectRecordBatch => b'Q',
         }
     }
 
@@ -147,6 +157,7 @@ impl Kind {
             b'W' => Kind::ConsumerHello,
             b'L' => Kind::StoreHello,
             b'R' => Kind::RecordBatch,
+            b'Q' => Kind::DirectRecordBatch,
             _ => return None,
         })
     }
@@ -164,6 +175,7 @@ impl Kind {
             Kind::ConsumerHello => "CONSUMER-HELLO",
             Kind::StoreHello => "STORE-HELLO",
             Kind::RecordBatch => "RECORD-BATCH",
+            Kind::DirectRecordBatch => "DIRECT-RECORD-BATCH",
         }
     }
 
@@ -171,9 +183,12 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// RECORD, DIRECT-RECORD and RECORD-BATCH carry a content frame.
+    /// RECORD, DIRECT-RECORD and the two batches carry a content frame.
     pub const fn has_content(self) -> bool {
-        matches!(self, Kind::Record | Kind::DirectRecord | Kind::RecordBatch)
+        matches!(
+            self,
+            Kind::Record | Kind::DirectRecord | Kind::RecordBatch | Kind::DirectRecordBatch
+        )
     }
 }
 
@@ -190,14 +205,15 @@ pub struct Record<'a> {
     pub content: &'a [u8],
 }
 
-/// RECORD-BATCH (this project's extension, see the module docs): `count`
-/// records of partition `address`, offsets `sequence..sequence + count`.
+/// RECORD-BATCH (`topic` = topic name) and DIRECT-RECORD-BATCH (`topic` =
+/// requester address), this project's extensions (see the module docs):
+/// `count` records of partition `address`, offsets `sequence..sequence + count`.
 /// `values` is the content frame: `count` `longstr` values back to back,
 /// checked whole when decoded or encoded ([`RecordBatch::values`] reads them in
 /// place). Build one with [`RecordBatch::put_values`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordBatch<'a> {
-    /// The topic name (the key after `R`).
+    /// The key after `R` (the topic name) or `Q` (the requester's address).
     pub topic: &'a [u8],
     /// The partition: the producer's address.
     pub address: &'a [u8],
@@ -431,6 +447,7 @@ pub enum Message<'a> {
     ConsumerHello(ConsumerHello<'a>),
     StoreHello(StoreHello<'a>),
     RecordBatch(RecordBatch<'a>),
+    DirectRecordBatch(RecordBatch<'a>),
 }
 
 impl<'a> Message<'a> {
@@ -446,6 +463,7 @@ impl<'a> Message<'a> {
             Message::ConsumerHello(_) => Kind::ConsumerHello,
             Message::StoreHello(_) => Kind::StoreHello,
             Message::RecordBatch(_) => Kind::RecordBatch,
+            Message::DirectRecordBatch(_) => Kind::DirectRecordBatch,
         }
     }
 
@@ -459,15 +477,15 @@ impl<'a> Message<'a> {
             Message::GetHeads(m) => m.topic,
             Message::ConsumerHello(m) => m.topic,
             Message::StoreHello(m) => m.topic,
-            Message::RecordBatch(m) => m.topic,
+            Message::RecordBatch(m) | Message::DirectRecordBatch(m) => m.topic,
         }
     }
 
-    /// The content frame of RECORD, DIRECT-RECORD and RECORD-BATCH.
+    /// The content frame of RECORD, DIRECT-RECORD and the two batches.
     pub fn content(&self) -> Option<&'a [u8]> {
         match self {
             Message::Record(m) | Message::DirectRecord(m) => Some(m.content),
-            Message::RecordBatch(m) => Some(m.values),
+            Message::RecordBatch(m) | Message::DirectRecordBatch(m) => Some(m.values),
             _ => None,
         }
     }

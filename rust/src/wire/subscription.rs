@@ -72,9 +72,11 @@ fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
 /// - Producer: ACK and FETCH for its partition, and GET-HEADS for its topic
 ///   (producers answer GET-HEADS for their topic with DIRECT-HEAD).
 /// - Consumer: DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO to itself; RECORD and
-///   HEAD per topic, and RECORD-BATCH (this project's extension) per topic.
+///   HEAD per topic; this project's extensions: RECORD-BATCH per topic and
+///   DIRECT-RECORD-BATCH to itself.
 /// - Store: every RECORD, HEAD, FETCH and GET-HEADS; DIRECT-RECORD and
-///   CONSUMER-HELLO addressed to itself; every RECORD-BATCH.
+///   CONSUMER-HELLO addressed to itself; every RECORD-BATCH, and
+///   DIRECT-RECORD-BATCH to itself.
 pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Vec<u8>> {
     match node {
         NodeType::Producer => {
@@ -87,6 +89,7 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
                 prefix(Kind::DirectRecord, address),
                 prefix(Kind::DirectHead, address),
                 prefix(Kind::StoreHello, address),
+                prefix(Kind::DirectRecordBatch, address),
             ];
             for t in topics {
                 v.push(prefix(Kind::Record, t));
@@ -106,6 +109,7 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             prefix(Kind::ConsumerHello, address),
             prefix(Kind::DirectHead, address),
             prefix(Kind::RecordBatch, b""),
+            prefix(Kind::DirectRecordBatch, address),
         ],
     }
 }

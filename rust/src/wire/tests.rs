@@ -82,7 +82,9 @@ fn golden_messages_decode_and_reencode_byte_exact() {
                 let got: Vec<Vec<u8>> = c.subjects.iter().map(|s| s.to_vec()).collect();
                 assert_eq!(got, want);
             }
-            Message::RecordBatch(_) => panic!("the C reference has no RECORD-BATCH"),
+            Message::RecordBatch(_) | Message::DirectRecordBatch(_) => {
+                panic!("the C reference has no batches")
+            }
         }
         assert_eq!(
             msg.to_frames(Dialect::Zproto).unwrap(),
@@ -446,6 +448,7 @@ fn subscriptions_per_node_type() {
             b"DC1".to_vec(),
             b"EC1".to_vec(),
             b"LC1".to_vec(),
+            b"QC1".to_vec(),
             b"Mhello".to_vec(),
             b"Hhello".to_vec(),
             b"Rhello".to_vec()
@@ -467,7 +470,8 @@ fn subscriptions_per_node_type() {
             b"G".to_vec(),
             b"WS1".to_vec(),
             b"ES1".to_vec(),
-            b"R".to_vec()
+            b"R".to_vec(),
+            b"QS1".to_vec()
         ]
     );
     assert!(topic_matches(b"hello", b"hello"));
@@ -559,14 +563,21 @@ impl Owned {
                 topic: &self.topic,
                 address: &self.address,
             }),
-            Kind::RecordBatch => Message::RecordBatch(RecordBatch {
-                topic: &self.topic,
-                address: &self.address,
-                subject: &self.subject,
-                sequence: self.sequence,
-                count: self.count,
-                values: &self.values,
-            }),
+            Kind::RecordBatch | Kind::DirectRecordBatch => {
+                let b = RecordBatch {
+                    topic: &self.topic,
+                    address: &self.address,
+                    subject: &self.subject,
+                    sequence: self.sequence,
+                    count: self.count,
+                    values: &self.values,
+                };
+                if self.kind == Kind::RecordBatch {
+                    Message::RecordBatch(b)
+                } else {
+                    Message::DirectRecordBatch(b)
+                }
+            }
         }
     }
 }
@@ -586,7 +597,7 @@ fn arb_owned() -> impl Strategy<Value = Owned> {
         .prop_map(
             |(kind, topic, address, subject, sequence, count, content, subjects, ack_address)| {
                 let (mut sequence, mut count, mut values) = (sequence, count, Vec::new());
-                if kind == Kind::RecordBatch {
+                if matches!(kind, Kind::RecordBatch | Kind::DirectRecordBatch) {
                     // A valid batch: its values, at least one, ending below 2^64 - 1.
                     let mut vals: Vec<&[u8]> = subjects.iter().map(Vec::as_slice).collect();
                     vals.push(&content);
@@ -783,6 +794,17 @@ fn record_batch_bytes_by_hand_in_both_dialects() {
             values.clone()
         ]
     );
+    // The direct form: the requester's address after `Q`, the same body.
+    let to = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+    let Message::RecordBatch(b) = m else {
+        unreachable!()
+    };
+    let direct = Message::DirectRecordBatch(RecordBatch { topic: to, ..b });
+    let frames = direct.to_frames(Dialect::Rfc).unwrap();
+    assert_eq!(frames[0], [b"Q".as_slice(), to].concat());
+    assert_eq!(frames[1], rfc_body(b'Q', &[&fields]));
+    assert_eq!(frames[2], values);
+    assert_eq!(decode(&frames).unwrap(), (direct, Dialect::Rfc));
     let zproto = m.to_frames(Dialect::Zproto).unwrap();
     assert_eq!(
         zproto,
@@ -870,4 +892,10 @@ fn record_batches_travel_only_to_who_subscribes_r() {
     assert!(!subs(NodeType::Producer).iter().any(|p| p[0] == b'R'));
     assert_eq!(Kind::from_id(b'R'), Some(Kind::RecordBatch));
     assert_eq!(Kind::from_name("RECORD-BATCH"), Some(Kind::RecordBatch));
+    // FETCH answers in batches: to a consumer or store, by its own address.
+    let me = [b"Q".as_slice(), ADDR].concat();
+    assert!(subs(NodeType::Consumer).contains(&me));
+    assert!(subs(NodeType::Store).contains(&me));
+    assert!(!subs(NodeType::Producer).iter().any(|p| p[0] == b'Q'));
+    assert_eq!(Kind::from_id(b'Q'), Some(Kind::DirectRecordBatch));
 }
