@@ -649,4 +649,25 @@ mod tests {
         assert_eq!(split_tcp("tcp://0.0.0.0:41"), Some(("0.0.0.0", 41)));
         assert!("middle".parse::<OffsetReset>().is_err());
     }
+
+    #[test]
+    fn a_batching_producer_holds_fewer_messages_per_subscriber() {
+        let with = |sndhwm, record_batches| {
+            ProducerConfig {
+                node: NodeConfig {
+                    sndhwm,
+                    ..Default::default()
+                },
+                record_batches,
+                ..Default::default()
+            }
+            .socket_config()
+            .sndhwm
+        };
+        assert_eq!(with(1_000_000, false), 1_000_000);
+        assert_eq!(with(1_000_000, true), 15_625);
+        assert_eq!(with(20_000, true), 1_000, "at least 1,000");
+        assert_eq!(with(10, true), 10, "never more than asked");
+        assert_eq!(with(0, true), 0, "unlimited stays unlimited");
+    }
 }
