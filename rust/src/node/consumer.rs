@@ -1115,14 +1115,7 @@ fn run(
                     Ok((m @ (Message::RecordBatch(b) | Message::DirectRecordBatch(b)), _)) => {
                         let direct = matches!(m, Message::DirectRecordBatch(_));
                         Stats::add(&stats.records_received, u64::from(b.count));
-                        for (sequence, content) in (b.sequence..).zip(b.values()) {
-                            let r = Record {
-                                topic: b.topic,
-                                address: b.address,
-                                subject: b.subject,
-                                sequence,
-                                content,
-                            };
+                        for r in b.records() {
                             st.on_record(&r, direct, now, &mut dels, &mut outs);
                         }
                     }

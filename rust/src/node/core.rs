@@ -337,7 +337,7 @@ pub struct Core {
     /// The XPUB endpoint peers connect to (wildcard host shown as 127.0.0.1).
     pub endpoint: String,
     buf: FrameBuf,
-    /// A DIRECT-RECORD-BATCH's values frame, reused.
+    /// A batch's values frame, reused.
     values: Vec<u8>,
     /// Messages that could not be encoded in our dialect (a peer's address
     /// with a NUL byte cannot be a `zproto` topic key): dropped, and added to
@@ -517,66 +517,32 @@ impl Core {
         Ok(())
     }
 
-    /// Publishes a RECORD of our own partition (the hot path).
-    pub fn send_record(&mut self, topic: &[u8], sequence: u64, content: &[u8]) -> Result<()> {
-        let address = std::mem::take(&mut self.address);
-        let r = self.send_message(&Message::Record(Record {
-            topic,
-            address: &address,
-            subject: topic,
-            sequence,
-            content,
-        }));
-        self.address = address;
-        r
-    }
-
-    /// Publishes a RECORD-BATCH of our own partition: `count` records from
-    /// offset `sequence`, their values in `values` (each a `longstr`).
-    pub fn send_record_batch(
+    /// Sends records `first, first + 1, ...` to `dest`: with `batches`, in
+    /// batches of up to [`WIRE_BATCH_BYTES`] of values (RECORD-BATCH or
+    /// DIRECT-RECORD-BATCH; a run of one record and a larger value still go
+    /// alone), else one RECORD or DIRECT-RECORD each. Returns how many records
+    /// went out before the receiver's queue was full (EAGAIN, on a no-drop
+    /// XPUB): whole batches only. Live records go out at the hot path's pace.
+    pub fn send_records<'v>(
         &mut self,
-        topic: &[u8],
-        sequence: u64,
-        count: u32,
-        values: &[u8],
-    ) -> Result<()> {
-        let address = std::mem::take(&mut self.address);
-        let r = self.send_message(&Message::RecordBatch(RecordBatch {
-            topic,
-            address: &address,
-            subject: topic,
-            sequence,
-            count,
-            values,
-        }));
-        self.address = address;
-        r
-    }
-
-    /// Sends a FETCH answer to `to`: records of `partition` of `topic` from
-    /// offset `first` on, as DIRECT-RECORD-BATCHes of up to
-    /// [`WIRE_BATCH_BYTES`] of values if `batches` (the requester takes them,
-    /// [`BatchTakers`]; a run of one record and a larger value still go as
-    /// DIRECT-RECORDs), else one DIRECT-RECORD each. Returns how many records
-    /// went out before the requester's queue was full (EAGAIN, on a no-drop
-    /// XPUB): whole batches only.
-    pub fn send_direct_records<'v>(
-        &mut self,
-        to: &[u8],
-        (partition, topic): (&[u8], &[u8]),
+        dest: Dest<'_>,
         first: u64,
         values: impl Iterator<Item = &'v [u8]>,
         batches: bool,
     ) -> Result<usize> {
-        let full = |r: Result<()>| match r {
-            Ok(()) => Ok(false),
-            Err(Error::Zmq(zmq::Error::EAGAIN)) => Ok(true),
-            Err(e) => Err(e),
+        let own = std::mem::take(&mut self.address);
+        let mut buf = std::mem::take(&mut self.values);
+        let (key, partition, topic, direct) = match dest {
+            Dest::Live { topic } => (topic, own.as_slice(), topic, false),
+            Dest::Direct {
+                to,
+                partition,
+                topic,
+            } => (to, partition, topic, true),
         };
+        let fits = |buf: &Vec<u8>, v: &[u8]| buf.len() + 4 + v.len() <= WIRE_BATCH_BYTES;
         let mut values = values.peekable();
         let mut sent = 0usize;
-        let mut buf = std::mem::take(&mut self.values);
-        let fits = |buf: &Vec<u8>, v: &[u8]| buf.len() + 4 + v.len() <= WIRE_BATCH_BYTES;
         let r = (|| {
             while let Some(v) = values.next() {
                 let sequence = first + sent as u64;
@@ -589,32 +555,44 @@ impl Core {
                         count += 1;
                     }
                 }
-                let r = if count == 1 {
-                    self.send_message(&Message::DirectRecord(Record {
-                        topic: to,
+                let msg = if count == 1 {
+                    let r = Record {
+                        topic: key,
                         address: partition,
                         subject: topic,
                         sequence,
                         content: v,
-                    }))
+                    };
+                    if direct {
+                        Message::DirectRecord(r)
+                    } else {
+                        Message::Record(r)
+                    }
                 } else {
-                    self.send_message(&Message::DirectRecordBatch(RecordBatch {
-                        topic: to,
+                    let b = RecordBatch {
+                        topic: key,
                         address: partition,
                         subject: topic,
                         sequence,
                         count,
                         values: &buf,
-                    }))
+                    };
+                    if direct {
+                        Message::DirectRecordBatch(b)
+                    } else {
+                        Message::RecordBatch(b)
+                    }
                 };
-                if full(r)? {
-                    return Ok(sent);
+                match self.send_message(&msg) {
+                    Ok(()) => sent += count as usize,
+                    Err(Error::Zmq(zmq::Error::EAGAIN)) => return Ok(sent),
+                    Err(e) => return Err(e),
                 }
-                sent += count as usize;
             }
             Ok(sent)
         })();
         self.values = buf;
+        self.address = own;
         r
     }
 
@@ -635,9 +613,23 @@ impl Core {
     }
 }
 
+/// Where [`Core::send_records`] sends.
+#[derive(Debug, Clone, Copy)]
+pub enum Dest<'a> {
+    /// RECORDs (RECORD-BATCHes) of our own partition of `topic`.
+    Live { topic: &'a [u8] },
+    /// DIRECT-RECORDs (DIRECT-RECORD-BATCHes) to `to`, of `partition` of
+    /// `topic`: a FETCH answer.
+    Direct {
+        to: &'a [u8],
+        partition: &'a [u8],
+        topic: &'a [u8],
+    },
+}
+
 /// A value appended to a RECORD-BATCH's values frame as a `longstr`; one
 /// that fits in [`WIRE_BATCH_BYTES`], so its length fits in 4 octets.
-pub fn put_value(out: &mut Vec<u8>, v: &[u8]) {
+fn put_value(out: &mut Vec<u8>, v: &[u8]) {
     out.extend_from_slice(&(v.len() as u32).to_be_bytes());
     out.extend_from_slice(v);
 }
@@ -672,14 +664,6 @@ impl BatchTakers {
     /// Whether `who` takes DIRECT-RECORD-BATCHes.
     pub fn takes(&self, who: &[u8]) -> bool {
         self.0.contains(who)
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }
 

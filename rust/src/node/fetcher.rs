@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::node::config::{check_name, NodeConfig};
 use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
-use crate::wire::{decode, Kind, Message, NodeType, Record, Subscription};
+use crate::wire::{decode, Kind, Message, NodeType, Subscription};
 
 /// How often an unanswered GET-HEADS or FETCH is repeated.
 const RETRY: Duration = Duration::from_millis(200);
@@ -136,14 +136,8 @@ impl Client {
                 match decode(&s[..n]) {
                     // A batch of FETCH answers: its records one by one.
                     Ok((Message::DirectRecordBatch(b), _)) => {
-                        for (sequence, content) in (b.sequence..).zip(b.values()) {
-                            on_msg(&Message::DirectRecord(Record {
-                                topic: b.topic,
-                                address: b.address,
-                                subject: b.subject,
-                                sequence,
-                                content,
-                            }));
+                        for r in b.records() {
+                            on_msg(&Message::DirectRecord(r));
                         }
                     }
                     Ok((m, _)) => on_msg(&m),

@@ -13,9 +13,9 @@ use crossbeam_utils::CachePadded;
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::batch::Batch;
-use crate::node::config::{ProducerConfig, WIRE_BATCH_BYTES};
+use crate::node::config::ProducerConfig;
 use crate::node::core::{
-    new_address, poll_timeout, put_value, set_int_option, BatchTakers, Core, Frames, Out, Stats,
+    new_address, poll_timeout, set_int_option, BatchTakers, Core, Dest, Frames, Out, Stats,
 };
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
@@ -689,10 +689,6 @@ fn run(
     let tb = topic.as_bytes();
     let node = cfg.socket_config();
     let mut core = Core::open(ctx, &node, NodeType::Producer, address, &[tb])?;
-    let mut wire = Wire {
-        batches: cfg.record_batches,
-        values: Vec::new(),
-    };
     // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
     let mut takers = BatchTakers::default();
     // Every unsubscription too, also when one of several stores leaves: the
@@ -711,7 +707,7 @@ fn run(
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
                     sent += b.len();
-                    publish(&mut core, &mut st, &mut wire, b)?;
+                    publish(&mut core, &mut st, cfg.record_batches, b)?;
                 }
             }
             Stats::add(&stats.records_sent, sent as u64);
@@ -729,7 +725,7 @@ fn run(
                 Some(cmd) => {
                     if let Some(b) = command_batch(cmd, shared) {
                         sent += b.len();
-                        freed += publish(&mut core, &mut st, &mut wire, b)?;
+                        freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
                     }
                 }
                 None => break,
@@ -817,13 +813,13 @@ fn run(
                         Stats::add(&stats.fetches_received, 1);
                         let range = st.fetch_range(&f);
                         let values = range.clone().map_while(|off| st.get(off));
-                        let sent = core.send_direct_records(
-                            f.address,
-                            (address.as_bytes(), tb),
-                            range.start,
-                            values,
-                            takers.takes(f.address),
-                        )?;
+                        let dest = Dest::Direct {
+                            to: f.address,
+                            partition: address.as_bytes(),
+                            topic: tb,
+                        };
+                        let batches = takers.takes(f.address);
+                        let sent = core.send_records(dest, range.start, values, batches)?;
                         Stats::add(&stats.direct_records_sent, sent as u64);
                     }
                     Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
@@ -867,51 +863,12 @@ fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
     }
 }
 
-/// How a producer puts its records on the wire.
-struct Wire {
-    /// RECORD-BATCHes (`record_batches`) rather than one RECORD each.
-    batches: bool,
-    /// A RECORD-BATCH's values frame, reused.
-    values: Vec<u8>,
-}
-
 /// Publishes a batch from the next offset on and holds it; returns the
-/// bytes released at once. In RECORD-BATCHes of up to [`WIRE_BATCH_BYTES`]
-/// of values when the producer sends them (a run of one record, and a value
-/// larger than that, go as a RECORD), else as one RECORD per record.
-fn publish(core: &mut Core, st: &mut ProducerState, wire: &mut Wire, b: Batch) -> Result<usize> {
-    let first = st.next_offset();
-    if !wire.batches {
-        for (off, v) in (first..).zip(b.iter()) {
-            core.send_record(&st.topic, off, v)?;
-        }
-        return Ok(st.append_batch(b).1);
-    }
-    let fits = |out: &Vec<u8>, v: &[u8]| out.len() + 4 + v.len() <= WIRE_BATCH_BYTES;
-    let mut values = b.iter().peekable();
-    let mut off = first;
-    while let Some(v) = values.next() {
-        let (start, out) = (off, &mut wire.values);
-        off += 1;
-        out.clear();
-        if !fits(out, v) {
-            core.send_record(&st.topic, start, v)?;
-            continue;
-        }
-        put_value(out, v);
-        let mut count = 1u32;
-        while let Some(next) = values.next_if(|n| fits(out, n)) {
-            put_value(out, next);
-            count += 1;
-            off += 1;
-        }
-        if count == 1 {
-            core.send_record(&st.topic, start, v)?;
-        } else {
-            core.send_record_batch(&st.topic, start, count, out)?;
-        }
-    }
-    drop(values);
+/// bytes released at once. In RECORD-BATCHes if `batches`
+/// (`record_batches`), else as one RECORD per record.
+fn publish(core: &mut Core, st: &mut ProducerState, batches: bool, b: Batch) -> Result<usize> {
+    let dest = Dest::Live { topic: &st.topic };
+    core.send_records(dest, st.next_offset(), b.iter(), batches)?;
     Ok(st.append_batch(b).1)
 }
 

@@ -26,7 +26,7 @@ use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::batch::Batch;
 use crate::node::config::NodeConfig;
 use crate::node::core::{
-    new_address, poll_timeout, set_int_option, BatchTakers, Core, Frames, Out, Stats,
+    new_address, poll_timeout, set_int_option, BatchTakers, Core, Dest, Frames, Out, Stats,
 };
 use crate::node::store_logic::{
     PartKey, ReplySlice, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig,
@@ -239,13 +239,12 @@ fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
 /// how many went out. In DIRECT-RECORD-BATCHes to a requester that takes
 /// them.
 fn send_slice(core: &mut Core, slice: &ReplySlice, takers: &BatchTakers) -> Result<usize> {
-    core.send_direct_records(
-        &slice.to,
-        (&slice.partition, &slice.topic),
-        slice.first,
-        slice.contents(),
-        takers.takes(&slice.to),
-    )
+    let dest = Dest::Direct {
+        to: &slice.to,
+        partition: &slice.partition,
+        topic: &slice.topic,
+    };
+    core.send_records(dest, slice.first, slice.contents(), takers.takes(&slice.to))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -325,10 +324,11 @@ fn run<L: StoreLog>(
                 }
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
-                    Ok(sub) if n == 1 && sub.prefix.first() == Some(&b'Q') => {
+                    Ok(sub) if n == 1 => {
                         takers.on_subscription(sub.prefix, sub.subscribe);
-                    }
-                    Ok(sub) if n == 1 && sub.subscribe => {
+                        if !sub.subscribe {
+                            continue;
+                        }
                         if sub.prefix == b"G" {
                             peer_heads.store_joined(now);
                             logic.store_joined();
@@ -363,11 +363,10 @@ fn run<L: StoreLog>(
                     Ok((Message::DirectRecordBatch(b), _)) if topic_matches(&own, b.topic) => {
                         Stats::add(&stats.records_received, u64::from(b.count));
                         let mut outs = Vec::new();
-                        for (sequence, content) in (b.sequence..).zip(b.values()) {
-                            outs.extend(
-                                logic
-                                    .on_direct_record(b.subject, b.address, sequence, content, now),
-                            );
+                        for r in b.records() {
+                            outs.extend(logic.on_direct_record(
+                                r.subject, r.address, r.sequence, r.content, now,
+                            ));
                         }
                         outs
                     }

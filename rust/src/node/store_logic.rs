@@ -555,8 +555,8 @@ impl<L: StoreLog> StoreLogic<L> {
             return out;
         }
         let mut out = Vec::new();
-        for (sequence, content) in (b.sequence..).zip(b.values()) {
-            out.extend(self.on_record(b.subject, b.address, sequence, content, now));
+        for r in b.records() {
+            out.extend(self.on_record(r.subject, r.address, r.sequence, r.content, now));
         }
         out
     }

@@ -262,11 +262,34 @@ impl<'a> RecordBatch<'a> {
         }
     }
 
+    /// Its records one by one, as the RECORDs (or DIRECT-RECORDs) they
+    /// stand for: same key, partition and topic, offsets from `sequence` on.
+    pub fn records(&self) -> impl Iterator<Item = Record<'a>> + 'a {
+        let (topic, address, subject) = (self.topic, self.address, self.subject);
+        (self.sequence..)
+            .zip(self.values())
+            .map(move |(sequence, content)| Record {
+                topic,
+                address,
+                subject,
+                sequence,
+                content,
+            })
+    }
+
     /// The last record's offset.
     pub fn last(&self) -> u64 {
         self.sequence
             .saturating_add(u64::from(self.count.saturating_sub(1)))
     }
+}
+
+/// The first `longstr` of `raw` (None if it is not whole); `raw` goes past it.
+fn split_longstr<'a>(raw: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let (len, rest) = raw.split_first_chunk::<4>()?;
+    let (v, rest) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+    *raw = rest;
+    Some(v)
 }
 
 /// The values of a [`RecordBatch`], in order.
@@ -284,10 +307,8 @@ impl<'a> Iterator for Values<'a> {
             return None;
         }
         // Checked at decoding and encoding: every entry is whole.
-        let (len, rest) = self.raw.split_first_chunk::<4>()?;
-        let (v, rest) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+        let v = split_longstr(&mut self.raw)?;
         self.left -= 1;
-        self.raw = rest;
         Some(v)
     }
 
@@ -407,10 +428,8 @@ impl<'a> Iterator for SubjectsIter<'a> {
                     return None;
                 }
                 // Checked at decoding: every entry is whole.
-                let (len, rest) = raw.split_first_chunk::<4>()?;
-                let (s, rest) = rest.split_at_checked(u32::from_be_bytes(*len) as usize)?;
+                let s = split_longstr(raw)?;
                 *left -= 1;
-                *raw = rest;
                 Some(s)
             }
             SubjectsIter::List(it) => it.next(),
