@@ -1,6 +1,7 @@
 """Processes for the store tests: ``python tests/store_procs.py ROLE ...``.
 
-- ``store DIR TOWER``: runs a store in DIR, prints ``READY address endpoint``, runs
+- ``store DIR TOWER [WIRE]``: runs a store in DIR (sending in dialect WIRE, default
+  ``rfc``), prints ``READY address endpoint``, runs
   until stdin closes (then closes cleanly and prints ``CLOSED``) or it is killed.
 - ``producer TOWER TOPIC N``: publishes N records (value = the offset as 8 digits,
   padded to 100 bytes), waits until a store ACKed all of them, prints ``ACKED N``
@@ -29,8 +30,8 @@ def value(i: int) -> bytes:
     return (b"%08d" % i).ljust(100, b".")
 
 
-def store(path: str, tower: str) -> int:
-    with dafka.Store(path, towers=[tower], beacon_interval=0.2, beacon_timeout=3.0) as s:
+def store(path: str, tower: str, wire: str = "rfc") -> int:
+    with dafka.Store(path, towers=[tower], wire=wire, beacon_interval=0.2, beacon_timeout=3.0) as s:
         print(f"READY {s.address} {s.endpoint}", flush=True)
         sys.stdin.read()
     print("CLOSED", flush=True)
@@ -119,7 +120,7 @@ def two_stores(path: str, n: int, limit: int) -> int:
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     if role == "store":
-        sys.exit(store(args[0], args[1]))
+        sys.exit(store(*args))
     if role == "two_stores":
         sys.exit(two_stores(args[0], int(args[1]), int(args[2])))
     if role == "partitions":

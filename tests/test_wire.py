@@ -27,6 +27,7 @@ KINDS = {
     "STORE-HELLO",
     "RECORD-BATCH",
     "DIRECT-RECORD-BATCH",
+    "ADDRESSED-ACK",
 }
 ADDR = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
 
@@ -65,6 +66,7 @@ def _all_messages() -> list[wire.Message]:
         wire.Fetch(topic=ADDR, address=n, subject=b"t", sequence=5, count=3),
         wire.Ack(topic=ADDR, address=n, subject=b"t", sequence=5),
         wire.Ack(topic=ADDR, subject=b"t", sequence=5),
+        wire.AddressedAck(topic=ADDR, address=n, subject=b"t", sequence=5),
         wire.Head(topic=b"t", address=ADDR, subject=b"t", sequence=5),
         wire.DirectHead(topic=n, address=ADDR, subject=b"t", sequence=5),
         wire.GetHeads(topic=b"t", address=n),
@@ -195,7 +197,7 @@ def messages(draw: st.DrawFn) -> wire.Message:
         return wire.Ack(
             topic=topic, address=draw(st.none() | small), subject=draw(small), sequence=seq
         )
-    if kind in ("HEAD", "DIRECT-HEAD"):
+    if kind in ("HEAD", "DIRECT-HEAD", "ADDRESSED-ACK"):
         return cls(topic=topic, address=draw(small), subject=draw(small), sequence=seq)  # type: ignore[call-arg]
     if kind in ("RECORD-BATCH", "DIRECT-RECORD-BATCH"):
         values = tuple(draw(st.lists(st.binary(max_size=300), min_size=1, max_size=5)))

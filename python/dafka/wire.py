@@ -20,6 +20,7 @@ from dafka import _native
 
 __all__ = [
     "Ack",
+    "AddressedAck",
     "ConsumerHello",
     "DirectHead",
     "DirectRecord",
@@ -112,6 +113,18 @@ class Ack(Message):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AddressedAck(Message):
+    """ADDRESSED-ACK, this project's extension: an ACK that names its store
+    (``address``) in both dialects. ``topic`` is the partition; a store sends it
+    only to a producer whose ``A`` + partition subscription showed it takes them."""
+
+    kind: ClassVar[str] = "ADDRESSED-ACK"
+    address: bytes
+    subject: bytes
+    sequence: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Head(Message):
     """HEAD: ``topic`` is the topic name, ``sequence`` the partition's last offset."""
 
@@ -193,6 +206,7 @@ _CLASSES: dict[str, type[Message]] = {
         DirectRecord,
         Fetch,
         Ack,
+        AddressedAck,
         Head,
         DirectHead,
         GetHeads,

@@ -72,8 +72,8 @@ pub enum Out {
         sequence: u64,
         count: u32,
     },
-    /// ACK to `partition`'s producer, from ourselves (the address is sent in
-    /// the `rfc` dialect only).
+    /// ACK to `partition`'s producer, from ourselves: the address is sent in
+    /// the `rfc` dialect, and in ADDRESSED-ACKs ([`Core::emit`]).
     Ack {
         partition: Vec<u8>,
         subject: Vec<u8>,
@@ -209,6 +209,10 @@ pub struct Stats {
     /// Times a consumer stopped reading because the application had
     /// `max_buffered` records or `max_buffered_bytes` waiting.
     pub pauses: AtomicU64,
+    /// ACKs without a store address (C-reference stores) a producer
+    /// received while its `min_acks` was more than the stores it can count
+    /// apart: records wait for stores that can never be told apart.
+    pub min_acks_unreachable: AtomicU64,
 }
 
 impl Stats {
@@ -240,6 +244,7 @@ impl Stats {
             ("peers", g(&self.peers)),
             ("beacons_refused", g(&self.beacons_refused)),
             ("pauses", g(&self.pauses)),
+            ("min_acks_unreachable", g(&self.min_acks_unreachable)),
         ]
     }
 }
@@ -343,6 +348,9 @@ pub struct Core {
     /// with a NUL byte cannot be a `zproto` topic key): dropped, and added to
     /// `malformed` by [`Core::count_unsendable`] (each turn of a node's loop).
     unsendable: u64,
+    /// Partitions whose producer takes ADDRESSED-ACKs (a store's XPUB feeds
+    /// it): [`Core::emit`] sends their [`Out::Ack`]s as such.
+    pub addressed_acks: Takers,
 }
 
 impl Core {
@@ -428,6 +436,7 @@ impl Core {
             buf: FrameBuf::new(),
             values: Vec::new(),
             unsendable: 0,
+            addressed_acks: Takers::addressed_acks(),
         })
     }
 
@@ -597,9 +606,15 @@ impl Core {
     }
 
     /// Sends one [`Out`], filling in our address where the message carries it.
+    /// An ACK for a partition in [`Core::addressed_acks`] goes as an
+    /// ADDRESSED-ACK, in either dialect.
     pub fn emit(&mut self, out: &Out) -> Result<()> {
         let own = std::mem::take(&mut self.address);
-        let r = self.send_message(&out.as_message(&own));
+        let msg = match out.as_message(&own) {
+            Message::Ack(a) if self.addressed_acks.takes(a.topic) => Message::AddressedAck(a),
+            m => m,
+        };
+        let r = self.send_message(&msg);
         self.address = own;
         r
     }
@@ -634,36 +649,61 @@ fn put_value(out: &mut Vec<u8>, v: &[u8]) {
     out.extend_from_slice(v);
 }
 
-/// The most requesters a node answers in DIRECT-RECORD-BATCHes at once;
-/// the others get DIRECT-RECORDs.
-pub const MAX_BATCH_TAKERS: usize = 16_384;
+/// The most requesters a node answers in DIRECT-RECORD-BATCHes (or
+/// partitions it ACKs with ADDRESSED-ACKs) at once; the others get
+/// DIRECT-RECORDs (plain ACKs).
+pub const MAX_TAKERS: usize = 16_384;
 
-/// The requesters that take FETCH answers in DIRECT-RECORD-BATCHes: those
-/// whose `Q` + address subscription reached our XPUB (this project's
-/// consumers, stores and read clients), gone again with its unsubscription;
-/// at most [`MAX_BATCH_TAKERS`]. A C-reference node never subscribes `Q`.
-#[derive(Debug, Default)]
-pub struct BatchTakers(std::collections::HashSet<Vec<u8>>);
+/// The peers that take one of this project's extensions, known by a
+/// subscription to its ID + their address on our XPUB, gone again with its
+/// unsubscription; at most [`MAX_TAKERS`]. A C-reference node never
+/// subscribes either ID.
+/// - [`Takers::batches`]: requesters whose `Q` + address subscription
+///   reached us (this project's consumers, stores and read clients) get
+///   their FETCH answers in DIRECT-RECORD-BATCHes.
+/// - [`Takers::addressed_acks`]: partitions whose producer subscribed `A` +
+///   its address get ADDRESSED-ACKs instead of ACKs.
+#[derive(Debug)]
+pub struct Takers {
+    id: u8,
+    who: std::collections::HashSet<Vec<u8>>,
+}
 
-impl BatchTakers {
-    /// A subscription (or unsubscription) seen on the XPUB.
-    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
-        let Some((b'Q', who)) = prefix.split_first() else {
-            return;
-        };
-        if who.is_empty() {
-            return;
-        }
-        if !subscribe {
-            self.0.remove(who);
-        } else if self.0.len() < MAX_BATCH_TAKERS {
-            self.0.insert(who.to_vec());
+impl Takers {
+    /// Requesters that take DIRECT-RECORD-BATCHes (`Q`).
+    pub fn batches() -> Self {
+        Self {
+            id: b'Q',
+            who: Default::default(),
         }
     }
 
-    /// Whether `who` takes DIRECT-RECORD-BATCHes.
+    /// Partitions whose producer takes ADDRESSED-ACKs (`A`).
+    pub fn addressed_acks() -> Self {
+        Self {
+            id: b'A',
+            who: Default::default(),
+        }
+    }
+
+    /// A subscription (or unsubscription) seen on the XPUB.
+    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
+        let Some((&id, who)) = prefix.split_first() else {
+            return;
+        };
+        if id != self.id || who.is_empty() {
+            return;
+        }
+        if !subscribe {
+            self.who.remove(who);
+        } else if self.who.len() < MAX_TAKERS {
+            self.who.insert(who.to_vec());
+        }
+    }
+
+    /// Whether `who` takes the extension.
     pub fn takes(&self, who: &[u8]) -> bool {
-        self.0.contains(who)
+        self.who.contains(who)
     }
 }
 

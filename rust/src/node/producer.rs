@@ -15,7 +15,7 @@ use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
 use crate::node::core::{
-    new_address, poll_timeout, set_int_option, BatchTakers, Core, Dest, Frames, Out, Stats,
+    new_address, poll_timeout, set_int_option, Core, Dest, Frames, Out, Stats, Takers,
 };
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
@@ -41,6 +41,22 @@ pub struct ProducerState {
     /// Consumers connected now (their `L<address>` subscriptions), with how
     /// many connections each has.
     consumers: HashMap<Vec<u8>, u32>,
+    /// Stores connected now: every one subscribes every RECORD (`M`); this
+    /// project's also every RECORD-BATCH (`R`), and ACK with their address.
+    stores_all: usize,
+    stores_ours: usize,
+    /// Whether the address-less ACKs' shortfall was logged.
+    warned_uncountable: bool,
+}
+
+/// What an ACK says of `min_acks` ([`ProducerState::ack_reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckReach {
+    /// Counted, or not ours to judge.
+    Counted,
+    /// An address-less ACK (a C-reference store's) while `min_acks` is more
+    /// than the stores this producer can tell apart: `first` the first time.
+    Unreachable { first: bool },
 }
 
 impl ProducerState {
@@ -58,7 +74,53 @@ impl ProducerState {
             next: 0,
             acks: HashMap::new(),
             consumers: HashMap::new(),
+            stores_all: 0,
+            stores_ours: 0,
+            warned_uncountable: false,
         }
+    }
+
+    /// A store's subscription to every RECORD (`M`) or every RECORD-BATCH
+    /// (`R`, this project's stores alone) came or went; false for any other
+    /// prefix.
+    pub fn on_store_subscription(&mut self, prefix: &[u8], subscribe: bool) -> bool {
+        let n = match prefix {
+            b"M" => &mut self.stores_all,
+            b"R" => &mut self.stores_ours,
+            _ => return false,
+        };
+        *n = if subscribe {
+            n.saturating_add(1)
+        } else {
+            n.saturating_sub(1)
+        };
+        true
+    }
+
+    /// The stores connected now whose ACKs this producer can count apart:
+    /// this project's stores (their ACKs name them), plus at most one for
+    /// all the others (C-reference stores, whose zproto ACKs carry no
+    /// address and so count as one store together).
+    pub fn countable_stores(&self) -> usize {
+        let ours = self.stores_ours.min(self.stores_all);
+        ours + usize::from(self.stores_all > ours)
+    }
+
+    /// Whether an ACK could help reach `min_acks`: an address-less one
+    /// (from C-reference stores) counts as one store at most, so with
+    /// `min_acks` above [`ProducerState::countable_stores`] nothing is
+    /// released however many such stores hold the records.
+    pub fn ack_reach(&mut self, ack: &Ack<'_>) -> AckReach {
+        if ack.address.is_some() || self.min_acks <= self.countable_stores().max(1) {
+            return AckReach::Counted;
+        }
+        let first = !self.warned_uncountable;
+        self.warned_uncountable = true;
+        AckReach::Unreachable { first }
+    }
+
+    pub fn min_acks(&self) -> usize {
+        self.min_acks
     }
 
     /// A subscription or unsubscription arrived on the XPUB: a consumer
@@ -341,8 +403,8 @@ pub struct ProducerShared {
     lock: Mutex<()>,
     cv: Condvar,
     pub stats: CachePadded<Stats>,
-    /// Subscriptions to every RECORD (`M`, what stores subscribe) on the
-    /// XPUB, less their unsubscriptions: the stores connected now.
+    /// [`ProducerState::countable_stores`]: the stores connected now whose
+    /// ACKs can be counted apart.
     stores_seen: AtomicUsize,
     pending: CachePadded<Mutex<Pending>>,
 }
@@ -423,8 +485,11 @@ impl Producer {
         &self.shared.stats
     }
 
-    /// Stores connected now: each one's subscription to every RECORD, seen
-    /// on the XPUB, less those that left (their connection closed).
+    /// Stores connected now whose ACKs this producer can count apart
+    /// ([`ProducerState::countable_stores`]): each of this project's stores
+    /// (known by its subscription to every RECORD-BATCH), plus one for all
+    /// the other stores together (C-reference ones, whose ACKs carry no
+    /// address), seen on the XPUB, less those that left.
     pub fn stores_seen(&self) -> usize {
         self.shared.stores_seen.load(SeqCst)
     }
@@ -640,7 +705,13 @@ impl Producer {
     }
 
     /// Waits until everything sent is released or `timeout` passes; returns
-    /// the records still outstanding (0 = all delivered).
+    /// the records still outstanding (0 = all delivered). A record is
+    /// released once `min_acks` stores ACKed it, counted apart: this
+    /// project's stores by their ADDRESSED-ACKs (or `rfc` ACKs), and all
+    /// C-reference stores together as one (their zproto ACKs carry no
+    /// address). With `min_acks` above that count nothing is released;
+    /// the producer logs a warning once and counts such ACKs in
+    /// `stats.min_acks_unreachable`.
     pub fn flush(&self, timeout: Duration) -> Result<u64> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -690,7 +761,7 @@ fn run(
     let node = cfg.socket_config();
     let mut core = Core::open(ctx, &node, NodeType::Producer, address, &[tb])?;
     // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
-    let mut takers = BatchTakers::default();
+    let mut takers = Takers::batches();
     // Every unsubscription too, also when one of several stores leaves: the
     // count of stores connected goes down again.
     set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
@@ -760,22 +831,18 @@ fn run(
                 }
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
-                    Ok(sub) if n == 1 && sub.prefix == b"M" => {
-                        if sub.subscribe {
-                            shared.stores_seen.fetch_add(1, SeqCst);
-                            // A store connecting: what we published before its
-                            // subscription arrived never reached it, and stores'
-                            // GET-HEADS never reach producers. Tell it now, not
-                            // a `head_interval` later.
+                    Ok(sub) if n == 1 && st.on_store_subscription(sub.prefix, sub.subscribe) => {
+                        // A store connecting: what we published before its
+                        // subscription arrived never reached it, and stores'
+                        // GET-HEADS never reach producers. Tell it now, not
+                        // a `head_interval` later.
+                        if sub.subscribe && sub.prefix == b"M" {
                             if let Some(h) = st.head() {
                                 Stats::add(&stats.heads_sent, 1);
                                 core.emit(&h)?;
                             }
-                        } else {
-                            let _ = shared
-                                .stores_seen
-                                .fetch_update(SeqCst, SeqCst, |v| Some(v.saturating_sub(1)));
                         }
+                        shared.stores_seen.store(st.countable_stores(), SeqCst);
                         shared.notify();
                     }
                     Ok(sub) if n == 1 => {
@@ -801,9 +868,24 @@ fn run(
                 }
                 let (s, n) = frames.slices();
                 match decode(&s[..n]) {
-                    Ok((Message::Ack(a), _)) => {
+                    Ok((Message::Ack(a) | Message::AddressedAck(a), _)) => {
                         if a.topic == address.as_bytes() && a.subject == tb {
                             Stats::add(&stats.acks_received, 1);
+                            if let AckReach::Unreachable { first } = st.ack_reach(&a) {
+                                Stats::add(&stats.min_acks_unreachable, 1);
+                                if first {
+                                    tracing::warn!(
+                                        "producer {address} of topic {topic:?}: min_acks={} \
+                                         cannot be reached by the stores whose ACKs it can \
+                                         count ({}): C-reference stores' ACKs carry no \
+                                         address and count as one store together; records \
+                                         are not released until more of dafka's stores ACK \
+                                         (PROTOCOL.md, ADDRESSED-ACK)",
+                                        st.min_acks(),
+                                        st.countable_stores(),
+                                    );
+                                }
+                            }
                             freed += st.on_ack(&a);
                         } else {
                             Stats::add(&stats.ignored, 1);
@@ -1047,6 +1129,49 @@ mod tests {
         let mut zero = ProducerState::new(b"hello", P, 0, Duration::from_secs(1));
         assert_eq!(zero.append(&[1, 2, 3]), (0, 3));
         assert_eq!(zero.released_upto(), 1);
+    }
+
+    /// Address-less ACKs (C-reference stores in zproto) count as one store
+    /// together; this project's stores are known by their `R` subscription
+    /// and counted apart. A `min_acks` above what can be counted is said.
+    #[test]
+    fn countable_stores_are_ours_plus_one_for_every_c_store() {
+        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
+        assert_eq!(st.countable_stores(), 0);
+        assert!(!st.on_store_subscription(b"Mhello", true), "a consumer's");
+        assert!(!st.on_store_subscription(b"Rhello", true), "a consumer's");
+        // Two C stores: every RECORD, no RECORD-BATCH.
+        assert!(st.on_store_subscription(b"M", true));
+        assert!(st.on_store_subscription(b"M", true));
+        assert_eq!(st.countable_stores(), 1);
+        st.append(&[0; 10]);
+        assert_eq!(
+            st.ack_reach(&ack(None, 0)),
+            AckReach::Unreachable { first: true }
+        );
+        assert_eq!(
+            st.ack_reach(&ack(None, 0)),
+            AckReach::Unreachable { first: false },
+            "warned once"
+        );
+        assert_eq!(st.ack_reach(&ack(Some(b"S1"), 0)), AckReach::Counted);
+        // One of ours joins: two can be counted, min_acks=2 is in reach.
+        st.on_store_subscription(b"M", true);
+        st.on_store_subscription(b"R", true);
+        assert_eq!(st.countable_stores(), 2);
+        assert_eq!(st.ack_reach(&ack(None, 0)), AckReach::Counted);
+        // Both C stores leave: only ours remains.
+        st.on_store_subscription(b"M", false);
+        st.on_store_subscription(b"M", false);
+        assert_eq!(st.countable_stores(), 1);
+        st.on_store_subscription(b"R", false);
+        st.on_store_subscription(b"M", false);
+        assert_eq!(st.countable_stores(), 0);
+        st.on_store_subscription(b"M", false);
+        assert_eq!(st.countable_stores(), 0, "never below zero");
+        let mut one = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
+        one.on_store_subscription(b"M", true);
+        assert_eq!(one.ack_reach(&ack(None, 0)), AckReach::Counted);
     }
 
     #[test]

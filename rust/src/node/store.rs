@@ -26,7 +26,7 @@ use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::batch::Batch;
 use crate::node::config::NodeConfig;
 use crate::node::core::{
-    new_address, poll_timeout, set_int_option, BatchTakers, Core, Dest, Frames, Out, Stats,
+    new_address, poll_timeout, set_int_option, Core, Dest, Frames, Out, Stats, Takers,
 };
 use crate::node::store_logic::{
     PartKey, ReplySlice, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig,
@@ -238,7 +238,7 @@ fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
 /// Sends a slice of FETCH answers until the requester's queue is full:
 /// how many went out. In DIRECT-RECORD-BATCHes to a requester that takes
 /// them.
-fn send_slice(core: &mut Core, slice: &ReplySlice, takers: &BatchTakers) -> Result<usize> {
+fn send_slice(core: &mut Core, slice: &ReplySlice, takers: &Takers) -> Result<usize> {
     let dest = Dest::Direct {
         to: &slice.to,
         partition: &slice.partition,
@@ -269,7 +269,7 @@ fn run<L: StoreLog>(
     let stats = &shared.stats;
     let mut frames = Frames::default();
     // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
-    let mut takers = BatchTakers::default();
+    let mut takers = Takers::batches();
     let mut slice = ReplySlice::default();
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
@@ -326,6 +326,8 @@ fn run<L: StoreLog>(
                 match Subscription::decode(s[0]) {
                     Ok(sub) if n == 1 => {
                         takers.on_subscription(sub.prefix, sub.subscribe);
+                        core.addressed_acks
+                            .on_subscription(sub.prefix, sub.subscribe);
                         if !sub.subscribe {
                             continue;
                         }

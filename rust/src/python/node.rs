@@ -3,7 +3,7 @@
 //! slices, checking for signals in between, so Ctrl-C works.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
@@ -251,9 +251,37 @@ struct PyProducer {
     /// `self.p = Producer(..., on_delivery=self.cb)` makes a cycle.
     on_delivery: std::sync::Mutex<Option<Py<PyAny>>>,
     reported: AtomicI64,
+    /// Whether `flush` warned that `min_acks` is out of reach.
+    warned_unreachable: AtomicBool,
 }
 
 impl PyProducer {
+    /// Logs once, to the ``dafka`` Python logger, that records wait for
+    /// stores that cannot be counted (`Stats::min_acks_unreachable`).
+    fn warn_unreachable(&self, py: Python<'_>) -> PyResult<()> {
+        let n = self
+            .inner
+            .stats()
+            .min_acks_unreachable
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if n == 0 || self.warned_unreachable.swap(true, SeqCst) {
+            return Ok(());
+        }
+        let msg = format!(
+            "producer {} of topic {:?}: min_acks cannot be reached by the stores whose ACKs \
+             it can count ({} now): C-reference stores' zproto ACKs carry no store address \
+             and count as one store together ({n} such ACKs); records stay unreleased until \
+             more dafka stores ACK, or lower min_acks",
+            self.inner.address(),
+            self.inner.topic(),
+            self.inner.stores_seen(),
+        );
+        py.import("logging")?
+            .call_method1("getLogger", ("dafka",))?
+            .call_method1("warning", (msg,))?;
+        Ok(())
+    }
+
     fn serve_delivery(&self, py: Python<'_>) -> PyResult<u64> {
         let acked = self.inner.acked_offset().map_or(-1, |a| a as i64);
         // Two threads serving at once report each offset once.
@@ -335,6 +363,7 @@ impl PyProducer {
             send_timeout,
             on_delivery: std::sync::Mutex::new(on_delivery),
             reported: AtomicI64::new(-1),
+            warned_unreachable: AtomicBool::new(false),
         })
     }
 
@@ -423,6 +452,13 @@ impl PyProducer {
     /// ``min_acks`` stores (or sent, with ``min_acks=0``), up to ``timeout``
     /// seconds (None = forever). Returns how many are still outstanding (0 = all
     /// delivered) and calls ``on_delivery``.
+    ///
+    /// Stores are counted apart by the address their ACKs carry: every dafka
+    /// store's does, in both dialects (ADDRESSED-ACK), but a C-reference store's
+    /// zproto ACK has none, so all C-reference stores together count as one. A
+    /// ``min_acks`` above what can be counted is never reached: such ACKs are
+    /// counted in ``stats()["min_acks_unreachable"]``, and ``flush`` logs a
+    /// warning once to the ``dafka`` logger when it returns with records left.
     #[pyo3(signature = (timeout = None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
         let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
@@ -440,12 +476,16 @@ impl PyProducer {
             }
         })?;
         self.serve_delivery(py)?;
+        if left > 0 {
+            self.warn_unreachable(py)?;
+        }
         Ok(left)
     }
 
     /// Waits (GIL released) until ``n`` stores have connected to this producer
     /// (subscribed to its records), up to ``timeout`` seconds; returns how many
-    /// have. Records sent before a store connects are not lost (it fetches them
+    /// have, counted as ``min_acks`` counts them (``stores_seen``): each dafka
+    /// store, plus one for all C-reference stores together. Records sent before a store connects are not lost (it fetches them
     /// from this producer's buffer) but cross the wire twice: wait before a burst.
     #[pyo3(signature = (n = 1, timeout = 10.0))]
     fn wait_for_stores(&self, py: Python<'_>, n: i128, timeout: f64) -> PyResult<usize> {
@@ -461,7 +501,9 @@ impl PyProducer {
         })
     }
 
-    /// Stores connected now (one that left no longer counts).
+    /// Stores connected now whose ACKs can be counted apart (one that left no
+    /// longer counts): each dafka store, plus one for all C-reference stores
+    /// together (their zproto ACKs carry no address).
     #[getter]
     fn stores_seen(&self) -> usize {
         self.inner.stores_seen()
@@ -534,7 +576,9 @@ impl PyProducer {
         Ok(self.inner.connect(endpoint)?)
     }
     /// The node's counters as ``{name: count}``. A producer counts ``records_sent``,
-    /// ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed`` and ``peers``.
+    /// ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``
+    /// and ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
+    /// was more than the stores it can count apart; see ``flush``).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }

@@ -65,6 +65,12 @@ fn wire_encode<'py>(
             subject,
             sequence,
         }),
+        Kind::AddressedAck => Message::AddressedAck(Ack {
+            topic,
+            address,
+            subject,
+            sequence,
+        }),
         Kind::Head => Message::Head(head),
         Kind::DirectHead => Message::DirectHead(head),
         Kind::GetHeads => Message::GetHeads(GetHeads {
@@ -141,7 +147,7 @@ fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResu
             None,
             None,
         ),
-        Message::Ack(a) => (
+        Message::Ack(a) | Message::AddressedAck(a) => (
             a.address.map(b),
             Some(b(a.subject)),
             Some(a.sequence),

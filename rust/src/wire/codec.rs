@@ -108,6 +108,16 @@ impl Message<'_> {
                 put_string(out, "subject", a.subject)?;
                 out.extend_from_slice(&a.sequence.to_be_bytes());
             }
+            Message::AddressedAck(a) => {
+                let address = a.address.ok_or(WireError::BadField {
+                    field: "address",
+                    frame: usize::from(dialect == Dialect::Rfc),
+                    reason: "an ADDRESSED-ACK names its store",
+                })?;
+                put_string(out, "address", address)?;
+                put_string(out, "subject", a.subject)?;
+                out.extend_from_slice(&a.sequence.to_be_bytes());
+            }
             Message::Head(h) | Message::DirectHead(h) => {
                 put_string(out, "address", h.address)?;
                 put_string(out, "subject", h.subject)?;
@@ -404,6 +414,12 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
                 sequence,
             })
         }
+        Kind::AddressedAck => Message::AddressedAck(Ack {
+            topic,
+            address: Some(r.string("address")?),
+            subject: r.string("subject")?,
+            sequence: r.u64("sequence")?,
+        }),
         Kind::Head | Kind::DirectHead => {
             let h = Head {
                 topic,

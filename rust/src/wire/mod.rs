@@ -28,6 +28,7 @@
 //! | STORE-HELLO    | `L` | consumer address    | address                                 |
 //! | RECORD-BATCH   | `R` | topic               | address, subject, sequence, count, [values] |
 //! | DIRECT-RECORD-BATCH | `Q` | requester address | address, subject, sequence, count, [values] |
+//! | ADDRESSED-ACK  | `A` | partition           | address, subject, sequence              |
 //!
 //! A receiver accepts both dialects, told apart by frame count ([`decode`]).
 //!
@@ -47,6 +48,14 @@
 //! consumers and stores subscribe `Q` + their own address beside `D`, and a
 //! producer or store that saw that subscription on its XPUB answers their
 //! FETCHes in batches; everyone else gets DIRECT-RECORDs.
+//!
+//! ADDRESSED-ACK is an ACK that names its store in both dialects (a zproto
+//! ACK has no address field, so a producer could not tell two stores'
+//! ACKs apart and `min_acks >= 2` never completed). This project's
+//! producers subscribe `A` + their address beside `K` + their address; a
+//! store that saw that subscription on its XPUB ACKs the partition with
+//! ADDRESSED-ACKs, and everyone else (the C reference's producer) with
+//! plain ACKs. A partition has one producer, so its ACKs go one way only.
 
 mod beacon;
 mod codec;
@@ -111,11 +120,13 @@ pub enum Kind {
     RecordBatch,
     /// This project's extension: several DIRECT-RECORDs of one partition.
     DirectRecordBatch,
+    /// This project's extension: an ACK that names its store in both dialects.
+    AddressedAck,
 }
 
 impl Kind {
     /// The nine RFC 46 messages, then the extensions.
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::Record,
         Kind::DirectRecord,
         Kind::Fetch,
@@ -127,6 +138,7 @@ impl Kind {
         Kind::StoreHello,
         Kind::RecordBatch,
         Kind::DirectRecordBatch,
+        Kind::AddressedAck,
     ];
 
     pub const fn id(self) -> u8 {
@@ -142,6 +154,7 @@ impl Kind {
             Kind::StoreHello => b'L',
             Kind::RecordBatch => b'R',
             Kind::DirectRecordBatch => b'Q',
+            Kind::AddressedAck => b'A',
         }
     }
 
@@ -158,6 +171,7 @@ impl Kind {
             b'L' => Kind::StoreHello,
             b'R' => Kind::RecordBatch,
             b'Q' => Kind::DirectRecordBatch,
+            b'A' => Kind::AddressedAck,
             _ => return None,
         })
     }
@@ -176,6 +190,7 @@ impl Kind {
             Kind::StoreHello => "STORE-HELLO",
             Kind::RecordBatch => "RECORD-BATCH",
             Kind::DirectRecordBatch => "DIRECT-RECORD-BATCH",
+            Kind::AddressedAck => "ADDRESSED-ACK",
         }
     }
 
@@ -330,6 +345,8 @@ pub struct Fetch<'a> {
 }
 
 /// ACK: `topic` is the partition; `address` (the store) travels in `rfc` only.
+/// ADDRESSED-ACK: the same, and `address` is always there (an encoder
+/// refuses one without it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ack<'a> {
     pub topic: &'a [u8],
@@ -467,6 +484,7 @@ pub enum Message<'a> {
     StoreHello(StoreHello<'a>),
     RecordBatch(RecordBatch<'a>),
     DirectRecordBatch(RecordBatch<'a>),
+    AddressedAck(Ack<'a>),
 }
 
 impl<'a> Message<'a> {
@@ -483,6 +501,7 @@ impl<'a> Message<'a> {
             Message::StoreHello(_) => Kind::StoreHello,
             Message::RecordBatch(_) => Kind::RecordBatch,
             Message::DirectRecordBatch(_) => Kind::DirectRecordBatch,
+            Message::AddressedAck(_) => Kind::AddressedAck,
         }
     }
 
@@ -491,7 +510,7 @@ impl<'a> Message<'a> {
         match self {
             Message::Record(m) | Message::DirectRecord(m) => m.topic,
             Message::Fetch(m) => m.topic,
-            Message::Ack(m) => m.topic,
+            Message::Ack(m) | Message::AddressedAck(m) => m.topic,
             Message::Head(m) | Message::DirectHead(m) => m.topic,
             Message::GetHeads(m) => m.topic,
             Message::ConsumerHello(m) => m.topic,

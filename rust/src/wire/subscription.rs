@@ -70,7 +70,9 @@ fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
 /// (a producer passes its one topic, a store none).
 ///
 /// - Producer: ACK and FETCH for its partition, and GET-HEADS for its topic
-///   (producers answer GET-HEADS for their topic with DIRECT-HEAD).
+///   (producers answer GET-HEADS for their topic with DIRECT-HEAD); this
+///   project's extension: ADDRESSED-ACK for its partition, first, so a store
+///   knows it before the plain ACK subscription.
 /// - Consumer: DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO to itself; RECORD and
 ///   HEAD per topic; this project's extensions: RECORD-BATCH per topic and
 ///   DIRECT-RECORD-BATCH to itself.
@@ -80,7 +82,11 @@ fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
 pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Vec<u8>> {
     match node {
         NodeType::Producer => {
-            let mut v = vec![prefix(Kind::Ack, address), prefix(Kind::Fetch, address)];
+            let mut v = vec![
+                prefix(Kind::AddressedAck, address),
+                prefix(Kind::Ack, address),
+                prefix(Kind::Fetch, address),
+            ];
             v.extend(topics.iter().map(|t| prefix(Kind::GetHeads, t)));
             v
         }

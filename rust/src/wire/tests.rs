@@ -82,8 +82,8 @@ fn golden_messages_decode_and_reencode_byte_exact() {
                 let got: Vec<Vec<u8>> = c.subjects.iter().map(|s| s.to_vec()).collect();
                 assert_eq!(got, want);
             }
-            Message::RecordBatch(_) | Message::DirectRecordBatch(_) => {
-                panic!("the C reference has no batches")
+            Message::RecordBatch(_) | Message::DirectRecordBatch(_) | Message::AddressedAck(_) => {
+                panic!("the C reference has none of this project's extensions")
             }
         }
         assert_eq!(
@@ -457,7 +457,12 @@ fn subscriptions_per_node_type() {
     let subs = subscriptions(NodeType::Producer, b"P1", &[b"hello"]);
     assert_eq!(
         subs,
-        vec![b"KP1".to_vec(), b"FP1".to_vec(), b"Ghello".to_vec()]
+        vec![
+            b"AP1".to_vec(),
+            b"KP1".to_vec(),
+            b"FP1".to_vec(),
+            b"Ghello".to_vec()
+        ]
     );
     let subs = subscriptions(NodeType::Store, b"S1", &[]);
     assert_eq!(
@@ -545,6 +550,12 @@ impl Owned {
             Kind::Ack => Message::Ack(Ack {
                 topic: &self.topic,
                 address: self.ack_address.then_some(self.address.as_slice()),
+                subject: &self.subject,
+                sequence: self.sequence,
+            }),
+            Kind::AddressedAck => Message::AddressedAck(Ack {
+                topic: &self.topic,
+                address: Some(&self.address),
                 subject: &self.subject,
                 sequence: self.sequence,
             }),
@@ -898,4 +909,46 @@ fn record_batches_travel_only_to_who_subscribes_r() {
     assert!(subs(NodeType::Store).contains(&me));
     assert!(!subs(NodeType::Producer).iter().any(|p| p[0] == b'Q'));
     assert_eq!(Kind::from_id(b'Q'), Some(Kind::DirectRecordBatch));
+}
+
+#[test]
+fn addressed_acks_travel_only_to_producers_that_subscribe_a() {
+    let subs = |n| subscriptions(n, ADDR, &[b"t"]);
+    // A producer subscribes A + its partition beside K + its partition; a C
+    // producer subscribes K alone, so a store knows whom to send which.
+    let a = [b"A".as_slice(), ADDR].concat();
+    let k = [b"K".as_slice(), ADDR].concat();
+    assert!(subs(NodeType::Producer).contains(&a));
+    assert!(subs(NodeType::Producer).contains(&k));
+    assert!(!subs(NodeType::Store).iter().any(|p| p[0] == b'A'));
+    assert!(!subs(NodeType::Consumer).iter().any(|p| p[0] == b'A'));
+    assert_eq!(Kind::from_id(b'A'), Some(Kind::AddressedAck));
+    assert_eq!(Kind::from_name("ADDRESSED-ACK"), Some(Kind::AddressedAck));
+    // Both dialects carry the store's address; zproto in frame 0 alone.
+    let ack = Ack {
+        topic: ADDR,
+        address: Some(b"S1"),
+        subject: b"t",
+        sequence: 7,
+    };
+    for dialect in [Dialect::Rfc, Dialect::Zproto] {
+        let frames = Message::AddressedAck(ack).to_frames(dialect).unwrap();
+        assert_eq!(frames.len(), if dialect == Dialect::Rfc { 2 } else { 1 });
+        assert_eq!(
+            decode(&frames).unwrap(),
+            (Message::AddressedAck(ack), dialect)
+        );
+        // Without an address it cannot be encoded, nor decoded.
+        let bare = Ack {
+            address: None,
+            ..ack
+        };
+        assert!(Message::AddressedAck(bare).to_frames(dialect).is_err());
+        let mut plain = Message::Ack(bare).to_frames(dialect).unwrap();
+        plain[0][0] = b'A';
+        if dialect == Dialect::Rfc {
+            plain[1][2] = b'A';
+        }
+        assert!(decode(&plain).is_err(), "{dialect:?}");
+    }
 }
