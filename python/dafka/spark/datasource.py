@@ -1,53 +1,12 @@
 """The ``dafka`` Python data source (``spark.dataSource.register``).
 
-Writing (batch ``df.write`` and streaming ``writeStream``): options ``topic``,
-``towers`` and/or ``peers`` (comma separated), ``minAcks`` (default 1),
-``flushTimeout`` seconds (default 120), ``reuseProducer``, ``wire`` (the dialect the
-producers send in: ``rfc``, the default, or ``zproto``), ``recordBatches`` (default
-true: RECORD-BATCH messages, the wire extension in the README). The DataFrame needs a
-``value`` column of binary or string. Every task flushes until acknowledged before
-it commits; a failed or retried task re-sends into another partition, so delivery
-is at-least-once (see :mod:`dafka.spark._produce`). A batch write's task is one
-producer (its own partition). The streaming sink's tasks reuse their Python
-worker's producer across micro-batches (``reuseProducer``, default true there),
-so a query writes one partition per worker, not one per task and micro-batch.
-
-Reading (batch ``spark.read`` for a bounded range, streaming ``readStream``):
-options ``subscribe`` (comma-separated topics), ``towers`` (stores must discover
-the executors' read clients, so reads need towers), ``startingOffsets``
-(``earliest`` | ``latest`` | JSON ``{partition: offset}``, -2 = earliest, -1 =
-latest; default ``earliest`` for batch, ``latest`` for streaming), batch only
-``endingOffsets`` (``latest`` | JSON), streaming ``maxOffsetsPerTrigger``,
-``failOnDataLoss`` (default true: raise when retention removed records a range
-needs; as with Kafka, ``earliest`` and partitions discovered later begin at the
-first record stores still hold, so what retention deleted before is not a
-loss), ``fetchTimeout`` and ``headsTimeout`` seconds, ``headsSettle`` seconds
-(default 0.5: planning asks stores for heads until no new answer came for this
-long; a batch read waits it once, a streaming query in its first micro-batch: it
-keeps its planning client, whose later rounds end once every store answered again,
-and which keeps beaconing between rounds, so a round after a long pause is quick
-too, see :class:`dafka.HeadsWatch`), ``maxRecordsPerTask``
-(default 500,000: longer ranges are split over several Spark tasks, each holding its
-range in memory while it reads), ``minRecordsPerTask`` (default 50,000, at most
-``maxRecordsPerTask``: shorter ranges share a task, read one after the other by
-one client, until it holds at least that many records; a topic written by many
-Spark tasks has many small partitions, and a Spark task each would cost more
-than reading them), streaming ``forgetPartitionsAfter`` (seconds, default 3600: a
-partition that no store has announced for this long (up to twice: the planning
-client forgets it first, then the offsets) leaves the query's offsets; a
-topic that Spark jobs write gets a partition per task, and the offsets JSON, written
-at every micro-batch, would otherwise grow with every partition the topic ever had.
-Stores announce every partition they hold records of, so one absent that long has
-nothing left to read, unless every store holding it was away all that time: then
-it is read again from its first record when they are back, at-least-once). Both
-sides take ``bind`` (default ``tcp://127.0.0.1:*``; use ``tcp://*:0`` on a
-multi-host cluster so stores reach the executors), ``advertiseHost`` (the host put
-in beacons, for executors behind NAT or in containers; ``""`` lets the tower use
-the TCP peer address) and ``beaconInterval`` (writing also ``beaconTimeout``).
-Schema: ``topic string, partition string, offset long, value binary``. Offsets are JSON
-``{partition: next_offset}``; partitions are producer addresses, unique across
-topics. The driver asks stores for heads (GET-HEADS); every executor task reads its
-``[start, end)`` range straight from stores (FETCH), not through the driver.
+Writing (batch ``df.write`` and streaming ``writeStream``) and reading (batch
+``spark.read`` of a bounded range, streaming ``readStream``). Every option, its
+default and meaning, in one table: ``docs/spark.md``, "Options". The driver asks
+stores for heads (GET-HEADS); every executor task reads its ``[start, end)`` range
+straight from stores (FETCH), not through the driver. Schema: ``topic string,
+partition string, offset long, value binary``; offsets are JSON
+``{partition: next_offset}``.
 """
 
 from __future__ import annotations
