@@ -1,4 +1,5 @@
-//! Encoding and decoding of the nine Dafka messages in both dialects.
+//! Encoding and decoding of the Dafka messages (the nine of RFC 46 and this
+//! project's extensions, PROTOCOL.md) in both dialects.
 //!
 //! Decoding borrows from the caller's frames (no copy of any field), checks every
 //! length against what the frame holds before reading, and never allocates more

@@ -1,14 +1,16 @@
 //! The Dafka wire codec: a pure codec, no sockets, no files.
 //!
-//! It owns the nine messages of RFC 46/DAFKA, this project's one extension
-//! (RECORD-BATCH, below), the tower beacons and welcome, and the XPUB
-//! subscription frames, in the two dialects of `PROTOCOL.md`:
+//! It owns the nine messages of RFC 46/DAFKA, this project's four extensions
+//! (PROTOCOL.md, "Extensions", summed up below), the tower beacons and
+//! welcome, and the XPUB subscription frames, in the two dialects of
+//! `PROTOCOL.md`:
 //!
 //! ```text
 //!            rfc (default)                         zproto (C reference)
 //! frame 0    ID + key                              ID + key + 00 + 01 + fields
-//! frame 1    AA A5 + ID + 01 + fields              content (RECORD, DIRECT-RECORD)
-//! frame 2    content (RECORD, DIRECT-RECORD)       -
+//! frame 1    AA A5 + ID + 01 + fields              content (RECORD, DIRECT-RECORD; batches: values)
+//! frame 2    content (RECORD, DIRECT-RECORD;       -
+//!            batches: values)
 //! ```
 //!
 //! Fields: `string` = 1-octet length + bytes; `longstr` = 4-octet length + bytes;
@@ -23,7 +25,7 @@
 //! | ACK            | `K` | partition           | [address (rfc)], subject, sequence      |
 //! | HEAD           | `H` | topic               | address, subject, sequence              |
 //! | DIRECT-HEAD    | `E` | requester address   | address, subject, sequence              |
-//! | GET-HEADS      | `G` | topic               | address                                 |
+//! | GET-HEADS      | `G` | topic (extension: empty) | address                            |
 //! | CONSUMER-HELLO | `W` | store address       | address, subjects                       |
 //! | STORE-HELLO    | `L` | consumer address    | address                                 |
 //! | RECORD-BATCH   | `R` | topic               | address, subject, sequence, count, [values] |
@@ -31,9 +33,14 @@
 //! | ADDRESSED-ACK  | `A` | partition           | address, subject, sequence              |
 //!
 //! A receiver accepts both dialects, told apart by frame count ([`decode`]).
+//! The first nine rows are RFC 46; the four extensions travel only to nodes
+//! that subscribed to them, so a C-reference node sees RFC 46 byte for byte.
 //!
-//! RECORD-BATCH and DIRECT-RECORD-BATCH are not in RFC 46. RECORD-BATCH is
-//! `count` RECORDs of one partition, offsets
+//! GET-HEADS with an empty topic is asked by a store of the other stores
+//! (which subscribe `G`), who answer a DIRECT-HEAD for every partition they
+//! hold: how stores replicate partitions whose producers are gone.
+//!
+//! RECORD-BATCH is `count` RECORDs of one partition, offsets
 //! `sequence` to `sequence + count - 1`, in one message, framed as RECORD is (its
 //! content frame holds the values, each a `longstr`, back to back, and nothing
 //! else). A producer sends it only when asked to (`record_batches`); this
@@ -45,9 +52,9 @@
 //! "Spark"); it carries at least one record, and its last offset is below
 //! 2^64 - 1, as any record's. DIRECT-RECORD-BATCH is the same as a FETCH
 //! answer (DIRECT-RECORDs), keyed by the requester's address: this project's
-//! consumers and stores subscribe `Q` + their own address beside `D`, and a
-//! producer or store that saw that subscription on its XPUB answers their
-//! FETCHes in batches; everyone else gets DIRECT-RECORDs.
+//! consumers, stores and read clients subscribe `Q` + their own address beside
+//! `D`, and a producer or store that saw that subscription on its XPUB answers
+//! their FETCHes in batches; everyone else gets DIRECT-RECORDs.
 //!
 //! ADDRESSED-ACK is an ACK that names its store in both dialects (a zproto
 //! ACK has no address field, so a producer could not tell two stores'
@@ -104,7 +111,8 @@ impl std::str::FromStr for Dialect {
     }
 }
 
-/// The nine message kinds, with their one-octet IDs.
+/// The message kinds, with their one-octet IDs: the nine of RFC 46, then
+/// this project's extensions (PROTOCOL.md, "Extensions").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     Record,
