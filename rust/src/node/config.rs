@@ -141,6 +141,22 @@ pub const LONGEST: Duration = Duration::from_secs(3_000_000_000);
 /// The default `max_record_bytes` of producers and stores: 64 MiB.
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 << 20;
 
+/// The default [`ConsumerConfig::idle_after`]: a partition caught up and not
+/// heard of for this long keeps only its position (in
+/// `ConsumerState::starts`), not its `Part`. A topic that Spark jobs feed
+/// gets a partition per task, and a long-lived consumer would otherwise keep
+/// every one.
+pub const IDLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The default [`ConsumerConfig::forget_after`]: eight days, past the stores'
+/// default retention (seven days), as Kafka expires an idle group's offsets
+/// after seven.
+pub const FORGET_AFTER: Duration = Duration::from_secs(8 * 24 * 3600);
+
+/// The most store addresses whose ACKs a producer tracks at once (each ACK
+/// sorts them all); a flood of ACKs from made-up addresses stops here.
+pub const MAX_ACKERS: usize = 1024;
+
 impl Default for ProducerConfig {
     fn default() -> Self {
         Self {
@@ -181,11 +197,10 @@ impl ProducerConfig {
         if self.max_record_bytes == 0 {
             return Err(Error::Config("max_record_bytes must be > 0".into()));
         }
-        if self.min_acks > crate::node::producer::MAX_ACKERS {
+        if self.min_acks > MAX_ACKERS {
             return Err(Error::Config(format!(
                 "min_acks = {}: a producer tracks ACKs from at most {} stores",
-                self.min_acks,
-                crate::node::producer::MAX_ACKERS
+                self.min_acks, MAX_ACKERS
             )));
         }
         Ok(())
@@ -268,8 +283,8 @@ impl Default for ConsumerConfig {
             max_buffered_bytes: 64 << 20,
             give_up_fetches: 6,
             start_offsets: Vec::new(),
-            idle_after: crate::node::consumer::IDLE_AFTER,
-            forget_after: Some(crate::node::consumer::FORGET_AFTER),
+            idle_after: IDLE_AFTER,
+            forget_after: Some(FORGET_AFTER),
         }
     }
 }

@@ -17,8 +17,10 @@ use crossbeam_utils::CachePadded;
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::config::{check_name, ConsumerConfig, OffsetReset};
-use crate::node::core::{new_address, poll_timeout, Backoff, Core, Frames, Out, Stats};
 use crate::node::held::Held;
+use crate::node::out::{poll_timeout, Backoff, Out};
+use crate::node::socket::{new_address, Core, Frames};
+use crate::node::stats::Stats;
 use crate::wire::{decode, Head, Message, NodeType, Record, StoreHello, Subscription};
 
 /// One record handed to the application.
@@ -71,18 +73,6 @@ struct Part {
     /// When a RECORD, HEAD or seek last concerned it.
     touched: Instant,
 }
-
-/// The default [`ConsumerConfig::idle_after`]: a partition caught up and not
-/// heard of for this long keeps only its position (in
-/// [`ConsumerState::starts`]), not its [`Part`]. A topic that Spark jobs feed
-/// gets a partition per task, and a long-lived consumer would otherwise keep
-/// every one.
-pub const IDLE_AFTER: Duration = Duration::from_secs(60);
-
-/// The default [`ConsumerConfig::forget_after`]: eight days, past the stores'
-/// default retention (seven days), as Kafka expires an idle group's offsets
-/// after seven.
-pub const FORGET_AFTER: Duration = Duration::from_secs(8 * 24 * 3600);
 
 /// Where a partition not (or no longer) followed starts when it is heard of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1187,6 +1177,7 @@ fn deliver(tx: &Sender<Vec<Delivery>>, shared: &ConsumerShared, dels: &mut Vec<D
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::config::IDLE_AFTER;
 
     const P: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
     const ME: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";

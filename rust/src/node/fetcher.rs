@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::node::config::{check_name, NodeConfig};
-use crate::node::core::{new_address, poll_timeout, Core, Frames, Out, Stats};
+use crate::node::out::{poll_timeout, Out};
+use crate::node::socket::{new_address, Core, Frames};
+use crate::node::stats::Stats;
 use crate::wire::{decode, Kind, Message, NodeType, Subscription};
 
 /// How often an unanswered GET-HEADS or FETCH is repeated.
@@ -96,7 +98,7 @@ impl Client {
                 self.core.sub.as_poll_item(zmq::POLLIN),
             ];
             items.extend(self.core.disc.poll_items());
-            crate::node::core::poll(&mut items, timeout)?;
+            crate::node::socket::poll(&mut items, timeout)?;
             let b = items[2..].iter().any(|i| i.is_readable());
             (items[0].is_readable(), items[1].is_readable(), b)
         };

@@ -13,10 +13,10 @@ use crossbeam_utils::CachePadded;
 use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::batch::Batch;
-use crate::node::config::ProducerConfig;
-use crate::node::core::{
-    new_address, poll_timeout, set_int_option, Core, Dest, Frames, Out, Stats, Takers,
-};
+use crate::node::config::{ProducerConfig, MAX_ACKERS};
+use crate::node::out::{poll_timeout, Out};
+use crate::node::socket::{new_address, set_int_option, Core, Dest, Frames, Takers};
+use crate::node::stats::Stats;
 use crate::wire::{decode, topic_matches, Ack, Fetch, GetHeads, Message, NodeType, Subscription};
 
 /// Pure producer protocol state.
@@ -424,10 +424,6 @@ impl ProducerShared {
         let _ = self.cv.wait_timeout(g, slice);
     }
 }
-
-/// The most store addresses whose ACKs a producer tracks at once (each ACK
-/// sorts them all); a flood of ACKs from made-up addresses stops here.
-pub(crate) const MAX_ACKERS: usize = 1024;
 
 /// A running producer. `send` never blocks while the buffer has room.
 pub struct Producer {

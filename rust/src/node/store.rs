@@ -25,9 +25,9 @@ use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::{Actor, Inbox, Ready, Waker};
 use crate::node::batch::Batch;
 use crate::node::config::NodeConfig;
-use crate::node::core::{
-    new_address, poll_timeout, set_int_option, Core, Dest, Frames, Out, Stats, Takers,
-};
+use crate::node::out::{poll_timeout, Out};
+use crate::node::socket::{new_address, set_int_option, Core, Dest, Frames, Takers};
+use crate::node::stats::Stats;
 use crate::node::store_logic::{
     PartKey, ReplySlice, StoreCounters, StoreLog, StoreLogic, StoreLogicConfig,
 };

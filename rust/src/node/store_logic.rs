@@ -28,8 +28,8 @@ use rustc_hash::FxBuildHasher;
 
 use crate::log::format::name_fits;
 use crate::node::batch::Batch;
-use crate::node::core::{Backoff, Out};
 use crate::node::held::Held;
+use crate::node::out::{Backoff, Out};
 use crate::wire::{ConsumerHello, Fetch, GetHeads, Head, RecordBatch};
 
 /// A map looked up by borrowed key with one probe ([`hashbrown::HashMap::entry_ref`]).

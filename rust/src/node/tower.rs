@@ -31,7 +31,8 @@ use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::beacon::MAX_PEERS;
 use crate::node::config::{bind_spelling, split_tcp, TowerConfig};
-use crate::node::core::{Frames, Stats, MAX_CONTROL_FRAME};
+use crate::node::socket::{Frames, MAX_CONTROL_FRAME};
+use crate::node::stats::Stats;
 use crate::wire::{decode_beacon, Beacon, WELCOME};
 
 /// The pure rewrite: a node beacon and the peer address it came from →
@@ -520,7 +521,7 @@ fn run(
                 mon.as_poll_item(zmq::POLLIN),
             ];
             let t = inbox.before_poll(wait);
-            crate::node::core::poll(&mut items, t)?;
+            crate::node::socket::poll(&mut items, t)?;
             (
                 items[1].is_readable(),
                 items[2].is_readable(),

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::error::Error;
-use crate::node::core::Stats;
+use crate::node::stats::Stats;
 use crate::node::{
     Batch, Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower,
     TowerConfig,

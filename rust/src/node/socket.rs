@@ -1,19 +1,20 @@
-//! What every Dafka node (producer, consumer, store) has in common: its XPUB
-//! (verbose) and SUB, its [`Discovery`], its address, the dialect it sends in,
-//! the owned outgoing-message type [`Out`] that the pure protocol state
-//! machines return, reusable receive [`Frames`], and [`Stats`] counters.
+//! The sockets every Dafka node (producer, consumer, store) has in common:
+//! [`Core`] holds its XPUB (verbose) and SUB, its [`Discovery`], its
+//! address and the dialect it sends in, and sends the [`Out`]s its pure
+//! state returns; [`Frames`] receives, [`Takers`] tracks the peers that take
+//! this project's extensions, [`poll`] waits. The unsafe FFI for socket
+//! options the `zmq` crate lacks ([`set_int_option`]) lives here too, with
+//! its SAFETY notes.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::node::actor::Inbox;
 use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig, WIRE_BATCH_BYTES};
-use crate::wire::{
-    subscriptions, Ack, ConsumerHello, Dialect, Fetch, FrameBuf, GetHeads, Head, Message, NodeType,
-    Record, RecordBatch, StoreHello, Subjects,
-};
+use crate::node::out::Out;
+use crate::node::stats::Stats;
+use crate::wire::{subscriptions, Dialect, FrameBuf, Message, NodeType, Record, RecordBatch};
 
 /// Sets an int socket option that the `zmq` crate has no setter for
 /// (`ZMQ_XPUB_NODROP`, `ZMQ_XPUB_VERBOSER`).
@@ -41,212 +42,6 @@ pub fn set_int_option(sock: &mut zmq::Socket, option: u32, value: i32) -> Result
 /// A fresh node address: a UUID v4 as 32 upper-case hex characters.
 pub fn new_address() -> String {
     uuid::Uuid::new_v4().simple().to_string().to_uppercase()
-}
-
-/// One message a node should send, owned; the sender's own address is filled
-/// in by [`Core::emit`] where the message carries it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Out {
-    DirectRecord {
-        to: Vec<u8>,
-        partition: Vec<u8>,
-        subject: Vec<u8>,
-        sequence: u64,
-        content: Vec<u8>,
-    },
-    Head {
-        topic: Vec<u8>,
-        partition: Vec<u8>,
-        sequence: u64,
-    },
-    DirectHead {
-        to: Vec<u8>,
-        partition: Vec<u8>,
-        subject: Vec<u8>,
-        sequence: u64,
-    },
-    /// FETCH from `partition` (its producer and every store), as ourselves.
-    Fetch {
-        partition: Vec<u8>,
-        subject: Vec<u8>,
-        sequence: u64,
-        count: u32,
-    },
-    /// ACK to `partition`'s producer, from ourselves: the address is sent in
-    /// the `rfc` dialect, and in ADDRESSED-ACKs ([`Core::emit`]).
-    Ack {
-        partition: Vec<u8>,
-        subject: Vec<u8>,
-        sequence: u64,
-    },
-    GetHeads {
-        topic: Vec<u8>,
-    },
-    ConsumerHello {
-        to: Vec<u8>,
-        subjects: Vec<Vec<u8>>,
-    },
-    StoreHello {
-        to: Vec<u8>,
-    },
-}
-
-impl Out {
-    /// The wire message, borrowing from `self`; `own` is the sender's address
-    /// for the messages that carry it.
-    pub fn as_message<'a>(&'a self, own: &'a [u8]) -> Message<'a> {
-        match self {
-            Out::DirectRecord {
-                to,
-                partition,
-                subject,
-                sequence,
-                content,
-            } => Message::DirectRecord(Record {
-                topic: to,
-                address: partition,
-                subject,
-                sequence: *sequence,
-                content,
-            }),
-            Out::Head {
-                topic,
-                partition,
-                sequence,
-            } => Message::Head(Head {
-                topic,
-                address: partition,
-                subject: topic,
-                sequence: *sequence,
-            }),
-            Out::DirectHead {
-                to,
-                partition,
-                subject,
-                sequence,
-            } => Message::DirectHead(Head {
-                topic: to,
-                address: partition,
-                subject,
-                sequence: *sequence,
-            }),
-            Out::Fetch {
-                partition,
-                subject,
-                sequence,
-                count,
-            } => Message::Fetch(Fetch {
-                topic: partition,
-                address: own,
-                subject,
-                sequence: *sequence,
-                count: *count,
-            }),
-            Out::Ack {
-                partition,
-                subject,
-                sequence,
-            } => Message::Ack(Ack {
-                topic: partition,
-                address: Some(own),
-                subject,
-                sequence: *sequence,
-            }),
-            Out::GetHeads { topic } => Message::GetHeads(GetHeads {
-                topic,
-                address: own,
-            }),
-            Out::ConsumerHello { to, subjects } => Message::ConsumerHello(ConsumerHello {
-                topic: to,
-                address: own,
-                subjects: Subjects::List(subjects.iter().map(|s| s.as_slice()).collect()),
-            }),
-            Out::StoreHello { to } => Message::StoreHello(StoreHello {
-                topic: to,
-                address: own,
-            }),
-        }
-    }
-}
-
-/// Counters a node exposes (`stats()` in Python). Relaxed atomics: the node
-/// thread writes, anyone reads.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Messages (and beacons) dropped because they were malformed.
-    pub malformed: AtomicU64,
-    /// Well-formed messages that were not for this node (exact key mismatch).
-    pub ignored: AtomicU64,
-    pub records_sent: AtomicU64,
-    pub records_received: AtomicU64,
-    pub delivered: AtomicU64,
-    pub duplicates: AtomicU64,
-    pub gaps: AtomicU64,
-    pub fetches_sent: AtomicU64,
-    /// Offsets a consumer skipped: no node that answers holds them any more.
-    pub records_lost: AtomicU64,
-    /// Partitions a consumer waits on: no node answered its FETCH for the gap
-    /// in `give_up_fetches` tries (the stores that hold it are away, or not
-    /// reachable).
-    pub stalled_partitions: AtomicU64,
-    /// Partitions a consumer keeps the protocol state of (the others it knows,
-    /// idle, only by their position).
-    pub partitions_active: AtomicU64,
-    /// Partition positions a consumer forgot (not heard of for `forget_after`).
-    pub partitions_forgotten: AtomicU64,
-    pub fetches_received: AtomicU64,
-    pub direct_records_sent: AtomicU64,
-    pub acks_received: AtomicU64,
-    pub heads_sent: AtomicU64,
-    /// Beacons relayed (towers).
-    pub beacons: AtomicU64,
-    pub peers: AtomicU64,
-    /// Beacons of new nodes not remembered because
-    /// [`crate::node::beacon::MAX_PEERS`] were known (nodes and towers): a
-    /// node refused beacons again every interval, so this counts beacons, not
-    /// nodes.
-    pub beacons_refused: AtomicU64,
-    /// Times a consumer stopped reading because the application had
-    /// `max_buffered` records or `max_buffered_bytes` waiting.
-    pub pauses: AtomicU64,
-    /// ACKs without a store address (C-reference stores) a producer
-    /// received while its `min_acks` was more than the stores it can count
-    /// apart: records wait for stores that can never be told apart.
-    pub min_acks_unreachable: AtomicU64,
-}
-
-impl Stats {
-    pub fn add(c: &AtomicU64, n: u64) {
-        c.fetch_add(n, Relaxed);
-    }
-
-    /// Name/value pairs, for display and Python dicts.
-    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
-        let g = |c: &AtomicU64| c.load(Relaxed);
-        vec![
-            ("malformed", g(&self.malformed)),
-            ("ignored", g(&self.ignored)),
-            ("records_sent", g(&self.records_sent)),
-            ("records_received", g(&self.records_received)),
-            ("delivered", g(&self.delivered)),
-            ("duplicates", g(&self.duplicates)),
-            ("gaps", g(&self.gaps)),
-            ("fetches_sent", g(&self.fetches_sent)),
-            ("records_lost", g(&self.records_lost)),
-            ("stalled_partitions", g(&self.stalled_partitions)),
-            ("partitions_active", g(&self.partitions_active)),
-            ("partitions_forgotten", g(&self.partitions_forgotten)),
-            ("fetches_received", g(&self.fetches_received)),
-            ("direct_records_sent", g(&self.direct_records_sent)),
-            ("acks_received", g(&self.acks_received)),
-            ("heads_sent", g(&self.heads_sent)),
-            ("beacons", g(&self.beacons)),
-            ("peers", g(&self.peers)),
-            ("beacons_refused", g(&self.beacons_refused)),
-            ("pauses", g(&self.pauses)),
-            ("min_acks_unreachable", g(&self.min_acks_unreachable)),
-        ]
-    }
 }
 
 /// Reusable receive buffers for one multi-frame message (up to 4 frames: Dafka
@@ -752,45 +547,5 @@ impl Core {
             sub: items[2].is_readable(),
             beacon: items[3..].iter().any(|i| i.is_readable()),
         })
-    }
-}
-
-/// How far the FETCH retry interval of a gap that nobody answers has backed
-/// off, for consumers and stores alike: after `give_up_fetches` unanswered
-/// tries it doubles with each retry, up to 16 x `fetch_retry` (8 s by
-/// default), and starts over when records arrive or a store (re)appears.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Backoff(u32);
-
-impl Backoff {
-    /// Doublings at most: 2^4 = 16 x `fetch_retry`.
-    const MAX: u32 = 4;
-
-    /// One more unanswered retry past `give_up_fetches`.
-    pub fn doubled(self) -> Self {
-        Self((self.0 + 1).min(Self::MAX))
-    }
-
-    /// Whether the interval is longer than `fetch_retry`.
-    pub fn is_on(self) -> bool {
-        self.0 > 0
-    }
-
-    /// The retry interval, `retry` backed off.
-    pub fn interval(self, retry: Duration) -> Duration {
-        retry * (1 << self.0)
-    }
-}
-
-/// Milliseconds from `now` to the earliest deadline (for `zmq::poll`); -1 if none.
-pub fn poll_timeout(now: Instant, deadlines: impl IntoIterator<Item = Option<Instant>>) -> i64 {
-    match deadlines.into_iter().flatten().min() {
-        None => -1,
-        Some(d) if d <= now => 0,
-        Some(d) => {
-            // Round up so we do not wake just before the deadline and spin.
-            let ms = (d - now).as_micros().div_ceil(1000);
-            i64::try_from(ms).unwrap_or(i64::MAX)
-        }
     }
 }

@@ -1,0 +1,84 @@
+//! The counters every node exposes (`stats()` in Python): written by the
+//! node thread, read by anyone.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Counters a node exposes (`stats()` in Python). Relaxed atomics: the node
+/// thread writes, anyone reads.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Messages (and beacons) dropped because they were malformed.
+    pub malformed: AtomicU64,
+    /// Well-formed messages that were not for this node (exact key mismatch).
+    pub ignored: AtomicU64,
+    pub records_sent: AtomicU64,
+    pub records_received: AtomicU64,
+    pub delivered: AtomicU64,
+    pub duplicates: AtomicU64,
+    pub gaps: AtomicU64,
+    pub fetches_sent: AtomicU64,
+    /// Offsets a consumer skipped: no node that answers holds them any more.
+    pub records_lost: AtomicU64,
+    /// Partitions a consumer waits on: no node answered its FETCH for the gap
+    /// in `give_up_fetches` tries (the stores that hold it are away, or not
+    /// reachable).
+    pub stalled_partitions: AtomicU64,
+    /// Partitions a consumer keeps the protocol state of (the others it knows,
+    /// idle, only by their position).
+    pub partitions_active: AtomicU64,
+    /// Partition positions a consumer forgot (not heard of for `forget_after`).
+    pub partitions_forgotten: AtomicU64,
+    pub fetches_received: AtomicU64,
+    pub direct_records_sent: AtomicU64,
+    pub acks_received: AtomicU64,
+    pub heads_sent: AtomicU64,
+    /// Beacons relayed (towers).
+    pub beacons: AtomicU64,
+    pub peers: AtomicU64,
+    /// Beacons of new nodes not remembered because
+    /// [`crate::node::beacon::MAX_PEERS`] were known (nodes and towers): a
+    /// node refused beacons again every interval, so this counts beacons, not
+    /// nodes.
+    pub beacons_refused: AtomicU64,
+    /// Times a consumer stopped reading because the application had
+    /// `max_buffered` records or `max_buffered_bytes` waiting.
+    pub pauses: AtomicU64,
+    /// ACKs without a store address (C-reference stores) a producer
+    /// received while its `min_acks` was more than the stores it can count
+    /// apart: records wait for stores that can never be told apart.
+    pub min_acks_unreachable: AtomicU64,
+}
+
+impl Stats {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+
+    /// Name/value pairs, for display and Python dicts.
+    pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
+        let g = |c: &AtomicU64| c.load(Relaxed);
+        vec![
+            ("malformed", g(&self.malformed)),
+            ("ignored", g(&self.ignored)),
+            ("records_sent", g(&self.records_sent)),
+            ("records_received", g(&self.records_received)),
+            ("delivered", g(&self.delivered)),
+            ("duplicates", g(&self.duplicates)),
+            ("gaps", g(&self.gaps)),
+            ("fetches_sent", g(&self.fetches_sent)),
+            ("records_lost", g(&self.records_lost)),
+            ("stalled_partitions", g(&self.stalled_partitions)),
+            ("partitions_active", g(&self.partitions_active)),
+            ("partitions_forgotten", g(&self.partitions_forgotten)),
+            ("fetches_received", g(&self.fetches_received)),
+            ("direct_records_sent", g(&self.direct_records_sent)),
+            ("acks_received", g(&self.acks_received)),
+            ("heads_sent", g(&self.heads_sent)),
+            ("beacons", g(&self.beacons)),
+            ("peers", g(&self.peers)),
+            ("beacons_refused", g(&self.beacons_refused)),
+            ("pauses", g(&self.pauses)),
+            ("min_acks_unreachable", g(&self.min_acks_unreachable)),
+        ]
+    }
+}
