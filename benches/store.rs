@@ -14,7 +14,7 @@
 //! - replay: a late consumer served by the store alone;
 //! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M);
 //! - the store's own per-record code without sockets (`logic`): decoded RECORDs
-//!   into `StoreLogic` over the durable log, as its loop does, CPU per record.
+//!   into `StoreState` over the durable log, as its loop does, CPU per record.
 //!
 //! Data goes under `target/bench-store/` (or `DAFKA_BENCH_DIR`) and is removed.
 //! `DAFKA_BENCH_FLUSH_MS` overrides the store's group-commit interval
@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use _native::log::{FsyncPolicy, Log, LogConfig};
-use _native::node::store::{DurableLog, SyncTimes};
-use _native::node::store_logic::{StoreLog, StoreLogic, StoreLogicConfig};
+use _native::node::stats::SyncTimes;
+use _native::node::store::{DurableLog, StoreLog, StoreState, StoreStateConfig};
 use _native::node::{
     Consumer, ConsumerConfig, NodeConfig, OffsetReset, Producer, ProducerConfig, Store, StoreConfig,
 };
@@ -337,12 +337,12 @@ fn quantiles(mut lat: Vec<f64>) -> [f64; 4] {
 }
 
 /// The store's per-record code alone: `n` RECORDs of `size` bytes (already
-/// decoded) through `StoreLogic::on_record` into a `DurableLog`, with the
+/// decoded) through `StoreState::on_record` into a `DurableLog`, with the
 /// loop's group commit and tick every 4096 records, then a final sync. CPU µs
 /// per record of this thread (writes included; the syncer's fdatasyncs not).
 fn logic_alone(dir: &Path, n: u64, size: usize) -> f64 {
     let log = DurableLog::open(dir, LogConfig::default()).unwrap();
-    let mut logic = StoreLogic::new(b"S".repeat(32), log, StoreLogicConfig::default());
+    let mut logic = StoreState::new(b"S".repeat(32), log, StoreStateConfig::default());
     let content = vec![5u8; size];
     let addr = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
     let t0 = own_cpu();

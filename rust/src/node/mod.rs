@@ -18,7 +18,6 @@ pub mod producer;
 pub mod socket;
 pub mod stats;
 pub mod store;
-pub mod store_logic;
 pub mod tower;
 
 pub use batch::Batch;

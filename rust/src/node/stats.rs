@@ -1,7 +1,8 @@
-//! The counters every node exposes (`stats()` in Python): written by the
-//! node thread, read by anyone.
+//! The counters every node exposes (`stats()` in Python), and a store's
+//! [`SyncTimes`]: written by the node (or syncer) thread, read by anyone.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
 
 /// Counters a node exposes (`stats()` in Python). Relaxed atomics: the node
 /// thread writes, anyone reads.
@@ -80,5 +81,74 @@ impl Stats {
             ("pauses", g(&self.pauses)),
             ("min_acks_unreachable", g(&self.min_acks_unreachable)),
         ]
+    }
+}
+
+/// How long the syncer's group commits took (each one every partition's
+/// fdatasyncs), counted on the syncer thread: what an operator looks at when
+/// ACKs are slow.
+#[derive(Default)]
+pub struct SyncTimes {
+    count: AtomicU64,
+    micros: AtomicU64,
+    max_micros: AtomicU64,
+    /// Counts per [`SyncTimes::BOUNDS_MS`] bucket (the last: longer).
+    buckets: [AtomicU64; 8],
+}
+
+/// A copy of [`SyncTimes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SyncTimesSnapshot {
+    pub count: u64,
+    pub micros: u64,
+    pub max_micros: u64,
+    /// `buckets[i]` counts syncs shorter than `BOUNDS_MS[i]` (and not
+    /// shorter than the bound before); the last counts the rest.
+    pub buckets: [u64; 8],
+}
+
+impl SyncTimes {
+    /// Upper bounds of the buckets, in milliseconds.
+    pub const BOUNDS_MS: [f64; 7] = [0.5, 1.0, 2.0, 5.0, 10.0, 50.0, 200.0];
+
+    pub(crate) fn record(&self, took: Duration) {
+        let us = took.as_micros().min(u64::MAX as u128) as u64;
+        self.count.fetch_add(1, Relaxed);
+        self.micros.fetch_add(us, Relaxed);
+        self.max_micros.fetch_max(us, Relaxed);
+        let ms = took.as_secs_f64() * 1e3;
+        let i = Self::BOUNDS_MS
+            .iter()
+            .position(|&b| ms < b)
+            .unwrap_or(Self::BOUNDS_MS.len());
+        self.buckets[i].fetch_add(1, Relaxed);
+    }
+
+    pub fn snapshot(&self) -> SyncTimesSnapshot {
+        SyncTimesSnapshot {
+            count: self.count.load(Relaxed),
+            micros: self.micros.load(Relaxed),
+            max_micros: self.max_micros.load(Relaxed),
+            buckets: std::array::from_fn(|i| self.buckets[i].load(Relaxed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_times_bucket_by_duration_and_keep_the_maximum() {
+        let t = SyncTimes::default();
+        for us in [100, 499, 500, 1_500, 7_000, 250_000] {
+            t.record(Duration::from_micros(us));
+        }
+        let s = t.snapshot();
+        assert_eq!(s.count, 6);
+        assert_eq!(s.micros, 100 + 499 + 500 + 1_500 + 7_000 + 250_000);
+        assert_eq!(s.max_micros, 250_000);
+        // [0,0.5) [0.5,1) [1,2) [2,5) [5,10) [10,50) [50,200) [200,-)
+        assert_eq!(s.buckets, [2, 1, 1, 0, 1, 0, 0, 1]);
     }
 }

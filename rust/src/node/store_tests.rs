@@ -928,7 +928,7 @@ fn fetcher_reports_a_range_that_retention_deleted_entirely() {
 #[test]
 fn interleaved_partitions_are_gathered_per_partition() {
     use super::store::DurableLog;
-    use super::store_logic::StoreLog;
+    use super::store::StoreLog;
     let dir = tempfile::tempdir().unwrap();
     let mut log = DurableLog::open(dir.path(), StoreConfig::default().log).unwrap();
     let (a, b) = (

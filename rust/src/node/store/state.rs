@@ -1,7 +1,7 @@
 //! The store's protocol decisions as a pure state machine: no sockets, no files.
 //!
-//! The event loop (`store.rs`) decodes what arrives, calls one `on_*` method, and
-//! sends every [`Out`] it returns; it calls [`StoreLogic::tick`] at each deadline.
+//! The event loop ([`run`](super::run)) decodes what arrives, calls one `on_*` method, and
+//! sends every [`Out`] it returns; it calls [`StoreState::tick`] at each deadline.
 //! Storage is behind [`StoreLog`], implemented by the durable segment log (and by
 //! an in-memory model in tests), so every rule below is unit-tested in isolation:
 //!
@@ -19,7 +19,16 @@
 //! - ACKs are cumulative per partition and never run ahead of what the log reports
 //!   durable.
 //! - FETCHes are answered from the log in ascending order, in bounded slices
-//!   ([`StoreLogic::next_reply_slice`]) so a large FETCH never buffers unboundedly.
+//!   ([`StoreState::next_reply_slice`]) so a large FETCH never buffers unboundedly.
+//!
+//! Where each decision is made:
+//! - what is durable and may be ACKed: [`StoreState::tick`] (it asks
+//!   [`StoreLog::durable_next`]; the durable log's group commit is in
+//!   [`durable`](super::durable));
+//! - whether a record is appended, held or dropped: [`StoreState::on_record`];
+//! - which gap to FETCH, when to retry or give it up: `StoreState::fetch_gap`;
+//! - how a FETCH is answered: [`StoreState::on_fetch`] and
+//!   [`StoreState::next_reply_slice`].
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -136,7 +145,7 @@ pub trait StoreLog {
     /// another thread wakes the loop when a sync ends, so ACKs follow at once.
     fn set_waker(&mut self, _waker: std::sync::Arc<crate::node::actor::Waker>) {}
     /// Timings of the storage's syncs, if it keeps them (read by the handle).
-    fn sync_times(&self) -> Option<std::sync::Arc<crate::node::store::SyncTimes>> {
+    fn sync_times(&self) -> Option<std::sync::Arc<crate::node::stats::SyncTimes>> {
         None
     }
     /// True for a partition set aside as damaged: it takes no records, so the
@@ -162,7 +171,7 @@ pub trait StoreLog {
 
 /// Tunables of the store logic, with their defaults.
 #[derive(Debug, Clone)]
-pub struct StoreLogicConfig {
+pub struct StoreStateConfig {
     /// Re-send an unanswered FETCH after this long (default 500 ms).
     pub fetch_retry: Duration,
     /// Unanswered FETCHes from 0 before a new partition starts at the earliest
@@ -198,7 +207,7 @@ pub struct StoreLogicConfig {
     pub ack_refresh_window: Duration,
 }
 
-impl Default for StoreLogicConfig {
+impl Default for StoreStateConfig {
     fn default() -> Self {
         Self {
             fetch_retry: Duration::from_millis(500),
@@ -259,7 +268,7 @@ struct PartState {
     ack_sent: Option<Instant>,
     /// When the producer was last heard from (RECORD or HEAD).
     last_seen: Option<Instant>,
-    /// Listed in `StoreLogic::active` (visited by `tick`).
+    /// Listed in `StoreState::active` (visited by `tick`).
     active: bool,
 }
 
@@ -288,7 +297,7 @@ struct InFlight {
     answered_beyond: bool,
     /// A gap unanswered for `give_up_fetches` tries that the store keeps
     /// waiting for (its peers are away) is asked for less and less often,
-    /// until another store connects ([`StoreLogic::store_joined`]).
+    /// until another store connects ([`StoreState::store_joined`]).
     backoff: Backoff,
 }
 
@@ -424,10 +433,10 @@ impl Replies {
 }
 
 /// The store's protocol state.
-pub struct StoreLogic<L: StoreLog> {
+pub struct StoreState<L: StoreLog> {
     address: Vec<u8>,
     log: L,
-    cfg: StoreLogicConfig,
+    cfg: StoreStateConfig,
     /// topic → partition → state (Fx hashing: keys are short and ours), for
     /// the partitions in `active` only: one with nothing left to do has
     /// nothing here that the log does not say, and is forgotten.
@@ -447,8 +456,8 @@ pub struct StoreLogic<L: StoreLog> {
     last_error: Option<String>,
 }
 
-impl<L: StoreLog> StoreLogic<L> {
-    pub fn new(address: Vec<u8>, log: L, cfg: StoreLogicConfig) -> Self {
+impl<L: StoreLog> StoreState<L> {
+    pub fn new(address: Vec<u8>, log: L, cfg: StoreStateConfig) -> Self {
         Self {
             address,
             log,
@@ -561,8 +570,8 @@ impl<L: StoreLog> StoreLogic<L> {
         out
     }
 
-    /// [`StoreLogic::on_record_batch`]'s live case, with the same outcome as
-    /// [`StoreLogic::on_record`] of each record; `None` if the batch is not
+    /// [`StoreState::on_record_batch`]'s live case, with the same outcome as
+    /// [`StoreState::on_record`] of each record; `None` if the batch is not
     /// one (a partition new to the store, a value over `max_record_bytes`, a
     /// gap before or in it).
     fn append_live_batch(&mut self, b: &RecordBatch<'_>, now: Instant) -> Option<Vec<Out>> {
@@ -1055,7 +1064,7 @@ impl<L: StoreLog> StoreLogic<L> {
         }
     }
 
-    /// When FETCH answers may go out next (see [`StoreLogic::next_reply_slice`]):
+    /// When FETCH answers may go out next (see [`StoreState::next_reply_slice`]):
     /// `now` if one can, None without any.
     pub fn next_reply_at(&self, now: Instant) -> Option<Instant> {
         self.replies.next_at(now)
@@ -1236,4 +1245,4 @@ impl<L: StoreLog> StoreLogic<L> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

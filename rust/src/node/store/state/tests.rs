@@ -4,10 +4,10 @@ use super::*;
 use crate::wire::Message;
 use std::collections::BTreeMap;
 
-const ME: &[u8] = b"STORE000000000000000000000000001";
-const P: &[u8] = b"PRODUCER00000000000000000000000A";
+pub(crate) const ME: &[u8] = b"STORE000000000000000000000000001";
+pub(crate) const P: &[u8] = b"PRODUCER00000000000000000000000A";
 const C: &[u8] = b"CONSUMER00000000000000000000000C";
-const T: &[u8] = b"weather";
+pub(crate) const T: &[u8] = b"weather";
 
 #[derive(Default)]
 struct MemLog {
@@ -114,20 +114,20 @@ impl StoreLog for MemLog {
     }
 }
 
-fn store() -> StoreLogic<MemLog> {
-    store_with(StoreLogicConfig::default())
+fn store() -> StoreState<MemLog> {
+    store_with(StoreStateConfig::default())
 }
 
-fn store_with(cfg: StoreLogicConfig) -> StoreLogic<MemLog> {
-    StoreLogic::new(ME.to_vec(), MemLog::default(), cfg)
+fn store_with(cfg: StoreStateConfig) -> StoreState<MemLog> {
+    StoreState::new(ME.to_vec(), MemLog::default(), cfg)
 }
 
-fn rec(s: &mut StoreLogic<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
+fn rec(s: &mut StoreState<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
     s.on_record(T, P, seq, format!("r{seq}").as_bytes(), now)
 }
 
 /// The next slice of FETCH answers as messages.
-fn replies(s: &mut StoreLogic<MemLog>) -> Vec<Out> {
+fn replies(s: &mut StoreState<MemLog>) -> Vec<Out> {
     let mut slice = ReplySlice::default();
     if !s.next_reply_slice(&mut slice, Instant::now()) {
         return Vec::new();
@@ -145,7 +145,7 @@ fn replies(s: &mut StoreLogic<MemLog>) -> Vec<Out> {
         .collect()
 }
 
-fn fetch_of(out: &[Out]) -> Vec<(u64, u32)> {
+pub(crate) fn fetch_of(out: &[Out]) -> Vec<(u64, u32)> {
     out.iter()
         .filter_map(|o| match o {
             Out::Fetch {
@@ -309,7 +309,7 @@ fn an_unanswered_gap_backs_off_until_another_store_connects() {
     }
     let gaps: Vec<Duration> = fetched.windows(2).map(|w| w[1] - w[0]).collect();
     let (r, give_up) = {
-        let c = StoreLogicConfig::default();
+        let c = StoreStateConfig::default();
         (c.fetch_retry, c.give_up_fetches as usize)
     };
     assert!(gaps[..give_up].iter().all(|&g| g == r), "{gaps:?}");
@@ -397,7 +397,7 @@ fn late_joining_store_fetches_from_zero_then_gives_up_on_lost_history() {
 /// A store that took 0..5 of a partition (then deleted by its retention if
 /// `expired`) hears record 20: the gap 5..20 is FETCHed; `direct` says whether
 /// peers answer it (from 20 on, all they hold).
-fn known_partition_with_a_gap(expired: bool, direct: bool) -> StoreLogic<MemLog> {
+fn known_partition_with_a_gap(expired: bool, direct: bool) -> StoreState<MemLog> {
     let mut s = store();
     let t0 = Instant::now();
     for i in 0..5 {
@@ -457,7 +457,7 @@ fn a_gap_is_kept_while_records_are_held_or_without_answers_from_past_it() {
 
 #[test]
 fn pipelined_fetch_continues_the_answer_in_progress() {
-    let mut s = store_with(StoreLogicConfig {
+    let mut s = store_with(StoreStateConfig {
         reply_batch_records: 3,
         ..Default::default()
     });
@@ -473,7 +473,7 @@ fn pipelined_fetch_continues_the_answer_in_progress() {
         count: 6,
     };
     let mut sent = Vec::new();
-    let mut take_slice = |s: &mut StoreLogic<MemLog>| {
+    let mut take_slice = |s: &mut StoreState<MemLog>| {
         for o in replies(s) {
             if let Out::DirectRecord { sequence, .. } = o {
                 sent.push(sequence);
@@ -544,7 +544,7 @@ fn a_fetch_below_the_first_record_held_is_answered_from_it() {
 /// queue and every answer waited behind it.
 #[test]
 fn a_requester_with_a_full_queue_waits_alone_and_backs_off() {
-    let mut s = store_with(StoreLogicConfig {
+    let mut s = store_with(StoreStateConfig {
         reply_batch_records: 2,
         ..Default::default()
     });
@@ -602,7 +602,7 @@ fn a_requester_with_a_full_queue_waits_alone_and_backs_off() {
 
 #[test]
 fn fetch_is_answered_exactly_in_ascending_slices() {
-    let mut s = store_with(StoreLogicConfig {
+    let mut s = store_with(StoreStateConfig {
         reply_batch_records: 3,
         ..Default::default()
     });
@@ -784,7 +784,7 @@ fn stores_exchange_every_head_and_fetch_what_they_miss() {
 
     // The asking store holds one record of T: it fetches the rest, and the
     // peer's head does not count as its producer being heard (no ACK repeats).
-    let mut b = store_with(StoreLogicConfig::default());
+    let mut b = store_with(StoreStateConfig::default());
     b.on_record(T, P, 0, b"r0", now);
     b.log_mut().sync();
     b.tick(now);
@@ -866,7 +866,7 @@ fn append_failure_stops_progress_reports_and_resumes() {
 /// what a partition drains or drops leaves room for the others.
 #[test]
 fn records_held_past_gaps_are_bounded_over_all_partitions() {
-    let mut s = store_with(StoreLogicConfig {
+    let mut s = store_with(StoreStateConfig {
         max_held_total_bytes: 10,
         ..Default::default()
     });
@@ -895,10 +895,10 @@ fn records_held_past_gaps_are_bounded_over_all_partitions() {
 
 #[test]
 fn oversized_records_and_full_hold_buffer_are_counted() {
-    let mut s = StoreLogic::new(
+    let mut s = StoreState::new(
         ME.to_vec(),
         MemLog::default(),
-        StoreLogicConfig {
+        StoreStateConfig {
             max_record_bytes: 4,
             max_held_records: 2,
             ..Default::default()
@@ -927,7 +927,7 @@ fn oversized_records_and_full_hold_buffer_are_counted() {
     for seq in 0..3 {
         rec(&mut s, seq, now);
     }
-    let offsets = |s: &StoreLogic<MemLog>| s.log().contents(T, P).len();
+    let offsets = |s: &StoreState<MemLog>| s.log().contents(T, P).len();
     assert_eq!(offsets(&s), 4, "0-2 and the held 3 stored");
     rec(&mut s, 4, now);
     assert_eq!(offsets(&s), 6, "4 and the held 5 stored, 6 was let go");
@@ -981,7 +981,7 @@ fn thousands_of_fetches_at_once_are_each_answered_once() {
     assert!(got.values().all(|v| v == &[0, 1, 2]), "answered once each");
 
     // Past `max_reply_jobs` the oldest answer is dropped (its requester asks again).
-    let mut s = store_with(StoreLogicConfig {
+    let mut s = store_with(StoreStateConfig {
         max_reply_jobs: 10,
         ..Default::default()
     });
@@ -1050,7 +1050,7 @@ fn a_partition_set_aside_with_a_fetch_in_flight_leaves_no_past_deadline() {
 /// `hold` did not keep one record past its bound. Now it does.
 #[test]
 fn an_expired_partition_skips_only_to_where_peers_answer_from() {
-    let mut s = store_with(StoreLogicConfig {
+    let mut s = store_with(StoreStateConfig {
         max_record_bytes: 100,
         max_held_bytes: 50,
         ..Default::default()
@@ -1095,88 +1095,6 @@ fn an_expired_partition_skips_only_to_where_peers_answer_from() {
     assert_eq!(s.counters().records_skipped, 15, "5..20 skipped, not 20");
 }
 
-/// A record the durable log wrote although `append` reported an error (the
-/// error came from another partition's batch, written in the same flush of
-/// pending appends) is put back among the held records, below the
-/// partition's next offset. `fetch_gap` used to see a held record at or
-/// below the next offset ("drain_held will make progress") and return, and
-/// `tick` drains only when the next offset itself is held: the gap after it
-/// was never FETCHed again, and the store stalled although the producer held
-/// it. Now `fetch_gap` drops held records below the next offset first.
-#[test]
-fn a_gap_is_fetched_after_an_append_error_from_another_partitions_batch() {
-    use crate::log::{IoOp, LogConfig};
-    use crate::node::store::DurableLog;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::Arc;
-    const B: &[u8] = b"PRODUCER00000000000000000000000B";
-    let dir = tempfile::tempdir().unwrap();
-    let failing = Arc::new(AtomicBool::new(false));
-    let f = failing.clone();
-    let cfg = LogConfig {
-        failpoint: Some(Arc::new(move |op, path: &std::path::Path| {
-            let b = std::str::from_utf8(B).unwrap();
-            if f.load(SeqCst) && op == IoOp::Write && path.to_string_lossy().contains(b) {
-                Err(std::io::Error::from_raw_os_error(28)) // ENOSPC
-            } else {
-                Ok(())
-            }
-        })),
-        ..LogConfig::default()
-    };
-    let log = DurableLog::open(dir.path().join("log"), cfg).unwrap();
-    let mut s = StoreLogic::new(ME.to_vec(), log, StoreLogicConfig::default());
-    let t0 = Instant::now();
-    s.on_record(T, B, 0, b"b0", t0);
-    s.on_record(T, P, 0, b"r0", t0);
-    // 2 and 4 arrive before 1 and 3: held, 1 fetched.
-    let big = vec![7u8; 4 << 20];
-    assert_eq!(fetch_of(&s.on_record(T, P, 2, &big, t0)), vec![(1, 1)]);
-    s.on_record(T, P, 4, b"r4", t0);
-    // B's disk fails; the answer 1 comes: 1 and the held 2 are appended, and
-    // 2's append flushes the pending appends, where B's fails.
-    failing.store(true, SeqCst);
-    s.on_direct_record(T, P, 1, b"r1", t0);
-    failing.store(false, SeqCst);
-    assert!(s.last_error().is_some());
-    assert_eq!(s.log().next_offset(T, P), Some(3), "0..=2 were written");
-    // What the store loop does: recover, then tick on.
-    s.log_mut().recover().unwrap();
-    s.clear_error();
-    let mut fetched = Vec::new();
-    let mut t = t0;
-    for _ in 0..20 {
-        t += Duration::from_millis(600);
-        s.log_mut().sync_if_due().unwrap();
-        // The producer, alive, tells its head every second.
-        let head = Head {
-            topic: T,
-            address: P,
-            subject: T,
-            sequence: 4,
-        };
-        let mut outs = s.on_head(&head, t);
-        outs.extend(s.tick(t));
-        for o in outs {
-            if let Out::Fetch {
-                partition,
-                sequence,
-                count,
-                ..
-            } = o
-            {
-                if partition == P {
-                    fetched.push((sequence, count));
-                }
-            }
-        }
-    }
-    assert!(
-        fetched.iter().any(|&(seq, _)| seq == 3),
-        "record 3 (the gap before the held 4) was never fetched: {fetched:?}"
-    );
-}
-
 // ------------------------------------------------ RECORD-BATCH
 
 mod record_batches {
@@ -1203,10 +1121,10 @@ mod record_batches {
             small_max in any::<bool>(),
             head in proptest::option::of(0u64..70),
         ) {
-            let cfg = StoreLogicConfig {
+            let cfg = StoreStateConfig {
                 // "r10" and later are over it: one by one again.
                 max_record_bytes: if small_max { 2 } else { 1 << 20 },
-                ..StoreLogicConfig::default()
+                ..StoreStateConfig::default()
             };
             let (mut a, mut b) = (store_with(cfg.clone()), store_with(cfg));
             a.log_mut().fail_from = fail_from;
