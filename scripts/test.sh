@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set everything up and run every check and test. Exits non-zero on any failure,
-# including a pytest run that collects no tests.
+# Set everything up and run every check and test, including that the wheel installs
+# and runs outside the checkout. Exits non-zero on any failure, including a pytest run
+# that collects no tests.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
@@ -17,6 +18,26 @@ ruff check python tests benches spark_jobs
 ruff format --check python tests benches spark_jobs
 mypy
 python -m mypy.stubtest dafka._native
+
+echo "== distribution: the wheel in a fresh venv outside the checkout, and an sdist"
+# What `pip install target/wheels/dafka-*.whl` gives a user: nothing of the checkout
+# (no .venv, no python/ on the path), no extra packages (`import dafka.spark` imports
+# PySpark lazily). The wheel and sdist go to the temporary directory, so no stale wheel
+# of an earlier build is picked up.
+dist_start=$SECONDS
+DIST="$(mktemp -d)"
+trap 'rm -rf "$DIST"' EXIT
+maturin build --release --quiet --out "$DIST/wheels"
+maturin sdist --out "$DIST/sdist"
+"$PY" -m venv "$DIST/venv"
+"$DIST/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$DIST"/wheels/dafka-*.whl
+(
+    cd "$DIST"
+    venv/bin/dafka demo --records 10000
+    venv/bin/dafka store --help >/dev/null
+    venv/bin/python -c "import dafka, dafka.spark, sys; sys.exit(not dafka.__file__.startswith('$DIST/venv/'))"
+)
+echo "distribution checks: $((SECONDS - dist_start)) s"
 
 echo "== python: pytest"
 set +e
