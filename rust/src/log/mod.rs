@@ -60,6 +60,13 @@
 //! `flush_messages` records are unsynced or `flush_interval_ms` passed since its
 //! last sync; this is checked on append and on [`Log::tick`], which the owner's
 //! event loop calls (no background thread), ideally at [`Log::next_deadline`].
+//! The code is `sync.rs`.
+//!
+//! # Retention
+//!
+//! Every `retention_check_ms`, [`Log::tick`] deletes the sealed segments past
+//! `retain_hours` or `retain_bytes` and parks the partitions left without a
+//! record (see [`parked`]), a batch at a time. The code is `retention.rs`.
 //!
 //! # Recovery
 //!
@@ -73,6 +80,21 @@
 //! per-record state is kept; sealed segments are opened on demand. A parked
 //! partition (no record left, see [`parked`]) is one map entry: its name,
 //! next offset and parking time.
+//!
+//! # Where things are
+//!
+//! | file | what it decides |
+//! |------|-----------------|
+//! | `mod.rs` | open, append, read, listings, close; [`Log::tick`], the owner's periodic call; the open-files budget |
+//! | `sync.rs` | what is durable: group commit ([`Log::sync`], [`SyncBatch`]), [`Log::durable_next`], syncs at open, the clean mark |
+//! | `retention.rs` | what retention deletes, and parking the partitions it empties |
+//! | [`parked`] | the registry of parked partitions (`ROOT/.parked`): its lines and its map in memory |
+//! | `damage.rs` | partitions set aside (could not be opened) or failed, and opening them again |
+//! | `partition.rs` | one partition: the offset rule, rolling, reads, when it is due a sync, which of its segments expired |
+//! | [`recovery`] | what opening a segment repairs (torn tails, indexes) and what it refuses (damage) |
+//! | `segment.rs`, `index.rs` | one segment file and its sparse index |
+//! | [`format`], `io.rs` | the bytes on disk; every file operation, through the failpoint hook |
+//! | `config.rs`, `error.rs` | [`LogConfig`] with its defaults; [`LogError`] |
 //!
 //! # API
 //!
@@ -96,6 +118,7 @@
 //! ```
 
 mod config;
+mod damage;
 mod error;
 pub mod format;
 mod index;
@@ -103,7 +126,9 @@ mod io;
 pub mod parked;
 mod partition;
 pub mod recovery;
+mod retention;
 mod segment;
+mod sync;
 
 #[cfg(test)]
 mod tests;
@@ -118,50 +143,19 @@ pub use error::{LogError, Result};
 pub use parked::PARKED_FILE;
 pub use partition::{PartitionInfo, PartitionSync, StoredRecord};
 pub use recovery::RecoveryPolicy;
+pub use sync::{SyncBatch, SyncDone, CLEAN_FILE};
 
+use damage::{damaged_error, set_aside_at_open, Damaged};
 use format::{check_partition_name, escape_name, unescape_name};
 use partition::Partition;
+use retention::open_parked;
+use sync::{leave_clean_mark, sync_opened, take_clean_mark};
 
 /// A scratch buffer larger than this is released after an append.
 const SCRATCH_KEEP: usize = 4 << 20;
 
 /// (topic, partition name).
 type PartKey = (Vec<u8>, String);
-
-/// What [`Log::begin_sync`] took: run it anywhere, then [`Log::finish_sync`].
-#[derive(Debug)]
-pub struct SyncBatch {
-    cfg: Arc<LogConfig>,
-    parts: Vec<(PartKey, partition::PartitionSync)>,
-    failed: Vec<(PartKey, LogError)>,
-}
-
-/// The outcome of a [`SyncBatch`], per partition.
-#[derive(Debug)]
-pub struct SyncDone {
-    results: Vec<(PartKey, u64, Result<()>)>,
-}
-
-impl SyncBatch {
-    /// True if nothing needs syncing.
-    pub fn is_empty(&self) -> bool {
-        self.parts.is_empty() && self.failed.is_empty()
-    }
-
-    /// Step 2: the fdatasyncs; call it on any thread.
-    pub fn run(self) -> SyncDone {
-        let mut results: Vec<_> = self
-            .parts
-            .into_iter()
-            .map(|(key, job)| {
-                let r = job.run(&self.cfg);
-                (key, job.target, r)
-            })
-            .collect();
-        results.extend(self.failed.into_iter().map(|(key, e)| (key, 0, Err(e))));
-        SyncDone { results }
-    }
-}
 
 /// A directory of topics and partitions.
 #[derive(Debug)]
@@ -203,10 +197,11 @@ pub struct Log {
     /// next parking rewrites it.
     parked_rewrite: bool,
     /// The last retention sweep by [`Log::tick`] left partitions to park
-    /// (at most [`PARK_BATCH`] per sweep): the next tick sweeps again.
+    /// (at most [`retention::PARK_BATCH`] per sweep): the next tick sweeps
+    /// again.
     park_more: bool,
     /// The same for expired segments of partitions that keep records (at
-    /// most [`RETAIN_BATCH`] deleted per sweep).
+    /// most [`retention::RETAIN_BATCH`] deleted per sweep).
     retain_more: bool,
 }
 
@@ -238,112 +233,6 @@ fn lossy(topic: &[u8]) -> String {
     String::from_utf8_lossy(topic).into_owned()
 }
 
-/// A partition set aside because it could not be opened.
-#[derive(Debug)]
-struct Damaged {
-    dir: PathBuf,
-    why: String,
-    /// For damage recovery refused: the directory's files when it did. Damage
-    /// does not heal by itself, so [`Log::reopen_failed`] tries again only once
-    /// they changed (repaired, moved away) rather than rescanning every time.
-    files: Option<Vec<FileStamp>>,
-    /// Open attempts so far.
-    tries: u32,
-}
-
-/// (name, length, modification time in ns, inode) of a file.
-type FileStamp = (std::ffi::OsString, u64, i128, u64);
-
-impl Damaged {
-    fn new(dir: PathBuf, err: &LogError, tries: u32) -> Damaged {
-        let files = matches!(err, LogError::Corruption { .. }).then(|| file_stamps(&dir));
-        Damaged {
-            why: err.to_string(),
-            files,
-            dir,
-            tries,
-        }
-    }
-}
-
-/// The files in `dir`, sorted (empty if it cannot be listed).
-fn file_stamps(dir: &Path) -> Vec<FileStamp> {
-    use std::os::unix::fs::MetadataExt;
-    let mut v: Vec<FileStamp> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let m = e.metadata().ok()?;
-            let mtime = i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec());
-            Some((e.file_name(), m.len(), mtime, m.ino()))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-/// From this many partitions on, opening a log makes them durable with one
-/// syncfs instead of an fdatasync and a directory fsync each (about 0.35 ms
-/// per partition here, even when nothing is dirty: a store that has held
-/// 100k partitions, one per Spark task, would take half a minute to start).
-/// Below it the partitions' own syncs are cheaper than a syncfs, which also
-/// writes back whatever else is dirty on the filesystem.
-pub(crate) const SYNCFS_FROM_PARTITIONS: usize = 1000;
-
-/// What a log found at open is what counts from now on: makes it durable,
-/// with one syncfs for a large log ([`SYNCFS_FROM_PARTITIONS`]). A partition
-/// that cannot sync is set aside ([`LogConfig::isolate_damaged`]) or fails the
-/// open; if syncfs itself fails, each partition syncs on its own.
-fn sync_opened(
-    cfg: &LogConfig,
-    root: &Path,
-    parts: &mut BTreeMap<PartKey, Box<Partition>>,
-    damaged: &mut BTreeMap<PartKey, Damaged>,
-    now: u64,
-) -> Result<()> {
-    if parts.len() >= SYNCFS_FROM_PARTITIONS {
-        match io::sync_fs(cfg, root) {
-            Ok(()) => {
-                parts.values_mut().for_each(|p| p.mark_synced(now));
-                return Ok(());
-            }
-            Err(e) => tracing::warn!("{e}; syncing each partition instead"),
-        }
-    }
-    let mut failed = Vec::new();
-    for (key, p) in parts.iter_mut() {
-        if let Err(e) = p.sync(now) {
-            if !cfg.isolate_damaged {
-                return Err(e);
-            }
-            failed.push((key.clone(), e));
-        }
-    }
-    for (key, e) in failed {
-        if let Some(p) = parts.remove(&key) {
-            set_aside_at_open(damaged, key, p.dir().to_path_buf(), &e);
-        }
-    }
-    Ok(())
-}
-
-/// A partition that could not be opened (or made durable) at open is set
-/// aside ([`LogConfig::isolate_damaged`]): logged, listed in `damaged`.
-fn set_aside_at_open(
-    damaged: &mut BTreeMap<PartKey, Damaged>,
-    key: PartKey,
-    dir: PathBuf,
-    e: &LogError,
-) {
-    tracing::error!(
-        "partition {}/{} set aside, the rest of the log opens: {e}",
-        lossy(&key.0),
-        key.1
-    );
-    damaged.insert(key, Damaged::new(dir, e, 1));
-}
-
 /// Lists `p` (under `key`) in the log's `dirty` list, once.
 fn list_dirty(dirty: &mut Vec<PartKey>, key: &PartKey, p: &mut Partition) {
     if !p.listed {
@@ -358,47 +247,6 @@ fn unknown_partition(topic: &[u8], partition: &str) -> LogError {
         partition: partition.to_owned(),
     }
 }
-
-/// Left in the root by a [`Log::close`] that synced everything (empty, not a
-/// valid escaped topic name). The next writable open removes it (durably)
-/// before anything is written, and need not make what the log holds durable:
-/// it was. An open after a crash finds none and syncs all (see
-/// [`SYNCFS_FROM_PARTITIONS`]); a store restarted cleanly on a busy machine
-/// does not write back other programs' data with a syncfs.
-pub const CLEAN_FILE: &str = ".clean";
-
-/// Removes the log's clean mark, durably; whether there was one.
-fn take_clean_mark(cfg: &LogConfig, root: &Path) -> Result<bool> {
-    let path = root.join(CLEAN_FILE);
-    if !path.exists() {
-        return Ok(false);
-    }
-    io::remove(cfg, &path)?;
-    io::sync_dir(cfg, root)?;
-    Ok(true)
-}
-
-/// Leaves the log's clean mark, durably.
-fn leave_clean_mark(cfg: &LogConfig, root: &Path) -> Result<()> {
-    let path = root.join(CLEAN_FILE);
-    let f = io::create(cfg, &path)?;
-    io::sync_data(cfg, &f, &path)?;
-    io::sync_dir(cfg, root)
-}
-
-/// Stale lines in `ROOT/.parked` (of partitions appended to again, parked
-/// twice, or forgotten) tolerated before the file is rewritten: at least
-/// this many, and at least as many as there are parked partitions.
-const PARKED_STALE_MIN: usize = 1024;
-
-/// The most partitions one retention sweep of [`Log::tick`] parks (about
-/// 0.2 ms each here, mostly the file system's unlinks).
-const PARK_BATCH: usize = 256;
-
-/// The most segments one retention sweep of [`Log::tick`] deletes otherwise
-/// (two unlinks each): the sealed segments of many partitions can expire
-/// together (producers that ran together, a store back after a long stop).
-const RETAIN_BATCH: usize = 256;
 
 /// A partition the log holds: open, or parked at its next offset.
 enum Found<'a> {
@@ -430,51 +278,6 @@ fn parked_info(topic: &[u8], partition: &str, next: u64) -> PartitionInfo {
         durable_next: next,
         bytes: 0,
         segments: 0,
-    }
-}
-
-/// The parked partitions of the log at `root` (see [`parked`]) that have no
-/// directory, and the registry's line count. A writable log drops the stale
-/// lines (rewriting the file) and the empty directories a crash while
-/// parking left.
-fn open_parked(
-    cfg: &LogConfig,
-    root: &Path,
-    parts: &BTreeMap<PartKey, Box<Partition>>,
-    damaged: &BTreeMap<PartKey, Damaged>,
-    empty_dirs: &[(PartKey, PathBuf)],
-) -> Result<(parked::Parked, usize)> {
-    let now = cfg.now();
-    let loaded = parked::load(root, now)?;
-    let mut got = loaded.parked;
-    for (t, p) in parts.keys().chain(damaged.keys()) {
-        got.remove(t, p);
-    }
-    if let Some(before) = cfg.forget_parked_before(now) {
-        got.forget(before);
-    }
-    if cfg.read_only {
-        return Ok((got, loaded.lines));
-    }
-    // A partition directory without segments holds nothing: a parked
-    // partition's next offset is in `.parked`, and one forgotten, or left
-    // without a segment by a crash, has nothing to keep.
-    for (_, dir) in empty_dirs {
-        let _ = fs::remove_dir(dir);
-    }
-    // Lines without their parking time get it written.
-    if loaded.lines == got.len() && loaded.untimed == 0 {
-        return Ok((got, loaded.lines));
-    }
-    let n = parked::rewrite(cfg, root, &got, &[], now)?;
-    Ok((got, n))
-}
-
-fn damaged_error((topic, partition): &PartKey, why: &str) -> LogError {
-    LogError::Failed {
-        topic: lossy(topic),
-        partition: partition.clone(),
-        reason: format!("it could not be opened: {why}"),
     }
 }
 
@@ -625,113 +428,6 @@ impl Log {
             Some(d) => damaged_error(&key, &d.why),
             None => unknown_partition(topic, partition),
         })
-    }
-
-    /// Whether the last sweep of [`Log::tick`] left retention work for the
-    /// next (it parks and deletes a batch at a time): call it again soon.
-    pub fn retention_pending(&self) -> bool {
-        self.park_more || self.retain_more
-    }
-
-    /// Partitions parked now (no record left; see [`parked`]).
-    pub fn parked_count(&self) -> usize {
-        self.parked.len()
-    }
-
-    /// Partitions set aside because they could not be opened
-    /// ([`LogConfig::isolate_damaged`]): (topic, partition, why).
-    pub fn damaged(&self) -> Vec<(Vec<u8>, String, String)> {
-        self.damaged
-            .iter()
-            .map(|((t, p), d)| (t.clone(), p.clone(), d.why.clone()))
-            .collect()
-    }
-
-    /// Whether this partition is set aside ([`Log::damaged`]).
-    pub fn is_set_aside(&self, topic: &[u8], partition: &str) -> bool {
-        !self.damaged.is_empty()
-            && self
-                .damaged
-                .contains_key(&(topic.to_vec(), partition.to_owned()))
-    }
-
-    /// How many partitions are set aside ([`Log::damaged`]).
-    pub fn damaged_count(&self) -> usize {
-        self.damaged.len()
-    }
-
-    /// Opens again, from their files, the partitions that failed (an I/O
-    /// error they could not undo) or were set aside at open, leaving every
-    /// other partition as it is. Those that still cannot be opened stay set
-    /// aside; the first such error is returned. A partition set aside for
-    /// damage is tried again only once its files changed; until then it is
-    /// left out (it stays in [`Log::damaged`]) and is no error of this call,
-    /// so an owner recovering from some other failure can succeed. Call it with no
-    /// [`SyncBatch`] in flight (its results would apply to the new state).
-    pub fn reopen_failed(&mut self) -> Result<()> {
-        let mut keys: Vec<PartKey> = self
-            .parts
-            .iter()
-            .filter(|(_, p)| p.failed().is_some())
-            .map(|(k, _)| k.clone())
-            .collect();
-        keys.extend(self.damaged.keys().cloned());
-        self.reopen(keys)
-    }
-
-    /// [`Log::reopen_failed`] for the partitions set aside only: safe with a
-    /// [`SyncBatch`] in flight (they are in none), cheap while their files
-    /// stay as they were. For a periodic retry.
-    pub fn retry_set_aside(&mut self) -> Result<()> {
-        if self.damaged.is_empty() {
-            return Ok(());
-        }
-        let keys: Vec<PartKey> = self.damaged.keys().cloned().collect();
-        self.reopen(keys)
-    }
-
-    fn reopen(&mut self, keys: Vec<PartKey>) -> Result<()> {
-        let mut first_err = None;
-        for key in keys {
-            if let Some(d) = self.damaged.get(&key) {
-                if !d.dir.exists() {
-                    // Moved away or deleted: nothing left to open.
-                    self.damaged.remove(&key);
-                    continue;
-                }
-                if d.files.as_ref().is_some_and(|f| *f == file_stamps(&d.dir)) {
-                    continue;
-                }
-            }
-            let (dir, tries) = match (self.damaged.remove(&key), self.parts.remove(&key)) {
-                (Some(d), _) => (d.dir, d.tries),
-                (None, Some(p)) => (p.dir().to_path_buf(), 0),
-                (None, None) => continue,
-            };
-            self.dirty.retain(|k| k != &key);
-            let (topic, name) = key.clone();
-            match Partition::open(
-                self.cfg.clone(),
-                dir.clone(),
-                topic,
-                name,
-                &self.gauge,
-                true,
-            ) {
-                Ok(Some(mut p)) => {
-                    list_dirty(&mut self.dirty, &key, &mut p);
-                    self.parts.insert(key, Box::new(p));
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::error!("partition {}/{} still set aside: {e}", lossy(&key.0), key.1);
-                    self.damaged.insert(key, Damaged::new(dir, &e, tries + 1));
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        self.close_idle_files();
-        first_err.map_or(Ok(()), Err)
     }
 
     /// Appends one record at `offset`, which must be the partition's next offset.
@@ -970,116 +666,6 @@ impl Log {
         }
     }
 
-    /// The durable high-water mark: every offset below it has reached fdatasync.
-    pub fn durable_next(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        match self.find(topic, partition).ok()? {
-            Found::Open(p) => Some(p.durable_next()),
-            Found::Parked(next) => Some(next),
-        }
-    }
-
-    /// fdatasyncs every partition with unsynced appends (group commit).
-    pub fn sync(&mut self) -> Result<()> {
-        let now = self.cfg.now();
-        let mut first_err = None;
-        for p in self.parts.values_mut() {
-            if let Err(e) = p.sync(now) {
-                first_err.get_or_insert(e);
-            }
-        }
-        if first_err.is_none() {
-            for key in self.dirty.drain(..) {
-                if let Some(p) = self.parts.get_mut(&key) {
-                    p.listed = false;
-                }
-            }
-        }
-        first_err.map_or(Ok(()), Err)
-    }
-
-    /// Group commit off the writer's thread, step 1: takes from every
-    /// partition with unsynced appends what needs syncing (file paths; the
-    /// batch opens one file at a time). Run the batch on another thread
-    /// ([`SyncBatch::run`]) while appends go on, then hand the result to
-    /// [`Log::finish_sync`]. A partition that cannot be prepared fails its
-    /// part of the batch.
-    pub fn begin_sync(&mut self) -> SyncBatch {
-        let mut parts = Vec::new();
-        let mut failed = Vec::new();
-        let mut keep = Vec::new();
-        for key in std::mem::take(&mut self.dirty) {
-            let Some(p) = self.parts.get_mut(&key) else {
-                continue;
-            };
-            match p.begin_sync() {
-                Ok(Some(job)) => {
-                    p.listed = false;
-                    p.syncing = true;
-                    parts.push((key, job));
-                }
-                Ok(None) => p.listed = false,
-                // Reported at every sync until the log is reopened.
-                Err(e) => {
-                    failed.push((key.clone(), e));
-                    keep.push(key);
-                }
-            }
-        }
-        self.dirty = keep;
-        SyncBatch {
-            cfg: self.cfg.clone(),
-            parts,
-            failed,
-        }
-    }
-
-    /// Step 3: makes durable what the batch synced; returns the first error
-    /// (those partitions stay unusable until reopen).
-    pub fn finish_sync(&mut self, done: SyncDone) -> Result<()> {
-        let now = self.cfg.now();
-        let mut first_err = None;
-        for (key, target, result) in done.results {
-            if let Some(p) = self.parts.get_mut(&key) {
-                p.syncing = false;
-                if let Err(e) = p.finish_sync(target, result, now) {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        first_err.map_or(Ok(()), Err)
-    }
-
-    /// True if some partition's `flush_messages` / `flush_interval_ms` says a
-    /// sync is due (for owners that sync with [`Log::begin_sync`]).
-    pub fn sync_due(&self) -> bool {
-        let now = self.cfg.now();
-        self.dirty_parts().any(|p| p.sync_due(now))
-    }
-
-    /// True if any usable partition has appends that are not yet durable and
-    /// not yet taken by a [`Log::begin_sync`].
-    pub fn has_unsynced(&self) -> bool {
-        self.dirty_parts().any(Partition::needs_sync)
-    }
-
-    fn dirty_parts(&self) -> impl Iterator<Item = &Partition> {
-        self.dirty
-            .iter()
-            .filter_map(|k| self.parts.get(k).map(|p| &**p))
-    }
-
-    /// fdatasyncs one partition.
-    pub fn sync_partition(&mut self, topic: &[u8], partition: &str) -> Result<()> {
-        let now = self.cfg.now();
-        let key = (topic.to_vec(), partition.to_owned());
-        match self.parts.get_mut(&key) {
-            Some(p) => p.sync(now),
-            // Its registry line was synced when it was parked.
-            None if self.parked.contains(topic, partition) => Ok(()),
-            None => Err(unknown_partition(topic, partition)),
-        }
-    }
-
     /// Periodic work for the owner's event loop: interval syncs that fell due and,
     /// every `retention_check_ms`, retention. Cheap when nothing is due.
     pub fn tick(&mut self) -> Result<()> {
@@ -1138,213 +724,6 @@ impl Log {
             .values()
             .filter_map(|p| p.sync_deadline())
             .fold(retention, u64::min)
-    }
-
-    /// Applies retention to every partition now, parking every partition
-    /// left with no record; returns segments deleted.
-    pub fn enforce_retention(&mut self) -> Result<usize> {
-        let mut n = self.retention_sweep(false)?;
-        while self.park_more || self.retain_more {
-            n += self.retention_sweep(false)?;
-        }
-        Ok(n)
-    }
-
-    /// One retention sweep; a `sliced` one parks at most [`PARK_BATCH`]
-    /// partitions and deletes at most [`RETAIN_BATCH`] other segments (the
-    /// rest at the next sweep: `park_more`, `retain_more`).
-    fn retention_sweep(&mut self, sliced: bool) -> Result<usize> {
-        if self.cfg.read_only {
-            return Err(LogError::ReadOnly(self.root.clone()));
-        }
-        let now = self.cfg.now();
-        let mut first_err = None;
-        // An active segment all past the age limit is left for parking below
-        // (its files simply go), unless something keeps the partition from
-        // it (a sync batch holds it, it failed): then it rolls to an empty
-        // one as before.
-        let (park_at_most, mut budget) = if sliced {
-            (Some(PARK_BATCH), RETAIN_BATCH)
-        } else {
-            (None, usize::MAX)
-        };
-        self.forget_parked(now);
-        let mut n = self.retain_each(now, |p| !p.may_park(), &mut budget, &mut first_err);
-        match self.park_empty(now, park_at_most) {
-            Ok(k) => n += k,
-            Err(e) => {
-                // Not an error of the log: a partition not parked (or parked
-                // with files left behind) is the same partition. Expired
-                // records still go, the way they did before parking.
-                tracing::warn!("parking partitions with no record left: {e}");
-                n += self.retain_each(now, |_| true, &mut budget, &mut first_err);
-            }
-        }
-        self.close_idle_files();
-        first_err.map_or(Ok(n), Err)
-    }
-
-    /// [`Partition::enforce_retention`] on every partition, rolling an
-    /// expired active segment where `roll` says so; returns the segments
-    /// deleted, and keeps the first error (one partition's failure does not
-    /// keep retention from the others). Stops once it deleted `budget`
-    /// segments (`retain_more`: the next sweep goes on).
-    fn retain_each(
-        &mut self,
-        now: u64,
-        roll: impl Fn(&Partition) -> bool,
-        budget: &mut usize,
-        first_err: &mut Option<LogError>,
-    ) -> usize {
-        let mut n = 0;
-        let keys: Vec<PartKey> = self.parts.keys().cloned().collect();
-        for key in keys {
-            if *budget == 0 {
-                break;
-            }
-            let Some(p) = self.parts.get_mut(&key) else {
-                continue;
-            };
-            let rolls = roll(p);
-            match p.enforce_retention(now, rolls, budget) {
-                Ok(0) => {}
-                Ok(deleted) => {
-                    list_dirty(&mut self.dirty, &key, p);
-                    n += deleted;
-                    // Rolling an expired active segment opened a new file:
-                    // when many partitions expire at once (producers that
-                    // ended together, a store back after a long stop), the
-                    // budget must hold during the sweep, not only after it.
-                    self.close_idle_files();
-                }
-                Err(e) => {
-                    list_dirty(&mut self.dirty, &key, p);
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        // Spent: there may be more (if not, the next sweep finds nothing).
-        self.retain_more = *budget == 0;
-        n
-    }
-
-    /// Records `entries` (partition → next offset, parked `at`) in
-    /// `ROOT/.parked`, synced: appended, or the whole file rewritten once
-    /// stale lines outnumber the parked partitions or an earlier append may
-    /// have left a torn line. On an error the next write rewrites it.
-    fn write_parked(&mut self, entries: &[(PartKey, u64)], at: u64) -> Result<()> {
-        let r = if self.parked_rewrite || self.parked_stale() {
-            parked::rewrite(&self.cfg, &self.root, &self.parked, entries, at)
-                .map(|n| self.parked_lines = n)
-        } else {
-            let mut lines = String::new();
-            for ((t, p), next) in entries {
-                lines.push_str(&parked::encode(t, p, parked::Spot { next: *next, at })?);
-            }
-            parked::append(&self.cfg, &self.root, &lines)
-                .map(|()| self.parked_lines += entries.len())
-        };
-        self.parked_rewrite = r.is_err();
-        r
-    }
-
-    /// Stale lines in `ROOT/.parked` (of partitions appended to again,
-    /// parked twice, or forgotten) outnumber the parked partitions: time to
-    /// rewrite it.
-    fn parked_stale(&self) -> bool {
-        let stale = self.parked_lines.saturating_sub(self.parked.len());
-        stale > self.parked.len().max(PARKED_STALE_MIN)
-    }
-
-    /// Forgets the parked partitions parked `forget_parked_hours` ago or
-    /// more, rewriting `ROOT/.parked` once its stale lines outnumber the
-    /// rest (until then a forgotten line is left out when the log opens).
-    /// Cheap when none is due.
-    fn forget_parked(&mut self, now: u64) {
-        let Some(before) = self.cfg.forget_parked_before(now) else {
-            return;
-        };
-        let n = self.parked.forget(before);
-        if n == 0 {
-            return;
-        }
-        tracing::debug!(
-            "{}: forgot {n} partition(s) parked {}h ago or more",
-            self.root.display(),
-            self.cfg.forget_parked_hours.unwrap_or_default()
-        );
-        if self.parked_stale() {
-            match parked::rewrite(&self.cfg, &self.root, &self.parked, &[], now) {
-                Ok(lines) => self.parked_lines = lines,
-                Err(e) => {
-                    // The next parking rewrites it; the lines left meanwhile
-                    // are forgotten again when the log opens.
-                    tracing::warn!("rewriting the parked partitions' registry: {e}");
-                    self.parked_rewrite = true;
-                }
-            }
-        }
-    }
-
-    /// Parks every partition whose records retention deleted, or would
-    /// delete now (see [`parked`]): its next offset goes into `ROOT/.parked`
-    /// (synced first), then its files and directory are deleted. A crash in
-    /// between leaves both, and the directory wins. Returns how many segments
-    /// holding records went.
-    fn park_empty(&mut self, now: u64, at_most: Option<usize>) -> Result<usize> {
-        let mut with_records = 0;
-        let cap = at_most.unwrap_or(usize::MAX);
-        let keys: Vec<(PartKey, u64)> = self
-            .parts
-            .iter()
-            .filter(|(_, p)| p.parkable(now))
-            .take(cap)
-            .map(|(k, p)| {
-                with_records += usize::from(p.has_records());
-                (k.clone(), p.next_offset())
-            })
-            .collect();
-        // Without a cap every one is taken; with one, some may be left. Not
-        // when the registry cannot be written (below): no sweep at every tick.
-        self.park_more = false;
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        self.write_parked(&keys, now)?;
-        self.park_more = keys.len() == cap;
-        let mut topic_dirs: Vec<PathBuf> = Vec::new();
-        let mut first_err = None;
-        for (key, next) in &keys {
-            let p = self.parts.remove(key).expect("listed above");
-            if let Some(d) = p.dir().parent() {
-                if topic_dirs.last().is_none_or(|l| l.as_path() != d) {
-                    topic_dirs.push(d.to_path_buf());
-                }
-            }
-            // Files left behind (an error here) open as the same partition
-            // (with its expired records, if it had any): the directory wins
-            // over the registry line, and a later sweep parks it again.
-            if let Err(e) = p.remove_parked() {
-                first_err.get_or_insert(e);
-            }
-            let spot = parked::Spot {
-                next: *next,
-                at: now,
-            };
-            self.parked.insert(&key.0, &key.1, spot);
-        }
-        self.dirty.retain(|(t, p)| !self.parked.contains(t, p));
-        for d in &topic_dirs {
-            if let Err(e) = io::sync_dir(&self.cfg, d) {
-                first_err.get_or_insert(e);
-            }
-        }
-        if let Some(e) = first_err {
-            // Parked all the same (the registry says so); what is left on
-            // disk opens as the same partition.
-            tracing::warn!("parking partitions: {e}");
-        }
-        Ok(with_records)
     }
 
     /// The first offset appended at or after `ts` (ms since the epoch), if any.
