@@ -33,8 +33,10 @@
 //! | ADDRESSED-ACK  | `A` | partition           | address, subject, sequence              |
 //!
 //! A receiver accepts both dialects, told apart by frame count ([`decode`]).
-//! The first nine rows are RFC 46; the four extensions travel only to nodes
-//! that subscribed to them, so a C-reference node sees RFC 46 byte for byte.
+//! The first nine rows are RFC 46; a C-reference node never receives the
+//! three extensions with IDs of their own (nodes get them only by subscribing
+//! to them) and answers an empty-topic GET-HEADS with nothing, so it sees
+//! RFC 46 byte for byte.
 //!
 //! GET-HEADS with an empty topic is asked by a store of the other stores
 //! (which subscribe `G`), who answer a DIRECT-HEAD for every partition they
