@@ -1,0 +1,667 @@
+//! The consumer's protocol decisions as a pure state machine, no sockets:
+//! [`ConsumerState`] tracks each partition (next offset to deliver,
+//! out-of-order records held past a gap, the FETCH in flight and its retry
+//! deadline) and decides what to deliver and what to send.
+//!
+//! Where each decision is made:
+//! - a record in order, a duplicate, or past a gap (held, the gap
+//!   FETCHed): [`ConsumerState::on_record`];
+//! - the FETCH of a gap, its retry and back-off, and giving a gap up
+//!   (records lost, partition stalled): `ConsumerState::maybe_fetch` and
+//!   [`ConsumerState::on_timer`];
+//! - where a partition starts (`offset_reset`, `start_offsets`, a HEAD):
+//!   [`ConsumerState::on_head`] and [`ConsumerState::seek`];
+//! - idle partitions kept only by position, then forgotten:
+//!   [`ConsumerState::sweep_idle`] and [`ConsumerState::forget_idle`].
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::node::config::{ConsumerConfig, OffsetReset};
+use crate::node::held::Held;
+use crate::node::out::{Backoff, Out};
+use crate::wire::{Head, Record, StoreHello};
+
+/// One record handed to the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub topic: Arc<str>,
+    pub partition: Arc<str>,
+    pub offset: u64,
+    pub value: Vec<u8>,
+    /// Seek generation of the partition when delivered (stale ones are skipped).
+    pub epoch: u64,
+}
+
+#[derive(Debug)]
+struct Part {
+    /// The partition's name as it keys [`ConsumerState::parts`] (shared with
+    /// the retry timers).
+    key: Arc<[u8]>,
+    topic: Arc<str>,
+    /// Its topic's place in [`ConsumerState::topics`].
+    topic_ix: u32,
+    name: Arc<str>,
+    next: u64,
+    /// Highest offset known to exist + 1 (from RECORDs and HEADs).
+    known: u64,
+    /// FETCHes cover [next, requested) until `retry_at`.
+    requested: u64,
+    retry_at: Option<Instant>,
+    /// Records past a gap (at most `max_pending` and [`MAX_PENDING_BYTES`],
+    /// or one record's bytes if larger).
+    pending: Held,
+    epoch: u64,
+    /// A DIRECT-RECORD beyond `next` arrived in this FETCH round (since the
+    /// last retry): a store (or the producer) answered from past the gap, so
+    /// it lacks the records before (retention deleted them?).
+    answered_beyond: bool,
+    /// FETCH rounds in a row, up to the last retry, in which a node answered
+    /// from past the gap. Evidence must come afresh in every round: a late
+    /// answer to a FETCH from before a seek, or the tail of an answer whose
+    /// start a full queue dropped, counts for one round only.
+    beyond_rounds: u32,
+    /// FETCH retries since `next` last moved, and `next` then.
+    stalled: u32,
+    stall_mark: u64,
+    /// A partition that no node answered in `give_up_fetches` tries is asked
+    /// less and less often (a consumer of many partitions whose stores are
+    /// away would otherwise send each partition's FETCH every `fetch_retry`,
+    /// forever), until a store says hello or records arrive.
+    backoff: Backoff,
+    /// When a RECORD, HEAD or seek last concerned it.
+    touched: Instant,
+}
+
+/// Where a partition not (or no longer) followed starts when it is heard of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Start {
+    next: u64,
+    /// Its seek epoch: > 0 once the application seeked it.
+    epoch: u64,
+    /// Its topic's place in [`ConsumerState::topics`], for a partition that
+    /// went idle (a seek brings it back); unknown for `start_offsets`.
+    topic: Option<u32>,
+    /// Since when it has not been heard of.
+    since: Instant,
+}
+
+/// Pure consumer protocol state.
+#[derive(Debug)]
+pub struct ConsumerState {
+    address: Vec<u8>,
+    topics: Vec<Vec<u8>>,
+    reset: OffsetReset,
+    retry: Duration,
+    max_fetch: u32,
+    max_pending: usize,
+    give_up_fetches: u32,
+    idle_after: Duration,
+    forget_after: Option<Duration>,
+    parts: FxHashMap<Vec<u8>, Part>,
+    /// Bytes of records held past gaps, every partition's (bounded by
+    /// [`MAX_PENDING_TOTAL_BYTES`]).
+    pending_total: Arc<std::sync::atomic::AtomicUsize>,
+    /// FETCH retry deadlines, earliest first. An entry whose partition's
+    /// `retry_at` is no longer its time is stale and dropped when it comes
+    /// up, so neither the loop's deadline nor a timer visits every partition.
+    timers: BinaryHeap<Reverse<(Instant, Arc<[u8]>)>>,
+    /// Partitions that reached `give_up_fetches` retries: the only ones
+    /// [`ConsumerState::count_stalled`] and a STORE-HELLO look at.
+    stall_watch: FxHashSet<Arc<[u8]>>,
+    /// Where partitions not seen yet start, and their seek epoch: from
+    /// [`ConsumerConfig::start_offsets`], seeks that came before the
+    /// partition's first RECORD or HEAD, and partitions idle for
+    /// `idle_after` (they go on from there when heard of again). Entries
+    /// never seeked are forgotten after `forget_after`.
+    starts: FxHashMap<Vec<u8>, Start>,
+    /// When to look for idle partitions (or positions to forget) next.
+    next_sweep: Option<Instant>,
+    /// Counters: duplicates dropped, gaps seen, FETCHes sent, offsets skipped
+    /// because no node holds them any more.
+    pub duplicates: u64,
+    pub gaps: u64,
+    pub fetches: u64,
+    pub lost: u64,
+    /// Positions forgotten: not heard of for `forget_after`.
+    pub forgotten: u64,
+    /// Partitions whose gap no node answered in `give_up_fetches` tries: they
+    /// wait for a store that holds the records (as of the last timer).
+    pub stalled: u64,
+}
+
+/// Bytes of out-of-order records a consumer holds per partition while it
+/// fetches a gap (as a store's `max_held_bytes`); past it, and past
+/// `max_pending` records, they are fetched again once the gap is filled.
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+
+/// Bytes of out-of-order records a consumer holds over all its partitions:
+/// many partitions with a gap each would otherwise hold `MAX_PENDING_BYTES`
+/// apiece. Past it, each partition still holds the one record nearest its gap.
+pub const MAX_PENDING_TOTAL_BYTES: usize = 1 << 30;
+
+pub(super) fn lossy(b: &[u8]) -> Arc<str> {
+    Arc::from(String::from_utf8_lossy(b).as_ref())
+}
+
+impl Part {
+    /// Delivers the held records that follow `next` in order; `next` moved.
+    fn deliver_pending(&mut self, deliver: &mut Vec<Delivery>) {
+        while let Some(v) = self.pending.remove(self.next) {
+            deliver.push(Delivery {
+                topic: self.topic.clone(),
+                partition: self.name.clone(),
+                offset: self.next,
+                value: v,
+                epoch: self.epoch,
+            });
+            self.next += 1;
+        }
+        self.forget_stall();
+    }
+
+    /// `next` moved (or was set): no FETCH retries or evidence count yet.
+    fn forget_stall(&mut self) {
+        self.answered_beyond = false;
+        self.beyond_rounds = 0;
+        self.stalled = 0;
+        self.backoff = Backoff::default();
+        self.stall_mark = self.next;
+    }
+
+    /// A FETCH retry is due. After `give_up` rounds in a row answered from
+    /// past the gap and without progress, the records of the gap are gone
+    /// from every node that answers (retention deleted them): skip to the
+    /// first record held, as Kafka's `earliest` reset starts at the log's
+    /// start. Returns the offsets skipped.
+    fn retry_or_skip(&mut self, give_up: u32, deliver: &mut Vec<Delivery>) -> u64 {
+        if self.next != self.stall_mark {
+            self.stall_mark = self.next;
+            self.stalled = 0;
+            self.beyond_rounds = 0;
+        }
+        self.stalled += 1;
+        if std::mem::take(&mut self.answered_beyond) {
+            self.beyond_rounds += 1;
+        } else {
+            self.beyond_rounds = 0;
+        }
+        let answered_beyond = self.beyond_rounds > 0;
+        if self.stalled == give_up && !answered_beyond {
+            tracing::warn!(
+                "partition {} of {}: no node answered a FETCH for offsets {}.. in {give_up} \
+                 tries; waiting for a store that holds them (are the stores reachable through \
+                 the towers or peers?)",
+                self.name,
+                self.topic,
+                self.next
+            );
+        }
+        if self.stalled >= give_up && !answered_beyond {
+            self.backoff = self.backoff.doubled();
+        }
+        if self.beyond_rounds < give_up {
+            return 0;
+        }
+        let Some(first) = self.pending.first() else {
+            return 0;
+        };
+        let lost = first - self.next;
+        tracing::warn!(
+            "partition {} of {}: offsets {}..{} are held by no node that answers (deleted by \
+             retention?); skipping to {first}",
+            self.name,
+            self.topic,
+            self.next,
+            first
+        );
+        self.next = first;
+        self.deliver_pending(deliver);
+        lost
+    }
+}
+
+impl ConsumerState {
+    pub fn new(address: &[u8], topics: &[&[u8]], cfg: &ConsumerConfig) -> Self {
+        let now = Instant::now();
+        let starts: FxHashMap<Vec<u8>, Start> = cfg
+            .start_offsets
+            .iter()
+            .map(|(p, off)| {
+                let start = Start {
+                    next: *off,
+                    epoch: 0,
+                    topic: None,
+                    since: now,
+                };
+                (p.as_bytes().to_vec(), start)
+            })
+            .collect();
+        let forgets = cfg.forget_after.is_some() && !starts.is_empty();
+        Self {
+            address: address.to_vec(),
+            topics: topics.iter().map(|t| t.to_vec()).collect(),
+            reset: cfg.offset_reset,
+            retry: cfg.fetch_retry,
+            max_fetch: cfg.max_fetch,
+            max_pending: cfg.max_pending,
+            give_up_fetches: cfg.give_up_fetches,
+            idle_after: cfg.idle_after,
+            forget_after: cfg.forget_after,
+            parts: FxHashMap::default(),
+            pending_total: Arc::default(),
+            timers: BinaryHeap::new(),
+            stall_watch: FxHashSet::default(),
+            starts,
+            next_sweep: forgets.then(|| now + cfg.idle_after),
+            duplicates: 0,
+            gaps: 0,
+            fetches: 0,
+            lost: 0,
+            forgotten: 0,
+            stalled: 0,
+        }
+    }
+
+    fn subscribed(&self, topic: &[u8]) -> bool {
+        self.topics.iter().any(|t| t == topic)
+    }
+
+    /// GET-HEADS for every topic (on subscribe, and whenever a new peer that
+    /// answers GET-HEADS for a topic subscribes to us).
+    pub fn get_heads(&self) -> Vec<Out> {
+        self.topics
+            .iter()
+            .map(|t| Out::GetHeads { topic: t.clone() })
+            .collect()
+    }
+
+    /// GET-HEADS for one topic if it is ours; for every topic when `topic` is
+    /// empty (a store subscribes to all GET-HEADS with the bare `G` prefix).
+    pub fn get_heads_for(&self, topic: &[u8]) -> Vec<Out> {
+        if topic.is_empty() {
+            self.get_heads()
+        } else if self.subscribed(topic) {
+            vec![Out::GetHeads {
+                topic: topic.to_vec(),
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// STORE-HELLO addressed to us: answer CONSUMER-HELLO with our topics. A
+    /// store (re)appeared: stalled partitions that backed off FETCH again now.
+    pub fn on_store_hello(&mut self, s: &StoreHello<'_>, now: Instant) -> Vec<Out> {
+        if s.topic != self.address.as_slice() {
+            return Vec::new();
+        }
+        for k in &self.stall_watch {
+            if let Some(p) = self.parts.get_mut(&**k) {
+                if p.backoff.is_on() && p.retry_at.is_some() {
+                    p.backoff = Backoff::default();
+                    p.retry_at = Some(now);
+                    self.timers.push(Reverse((now, k.clone())));
+                }
+            }
+        }
+        vec![Out::ConsumerHello {
+            to: s.address.to_vec(),
+            subjects: self.topics.clone(),
+        }]
+    }
+
+    fn part(
+        &mut self,
+        partition: &[u8],
+        subject: &[u8],
+        first: Option<u64>,
+        now: Instant,
+    ) -> &mut Part {
+        let reset = self.reset;
+        // Look up without building a key: a key is made once per partition.
+        if !self.parts.contains_key(partition) {
+            self.add_part(partition, subject, first, reset, now);
+        }
+        let p = self.parts.get_mut(partition).expect("added above");
+        p.touched = now;
+        p
+    }
+
+    fn add_part(
+        &mut self,
+        partition: &[u8],
+        subject: &[u8],
+        first: Option<u64>,
+        reset: OffsetReset,
+        now: Instant,
+    ) {
+        let start = self.starts.remove(partition);
+        self.next_sweep.get_or_insert(now + self.idle_after);
+        let topic_ix = self.topics.iter().position(|t| t == subject).unwrap_or(0) as u32;
+        let pending_total = self.pending_total.clone();
+        self.parts.entry(partition.to_vec()).or_insert_with(|| {
+            let (next, epoch) = match (start, reset, first) {
+                (Some(start), _, _) => (start.next, start.epoch),
+                (None, OffsetReset::Earliest, _) => (0, 0),
+                (None, OffsetReset::Latest, Some(seq)) => (seq, 0),
+                (None, OffsetReset::Latest, None) => (0, 0),
+            };
+            Part {
+                key: Arc::from(partition),
+                topic: lossy(subject),
+                topic_ix,
+                name: lossy(partition),
+                next,
+                known: next,
+                requested: next,
+                retry_at: None,
+                pending: Held::counted(pending_total),
+                epoch,
+                answered_beyond: false,
+                beyond_rounds: 0,
+                stalled: 0,
+                stall_mark: next,
+                backoff: Backoff::default(),
+                touched: now,
+            }
+        });
+    }
+
+    /// When [`ConsumerState::sweep_idle`] is due.
+    pub fn next_sweep(&self) -> Option<Instant> {
+        self.next_sweep
+    }
+
+    /// Keeps only the position of each partition caught up (nothing missing,
+    /// held or in flight) and not heard of for `idle_after`; returns how
+    /// many. A RECORD or HEAD of one brings it back where it was.
+    pub fn sweep_idle(&mut self, now: Instant) -> usize {
+        let before = self.parts.len();
+        let idle_after = self.idle_after;
+        let (starts, watch) = (&mut self.starts, &self.stall_watch);
+        self.parts.retain(|k, p| {
+            let idle = p.next >= p.known
+                && p.pending.is_empty()
+                && p.retry_at.is_none()
+                && p.requested <= p.next
+                && !watch.contains(&*p.key)
+                && now.saturating_duration_since(p.touched) >= idle_after;
+            if idle {
+                let start = Start {
+                    next: p.next,
+                    epoch: p.epoch,
+                    topic: Some(p.topic_ix),
+                    since: p.touched,
+                };
+                starts.insert(k.clone(), start);
+            }
+            !idle
+        });
+        let forgets = self.forget_after.is_some() && !self.starts.is_empty();
+        self.next_sweep = (!self.parts.is_empty() || forgets).then(|| now + idle_after / 2);
+        before - self.parts.len()
+    }
+
+    /// Forgets the positions of partitions not heard of for `forget_after`
+    /// (idle ones, and `start_offsets` never heard of), unless the
+    /// application seeked them: heard of again, they start as new ones
+    /// (`offset_reset`). Returns their names. Called with the idle sweep.
+    pub fn forget_idle(&mut self, now: Instant) -> Vec<Vec<u8>> {
+        let Some(after) = self.forget_after else {
+            return Vec::new();
+        };
+        let mut gone = Vec::new();
+        self.starts.retain(|k, s| {
+            let keep = s.epoch > 0 || now.saturating_duration_since(s.since) < after;
+            if !keep {
+                gone.push(k.clone());
+            }
+            keep
+        });
+        self.forgotten += gone.len() as u64;
+        gone
+    }
+
+    /// Partitions whose protocol state is kept (not idle).
+    pub fn active_partitions(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// A RECORD (or DIRECT-RECORD, `direct`): delivers what is now in order,
+    /// buffers what is ahead, and FETCHes a gap.
+    pub fn on_record(
+        &mut self,
+        r: &Record<'_>,
+        direct: bool,
+        now: Instant,
+        deliver: &mut Vec<Delivery>,
+        out: &mut Vec<Out>,
+    ) {
+        let ok_key = if direct {
+            r.topic == self.address.as_slice()
+        } else {
+            r.topic == r.subject
+        };
+        if !ok_key || !self.subscribed(r.subject) {
+            return;
+        }
+        if direct && !self.parts.contains_key(r.address) && self.reset == OffsetReset::Latest {
+            // A DIRECT-RECORD for a partition we never asked for.
+            return;
+        }
+        let (max_pending, seq) = (self.max_pending, r.sequence);
+        let p = self.part(r.address, r.subject, Some(seq), now);
+        p.known = p.known.max(seq.saturating_add(1));
+        if direct && seq > p.next && !p.answered_beyond {
+            // An answer from past the gap, in this round (a record already
+            // held too: a store answers each retry from the same place).
+            p.answered_beyond = true;
+            if p.beyond_rounds == 0 {
+                // Retries go at `fetch_retry` again.
+                p.backoff = Backoff::default();
+            }
+        }
+        if seq < p.next || p.pending.contains(seq) {
+            self.duplicates += 1;
+            return;
+        }
+        if seq == p.next {
+            deliver.push(Delivery {
+                topic: p.topic.clone(),
+                partition: p.name.clone(),
+                offset: seq,
+                value: r.content.to_vec(),
+                epoch: p.epoch,
+            });
+            p.next += 1;
+            p.deliver_pending(deliver);
+        } else {
+            let new_gap = p.pending.is_empty() && p.requested <= p.next;
+            // Past a bound, those farthest from the gap are fetched again
+            // later (`retry_or_skip` skips to the first held). One is always
+            // taken, however large: it may be all that follows the gap.
+            let bounds = (max_pending, MAX_PENDING_BYTES, MAX_PENDING_TOTAL_BYTES);
+            p.pending.hold_bounded(seq, r.content, bounds, true);
+            self.gaps += u64::from(new_gap);
+        }
+        self.maybe_fetch(r.address, now, out);
+    }
+
+    /// HEAD or DIRECT-HEAD: learn the partition's last offset; FETCH a gap.
+    pub fn on_head(&mut self, h: &Head<'_>, direct: bool, now: Instant, out: &mut Vec<Out>) {
+        let ok_key = if direct {
+            h.topic == self.address.as_slice()
+        } else {
+            h.topic == h.subject
+        };
+        if !ok_key || !self.subscribed(h.subject) {
+            return;
+        }
+        let seq = h.sequence;
+        let p = self.part(h.address, h.subject, Some(seq.saturating_add(1)), now);
+        let known = seq.saturating_add(1);
+        let mut new_gap = false;
+        if known > p.known {
+            new_gap = p.pending.is_empty() && p.requested <= p.next && p.known <= p.next;
+            p.known = known;
+        }
+        self.gaps += u64::from(new_gap);
+        self.maybe_fetch(h.address, now, out);
+    }
+
+    /// Sends a FETCH for the first missing range beyond what is requested.
+    /// FETCHes are pipelined: once half of the window in flight arrived, the
+    /// next window is asked for, so a long catch-up does not wait a round
+    /// trip per window. At most about 1.5 windows are outstanding.
+    fn maybe_fetch(&mut self, partition: &[u8], now: Instant, out: &mut Vec<Out>) {
+        let (retry, max_fetch) = (self.retry, self.max_fetch);
+        let Some(p) = self.parts.get_mut(partition) else {
+            return;
+        };
+        let from = if p.requested > p.next {
+            // In flight; the retry timer covers it. Pipeline the next window?
+            if p.requested - p.next > u64::from(max_fetch / 2) || p.requested >= p.known {
+                return;
+            }
+            p.requested
+        } else if p.next >= p.known {
+            p.retry_at = None;
+            return;
+        } else {
+            p.next
+        };
+        let end = p
+            .pending
+            .first_from(from)
+            .unwrap_or(p.known)
+            .min(from.saturating_add(u64::from(max_fetch)));
+        if end <= from {
+            return; // held records follow what is in flight
+        }
+        let count = u32::try_from(end - from).unwrap_or(max_fetch);
+        p.requested = end;
+        let at = now + p.backoff.interval(retry);
+        p.retry_at = Some(at);
+        self.timers.push(Reverse((at, p.key.clone())));
+        self.fetches += 1;
+        out.push(Out::Fetch {
+            partition: partition.to_vec(),
+            subject: p.topic.as_bytes().to_vec(),
+            sequence: from,
+            count,
+        });
+    }
+
+    /// Repeats FETCHes whose answers did not (all) arrive in time; delivers
+    /// what follows a gap that no node holds any more (`give_up_fetches`).
+    pub fn on_timer(&mut self, now: Instant, deliver: &mut Vec<Delivery>, out: &mut Vec<Out>) {
+        let give_up = self.give_up_fetches;
+        let mut lost = 0;
+        let mut due = Vec::new();
+        while self.timers.peek().is_some_and(|Reverse((t, _))| *t <= now) {
+            let Some(Reverse((t, k))) = self.timers.pop() else {
+                break;
+            };
+            let Some(p) = self.parts.get_mut(&*k) else {
+                continue;
+            };
+            if p.retry_at != Some(t) {
+                continue; // stale: the FETCH was answered or re-sent since
+            }
+            p.retry_at = None;
+            lost += p.retry_or_skip(give_up, deliver);
+            p.requested = p.next;
+            if p.stalled >= give_up {
+                self.stall_watch.insert(k.clone());
+            }
+            due.push(k);
+        }
+        self.lost += lost;
+        for k in due {
+            self.maybe_fetch(&k, now, out);
+        }
+        self.count_stalled();
+    }
+
+    /// Recounts [`ConsumerState::stalled`] (the partitions that reached
+    /// `give_up_fetches` retries: call it at timers, and after messages only
+    /// while some partition is stalled).
+    pub fn count_stalled(&mut self) {
+        let (give_up, parts) = (self.give_up_fetches, &self.parts);
+        self.stall_watch
+            .retain(|k| parts.get(&**k).is_some_and(|p| p.stalled >= give_up));
+        self.stalled = self
+            .stall_watch
+            .iter()
+            .filter_map(|k| parts.get(&**k))
+            .filter(|p| p.beyond_rounds == 0 && p.retry_at.is_some())
+            .count() as u64;
+    }
+
+    /// The earliest FETCH retry deadline (drops the stale timers before it).
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        while let Some(Reverse((t, k))) = self.timers.peek() {
+            if self.parts.get(&**k).is_some_and(|p| p.retry_at == Some(*t)) {
+                return Some(*t);
+            }
+            self.timers.pop();
+        }
+        None
+    }
+
+    /// Moves `partition` to `offset`: drops buffered records, FETCHes from
+    /// there. A partition not seen yet starts there when it is. Returns the
+    /// partition's new epoch (the handle counts seeks per partition alike).
+    pub fn seek(&mut self, partition: &[u8], offset: u64, now: Instant, out: &mut Vec<Out>) -> u64 {
+        let idle_topic = if self.parts.contains_key(partition) {
+            None
+        } else {
+            self.starts.get(partition).and_then(|s| s.topic)
+        };
+        if let Some(ix) = idle_topic {
+            // Gone idle: brought back where it was, so that what stores hold
+            // from `offset` up to there is FETCHed (no HEAD may come again).
+            let topic = self.topics[ix as usize].clone();
+            self.add_part(partition, &topic, None, self.reset, now);
+        }
+        let Some(p) = self.parts.get_mut(partition) else {
+            let start = self.starts.entry(partition.to_vec()).or_insert(Start {
+                next: 0,
+                epoch: 0,
+                topic: None,
+                since: now,
+            });
+            start.next = offset;
+            start.epoch += 1;
+            start.since = now;
+            return start.epoch;
+        };
+        p.next = offset;
+        p.requested = offset;
+        p.touched = now;
+        p.pending.clear();
+        p.retry_at = None;
+        p.epoch += 1;
+        // Evidence of a deleted gap was about the old position.
+        p.forget_stall();
+        let epoch = p.epoch;
+        self.maybe_fetch(partition, now, out);
+        epoch
+    }
+
+    /// The next offset to deliver of each known partition.
+    pub fn positions(&self) -> Vec<(Arc<str>, u64)> {
+        self.parts
+            .values()
+            .map(|p| (p.name.clone(), p.next))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

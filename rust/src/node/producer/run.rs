@@ -1,0 +1,234 @@
+//! The producer's event loop: publishes what the handle hands over, holds
+//! it in [`ProducerState`] until ACKed, and answers FETCH, GET-HEADS and
+//! subscriptions with what the state returns. No protocol decision is made
+//! here.
+
+use std::sync::atomic::Ordering::SeqCst;
+use std::time::Instant;
+
+use crate::error::Result;
+use crate::node::actor::{Inbox, Ready};
+use crate::node::batch::Batch;
+use crate::node::config::ProducerConfig;
+use crate::node::out::poll_timeout;
+use crate::node::socket::{set_int_option, Core, Dest, Frames, Takers};
+use crate::node::stats::Stats;
+use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
+
+use super::state::{AckReach, ProducerState};
+use super::{Cmd, ProducerShared};
+
+const BATCH: usize = 4096;
+
+pub(super) fn run(
+    inbox: &mut Inbox<Cmd>,
+    ready: &mut Ready<String>,
+    ctx: &zmq::Context,
+    cfg: ProducerConfig,
+    topic: &str,
+    address: &str,
+    shared: &ProducerShared,
+) -> Result<()> {
+    let tb = topic.as_bytes();
+    let node = cfg.socket_config();
+    let mut core = Core::open(ctx, &node, NodeType::Producer, address, &[tb])?;
+    // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
+    let mut takers = Takers::batches();
+    // Every unsubscription too, also when one of several stores leaves: the
+    // count of stores connected goes down again.
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
+    ready.send(core.endpoint.clone());
+    let mut st = ProducerState::new(tb, address.as_bytes(), cfg.min_acks, cfg.head_interval);
+    let stats = &shared.stats;
+    let mut frames = Frames::default();
+    let mut outs = Vec::new();
+    loop {
+        if inbox.terminated() {
+            // Closing: what was sent goes out (the XPUB lingers for it);
+            // waiting for stores' ACKs is `flush`'s business.
+            let mut sent = 0usize;
+            while let Some(cmd) = inbox.try_recv() {
+                if let Some(b) = command_batch(cmd, shared) {
+                    sent += b.len();
+                    publish(&mut core, &mut st, cfg.record_batches, b)?;
+                }
+            }
+            Stats::add(&stats.records_sent, sent as u64);
+            return Ok(());
+        }
+        // Commands: publish up to BATCH records.
+        let mut sent = 0usize;
+        let mut freed = 0usize;
+        // Released offsets, not freed bytes, tell whether to report: empty
+        // records free none.
+        let released = st.released_upto();
+        while sent < BATCH {
+            match inbox.try_recv() {
+                Some(Cmd::Connect(ep)) => core.connect(&ep),
+                Some(cmd) => {
+                    if let Some(b) = command_batch(cmd, shared) {
+                        sent += b.len();
+                        freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                    }
+                }
+                None => break,
+            }
+        }
+        if sent > 0 {
+            Stats::add(&stats.records_sent, sent as u64);
+            st.arm_head(Instant::now());
+            if st.released_upto() != released {
+                release(shared, &st, freed);
+            }
+        }
+
+        core.count_unsendable(stats);
+        let now = Instant::now();
+        let timeout = if inbox.pending() > 0 {
+            0
+        } else {
+            poll_timeout(now, [st.next_head(), core.disc.next_deadline()])
+        };
+        let r = core.poll(inbox, timeout, true)?;
+        let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
+
+        if xpub_in {
+            // Subscriptions: count the stores' (every RECORD, `M`) and know
+            // the consumers (`L` + address); who leaves unsubscribes.
+            // Bounded per turn, as the SUB: a flood of subscriptions must not
+            // keep the loop from everything else.
+            for _ in 0..BATCH {
+                if !frames.recv(&core.xpub)? {
+                    break;
+                }
+                let (s, n) = frames.slices();
+                match Subscription::decode(s[0]) {
+                    Ok(sub) if n == 1 && st.on_store_subscription(sub.prefix, sub.subscribe) => {
+                        // A store connecting: what we published before its
+                        // subscription arrived never reached it, and stores'
+                        // GET-HEADS never reach producers. Tell it now, not
+                        // a `head_interval` later.
+                        if sub.subscribe && sub.prefix == b"M" {
+                            if let Some(h) = st.head() {
+                                Stats::add(&stats.heads_sent, 1);
+                                core.emit(&h)?;
+                            }
+                        }
+                        shared.stores_seen.store(st.countable_stores(), SeqCst);
+                        shared.notify();
+                    }
+                    Ok(sub) if n == 1 => {
+                        takers.on_subscription(sub.prefix, sub.subscribe);
+                        if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
+                            core.emit(&h)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if sub_in {
+            let mut freed = 0;
+            let released = st.released_upto();
+            for _ in 0..BATCH {
+                if !frames.recv(&core.sub)? {
+                    break;
+                }
+                if frames.too_long() {
+                    Stats::add(&stats.malformed, 1);
+                    continue;
+                }
+                let (s, n) = frames.slices();
+                match decode(&s[..n]) {
+                    Ok((Message::Ack(a) | Message::AddressedAck(a), _)) => {
+                        if a.topic == address.as_bytes() && a.subject == tb {
+                            Stats::add(&stats.acks_received, 1);
+                            if let AckReach::Unreachable { first } = st.ack_reach(&a) {
+                                Stats::add(&stats.min_acks_unreachable, 1);
+                                if first {
+                                    tracing::warn!(
+                                        "producer {address} of topic {topic:?}: min_acks={} \
+                                         cannot be reached by the stores whose ACKs it can \
+                                         count ({}): C-reference stores' ACKs carry no \
+                                         address and count as one store together; records \
+                                         are not released until more of dafka's stores ACK \
+                                         (PROTOCOL.md, ADDRESSED-ACK)",
+                                        st.min_acks(),
+                                        st.countable_stores(),
+                                    );
+                                }
+                            }
+                            freed += st.on_ack(&a);
+                        } else {
+                            Stats::add(&stats.ignored, 1);
+                        }
+                    }
+                    Ok((Message::Fetch(f), _)) => {
+                        Stats::add(&stats.fetches_received, 1);
+                        let range = st.fetch_range(&f);
+                        let values = range.clone().map_while(|off| st.get(off));
+                        let dest = Dest::Direct {
+                            to: f.address,
+                            partition: address.as_bytes(),
+                            topic: tb,
+                        };
+                        let batches = takers.takes(f.address);
+                        let sent = core.send_records(dest, range.start, values, batches)?;
+                        Stats::add(&stats.direct_records_sent, sent as u64);
+                    }
+                    Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
+                        outs.clear();
+                        outs.extend(st.on_get_heads(&g));
+                        core.emit_all(&outs)?;
+                    }
+                    Ok(_) => Stats::add(&stats.ignored, 1),
+                    Err(_) => Stats::add(&stats.malformed, 1),
+                }
+            }
+            if st.released_upto() != released {
+                release(shared, &st, freed);
+            }
+        }
+        if beacon_in {
+            core.on_beacons(stats)?;
+        }
+        let now = Instant::now();
+        if let Some(h) = st.on_timer(now) {
+            Stats::add(&stats.heads_sent, 1);
+            core.emit(&h)?;
+        }
+        if core.disc.next_deadline().is_some_and(|d| d <= now) {
+            core.on_timer(now, stats)?;
+        }
+    }
+}
+
+/// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
+/// batch for a [`Cmd::Take`] still of its generation (else its records went
+/// with a later command).
+fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
+    match cmd {
+        Cmd::Many(b) => Some(b),
+        Cmd::Take(gen) => {
+            let mut p = shared.pending();
+            (p.gen == gen).then(|| p.hand_over())
+        }
+        Cmd::Connect(_) => None,
+    }
+}
+
+/// Publishes a batch from the next offset on and holds it; returns the
+/// bytes released at once. In RECORD-BATCHes if `batches`
+/// (`record_batches`), else as one RECORD per record.
+fn publish(core: &mut Core, st: &mut ProducerState, batches: bool, b: Batch) -> Result<usize> {
+    let dest = Dest::Live { topic: &st.topic };
+    core.send_records(dest, st.next_offset(), b.iter(), batches)?;
+    Ok(st.append_batch(b).1)
+}
+
+fn release(shared: &ProducerShared, st: &ProducerState, freed: usize) {
+    shared.unacked_bytes.fetch_sub(freed, SeqCst);
+    let acked = i64::try_from(st.released_upto()).unwrap_or(i64::MAX) - 1;
+    shared.acked.store(acked, SeqCst);
+    shared.notify();
+}
