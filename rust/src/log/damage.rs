@@ -119,8 +119,9 @@ impl Log {
     /// aside; the first such error is returned. A partition set aside for
     /// damage is tried again only once its files changed; until then it is
     /// left out (it stays in [`Log::damaged`]) and is no error of this call,
-    /// so an owner recovering from some other failure can succeed. Call it with no
-    /// [`SyncBatch`] in flight (its results would apply to the new state).
+    /// so an owner recovering from some other failure can succeed. Call it
+    /// with no [`SyncBatch`](super::SyncBatch) in flight (its results would
+    /// apply to the new state).
     pub fn reopen_failed(&mut self) -> Result<()> {
         let mut keys: Vec<PartKey> = self
             .parts
@@ -133,8 +134,8 @@ impl Log {
     }
 
     /// [`Log::reopen_failed`] for the partitions set aside only: safe with a
-    /// [`SyncBatch`] in flight (they are in none), cheap while their files
-    /// stay as they were. For a periodic retry.
+    /// [`SyncBatch`](super::SyncBatch) in flight (they are in none), cheap
+    /// while their files stay as they were. For a periodic retry.
     pub fn retry_set_aside(&mut self) -> Result<()> {
         if self.damaged.is_empty() {
             return Ok(());
