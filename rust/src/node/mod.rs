@@ -26,8 +26,3 @@ pub use consumer::{Consumer, ConsumerState, Delivery};
 pub use producer::{Producer, ProducerState};
 pub use store::{Store, StoreConfig};
 pub use tower::Tower;
-
-#[cfg(test)]
-mod store_tests;
-#[cfg(test)]
-mod tests;

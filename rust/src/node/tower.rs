@@ -898,20 +898,6 @@ mod tests {
         tower.close().unwrap();
     }
 
-    /// A signal that the kernel delivers to the tower's thread interrupts its
-    /// poll (EINTR, even with SA_RESTART): the tower must poll again, not
-    /// stop relaying beacons for good.
-    #[test]
-    fn a_signal_delivered_to_the_tower_thread_does_not_stop_it() {
-        use crate::node::tests::{signal_thread, start_and_find_thread};
-        let (tower, tid) = start_and_find_thread("dafka-tower", local_tower);
-        signal_thread(tid, 10);
-        std::thread::sleep(Duration::from_millis(200));
-        let alive = tower.check();
-        assert!(alive.is_ok(), "the tower stopped: {alive:?}");
-        tower.close().unwrap();
-    }
-
     #[test]
     fn a_node_that_joins_learns_the_known_nodes_at_once() {
         let tower = local_tower();

@@ -336,6 +336,20 @@ impl Consumer {
         self.actor.check()
     }
 
+    /// Test hook: records the node thread handed over that the application
+    /// has not taken yet.
+    #[doc(hidden)]
+    pub fn buffered(&self) -> usize {
+        self.shared.buffered.load(SeqCst)
+    }
+
+    /// Test hook: holds the lock over the positions (a poll that took
+    /// records waits for it before it notes them), until the guard drops.
+    #[doc(hidden)]
+    pub fn hold_positions(&self) -> impl Drop + '_ {
+        self.positions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Connects to one more peer's XPUB endpoint (static peers added later).
     pub fn connect(&self, endpoint: &str) -> Result<()> {
         crate::node::config::check_peer(endpoint)?;

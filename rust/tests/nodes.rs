@@ -1,27 +1,16 @@
-//! Socket-level tests of the nodes on 127.0.0.1 ephemeral ports: static peers,
-//! discovery through a tower, late joiners fetching history.
+//! Socket-level tests of the nodes on 127.0.0.1 ephemeral ports, through the
+//! public API: static peers, discovery through a tower, late joiners fetching
+//! history, signals delivered to node threads, the consumer handle polled
+//! from several threads.
 
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use super::*;
-use crate::error::Error;
+use _native::error::Error;
+use _native::node::*;
 
-fn consume(c: &Consumer, n: usize, within: Duration) -> Vec<Delivery> {
-    let deadline = Instant::now() + within;
-    let mut got = Vec::new();
-    while got.len() < n && Instant::now() < deadline {
-        got.extend(c.poll_many(10_000, Duration::from_millis(100)).unwrap());
-    }
-    got
-}
-
-fn tower() -> Tower {
-    Tower::new(TowerConfig {
-        beacon_in: "tcp://127.0.0.1:0".into(),
-        beacon_out: "tcp://127.0.0.1:0".into(),
-    })
-    .unwrap()
-}
+mod common;
+use common::{consume, tower, wait_for};
 
 /// A node that finds its peers through `t`, beaconing every 100 ms.
 fn via_tower(t: &Tower, peers: Vec<String>, beacon_timeout_ms: u64) -> NodeConfig {
@@ -563,7 +552,7 @@ pub(crate) fn threads_named(name: &str) -> Vec<i32> {
 /// Starts a node with `start` and finds its thread (named `name`): the
 /// one thread of that name that was not there before (retried while other
 /// tests start nodes of the same kind at the same moment).
-pub(crate) fn start_and_find_thread<T>(name: &str, start: impl Fn() -> T) -> (T, i32) {
+fn start_and_find_thread<T>(name: &str, start: impl Fn() -> T) -> (T, i32) {
     for _ in 0..50 {
         let before = threads_named(name);
         let node = start();
@@ -583,7 +572,7 @@ pub(crate) fn start_and_find_thread<T>(name: &str, start: impl Fn() -> T) -> (T,
 /// this process, `n` times: what any signal the process handles (Python's
 /// SIGINT, the binaries' SIGTERM) does when the kernel hands it to a node
 /// thread, which blocks no signal.
-pub(crate) fn signal_thread(tid: i32, n: usize) {
+fn signal_thread(tid: i32, n: usize) {
     extern "C" fn nothing(_: libc::c_int) {}
     // SAFETY: installs a handler that does nothing (async-signal-safe),
     // then sends the signal to one thread of this process.
@@ -727,13 +716,13 @@ fn a_batching_producer_publishes_record_batches_only_to_who_subscribes_them() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while got.len() < values.len() && Instant::now() < deadline {
         for frames in watch(&both, Duration::from_millis(100)) {
-            match crate::wire::decode(&frames).unwrap().0 {
-                crate::wire::Message::RecordBatch(b) => {
-                    assert!(b.values.len() <= crate::node::config::WIRE_BATCH_BYTES);
+            match _native::wire::decode(&frames).unwrap().0 {
+                _native::wire::Message::RecordBatch(b) => {
+                    assert!(b.values.len() <= _native::node::config::WIRE_BATCH_BYTES);
                     batches += 1;
                     got.extend((b.sequence..).zip(b.values().map(<[u8]>::to_vec)));
                 }
-                crate::wire::Message::Record(r) => {
+                _native::wire::Message::Record(r) => {
                     records += 1;
                     got.push((r.sequence, r.content.to_vec()));
                 }
@@ -749,8 +738,8 @@ fn a_batching_producer_publishes_record_batches_only_to_who_subscribes_them() {
     // The plain subscriber saw the two RECORDs only.
     let plain_got: Vec<u64> = watch(&plain, Duration::from_millis(500))
         .iter()
-        .map(|f| match crate::wire::decode(f).unwrap().0 {
-            crate::wire::Message::Record(r) => r.sequence,
+        .map(|f| match _native::wire::decode(f).unwrap().0 {
+            _native::wire::Message::Record(r) => r.sequence,
             m => panic!("unexpected {m:?}"),
         })
         .collect();
@@ -805,5 +794,210 @@ fn a_consumer_takes_record_batches_live() {
     }
     assert_eq!(fetches_sent(&c), before, "nothing fetched");
     c.close().unwrap();
+    p.close().unwrap();
+}
+
+/// A signal that the kernel delivers to the tower's thread interrupts its
+/// poll (EINTR, even with SA_RESTART): the tower must poll again, not
+/// stop relaying beacons for good.
+#[test]
+fn a_signal_delivered_to_the_tower_thread_does_not_stop_it() {
+    let (tower, tid) = start_and_find_thread("dafka-tower", tower);
+    signal_thread(tid, 10);
+    std::thread::sleep(Duration::from_millis(200));
+    let alive = tower.check();
+    assert!(alive.is_ok(), "the tower stopped: {alive:?}");
+    tower.close().unwrap();
+}
+
+// ------------------- review tests of the consumer handle across threads
+
+static IN_HANDLER: AtomicBool = AtomicBool::new(false);
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+/// Holds the thread it lands on until `RELEASE` (async-signal-safe:
+/// atomics and nanosleep only).
+extern "C" fn hold(_: libc::c_int) {
+    IN_HANDLER.store(true, SeqCst);
+    while !RELEASE.load(SeqCst) {
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: nanosleep is async-signal-safe.
+        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+    }
+}
+
+/// Sets `RELEASE` however the test ends, so no thread stays held.
+struct Release;
+impl Drop for Release {
+    fn drop(&mut self) {
+        RELEASE.store(true, SeqCst);
+    }
+}
+
+/// Two threads poll one consumer (Python releases the GIL in `poll`).
+/// Thread A takes offset 0, thread B then offset 1; A was preempted
+/// between taking its record from the channel and noting its position
+/// (here: a signal handler holds it there). The application was given
+/// offsets 0 and 1, so `positions()` must say 2; it said 1, and a
+/// consumer resumed from it got offset 1 twice.
+#[test]
+fn positions_never_go_back_when_two_threads_poll() {
+    let _release = Release;
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    for i in 0..10u32 {
+        p.send(i.to_be_bytes(), None).unwrap();
+    }
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            offset_reset: OffsetReset::Earliest,
+            node: _native::node::NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    p.connect(c.endpoint()).unwrap();
+    let buffered = || c.buffered();
+    wait_for("10 records delivered", Duration::from_secs(30), || {
+        buffered() == 10
+    });
+    // SAFETY: installs a handler for SIGUSR1 (used by no other test).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = hold as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
+    }
+    let tid_a = AtomicI32::new(0);
+    let (a_got, b_got, positions) = std::thread::scope(|s| {
+        let held = c.hold_positions();
+        let a = s.spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            tid_a.store(unsafe { libc::syscall(libc::SYS_gettid) } as i32, SeqCst);
+            let mut v = Vec::new();
+            c.poll_slice(1, Duration::from_secs(10), &mut v).unwrap();
+            v
+        });
+        wait_for("A took a record", Duration::from_secs(10), || {
+            buffered() == 9
+        });
+        let b = s.spawn(|| {
+            let mut v = Vec::new();
+            c.poll_slice(1, Duration::from_secs(10), &mut v).unwrap();
+            v
+        });
+        // Before the fix B took its record while A waited to note its
+        // position; now B waits for A (the channel's lock is held until
+        // the positions are noted), and nothing more happens here.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while buffered() != 8 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if buffered() == 8 {
+            // A is preempted where it waits to note its position.
+            // SAFETY: signals one thread of this process.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_tgkill,
+                    libc::getpid(),
+                    tid_a.load(SeqCst),
+                    libc::SIGUSR1,
+                );
+            }
+            wait_for("A preempted", Duration::from_secs(10), || {
+                IN_HANDLER.load(SeqCst)
+            });
+        }
+        drop(held);
+        let b_got = b.join().unwrap();
+        RELEASE.store(true, SeqCst);
+        let a_got = a.join().unwrap();
+        (a_got, b_got, c.positions())
+    });
+    let offsets = |v: &[Delivery]| v.iter().map(|d| d.offset).collect::<Vec<_>>();
+    assert_eq!((offsets(&a_got), offsets(&b_got)), (vec![0], vec![1]));
+    assert_eq!(
+        positions,
+        vec![(p.address().to_string(), 2)],
+        "offsets 0 and 1 were given to the application"
+    );
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
+/// `validate` took any `idle_after` (> 0), and `Duration::MAX` reads as
+/// "never idle" (as `forget_after: None` is "never forget"). The node
+/// thread adds it to `Instant::now()` when it first hears of a
+/// partition, and died of the overflow: a config the constructor
+/// accepted killed the consumer at its first record. Such a config is
+/// refused now, and the longest one taken (about 95 years) works.
+#[test]
+fn a_consumer_that_never_goes_idle_survives_its_first_record() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    let cfg = |idle_after: Duration| ConsumerConfig {
+        offset_reset: OffsetReset::Earliest,
+        idle_after,
+        forget_after: None,
+        node: _native::node::NodeConfig {
+            peers: vec![p.endpoint().to_string()],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let refused = Consumer::new(&["t".to_string()], cfg(Duration::MAX));
+    assert!(matches!(refused, Err(Error::Config(_))));
+    let retry_forever = ConsumerConfig {
+        fetch_retry: Duration::MAX,
+        ..cfg(Duration::from_secs(60))
+    };
+    let refused = Consumer::new(&["t".to_string()], retry_forever);
+    assert!(matches!(refused, Err(Error::Config(_))));
+    let cfg = cfg(_native::node::config::LONGEST);
+    let c = Consumer::new(&["t".to_string()], cfg).unwrap();
+    p.connect(c.endpoint()).unwrap();
+    for i in 0..5u32 {
+        p.send(i.to_be_bytes(), None).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got = Vec::new();
+    while got.len() < 5 && Instant::now() < deadline {
+        match c.poll_many(100, Duration::from_millis(100)) {
+            Ok(v) => got.extend(v),
+            Err(e) => panic!("the consumer died: {e}"),
+        }
+    }
+    assert_eq!(got.len(), 5);
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
+/// Empty values are records too: released by an ACK (or at once with
+/// `min_acks = 0`), they must show in `acked_offset` and let `flush`
+/// return 0. The node thread used to publish a release only when it
+/// freed bytes, so a release of empty records only never reached
+/// `acked_offset`, and `flush` waited for them until it timed out.
+#[test]
+fn empty_records_released_are_reported_and_flushed() {
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            min_acks: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(p.send(b"", None).unwrap(), 0);
+    assert_eq!(
+        p.flush(Duration::from_secs(2)).unwrap(),
+        0,
+        "nothing outstanding"
+    );
+    assert_eq!(p.acked_offset(), Some(0));
     p.close().unwrap();
 }

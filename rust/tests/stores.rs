@@ -5,8 +5,11 @@
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::{Duration, Instant};
 
-use super::store::{Store, StoreConfig};
-use super::*;
+use _native::node::store::{Store, StoreConfig};
+use _native::node::*;
+
+mod common;
+use common::{consume, tower, wait_for};
 
 fn peers(eps: &[&str]) -> NodeConfig {
     NodeConfig {
@@ -31,7 +34,7 @@ fn store(dir: &std::path::Path, eps: &[&str]) -> Store {
 fn failing_store(
     dir: &std::path::Path,
     errno: i32,
-    fails: impl Fn(crate::log::IoOp, &std::path::Path) -> bool + Send + Sync + 'static,
+    fails: impl Fn(_native::log::IoOp, &std::path::Path) -> bool + Send + Sync + 'static,
 ) -> Store {
     let mut cfg = StoreConfig::default();
     cfg.log.failpoint = Some(std::sync::Arc::new(move |op, path: &std::path::Path| {
@@ -49,7 +52,7 @@ fn failing_store(
 fn store_failing_when(
     dir: &std::path::Path,
     errno: i32,
-    ops: &'static [crate::log::IoOp],
+    ops: &'static [_native::log::IoOp],
 ) -> (Store, std::sync::Arc<std::sync::atomic::AtomicBool>) {
     let on = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let f = on.clone();
@@ -115,15 +118,6 @@ fn producer(min_acks: usize, eps: &[&str]) -> Producer {
     .unwrap()
 }
 
-fn consume(c: &Consumer, n: usize, within: Duration) -> Vec<Delivery> {
-    let deadline = Instant::now() + within;
-    let mut got = Vec::new();
-    while got.len() < n && Instant::now() < deadline {
-        got.extend(c.poll_many(10_000, Duration::from_millis(100)).unwrap());
-    }
-    got
-}
-
 /// A consumer of topic `t` from the earliest offset, with `s` as its only
 /// peer (and connected to by it).
 fn late_consumer(s: &Store) -> Consumer {
@@ -142,14 +136,6 @@ fn late_consumer(s: &Store) -> Consumer {
 
 fn value(i: u32) -> Vec<u8> {
     format!("record-{i}").into_bytes()
-}
-
-fn wait_for(what: &str, within: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A setting refused at open leaves nothing on disk: the node's settings are
@@ -235,7 +221,7 @@ fn restarted_store_keeps_its_identity_and_records() {
     s.close().unwrap();
     drop(s);
     // Closed cleanly: the next open need not sync its log.
-    let mark = dir.path().join("log").join(crate::log::CLEAN_FILE);
+    let mark = dir.path().join("log").join(_native::log::CLEAN_FILE);
     assert!(mark.exists());
 
     let s = store(dir.path(), &[p.endpoint()]);
@@ -344,7 +330,7 @@ fn store_replicates_from_another_store_after_the_producers_are_gone() {
 // up from the peer's first record, instead of fetching forever.
 #[test]
 fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
-    use crate::log::LogConfig;
+    use _native::log::LogConfig;
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let small = LogConfig {
         segment_bytes: 4096,
@@ -379,7 +365,7 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
     let first = retain_8_kib(d2.path(), &small, &part);
     assert!(first > 500, "{first}");
     // A was away longer than retention: what it held is past its age too.
-    let later: crate::log::Clock = std::sync::Arc::new(|| {
+    let later: _native::log::Clock = std::sync::Arc::new(|| {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
         now.unwrap().as_millis() as u64 + 2 * 3_600_000
     });
@@ -388,7 +374,7 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
         clock: later,
         ..small.clone()
     };
-    let mut log = crate::log::Log::open(d1.path().join("log"), aged).unwrap();
+    let mut log = _native::log::Log::open(d1.path().join("log"), aged).unwrap();
     assert!(log.enforce_retention().unwrap() > 0);
     assert_eq!(log.first_offset(b"t", &part), Some(500));
     assert_eq!(log.next_offset(b"t", &part), Some(500));
@@ -434,7 +420,7 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
 
 #[test]
 fn disk_full_stops_acks_loses_nothing_and_resumes() {
-    use crate::log::IoOp;
+    use _native::log::IoOp;
 
     let dir = tempfile::tempdir().unwrap();
     // ENOSPC
@@ -473,7 +459,7 @@ fn disk_full_stops_acks_loses_nothing_and_resumes() {
 
 #[test]
 fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
-    use crate::log::IoOp;
+    use _native::log::IoOp;
 
     // Writes succeed but every fdatasync fails (EIO: a dying disk). Records
     // reach the page cache all along; that is no reason to report the store
@@ -510,7 +496,7 @@ fn a_failing_sync_stays_reported_until_a_sync_succeeds() {
 
 #[test]
 fn a_nearly_full_disk_stays_reported_though_some_appends_fit() {
-    use crate::log::IoOp;
+    use _native::log::IoOp;
     use std::sync::atomic::{AtomicBool, AtomicU64};
     use std::sync::Arc;
 
@@ -550,12 +536,12 @@ fn a_nearly_full_disk_stays_reported_though_some_appends_fit() {
 
 #[test]
 fn a_damaged_partition_does_not_keep_a_store_from_recovering_from_a_full_disk() {
-    use crate::log::{IoOp, Log, LogConfig};
+    use _native::log::{IoOp, Log, LogConfig};
     use std::os::unix::fs::FileExt;
 
     let dir = tempfile::tempdir().unwrap();
     // A partition whose damage recovery refuses: a bad record, valid ones after.
-    let logdir = dir.path().join(crate::node::store::LOG_DIR);
+    let logdir = dir.path().join(_native::node::store::LOG_DIR);
     let bad = "D".repeat(32);
     let mut log = Log::open(&logdir, LogConfig::default()).unwrap();
     let vals: Vec<Vec<u8>> = (0..50).map(value).collect();
@@ -603,7 +589,7 @@ fn a_damaged_partition_does_not_keep_a_store_from_recovering_from_a_full_disk() 
 
 #[test]
 fn a_partition_failing_to_append_does_not_hold_back_the_others() {
-    use crate::log::IoOp;
+    use _native::log::IoOp;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     use std::sync::Arc;
 
@@ -741,8 +727,8 @@ fn a_store_connecting_late_hears_of_records_published_before() {
 // several FETCH windows, and a timeout when nothing answers.
 #[test]
 fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
-    use super::fetcher::{fetch_range, heads, offsets, Offsets};
-    use crate::error::Error;
+    use _native::error::Error;
+    use _native::node::fetcher::{fetch_range, heads, offsets, Offsets};
     let dir = tempfile::tempdir().unwrap();
     let (t, node) = tower_and_node();
     let s = Store::open(
@@ -814,10 +800,10 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
 /// Retention of 8 KiB per partition applied to the log of the (closed) store
 /// in `dir` with `cfg`: deletes the oldest segments of `part` of topic `t`;
 /// returns its first offset held.
-fn retain_8_kib(dir: &std::path::Path, cfg: &crate::log::LogConfig, part: &str) -> u64 {
-    let mut log = crate::log::Log::open(
+fn retain_8_kib(dir: &std::path::Path, cfg: &_native::log::LogConfig, part: &str) -> u64 {
+    let mut log = _native::log::Log::open(
         dir.join("log"),
-        crate::log::LogConfig {
+        _native::log::LogConfig {
             retain_bytes: Some(8192),
             ..cfg.clone()
         },
@@ -844,11 +830,7 @@ fn discovering_producer(node: &NodeConfig) -> Producer {
 /// A tower on ephemeral ports and a node config that discovers through it
 /// (reads with the fetcher need discovery: stores connect to the client).
 fn tower_and_node() -> (Tower, NodeConfig) {
-    let t = Tower::new(TowerConfig {
-        beacon_in: "tcp://127.0.0.1:0".into(),
-        beacon_out: "tcp://127.0.0.1:0".into(),
-    })
-    .unwrap();
+    let t = tower();
     let node = NodeConfig {
         towers: vec![t.endpoint()],
         beacon_interval: Duration::from_millis(100),
@@ -860,9 +842,9 @@ fn tower_and_node() -> (Tower, NodeConfig) {
 
 #[test]
 fn fetcher_reports_a_range_that_retention_deleted_entirely() {
-    use super::fetcher::{fetch_range, offsets, Offsets};
-    use crate::error::Error;
-    use crate::log::LogConfig;
+    use _native::error::Error;
+    use _native::log::LogConfig;
+    use _native::node::fetcher::{fetch_range, offsets, Offsets};
     let dir = tempfile::tempdir().unwrap();
     let (t, node) = tower_and_node();
     let small = LogConfig {
@@ -927,8 +909,8 @@ fn fetcher_reports_a_range_that_retention_deleted_entirely() {
 // and written in order; mid-turn offsets and partitions already count them.
 #[test]
 fn interleaved_partitions_are_gathered_per_partition() {
-    use super::store::DurableLog;
-    use super::store::StoreLog;
+    use _native::node::store::DurableLog;
+    use _native::node::store::StoreLog;
     let dir = tempfile::tempdir().unwrap();
     let mut log = DurableLog::open(dir.path(), StoreConfig::default().log).unwrap();
     let (a, b) = (
@@ -1139,7 +1121,7 @@ fn an_idle_store_without_peers_parks_many_expired_partitions_without_waiting_for
     // More partitions than one turn of the loop parks (256).
     let n = 600;
     let root = dir.path().join("log");
-    let mut log = crate::log::Log::open(&root, cfg.log.clone()).unwrap();
+    let mut log = _native::log::Log::open(&root, cfg.log.clone()).unwrap();
     for i in 0..n {
         log.append(b"t", &format!("{i:032X}"), 0, b"x").unwrap();
     }
@@ -1241,7 +1223,7 @@ impl RawRequester {
     }
 
     fn fetch(&self, partition: &str, sequence: u64, count: u32) {
-        use crate::wire::{Dialect, Fetch, Message};
+        use _native::wire::{Dialect, Fetch, Message};
         let frames = Message::Fetch(Fetch {
             topic: partition.as_bytes(),
             address: &self.address,
@@ -1256,7 +1238,7 @@ impl RawRequester {
 
     /// The offsets of the DIRECT-RECORDs waiting now.
     fn take_records(&self) -> Vec<u64> {
-        use crate::wire::{decode, Message};
+        use _native::wire::{decode, Message};
         let mut got = Vec::new();
         while let Ok(frames) = self.sub.recv_multipart(zmq::DONTWAIT) {
             if let Ok((Message::DirectRecord(r), _)) = decode(&frames) {
@@ -1270,9 +1252,9 @@ impl RawRequester {
 /// `n` records of `size` bytes in partition `part` of topic `t`, written
 /// straight into the store's log directory before the store opens.
 fn prefill(dir: &std::path::Path, part: &str, n: usize, size: usize) {
-    let mut log = crate::log::Log::open(
-        dir.join(crate::node::store::LOG_DIR),
-        crate::log::LogConfig::default(),
+    let mut log = _native::log::Log::open(
+        dir.join(_native::node::store::LOG_DIR),
+        _native::log::LogConfig::default(),
     )
     .unwrap();
     let vals: Vec<Vec<u8>> = (0..n).map(|i| vec![i as u8; size]).collect();
@@ -1367,7 +1349,7 @@ fn wait_until_stalled(s: &Store, n: u64) {
 /// its own gaps from a producer.
 #[test]
 fn a_store_catching_up_from_us_does_not_keep_us_from_fetching_a_gap() {
-    use crate::wire::{Dialect, Head, Message};
+    use _native::wire::{Dialect, Head, Message};
     let (dir, part, n) = (tempfile::tempdir().unwrap(), "A".repeat(32), 1000);
     let s = prefilled_store_with_small_queues(dir.path(), &part, n);
     let ctx = zmq::Context::new();
@@ -1416,7 +1398,7 @@ fn a_store_catching_up_from_us_does_not_keep_us_from_fetching_a_gap() {
 /// the store reported no error. It is reported now.
 #[test]
 fn a_sync_thread_that_died_is_reported() {
-    use crate::log::IoOp;
+    use _native::log::IoOp;
     use std::sync::atomic::AtomicBool;
     let dir = tempfile::tempdir().unwrap();
     let armed = std::sync::Arc::new(AtomicBool::new(false));
