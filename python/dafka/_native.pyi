@@ -1,15 +1,23 @@
-"""Type stubs for the Rust extension ``dafka._native`` (checked with mypy.stubtest)."""
+"""Type stubs for the Rust extension ``dafka._native`` (checked with mypy.stubtest).
+
+The docstrings here are what IDEs show; they follow the Rust ``#[pyo3]`` doc text.
+Defaults are written out as values: ``tests/test_defaults.py`` checks that they are
+``DEFAULTS``, which the extension reads from the Rust configs.
+"""
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, Self, final
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from inspect import Signature
+from typing import Any, ClassVar, Final, Literal, Self, final
 
 from typing_extensions import Buffer
 
 from dafka.log import PartitionInfo
 
 __all__ = [
+    "DEFAULTS",
     "Consumer",
+    "DecodedMessage",
     "HeadsWatch",
     "NativeLog",
     "Producer",
@@ -29,12 +37,24 @@ __all__ = [
 ]
 
 __version__: str
+"""The package version (the Rust crate's)."""
+
+DEFAULTS: Final[Mapping[str, Mapping[str, object]]]
+"""The defaults of the node classes, the read clients and ``dafka.Log``:
+``{entry point: {keyword: default}}``, e.g. ``DEFAULTS["Producer"]["max_unacked_bytes"]``.
+Read from the Rust configs' ``Default`` impls; the signatures use them. The read
+clients' per-call ``timeout``, ``settle``, ``fail_on_loss``, ``partitions`` and
+``exclude`` are not in it (see their signatures)."""
 
 def run_store_cli(argv: list[str]) -> int:
-    """Runs ``dafka-store`` with ``argv`` until Ctrl-C; returns the exit code."""
+    """Runs ``dafka-store`` with ``argv`` (the arguments after the program name)
+    until Ctrl-C; returns the exit code.
+    """
 
 def run_tower_cli(argv: list[str]) -> int:
-    """Runs ``dafka-tower`` with ``argv`` until Ctrl-C; returns the exit code."""
+    """Runs ``dafka-tower`` with ``argv`` (the arguments after the program name)
+    until Ctrl-C; returns the exit code.
+    """
 
 def wire_encode(
     kind: str,
@@ -46,20 +66,50 @@ def wire_encode(
     count: int,
     content: bytes,
     subjects: list[bytes],
-) -> list[bytes]: ...
-def wire_decode(
-    frames: list[bytes],
-) -> tuple[
-    str,
-    str,
-    bytes,
-    bytes | None,
-    bytes | None,
-    int | None,
-    int | None,
-    bytes | None,
-    list[bytes] | None,
-]: ...
+) -> list[bytes]:
+    """Encodes one message from its fields; unused fields are ignored. A batch
+    takes its values from `subjects` (its count is theirs).
+    """
+
+def wire_decode(frames: list[bytes]) -> DecodedMessage:
+    """Decodes a frame list (either dialect) into a :class:`DecodedMessage`. A
+    batch gives its values as ``subjects``.
+    """
+
+@final
+class DecodedMessage:
+    """One decoded message: what :func:`wire_decode` returns, for ``dafka.wire``
+    to build its dataclass from. A field the kind does not have is None.
+    """
+
+    @property
+    def kind(self) -> str:
+        """The message kind as PROTOCOL.md names it, e.g. ``"RECORD"``, ``"ACK"``."""
+    @property
+    def dialect(self) -> Literal["rfc", "zproto"]:
+        """The dialect the frames were in: ``"rfc"`` or ``"zproto"``."""
+    @property
+    def topic(self) -> bytes:
+        """The topic (the key after the ID in frame 0)."""
+    @property
+    def address(self) -> bytes | None:
+        """The sender's or partition's address (None for a zproto ACK, which has none)."""
+    @property
+    def subject(self) -> bytes | None:
+        """The subject (the partition's topic, or what a FETCH or ACK is about)."""
+    @property
+    def sequence(self) -> int | None:
+        """The offset the message carries."""
+    @property
+    def count(self) -> int | None:
+        """A FETCH's record count, or a batch's number of values."""
+    @property
+    def content(self) -> bytes | None:
+        """A record's value."""
+    @property
+    def subjects(self) -> tuple[bytes, ...] | None:
+        """A CONSUMER-HELLO's subjects, or a batch's values."""
+
 def heads(
     topic: str,
     *,
@@ -68,11 +118,15 @@ def heads(
     wire: str = "rfc",
     timeout: float = 10.0,
     settle: float = 0.5,
-    bind: str = ...,
+    bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
-) -> dict[str, int]: ...
+) -> dict[str, int]:
+    """The partitions of ``topic`` held by stores (and live producers), each with
+    its next offset: ``{partition: last_offset + 1}``.
+    """
+
 def offsets(
     topic: str,
     *,
@@ -83,11 +137,20 @@ def offsets(
     wire: str = "rfc",
     timeout: float = 10.0,
     settle: float = 0.5,
-    bind: str = ...,
+    bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
-) -> dict[str, tuple[int, int]]: ...
+) -> dict[str, tuple[int, int]]:
+    """The partitions of ``topic`` held by stores (and live producers), each with
+    ``(first, next)``: the lowest offset still held (where "earliest" begins
+    once retention deleted older records; 0 when nobody answered) and the next
+    offset. The first-offset probe (one FETCH each) covers ``partitions`` (all
+    when None) except those in ``exclude``; the others report 0. It ends as
+    soon as every partition it covers answered 0, else ``settle`` after the
+    last answer (a lower one may still come from another store).
+    """
+
 def fetch_range(
     topic: str,
     partition: str,
@@ -99,21 +162,32 @@ def fetch_range(
     wire: str = "rfc",
     timeout: float = 60.0,
     fail_on_loss: bool = True,
-    bind: str = ...,
+    bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
-) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]: ...
+) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]:
+    """Reads exactly ``[start, end)`` of one partition from stores; returns
+    ``(records, lost)`` with ``records`` a list of ``(offset, value)`` in order
+    and ``lost`` the ``(from, to)`` ranges retention removed (raises
+    DataLossError instead when ``fail_on_loss``).
+    """
+
 def check_node(
     *,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    bind: str = ...,
+    bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
-) -> None: ...
+) -> None:
+    """Checks node settings as a node would at start-up, without starting one:
+    raises ``ConfigError`` (or ``ValueError``) saying what to fix. For a Spark
+    driver, so that a bad option is reported once there, not by every task.
+    """
+
 def fetch_ranges(
     ranges: list[tuple[str, str, int, int]],
     *,
@@ -122,11 +196,15 @@ def fetch_ranges(
     wire: str = "rfc",
     timeout: float = 60.0,
     fail_on_loss: bool = True,
-    bind: str = ...,
+    bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
-) -> list[tuple[list[tuple[int, bytes]], list[tuple[int, int]]]]: ...
+) -> list[tuple[list[tuple[int, bytes]], list[tuple[int, int]]]]:
+    """:func:`fetch_range` of several ``(topic, partition, start, end)`` ranges,
+    in turn, by one client (discovery and connections paid once); returns one
+    ``(records, lost)`` per range. ``timeout`` applies to each range.
+    """
 
 @final
 class Record:
@@ -150,24 +228,44 @@ class Record:
         timestamp: int | None = None,
     ) -> Record: ...
     @property
-    def topic(self) -> str: ...
+    def topic(self) -> str:
+        """The topic name (surrogate escapes for bytes that are not UTF-8)."""
     @property
-    def partition(self) -> str: ...
+    def partition(self) -> str:
+        """The partition's name: its producer's address."""
     @property
-    def offset(self) -> int: ...
+    def offset(self) -> int:
+        """The record's position in its partition, from 0."""
     @property
-    def value(self) -> bytes: ...
+    def value(self) -> bytes:
+        """The record's content."""
     @property
-    def timestamp(self) -> int | None: ...
+    def timestamp(self) -> int | None:
+        """When a store appended the record, in ms since the epoch (None when not known)."""
     def __eq__(self, other: object, /) -> bool: ...
     def __ne__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
-    def __reduce__(self) -> tuple[Any, ...]: ...
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles as a constructor call (every protocol): `Record(*args)`, or
+        `copyreg.__newobj_ex__(Record, args, {"timestamp": ...})` with a timestamp.
+        """
 
 @final
 class HeadsWatch:
-    """A read client kept across heads rounds of one topic."""
+    """A read client kept across :meth:`offsets` rounds of one topic, for a
+    streaming source that plans every micro-batch: after the first round, a
+    round asks once and ends as soon as as many answers came as in the round
+    before (every store answered again) instead of waiting ``settle``; heads
+    only rise. A store that connects makes a full round; one that went away
+    makes the round wait ``settle`` once. Between rounds a thread of its own
+    keeps the client known to the stores (beacons, every 0.1 s), so a round
+    after a long pause (a ``processingTime`` trigger of minutes) is still a
+    quick one. A partition no store has announced for ``forget_after``
+    seconds leaves the answers (None, the default: never; stores announce
+    every partition they hold records of). Close it (or use ``with``).
+    """
 
+    __signature__: ClassVar[Signature]
     def __new__(
         cls,
         topic: str,
@@ -175,7 +273,7 @@ class HeadsWatch:
         towers: list[str] | None = None,
         peers: list[str] | None = None,
         wire: str = "rfc",
-        bind: str = ...,
+        bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
         forget_after: float | None = None,
@@ -188,32 +286,154 @@ class HeadsWatch:
         exclude: list[str] | None = None,
         timeout: float = 10.0,
         settle: float = 0.5,
-    ) -> dict[str, tuple[int, int]]: ...
-    def stats(self) -> dict[str, int]: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> Literal[False]: ...
+    ) -> dict[str, tuple[int, int]]:
+        """:func:`offsets` through this client: ``{partition: (first, next)}``."""
+    def stats(self) -> dict[str, int]:
+        """``{"rounds", "quick_rounds", "probes", "quick_probes"}``: rounds so
+        far, and those that ended once every peer answered again instead of
+        waiting ``settle``; rounds that probed first offsets, and those whose
+        probe ended at once because every partition answered offset 0.
+        (Waits for a round in progress in another thread, GIL released.)
+        """
+    def close(self) -> None:
+        """Closes the client's sockets; later rounds raise ClosedError."""
+    def __enter__(self) -> Self:
+        """Returns the client, for ``with HeadsWatch(...) as watch:``."""
+    def __exit__(self, *_exc: object) -> Literal[False]:
+        """Closes the client on leaving the ``with`` block; an exception propagates."""
 
 @final
 class Tower:
-    """A tower: relays beacons so nodes find each other."""
+    """A tower: relays beacons so nodes find each other.
 
-    def __new__(cls, *, beacon_in: str = ..., beacon_out: str = ...) -> Tower: ...
+    Nodes send their beacons to the tower's XSUB socket (``beacon_in``), and it relays them to
+    every node through its XPUB socket (``beacon_out``). It carries no records. Nodes name it
+    in ``towers=[tower.endpoint]``. When a node joins, the tower repeats the last beacons of
+    the live nodes it knows, so the new node finds its peers at once. It remembers at most
+    16,384 nodes; beacons of more are still relayed. It runs on its own thread until ``close()``.
+
+    Parameters
+    ----------
+    beacon_in : str, default "tcp://*:5556"
+        Endpoint the XSUB socket binds, where nodes send beacons (5556 as in the C reference).
+        Port 0 or ``*`` picks a free port. A wildcard host shows as 127.0.0.1 in ``endpoint``.
+    beacon_out : str, default "tcp://*:5557"
+        Endpoint the XPUB socket binds, where nodes receive beacons (5557 as in the C
+        reference). Port 0 or ``*`` picks a free port.
+
+    Raises
+    ------
+    ConfigError
+        An endpoint is malformed: not ``tcp://HOST:PORT``, ``ipc://PATH`` or ``inproc://NAME``.
+    NodeError
+        A socket cannot bind, e.g. the port is in use.
+    """
+
+    __signature__: ClassVar[Signature]
+    def __new__(
+        cls, *, beacon_in: str = "tcp://*:5556", beacon_out: str = "tcp://*:5557"
+    ) -> Tower: ...
     @property
-    def endpoint(self) -> str: ...
+    def endpoint(self) -> str:
+        """What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``."""
     @property
-    def beacon_in(self) -> str: ...
+    def beacon_in(self) -> str:
+        """The bound endpoint of the XSUB that receives beacons (a wildcard host shows as
+        127.0.0.1)."""
     @property
-    def beacon_out(self) -> str: ...
-    def stats(self) -> dict[str, int]: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> Literal[False]: ...
+    def beacon_out(self) -> str:
+        """The bound endpoint of the XPUB that sends beacons (a wildcard host shows as
+        127.0.0.1)."""
+    def stats(self) -> dict[str, int]:
+        """Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
+        knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers).
+        """
+    def close(self) -> None:
+        """Stops the tower (idempotent)."""
+    def __enter__(self) -> Self:
+        """Returns the tower, for ``with Tower(...) as tower:``."""
+    def __exit__(self, *_exc: object) -> Literal[False]:
+        """Closes the tower on leaving the ``with`` block; an exception propagates."""
 
 @final
 class Producer:
-    """A producer: one partition (its address) of one topic."""
+    """A producer: one partition of one topic.
 
+    Publishes records to ``topic``. The partition is named by the producer's ``address`` (32 hex
+    characters, new for each producer), and its offsets count from 0. Each record stays in memory
+    until ``min_acks`` distinct stores have ACKed it, and FETCHes for it are answered from there.
+    Once it has published, the producer sends a HEAD every ``head_interval`` seconds. The node runs
+    on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
+
+    Parameters
+    ----------
+    topic : str
+        The topic, 1 to 255 bytes.
+    towers : list of str or None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
+        gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
+    peers : list of str or None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
+        to, no tower needed. ``connect(endpoint)`` adds one later.
+    wire : str, default "rfc"
+        The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
+        node receives both.
+    min_acks : int, default 1
+        Distinct stores that must ACK a record before it leaves the buffer, 0 to 1,024. With 0 a
+        record is released as soon as it is sent.
+    head_interval : float, default 1.0
+        Seconds between HEADs once something was published; must be > 0.
+    max_unacked_bytes : int, default 268435456 (256 MiB)
+        Bound on the bytes of records not yet released; must be > 0. ``send`` blocks while a record
+        would pass it, until ACKs free room or its timeout passes. An empty buffer takes any record.
+    send_timeout : float or None, default None
+        Seconds ``send``, ``send_many`` and ``send_buffers`` wait for room when called without
+        ``timeout``, before they raise ``BufferFullError``. None waits for good.
+    on_delivery : callable or None, default None
+        Called as ``on_delivery(acked_offset)`` by ``flush()`` and ``poll()``, in the calling
+        thread, when the acknowledged offset has advanced.
+    bind : str, default "tcp://127.0.0.1:*"
+        Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
+        from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+    beacon_interval : float, default 1.0
+        Seconds between the node's beacons; must be > 0.
+    beacon_timeout : float, default 4.0
+        A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+    sndhwm : int, default 1000000
+        Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+        2,147,483,647.
+    rcvhwm : int, default 1000000
+        Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+        2,147,483,647.
+    max_record_bytes : int, default 67108864 (64 MiB)
+        A longer value raises ``RecordTooLargeError`` and nothing is sent; must be > 0. Stores drop
+        records over their own ``max_record_bytes`` (the same default): raise both together.
+    advertise_host : str or None, default None
+        Host put in beacons, for a node behind NAT or in a container: peers connect to
+        ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
+        or ``""`` when bound to a wildcard.
+    record_batches : bool, default False
+        Publish records in RECORD-BATCH messages of up to 64 KiB of values (this project's
+        extension of the wire) instead of one RECORD each: several times less CPU per record on
+        the producer and on every store and consumer. Stores and consumers of this project
+        receive them; a node that does not know the extension (the C reference) gets the records
+        only by fetching them. The XPUB then holds ``sndhwm / 64`` messages per subscriber (at
+        least 1,000).
+
+    Raises
+    ------
+    ConfigError
+        An option is out of range or malformed: an endpoint, ``wire``, ``topic``, a zero interval
+        or bound, ``min_acks`` over 1,024.
+    ValueError
+        A negative or too large integer, or a number of seconds that is negative or not finite.
+    TypeError
+        ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable.
+    NodeError
+        The node cannot start, e.g. its ``bind`` endpoint is in use.
+    """
+
+    __signature__: ClassVar[Signature]
     def __new__(
         cls,
         topic: str,
@@ -226,7 +446,7 @@ class Producer:
         max_unacked_bytes: int = 268435456,
         send_timeout: float | None = None,
         on_delivery: Callable[[int], object] | None = None,
-        bind: str = ...,
+        bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
         sndhwm: int = 1000000,
@@ -235,40 +455,187 @@ class Producer:
         advertise_host: str | None = None,
         record_batches: bool = False,
     ) -> Producer: ...
-    def send(self, value: Buffer, *, timeout: float | None = None) -> int: ...
-    def send_many(
-        self, values: Iterable[Buffer], *, timeout: float | None = None
-    ) -> int | None: ...
+    def send(self, value: Buffer, *, timeout: float | None = None) -> int:
+        """Publishes one record; returns its offset. Blocks (GIL released) while
+        the unacknowledged buffer is full, up to ``timeout`` (default the
+        producer's ``send_timeout``, None = forever), then raises BufferFullError.
+        """
+    def send_many(self, values: Iterable[Buffer], *, timeout: float | None = None) -> int | None:
+        """Publishes a batch of values (``bytes`` or bytes-like) in one call;
+        returns the last offset (None for an empty batch).
+        """
     def send_buffers(
         self, data: Buffer, offsets: Buffer, *, large: bool = False, timeout: float | None = None
-    ) -> tuple[int, int] | None: ...
-    def flush(self, timeout: float | None = None) -> int: ...
-    def wait_for_stores(self, n: int = 1, timeout: float = 10.0) -> int: ...
+    ) -> tuple[int, int] | None:
+        """Publishes the values of an Arrow ``binary``/``string`` array straight
+        from its buffers: ``data`` is the value buffer, ``offsets`` the raw bytes
+        of its ``n + 1`` value offsets (native-endian int32, or int64 with
+        ``large=True`` for ``large_binary``/``large_string``); both any object with
+        the buffer protocol, e.g. ``pyarrow.Buffer``. No Python call per value.
+        Returns ``(first_offset, last_offset)``, or None when there are no values.
+        The offsets are contiguous unless the values exceed ``max_unacked_bytes``
+        (they then go in pieces) and another thread sends meanwhile.
+        """
+    def flush(self, timeout: float | None = None) -> int:
+        """Waits (GIL released) until every record sent is acknowledged by
+        ``min_acks`` stores (or sent, with ``min_acks=0``), up to ``timeout``
+        seconds (None = forever). Returns how many are still outstanding (0 = all
+        delivered) and calls ``on_delivery``.
+
+        Stores are counted apart by the address their ACKs carry: every dafka
+        store's does, in both dialects (ADDRESSED-ACK), but a C-reference store's
+        zproto ACK has none, so all C-reference stores together count as one. A
+        ``min_acks`` above what can be counted is never reached: such ACKs are
+        counted in ``stats()["min_acks_unreachable"]``, and ``flush`` logs a
+        warning once to the ``dafka`` logger when it returns with records left.
+        """
+    def wait_for_stores(self, n: int = 1, timeout: float = 10.0) -> int:
+        """Waits (GIL released) until ``n`` stores have connected to this producer
+        (subscribed to its records), up to ``timeout`` seconds; returns how many
+        have, counted as ``min_acks`` counts them (``stores_seen``): each dafka
+        store, plus one for all C-reference stores together. Records sent before
+        a store connects are not lost (it fetches them from this producer's
+        buffer) but cross the wire twice: wait before a burst.
+        """
     @property
-    def stores_seen(self) -> int: ...
-    def poll(self, timeout: float = 0.0) -> int: ...
+    def stores_seen(self) -> int:
+        """Stores connected now whose ACKs can be counted apart (one that left no
+        longer counts): each dafka store, plus one for all C-reference stores
+        together (their zproto ACKs carry no address).
+        """
+    def poll(self, timeout: float = 0.0) -> int:
+        """Waits up to ``timeout`` seconds for delivery progress, calls
+        ``on_delivery(acked_offset)`` if it advanced; returns how many records
+        were newly acknowledged.
+        """
     @property
-    def acked_offset(self) -> int | None: ...
+    def acked_offset(self) -> int | None:
+        """Highest offset acknowledged by ``min_acks`` stores (None before any)."""
     @property
-    def next_offset(self) -> int: ...
+    def next_offset(self) -> int:
+        """The offset the next ``send`` gets."""
     @property
-    def unacked_bytes(self) -> int: ...
+    def unacked_bytes(self) -> int:
+        """Bytes of the records held until ``min_acks`` stores ACK them (bounded by
+        ``max_unacked_bytes``).
+        """
     @property
-    def topic(self) -> str: ...
+    def topic(self) -> str:
+        """The topic this producer publishes to."""
     @property
-    def address(self) -> str: ...
+    def address(self) -> str:
+        """The partition name: this producer's address (32 hex characters)."""
     @property
-    def endpoint(self) -> str: ...
-    def connect(self, endpoint: str) -> None: ...
-    def stats(self) -> dict[str, int]: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> Literal[False]: ...
+    def endpoint(self) -> str:
+        """The XPUB endpoint other nodes list in ``peers=[...]``."""
+    def connect(self, endpoint: str) -> None:
+        """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
+    def stats(self) -> dict[str, int]:
+        """The node's counters as ``{name: count}``. A producer counts ``records_sent``,
+        ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``
+        and ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
+        was more than the stores it can count apart; see ``flush``).
+        """
+    def close(self) -> None:
+        """Publishes what was sent and stops the node (idempotent). Records
+        no store has acknowledged yet are not kept (nobody can FETCH them from
+        this producer any more): call ``flush`` first to wait for the ACKs.
+        """
+    def __enter__(self) -> Self:
+        """Returns the producer, for ``with Producer(...) as producer:``."""
+    def __exit__(self, *_exc: object) -> Literal[False]:
+        """Closes the producer on leaving the ``with`` block (no ``flush``: call it first);
+        an exception propagates.
+        """
 
 @final
 class Consumer:
-    """A consumer of one or more topics."""
+    """A consumer of one or more topics.
 
+    Receives the records of every partition (producer) of ``topics`` that it finds through its
+    towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
+    fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
+    resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+    on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
+
+    Parameters
+    ----------
+    topics : list of str
+        The topics to read, at least one, each 1 to 255 bytes.
+    towers : list of str or None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
+        gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
+    peers : list of str or None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
+        to, no tower needed. ``connect(endpoint)`` adds one later.
+    wire : str, default "rfc"
+        The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
+        node receives both.
+    offset_reset : str, default "latest"
+        Where a partition seen for the first time starts, unless ``start_offsets`` lists it:
+        ``"latest"`` at the first record seen (or after the first HEAD seen), ``"earliest"`` at
+        offset 0, fetching everything the producer and stores still hold.
+    fetch_retry : float, default 0.5
+        Seconds after which an unanswered FETCH is sent again; must be > 0. After
+        ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16 times this.
+    max_fetch : int, default 10000
+        Most records one FETCH asks for; must be > 0.
+    max_pending : int, default 100000
+        Out-of-order records held per partition while a gap is fetched (and at most 64 MiB); must
+        be > 0. Records past the bound are fetched again once the gap fills.
+    max_buffered : int, default 100000
+        Records received but not yet returned to the application; must be > 0. While it is full,
+        the node stops reading (counted in ``stats()["pauses"]``); what the producers drop
+        meanwhile is fetched once it reads again.
+    max_buffered_bytes : int, default 67108864 (64 MiB)
+        The same bound in bytes of values; must be > 0. One record is taken however large.
+    give_up_fetches : int, default 6
+        FETCH rounds in a row, each answered from past the gap and none with any of it, before
+        the gap is skipped (retention deleted it). Skipped records count in
+        ``stats()["records_lost"]``. Must be > 0.
+    start_offsets : dict of str to int, or None, default None
+        ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It overrides
+        ``offset_reset`` for the partitions listed.
+    idle_after : float, default 60.0
+        A partition caught up and not heard of for this many seconds keeps only its position, not
+        its protocol state; must be > 0.
+    forget_after : float or None, default 691200.0 (8 days)
+        The position of a partition not heard of for this many seconds is forgotten, unless it was
+        seeked; heard of again, it starts by ``offset_reset``. Keep it above the stores' retention
+        (168 hours by default). None keeps every position; 0 is refused.
+    bind : str, default "tcp://127.0.0.1:*"
+        Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
+        from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+    beacon_interval : float, default 1.0
+        Seconds between the node's beacons; must be > 0.
+    beacon_timeout : float, default 4.0
+        A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+    sndhwm : int, default 1000000
+        Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+        2,147,483,647.
+    rcvhwm : int, default 1000000
+        Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+        2,147,483,647.
+    advertise_host : str or None, default None
+        Host put in beacons, for a node behind NAT or in a container: peers connect to
+        ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
+        or ``""`` when bound to a wildcard.
+
+    Raises
+    ------
+    ConfigError
+        An option is out of range or malformed: an endpoint, ``wire``, ``offset_reset``, a topic or
+        partition name, a zero interval or bound.
+    ValueError
+        ``topics`` is empty, an integer or offset is negative or too large, or a number of seconds
+        is negative or not finite.
+    TypeError
+        ``topics``, ``towers`` or ``peers`` is a ``str`` instead of a list of str.
+    NodeError
+        The node cannot start, e.g. its ``bind`` endpoint is in use.
+    """
+
+    __signature__: ClassVar[Signature]
     def __new__(
         cls,
         topics: Sequence[str],
@@ -285,36 +652,76 @@ class Consumer:
         give_up_fetches: int = 6,
         start_offsets: dict[str, int] | None = None,
         idle_after: float = 60.0,
-        forget_after: float | None = ...,
-        bind: str = ...,
+        forget_after: float | None = 691200.0,
+        bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
         sndhwm: int = 1000000,
         rcvhwm: int = 1000000,
         advertise_host: str | None = None,
     ) -> Consumer: ...
-    def poll(self, timeout: float | None = None) -> Record | None: ...
-    def poll_many(self, max_records: int = 10000, timeout: float | None = None) -> list[Record]: ...
-    def _take(self, max_records: int) -> list[Record]: ...
-    def _ready(self, timeout: float) -> bool: ...
-    def seek(self, partition: str, offset: int) -> None: ...
-    def positions(self) -> dict[str, int]: ...
-    def connect(self, endpoint: str) -> None: ...
+    def poll(self, timeout: float | None = None) -> Record | None:
+        """The next record, waiting up to ``timeout`` seconds (None = until one
+        arrives); None on timeout.
+        """
+    def poll_many(self, max_records: int = 10000, timeout: float | None = None) -> list[Record]:
+        """Up to ``max_records`` records in one call, waiting up to ``timeout``
+        seconds (None = until at least one arrives) for the first.
+        """
+    def _take(self, max_records: int) -> list[Record]:
+        """For ``dafka.aio``: the records already here, up to ``max_records``,
+        never waiting (for records, or for a thread waiting for them: then
+        none). Safe on an event loop's thread.
+        """
+    def _ready(self, timeout: float) -> bool:
+        """For ``dafka.aio``: waits (GIL released) up to ``timeout`` seconds until
+        a record is here to take, and takes none: a caller that gives up
+        loses nothing. Raises ``ClosedError`` once the consumer is closed.
+        """
+    def seek(self, partition: str, offset: int) -> None:
+        """Restarts ``partition`` (a producer address) at ``offset``, fetching
+        from there (a partition gone idle too); a partition not seen yet
+        starts there when it is.
+        """
+    def positions(self) -> dict[str, int]:
+        """The next offset of each partition this consumer has returned records
+        of (or seeked, or started at): ``{partition: offset}``. Save it and pass
+        it as ``start_offsets=`` to resume where this consumer left off.
+        """
+    def connect(self, endpoint: str) -> None:
+        """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
     @property
-    def topics(self) -> list[str]: ...
+    def topics(self) -> list[str]:
+        """The topics this consumer reads."""
     @property
-    def address(self) -> str: ...
+    def address(self) -> str:
+        """This consumer's address (32 hex characters)."""
     @property
-    def endpoint(self) -> str: ...
-    def stats(self) -> dict[str, int]: ...
-    def close(self) -> None: ...
-    def __iter__(self) -> Self: ...
-    def __next__(self) -> Record: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> Literal[False]: ...
+    def endpoint(self) -> str:
+        """The XPUB endpoint other nodes list in ``peers=[...]``."""
+    def stats(self) -> dict[str, int]:
+        """The node's counters as ``{name: count}``, e.g. ``delivered``, ``gaps``, ``fetches_sent``,
+        ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``, ``malformed``.
+        """
+    def close(self) -> None:
+        """Stops the node (idempotent)."""
+    def __iter__(self) -> Self:
+        """Returns the consumer: ``for record in consumer`` waits for each record and ends
+        when the consumer is closed."""
+    def __next__(self) -> Record:
+        """Blocks until the next record; stops when the consumer is closed."""
+    def __enter__(self) -> Self:
+        """Returns the consumer, for ``with Consumer(...) as consumer:``."""
+    def __exit__(self, *_exc: object) -> Literal[False]:
+        """Closes the consumer on leaving the ``with`` block; an exception propagates."""
 
 @final
 class NativeLog:
+    """The native handle of a log directory; ``dafka.Log`` is its typed Python face
+    (use that: it documents every option and method). Every call releases the GIL
+    around the disk work; after :meth:`close`, calls raise ``LogError``."""
+
+    __signature__: ClassVar[Signature]
     def __new__(
         cls,
         path: str | os.PathLike[str],
@@ -328,35 +735,150 @@ class NativeLog:
         recovery: str,
         read_only: bool,
         isolate_damaged: bool = False,
-        forget_parked_hours: int | None = ...,
+        forget_parked_hours: int | None = 720,
     ) -> NativeLog: ...
-    def append(self, topic: bytes, partition: str, offset: int, value: bytes) -> None: ...
+    def append(self, topic: bytes, partition: str, offset: int, value: bytes) -> None:
+        """Appends one record at ``offset``, the partition's next one."""
     def append_many(
         self, topic: bytes, partition: str, first_offset: int, values: list[bytes]
-    ) -> None: ...
+    ) -> None:
+        """Appends records at ``first_offset``, ``first_offset + 1``, ... in one write."""
     def read(
         self, topic: bytes, partition: str, start: int, max_records: int, max_bytes: int
-    ) -> list[tuple[int, int, bytes]]: ...
+    ) -> list[tuple[int, int, bytes]]:
+        """``(offset, timestamp, value)`` of the records from ``start`` on, at most
+        ``max_records`` and ``max_bytes`` of values (at least one record)."""
     def partitions(
         self, topic: bytes | None = None
-    ) -> list[tuple[bytes, str, int, int, int, int, int]]: ...
-    def damaged(self) -> list[tuple[bytes, str, str]]: ...
-    def topics(self) -> list[bytes]: ...
-    def offset_for_time(self, topic: bytes, partition: str, timestamp: int) -> int | None: ...
-    def verify(self, topic: bytes, partition: str) -> int: ...
-    def next_offset(self, topic: bytes, partition: str) -> int | None: ...
-    def first_offset(self, topic: bytes, partition: str) -> int | None: ...
-    def durable_next(self, topic: bytes, partition: str) -> int | None: ...
-    def flush(self) -> None: ...
-    def tick(self) -> None: ...
-    def enforce_retention(self) -> int: ...
-    def close(self) -> None: ...
-    def closed(self) -> bool: ...
+    ) -> list[tuple[bytes, str, int, int, int, int, int]]:
+        """The partitions held (of ``topic``, or all) as the fields of
+        ``dafka.log.PartitionInfo``."""
+    def damaged(self) -> list[tuple[bytes, str, str]]:
+        """``(topic, partition, why)`` of each partition set aside because it could not
+        be opened (``isolate_damaged``)."""
+    def topics(self) -> list[bytes]:
+        """The topics held."""
+    def offset_for_time(self, topic: bytes, partition: str, timestamp: int) -> int | None:
+        """The first offset appended at or after ``timestamp`` (ms since the epoch)."""
+    def verify(self, topic: bytes, partition: str) -> int:
+        """Reads every record of the partition checking its CRC and offset; returns how
+        many it holds (0 for a parked one)."""
+    def next_offset(self, topic: bytes, partition: str) -> int | None:
+        """The partition's next offset (None for a partition not held)."""
+    def first_offset(self, topic: bytes, partition: str) -> int | None:
+        """The lowest offset the partition still holds (None when not held)."""
+    def durable_next(self, topic: bytes, partition: str) -> int | None:
+        """The offset below which records are synced to disk (None when not held)."""
+    def flush(self) -> None:
+        """Syncs every partition's unsynced appends to disk."""
+    def tick(self) -> None:
+        """Periodic work: the interval syncs that fell due and, once a minute, retention.
+        Cheap when nothing is due."""
+    def enforce_retention(self) -> int:
+        """Applies retention to every partition now, parking those left with no record;
+        returns how many segments it deleted."""
+    def close(self) -> None:
+        """Syncs and closes the log (idempotent)."""
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
 
 @final
 class Store:
-    """A store node over the durable log in ``path``."""
+    """A store: persists the partitions it hears, ACKs what is durable, answers FETCHes.
 
+    Runs a store node in this process over the durable log in ``PATH/log``. Its address is kept in
+    ``PATH/store.id`` and reused after a restart. It ACKs, cumulatively per partition, only what
+    reached fdatasync (with ``fsync="never"``, what was appended). It fetches its own gaps from
+    producers and other stores, and serves FETCHes of late consumers and other stores from the
+    log. On a storage error (disk full) it stops ACKing, reports the error in ``stats()["error"]``,
+    reopens the failed partitions every second and resumes. The node runs on its own thread.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The store's directory, created if missing. It must not be empty (``"."`` names the
+        current directory).
+    towers : list of str or None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
+        gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
+    peers : list of str or None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
+        to, no tower needed. ``connect(endpoint)`` adds one later.
+    wire : str, default "rfc"
+        The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
+        node receives both.
+    bind : str, default "tcp://127.0.0.1:*"
+        Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
+        from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+    beacon_interval : float, default 1.0
+        Seconds between the node's beacons; must be > 0.
+    beacon_timeout : float, default 4.0
+        A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+    sndhwm : int, default 1000000
+        Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+        2,147,483,647.
+    rcvhwm : int, default 1000000
+        Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+        2,147,483,647.
+    fsync : str, default "interval"
+        When appends are synced: ``"interval"`` (a group commit once ``flush_interval_ms`` passed
+        or ``flush_messages`` records are unsynced), ``"always"`` (a sync whenever records are
+        unsynced and none is running) or ``"never"`` (only when the store closes).
+    flush_interval_ms : int, default 1
+        With ``fsync="interval"``: sync once this many milliseconds passed since the last sync.
+    flush_messages : int, default 100000
+        With ``fsync="interval"``: sync once this many records are unsynced; must be >= 1.
+    segment_bytes : int, default 536870912 (512 MiB)
+        Roll a partition to a new segment file when the active one would pass this size; 48 to
+        2147483648.
+    retain_hours : int or None, default 168
+        Delete segments whose newest record is older than this many hours, the active one too,
+        checked every 60 s; an emptied partition keeps its next offset, parked. None keeps records
+        for good; 0 is refused.
+    retain_bytes : int or None, default None
+        Delete a partition's oldest sealed segments while it holds more bytes than this. None sets
+        no limit.
+    recovery : str, default "tolerate_tail_corruption"
+        What opening does with damage at the end of a partition's last segment:
+        ``"tolerate_tail_corruption"`` cuts it off if no valid record follows it,
+        ``"absolute_consistency"`` cuts off only a torn last record. A partition whose damage
+        recovery refuses is set aside (counted in ``stats()["damaged_partitions"]``).
+    max_record_bytes : int, default 67108864 (64 MiB)
+        Longer records are dropped and counted in ``stats()["dropped_oversize"]``; must be >= 1.
+        Keep it at least the producers' ``max_record_bytes``.
+    fetch_retry : float, default 0.5
+        Seconds after which an unanswered FETCH for a gap is sent again; at least 0.001. After 6
+        unanswered tries the interval doubles per retry, up to 16 times this.
+    max_open_files : int or None, default None
+        Most segment files kept open; the others are reopened on use. None: half the process's
+        open-files limit (whose soft value is raised to the hard one), at least 64. All stores in a
+        process together keep within that half. 0 is refused.
+    forget_parked_hours : int or None, default 720
+        Forget a parked partition (one that retention emptied, kept as its next offset) this many
+        hours after it was parked. None keeps them for good; 0 is refused.
+    advertise_host : str or None, default None
+        Host put in beacons, for a node behind NAT or in a container: peers connect to
+        ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
+        or ``""`` when bound to a wildcard.
+
+    Raises
+    ------
+    ConfigError
+        An option is out of range or malformed: an endpoint, ``wire``, ``fsync``, ``recovery``,
+        ``fetch_retry``, a zero count, an empty ``path`` or a bad ``PATH/store.id``.
+    ValueError
+        A negative or too large integer, ``retain_hours=0`` or ``forget_parked_hours=0``, or a
+        number of seconds that is negative or not finite.
+    TypeError
+        ``towers`` or ``peers`` is a ``str`` instead of a list.
+    LogError
+        The log cannot be opened, e.g. another ``Store`` or ``Log`` holds it; ``LogValueError`` for
+        ``segment_bytes`` out of range or ``max_open_files=0``.
+    NodeError
+        The node cannot start, e.g. its ``bind`` endpoint is in use.
+    """
+
+    __signature__: ClassVar[Signature]
     def __new__(
         cls,
         path: str | os.PathLike[str],
@@ -364,7 +886,7 @@ class Store:
         towers: list[str] | None = None,
         peers: list[str] | None = None,
         wire: str = "rfc",
-        bind: str = ...,
+        bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
         sndhwm: int = 1000000,
@@ -373,25 +895,44 @@ class Store:
         flush_interval_ms: int = 1,
         flush_messages: int = 100000,
         segment_bytes: int = 536870912,
-        retain_hours: int | None = ...,
+        retain_hours: int | None = 168,
         retain_bytes: int | None = None,
         recovery: str = "tolerate_tail_corruption",
         max_record_bytes: int = 67108864,
         fetch_retry: float = 0.5,
         max_open_files: int | None = None,
-        forget_parked_hours: int | None = ...,
+        forget_parked_hours: int | None = 720,
         advertise_host: str | None = None,
     ) -> Store: ...
     @property
-    def address(self) -> str: ...
+    def address(self) -> str:
+        """The store's address (32 hex characters), kept in ``PATH/store.id``."""
     @property
-    def endpoint(self) -> str: ...
+    def endpoint(self) -> str:
+        """The XPUB endpoint other nodes list in ``peers=[...]``."""
     @property
-    def path(self) -> str: ...
-    def connect(self, endpoint: str) -> None: ...
-    def partitions(self, topic: str | bytes | None = None) -> list[PartitionInfo]: ...
-    def stats(self) -> dict[str, int | str | None]: ...
-    def check(self) -> None: ...
-    def close(self) -> None: ...
-    def __enter__(self) -> Self: ...
-    def __exit__(self, *_exc: object) -> Literal[False]: ...
+    def path(self) -> str:
+        """The store's directory, as given."""
+    def connect(self, endpoint: str) -> None:
+        """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
+    def partitions(self, topic: str | bytes | None = None) -> list[PartitionInfo]:
+        """The partitions held (optionally of one topic), as
+        ``dafka.log.PartitionInfo`` (topic, partition, first/next/durable
+        offsets, bytes, segments).
+        A topic is ``str`` (surrogate escapes for bytes that are not UTF-8, as
+        ``dafka.Log`` and ``Record.topic`` give them) or ``bytes``.
+        """
+    def stats(self) -> dict[str, int | str | None]:
+        """Counters of the node and the store logic, and ``error``: the current
+        storage error (e.g. disk full) or None. ``syncs``, ``sync_micros_total``
+        and ``sync_micros_max`` time the group commits (fdatasyncs) that ACKs
+        wait for: a high maximum means the disk stalls.
+        """
+    def check(self) -> None:
+        """Raises the node thread's error if it stopped; otherwise returns."""
+    def close(self) -> None:
+        """Stops the store: syncs the log, joins the thread (idempotent)."""
+    def __enter__(self) -> Self:
+        """Returns the store, for ``with Store(...) as store:``."""
+    def __exit__(self, *_exc: object) -> Literal[False]:
+        """Closes the store on leaving the ``with`` block; an exception propagates."""

@@ -248,16 +248,16 @@ def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
     Raises :class:`dafka.WireError` for anything malformed, naming what and where.
     """
     raw = [bytes(f) for f in frames]
-    kind, dialect, topic, address, subject, sequence, count, content, subjects = (
-        _native.wire_decode(raw)
-    )
+    d = _native.wire_decode(raw)
+    kind, address, subject, sequence = d.kind, d.address, d.subject, d.sequence
+    count, content, subjects = d.count, d.content, d.subjects
     cls = _CLASSES[kind]
     # The native decoder validated every field: fill the frozen dataclass directly
     # instead of re-running the constructor's checks (decode is a hot path).
     message = object.__new__(cls)
     fields = message.__dict__
-    fields["topic"] = topic
-    fields["dialect"] = dialect
+    fields["topic"] = d.topic
+    fields["dialect"] = d.dialect
     if kind == "ACK" or address is not None:
         fields["address"] = address
     if subject is not None:
@@ -266,12 +266,12 @@ def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
         fields["sequence"] = sequence
     if kind in ("RECORD-BATCH", "DIRECT-RECORD-BATCH"):
         # Its count is how many values it holds.
-        fields["values"] = tuple(subjects or ())
+        fields["values"] = subjects or ()
         return message
     if count is not None:
         fields["count"] = count
     if content is not None:
         fields["content"] = content
     if subjects is not None:
-        fields["subjects"] = tuple(subjects)
+        fields["subjects"] = subjects
     return message

@@ -1,44 +1,115 @@
 //! The one mapping from Rust errors to the exception classes of
-//! `dafka.exceptions` (defined in Python so users can subclass and import them).
+//! `dafka.exceptions` (defined in Python so users can subclass and import
+//! them): [`Exc`] names each class once, and every `From<_> for PyErr` of the
+//! crate's error types is here.
 
+use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyModule;
 
+use crate::error::Error;
+use crate::log::LogError;
+use crate::wire::WireError;
+
 static EXCEPTIONS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-/// Builds an instance of `dafka.exceptions.<name>` carrying `msg`.
-pub(crate) fn dafka_error(name: &str, msg: impl Into<String>) -> PyErr {
-    let msg = msg.into();
-    Python::attach(|py| {
-        let made = EXCEPTIONS
-            .get_or_try_init(py, || py.import("dafka.exceptions").map(|m| m.unbind()))
-            .and_then(|m| m.bind(py).getattr(name))
-            .and_then(|cls| cls.call1((msg.clone(),)));
-        match made {
-            Ok(obj) => PyErr::from_value(obj),
-            Err(e) => e,
-        }
-    })
+/// The exception classes of `dafka.exceptions` that Rust raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exc {
+    Wire,
+    Config,
+    Node,
+    Closed,
+    BufferFull,
+    TooLarge,
+    DataLoss,
+    FetchTimeout,
+    Log,
+    LogIo,
+    Corruption,
+    Offset,
+    UnknownPartition,
+    LogValue,
 }
 
-impl From<crate::wire::WireError> for PyErr {
-    fn from(e: crate::wire::WireError) -> PyErr {
-        dafka_error("WireError", e.to_string())
+impl Exc {
+    /// The class's name in `dafka.exceptions`: the one place that spells it.
+    fn class_name(self) -> &'static str {
+        match self {
+            Exc::Wire => "WireError",
+            Exc::Config => "ConfigError",
+            Exc::Node => "NodeError",
+            Exc::Closed => "ClosedError",
+            Exc::BufferFull => "BufferFullError",
+            Exc::TooLarge => "RecordTooLargeError",
+            Exc::DataLoss => "DataLossError",
+            Exc::FetchTimeout => "FetchTimeoutError",
+            Exc::Log => "LogError",
+            Exc::LogIo => "LogIOError",
+            Exc::Corruption => "CorruptionError",
+            Exc::Offset => "OffsetError",
+            Exc::UnknownPartition => "UnknownPartitionError",
+            Exc::LogValue => "LogValueError",
+        }
+    }
+
+    /// An instance of the class carrying `msg`.
+    pub(crate) fn err(self, msg: impl Into<String>) -> PyErr {
+        let msg = msg.into();
+        Python::attach(|py| {
+            let made = EXCEPTIONS
+                .get_or_try_init(py, || py.import("dafka.exceptions").map(|m| m.unbind()))
+                .and_then(|m| m.bind(py).getattr(self.class_name()))
+                .and_then(|cls| cls.call1((msg,)));
+            match made {
+                Ok(obj) => PyErr::from_value(obj),
+                Err(e) => e,
+            }
+        })
+    }
+
+    /// For `map_err` of a parse that fails with a message (`"zproto".parse()`).
+    pub(crate) fn with(self) -> impl Fn(String) -> PyErr {
+        move |msg| self.err(msg)
     }
 }
 
-impl From<crate::log::LogError> for PyErr {
-    fn from(e: crate::log::LogError) -> PyErr {
-        use crate::log::LogError as E;
-        let name = match &e {
-            E::Io { .. } => "LogIOError",
-            E::Corruption { .. } => "CorruptionError",
-            E::OffsetMismatch { .. } | E::OffsetOutOfRange { .. } => "OffsetError",
-            E::UnknownPartition { .. } => "UnknownPartitionError",
-            E::Invalid(_) => "LogValueError",
-            E::Failed { .. } | E::ReadOnly(_) | E::Locked(_) => "LogError",
+impl From<WireError> for PyErr {
+    fn from(e: WireError) -> PyErr {
+        Exc::Wire.err(e.to_string())
+    }
+}
+
+impl From<LogError> for PyErr {
+    fn from(e: LogError) -> PyErr {
+        let exc = match &e {
+            LogError::Io { .. } => Exc::LogIo,
+            LogError::Corruption { .. } => Exc::Corruption,
+            LogError::OffsetMismatch { .. } | LogError::OffsetOutOfRange { .. } => Exc::Offset,
+            LogError::UnknownPartition { .. } => Exc::UnknownPartition,
+            LogError::Invalid { .. } => Exc::LogValue,
+            LogError::Failed { .. } | LogError::ReadOnly { .. } | LogError::Locked { .. } => {
+                Exc::Log
+            }
         };
-        dafka_error(name, e.to_string())
+        exc.err(e.to_string())
+    }
+}
+
+impl From<Error> for PyErr {
+    fn from(e: Error) -> PyErr {
+        let exc = match e {
+            Error::Log(log) => return log.into(),
+            Error::Interrupted => return PyKeyboardInterrupt::new_err(e.to_string()),
+            Error::Config { .. } => Exc::Config,
+            Error::BufferFull { .. } => Exc::BufferFull,
+            Error::TooLarge { .. } => Exc::TooLarge,
+            Error::Closed => Exc::Closed,
+            Error::DataLoss { .. } => Exc::DataLoss,
+            Error::Timeout { .. } => Exc::FetchTimeout,
+            Error::Socket { .. } | Error::Zmq { .. } | Error::Died { .. } => Exc::Node,
+        };
+        exc.err(e.to_string())
     }
 }

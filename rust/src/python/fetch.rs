@@ -4,41 +4,19 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::node::config::NodeConfig;
 use crate::node::fetcher;
-use crate::python::node::{check_signals, node_config, seconds};
-use crate::python::{str_list, unsigned, StrList};
-
-/// The short-lived read client's node config (default queue limits).
-fn read_config(
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-) -> PyResult<NodeConfig> {
-    node_config(
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        1_000_000,
-        1_000_000,
-        advertise_host,
-    )
-}
+use crate::python::defaults::DEFAULT;
+use crate::python::discovery::Discovery;
+use crate::python::node::check_signals;
+use crate::python::{seconds, str_list, unsigned, StrList};
 
 /// The partitions of ``topic`` held by stores (and live producers), each with
 /// its next offset: ``{partition: last_offset + 1}``.
 #[pyfunction]
 #[pyo3(signature = (
-    topic, *, towers = None, peers = None, wire = "rfc", timeout = 10.0, settle = 0.5,
-    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-    advertise_host = None
+    topic, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5,
+    bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
+    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn heads(
@@ -54,7 +32,7 @@ fn heads(
     beacon_timeout: f64,
     advertise_host: Option<String>,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
-    let cfg = read_config(
+    let cfg = Discovery {
         towers,
         peers,
         wire,
@@ -62,7 +40,8 @@ fn heads(
         beacon_interval,
         beacon_timeout,
         advertise_host,
-    )?;
+    }
+    .read_config()?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
 }
@@ -76,9 +55,9 @@ fn heads(
 /// last answer (a lower one may still come from another store).
 #[pyfunction]
 #[pyo3(signature = (
-    topic, *, partitions = None, exclude = None, towers = None, peers = None, wire = "rfc",
-    timeout = 10.0, settle = 0.5, bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0,
-    beacon_timeout = 4.0,
+    topic, *, partitions = None, exclude = None, towers = None, peers = None,
+    wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5, bind = DEFAULT.node.bind.clone(),
+    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
     advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -97,7 +76,7 @@ fn offsets(
     beacon_timeout: f64,
     advertise_host: Option<String>,
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
-    let cfg = read_config(
+    let cfg = Discovery {
         towers,
         peers,
         wire,
@@ -105,7 +84,8 @@ fn offsets(
         beacon_interval,
         beacon_timeout,
         advertise_host,
-    )?;
+    }
+    .read_config()?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
     let got = py.detach(|| {
@@ -131,9 +111,9 @@ fn offsets(
 /// DataLossError instead when ``fail_on_loss``).
 #[pyfunction]
 #[pyo3(signature = (
-    topic, partition, start, end, *, towers = None, peers = None, wire = "rfc",
-    timeout = 60.0, fail_on_loss = true, bind = "tcp://127.0.0.1:*".to_string(),
-    beacon_interval = 1.0, beacon_timeout = 4.0,
+    topic, partition, start, end, *, towers = None, peers = None, wire = DEFAULT.node.wire,
+    timeout = 60.0, fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
+    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
     advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -153,7 +133,7 @@ fn fetch_range<'py>(
     beacon_timeout: f64,
     advertise_host: Option<String>,
 ) -> PyResult<PyFetched<'py>> {
-    let cfg = read_config(
+    let cfg = Discovery {
         towers,
         peers,
         wire,
@@ -161,7 +141,8 @@ fn fetch_range<'py>(
         beacon_interval,
         beacon_timeout,
         advertise_host,
-    )?;
+    }
+    .read_config()?;
     let t = seconds("timeout", timeout)?;
     let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
     let got = py.detach(|| {
@@ -196,8 +177,9 @@ fn to_py(py: Python<'_>, got: fetcher::Fetched) -> PyFetched<'_> {
 /// ``(records, lost)`` per range. ``timeout`` applies to each range.
 #[pyfunction]
 #[pyo3(signature = (
-    ranges, *, towers = None, peers = None, wire = "rfc", timeout = 60.0, fail_on_loss = true,
-    bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
+    ranges, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 60.0,
+    fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
+    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
     advertise_host = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -214,7 +196,7 @@ fn fetch_ranges<'py>(
     beacon_timeout: f64,
     advertise_host: Option<String>,
 ) -> PyResult<Vec<PyFetched<'py>>> {
-    let cfg = read_config(
+    let cfg = Discovery {
         towers,
         peers,
         wire,
@@ -222,7 +204,8 @@ fn fetch_ranges<'py>(
         beacon_interval,
         beacon_timeout,
         advertise_host,
-    )?;
+    }
+    .read_config()?;
     let t = seconds("timeout", timeout)?;
     let mut owned = Vec::with_capacity(ranges.len());
     for (topic, partition, start, end) in ranges {
@@ -262,9 +245,9 @@ pub struct HeadsWatch {
 impl HeadsWatch {
     #[new]
     #[pyo3(signature = (
-        topic, *, towers = None, peers = None, wire = "rfc",
-        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        forget_after = None, advertise_host = None
+        topic, *, towers = None, peers = None, wire = DEFAULT.node.wire,
+        bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
+        beacon_timeout = DEFAULT.node.beacon_timeout, forget_after = None, advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -278,7 +261,7 @@ impl HeadsWatch {
         forget_after: Option<f64>,
         advertise_host: Option<String>,
     ) -> PyResult<Self> {
-        let cfg = read_config(
+        let cfg = Discovery {
             towers,
             peers,
             wire,
@@ -286,7 +269,8 @@ impl HeadsWatch {
             beacon_interval,
             beacon_timeout,
             advertise_host,
-        )?;
+        }
+        .read_config()?;
         let forget_after = forget_after
             .map(|f| seconds("forget_after", f))
             .transpose()?;
@@ -361,8 +345,9 @@ impl HeadsWatch {
 /// driver, so that a bad option is reported once there, not by every task.
 #[pyfunction]
 #[pyo3(signature = (
-    *, towers = None, peers = None, wire = "rfc", bind = "tcp://127.0.0.1:*".to_string(),
-    beacon_interval = 1.0, beacon_timeout = 4.0, advertise_host = None
+    *, towers = None, peers = None, wire = DEFAULT.node.wire, bind = DEFAULT.node.bind.clone(),
+    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
+    advertise_host = None
 ))]
 fn check_node(
     towers: Option<StrList>,
@@ -373,7 +358,7 @@ fn check_node(
     beacon_timeout: f64,
     advertise_host: Option<String>,
 ) -> PyResult<()> {
-    read_config(
+    Discovery {
         towers,
         peers,
         wire,
@@ -381,7 +366,8 @@ fn check_node(
         beacon_interval,
         beacon_timeout,
         advertise_host,
-    )
+    }
+    .read_config()
     .map(drop)
 }
 

@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::errors::dafka_error;
+use super::defaults::DEFAULT;
+use super::errors::Exc;
 use crate::log::{FsyncPolicy, Log, LogConfig, PartitionInfo, RecoveryPolicy};
 use crate::python::{opt_unsigned, unsigned};
 
@@ -41,7 +42,7 @@ impl NativeLog {
             let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             match guard.as_mut() {
                 Some(log) => f(log).map_err(PyErr::from),
-                None => Err(dafka_error("LogError", "the log is closed")),
+                None => Err(Exc::Log.err("the log is closed")),
             }
         })
     }
@@ -53,7 +54,8 @@ impl NativeLog {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (path, segment_bytes, index_interval_bytes, retain_hours, retain_bytes,
                         flush_messages, flush_interval_ms, fsync, recovery, read_only,
-                        isolate_damaged = false, forget_parked_hours = Some(720)))]
+                        isolate_damaged = DEFAULT.log.isolate_damaged,
+                        forget_parked_hours = DEFAULT.log.forget_parked_hours))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -69,12 +71,8 @@ impl NativeLog {
         isolate_damaged: bool,
         forget_parked_hours: Option<i128>,
     ) -> PyResult<NativeLog> {
-        let fsync: FsyncPolicy = fsync
-            .parse()
-            .map_err(|e: String| dafka_error("LogValueError", e))?;
-        let recovery: RecoveryPolicy = recovery
-            .parse()
-            .map_err(|e: String| dafka_error("LogValueError", e))?;
+        let fsync: FsyncPolicy = fsync.parse().map_err(Exc::LogValue.with())?;
+        let recovery: RecoveryPolicy = recovery.parse().map_err(Exc::LogValue.with())?;
         let cfg = LogConfig {
             segment_bytes: unsigned("segment_bytes", segment_bytes)?,
             index_interval_bytes: unsigned("index_interval_bytes", index_interval_bytes)?,

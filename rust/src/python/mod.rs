@@ -2,6 +2,8 @@
 //! mapping. No protocol logic lives here.
 
 mod cli;
+mod defaults;
+mod discovery;
 mod errors;
 mod fetch;
 mod log;
@@ -10,9 +12,13 @@ mod record;
 mod store;
 mod wire;
 
+use std::time::Duration;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+
+use crate::node::config::LONGEST;
 
 /// A Rust unsigned type an integer argument is converted to.
 pub(crate) trait Unsigned: TryFrom<i128> {
@@ -43,6 +49,33 @@ pub(crate) fn unsigned<T: Unsigned>(name: &str, v: i128) -> PyResult<T> {
 /// [`unsigned`] for an optional argument.
 pub(crate) fn opt_unsigned<T: Unsigned>(name: &str, v: Option<i128>) -> PyResult<Option<T>> {
     v.map(|v| unsigned(name, v)).transpose()
+}
+
+/// A number of seconds >= 0 (capped at `LONGEST`, "forever" to anyone).
+pub(crate) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
+    if v.is_finite() && v >= LONGEST.as_secs_f64() {
+        return Ok(LONGEST);
+    }
+    Duration::try_from_secs_f64(v).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{name} must be a finite number of seconds >= 0, got {v}"
+        ))
+    })
+}
+
+/// [`seconds`] for an optional argument.
+pub(crate) fn opt_seconds(name: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
+    v.map(|v| seconds(name, v)).transpose()
+}
+
+/// A high-water mark: ZeroMQ takes an `int` (0 = unlimited).
+pub(crate) fn hwm(name: &str, v: i128) -> PyResult<i32> {
+    i32::try_from(v).ok().filter(|v| *v >= 0).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "{name} must be an integer from 0 (unlimited) to {}, got {v}",
+            i32::MAX
+        ))
+    })
 }
 
 /// An hours option where `None` means "for good" and 0 is refused: the
@@ -114,5 +147,5 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cli::register(m)?;
 
     fetch::register(m)?;
-    Ok(())
+    defaults::sign(m)
 }

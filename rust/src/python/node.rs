@@ -13,40 +13,14 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use crate::error::Error;
 use crate::node::stats::Stats;
 use crate::node::{
-    Batch, Consumer, ConsumerConfig, Delivery, NodeConfig, Producer, ProducerConfig, Tower,
-    TowerConfig,
+    Batch, Consumer, ConsumerConfig, Delivery, Producer, ProducerConfig, Tower, TowerConfig,
 };
+use crate::python::defaults::DEFAULT;
+use crate::python::discovery::Discovery;
 use crate::python::record::{PartitionNames, PyRecord};
-use crate::python::{str_list, unsigned, StrList};
+use crate::python::{opt_seconds, seconds, unsigned, StrList};
 
 const SLICE: Duration = Duration::from_millis(100);
-
-use crate::node::config::LONGEST;
-
-pub(super) fn seconds(name: &str, v: f64) -> PyResult<Duration> {
-    if v.is_finite() && v >= LONGEST.as_secs_f64() {
-        return Ok(LONGEST);
-    }
-    Duration::try_from_secs_f64(v).map_err(|_| {
-        PyValueError::new_err(format!(
-            "{name} must be a finite number of seconds >= 0, got {v}"
-        ))
-    })
-}
-
-fn opt_seconds(name: &str, v: Option<f64>) -> PyResult<Option<Duration>> {
-    v.map(|v| seconds(name, v)).transpose()
-}
-
-/// A high-water mark: ZeroMQ takes an `int` (0 = unlimited).
-fn hwm(name: &str, v: i128) -> PyResult<i32> {
-    i32::try_from(v).ok().filter(|v| *v >= 0).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "{name} must be an integer from 0 (unlimited) to {}, got {v}",
-            i32::MAX
-        ))
-    })
-}
 
 pub(super) fn check_signals() -> PyResult<()> {
     Python::attach(|py| py.check_signals())
@@ -58,35 +32,6 @@ pub(super) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
         d.set_item(k, v)?;
     }
     Ok(d)
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(super) fn node_config(
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    sndhwm: i128,
-    rcvhwm: i128,
-    advertise_host: Option<String>,
-) -> PyResult<NodeConfig> {
-    let cfg = NodeConfig {
-        bind,
-        towers: str_list(towers),
-        peers: str_list(peers),
-        wire: wire
-            .parse()
-            .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))?,
-        beacon_interval: seconds("beacon_interval", beacon_interval)?,
-        beacon_timeout: seconds("beacon_timeout", beacon_timeout)?,
-        advertise_host,
-        sndhwm: hwm("sndhwm", sndhwm)?,
-        rcvhwm: hwm("rcvhwm", rcvhwm)?,
-    };
-    cfg.validate()?;
-    Ok(cfg)
 }
 
 /// A tower: relays beacons so nodes find each other.
@@ -120,7 +65,10 @@ struct PyTower {
 #[pymethods]
 impl PyTower {
     #[new]
-    #[pyo3(signature = (*, beacon_in = "tcp://*:5556".to_string(), beacon_out = "tcp://*:5557".to_string()))]
+    #[pyo3(signature = (
+        *, beacon_in = DEFAULT.tower.beacon_in.clone(),
+        beacon_out = DEFAULT.tower.beacon_out.clone()
+    ))]
     fn new(py: Python<'_>, beacon_in: String, beacon_out: String) -> PyResult<Self> {
         let cfg = TowerConfig {
             beacon_in,
@@ -306,11 +254,14 @@ impl PyProducer {
 impl PyProducer {
     #[new]
     #[pyo3(signature = (
-        topic, *, towers = None, peers = None, wire = "rfc", min_acks = 1, head_interval = 1.0,
-        max_unacked_bytes = 268435456, send_timeout = None, on_delivery = None,
-        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000, max_record_bytes = 67108864, advertise_host = None,
-        record_batches = false
+        topic, *, towers = None, peers = None, wire = DEFAULT.node.wire,
+        min_acks = DEFAULT.producer.min_acks, head_interval = DEFAULT.producer.head_interval,
+        max_unacked_bytes = DEFAULT.producer.max_unacked_bytes, send_timeout = None,
+        on_delivery = None, bind = DEFAULT.node.bind.clone(),
+        beacon_interval = DEFAULT.node.beacon_interval,
+        beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
+        rcvhwm = DEFAULT.node.rcvhwm, max_record_bytes = DEFAULT.producer.max_record_bytes,
+        advertise_host = None, record_batches = DEFAULT.producer.record_batches
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -339,17 +290,16 @@ impl PyProducer {
             }
         }
         let cfg = ProducerConfig {
-            node: node_config(
+            node: Discovery {
                 towers,
                 peers,
                 wire,
                 bind,
                 beacon_interval,
                 beacon_timeout,
-                sndhwm,
-                rcvhwm,
                 advertise_host,
-            )?,
+            }
+            .node_config(sndhwm, rcvhwm)?,
             head_interval: seconds("head_interval", head_interval)?,
             min_acks: unsigned("min_acks", min_acks)?,
             max_unacked_bytes: unsigned("max_unacked_bytes", max_unacked_bytes)?,
@@ -485,8 +435,9 @@ impl PyProducer {
     /// Waits (GIL released) until ``n`` stores have connected to this producer
     /// (subscribed to its records), up to ``timeout`` seconds; returns how many
     /// have, counted as ``min_acks`` counts them (``stores_seen``): each dafka
-    /// store, plus one for all C-reference stores together. Records sent before a store connects are not lost (it fetches them
-    /// from this producer's buffer) but cross the wire twice: wait before a burst.
+    /// store, plus one for all C-reference stores together. Records sent before
+    /// a store connects are not lost (it fetches them from this producer's
+    /// buffer) but cross the wire twice: wait before a burst.
     #[pyo3(signature = (n = 1, timeout = 10.0))]
     fn wait_for_stores(&self, py: Python<'_>, n: i128, timeout: f64) -> PyResult<usize> {
         let n: usize = unsigned("n", n)?;
@@ -739,12 +690,16 @@ impl PyConsumer {
 impl PyConsumer {
     #[new]
     #[pyo3(signature = (
-        topics, *, towers = None, peers = None, wire = "rfc", offset_reset = "latest",
-        fetch_retry = 0.5, max_fetch = 10000, max_pending = 100000, max_buffered = 100000,
-        max_buffered_bytes = 67108864, give_up_fetches = 6, start_offsets = None, idle_after = 60.0,
-        forget_after = Some(691200.0), bind = "tcp://127.0.0.1:*".to_string(),
-        beacon_interval = 1.0, beacon_timeout = 4.0, sndhwm = 1000000, rcvhwm = 1000000,
-        advertise_host = None
+        topics, *, towers = None, peers = None, wire = DEFAULT.node.wire,
+        offset_reset = DEFAULT.consumer.offset_reset, fetch_retry = DEFAULT.consumer.fetch_retry,
+        max_fetch = DEFAULT.consumer.max_fetch, max_pending = DEFAULT.consumer.max_pending,
+        max_buffered = DEFAULT.consumer.max_buffered,
+        max_buffered_bytes = DEFAULT.consumer.max_buffered_bytes,
+        give_up_fetches = DEFAULT.consumer.give_up_fetches, start_offsets = None,
+        idle_after = DEFAULT.consumer.idle_after, forget_after = DEFAULT.consumer.forget_after,
+        bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
+        beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
+        rcvhwm = DEFAULT.node.rcvhwm, advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -785,17 +740,16 @@ impl PyConsumer {
             return Err(PyValueError::new_err("topics must name at least one topic"));
         }
         let cfg = ConsumerConfig {
-            node: node_config(
+            node: Discovery {
                 towers,
                 peers,
                 wire,
                 bind,
                 beacon_interval,
                 beacon_timeout,
-                sndhwm,
-                rcvhwm,
                 advertise_host,
-            )?,
+            }
+            .node_config(sndhwm, rcvhwm)?,
             offset_reset: offset_reset.parse()?,
             fetch_retry: seconds("fetch_retry", fetch_retry)?,
             max_fetch: unsigned("max_fetch", max_fetch)?,
@@ -1025,30 +979,6 @@ impl Drop for ByteView {
         // SAFETY: the buffer was filled by a successful PyObject_GetBuffer and
         // is released once, with the GIL held.
         Python::attach(|_| unsafe { pyo3::ffi::PyBuffer_Release(&mut *self.0) });
-    }
-}
-
-impl From<Error> for PyErr {
-    fn from(e: Error) -> PyErr {
-        use crate::python::errors::dafka_error;
-        match &e {
-            Error::Config(_) => dafka_error("ConfigError", e.to_string()),
-            Error::BufferFull(_) => dafka_error("BufferFullError", e.to_string()),
-            Error::TooLarge(_) => dafka_error("RecordTooLargeError", e.to_string()),
-            Error::Closed => dafka_error("ClosedError", e.to_string()),
-            Error::DataLoss(_) => dafka_error("DataLossError", e.to_string()),
-            Error::Timeout(_) => dafka_error("FetchTimeoutError", e.to_string()),
-            Error::Interrupted => pyo3::exceptions::PyKeyboardInterrupt::new_err(e.to_string()),
-            Error::Socket { .. } | Error::Zmq(_) | Error::Died(_) => {
-                dafka_error("NodeError", e.to_string())
-            }
-            Error::Log(_) => {
-                let Error::Log(log) = e else {
-                    unreachable!("matched Error::Log above")
-                };
-                PyErr::from(log)
-            }
-        }
     }
 }
 

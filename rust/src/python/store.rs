@@ -7,11 +7,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyDict;
 
-use super::errors::dafka_error;
-use super::node::{node_config, seconds, stats_dict};
+use super::defaults::DEFAULT;
+use super::discovery::Discovery;
+use super::errors::Exc;
+use super::node::stats_dict;
 use crate::log::{FsyncPolicy, RecoveryPolicy};
-use crate::node::store::{Store, StoreConfig};
-use crate::python::{opt_unsigned, unsigned, StrList};
+use crate::node::{Store, StoreConfig};
+use crate::python::{opt_unsigned, seconds, unsigned, StrList};
 
 static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
@@ -119,13 +121,16 @@ struct PyStore {
 impl PyStore {
     #[new]
     #[pyo3(signature = (
-        path, *, towers = None, peers = None, wire = "rfc",
-        bind = "tcp://127.0.0.1:*".to_string(), beacon_interval = 1.0, beacon_timeout = 4.0,
-        sndhwm = 1000000, rcvhwm = 1000000, fsync = "interval", flush_interval_ms = 1,
-        flush_messages = 100000, segment_bytes = 536870912, retain_hours = Some(168),
-        retain_bytes = None, recovery = "tolerate_tail_corruption", max_record_bytes = 67108864,
-        fetch_retry = 0.5, max_open_files = None, forget_parked_hours = Some(720),
-        advertise_host = None
+        path, *, towers = None, peers = None, wire = DEFAULT.node.wire,
+        bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
+        beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
+        rcvhwm = DEFAULT.node.rcvhwm, fsync = DEFAULT.store.fsync,
+        flush_interval_ms = DEFAULT.store.flush_interval_ms,
+        flush_messages = DEFAULT.store.flush_messages, segment_bytes = DEFAULT.store.segment_bytes,
+        retain_hours = DEFAULT.store.retain_hours, retain_bytes = DEFAULT.store.retain_bytes,
+        recovery = DEFAULT.store.recovery, max_record_bytes = DEFAULT.store.max_record_bytes,
+        fetch_retry = DEFAULT.store.fetch_retry, max_open_files = DEFAULT.store.max_open_files,
+        forget_parked_hours = DEFAULT.store.forget_parked_hours, advertise_host = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -153,22 +158,22 @@ impl PyStore {
         advertise_host: Option<String>,
     ) -> PyResult<Self> {
         let mut cfg = StoreConfig {
-            node: node_config(
+            node: Discovery {
                 towers,
                 peers,
                 wire,
                 bind,
                 beacon_interval,
                 beacon_timeout,
-                sndhwm,
-                rcvhwm,
                 advertise_host,
-            )?,
+            }
+            .node_config(sndhwm, rcvhwm)?,
             ..StoreConfig::default()
         };
-        let config_error = |e: String| dafka_error("ConfigError", e);
-        cfg.log.fsync = fsync.parse::<FsyncPolicy>().map_err(config_error)?;
-        cfg.log.recovery = recovery.parse::<RecoveryPolicy>().map_err(config_error)?;
+        cfg.log.fsync = fsync.parse::<FsyncPolicy>().map_err(Exc::Config.with())?;
+        cfg.log.recovery = recovery
+            .parse::<RecoveryPolicy>()
+            .map_err(Exc::Config.with())?;
         cfg.log.flush_interval_ms = unsigned("flush_interval_ms", flush_interval_ms)?;
         cfg.log.flush_messages = unsigned("flush_messages", flush_messages)?;
         cfg.log.segment_bytes = unsigned("segment_bytes", segment_bytes)?;
@@ -179,7 +184,7 @@ impl PyStore {
         cfg.logic.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
         cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
         if cfg.logic.fetch_retry < Duration::from_millis(1) {
-            return Err(config_error("fetch_retry must be at least 0.001 s".into()));
+            return Err(Exc::Config.err("fetch_retry must be at least 0.001 s"));
         }
         let inner = py.detach(|| Store::open(&path, cfg))?;
         Ok(Self {

@@ -2,7 +2,9 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyTuple};
+
+use super::errors::Exc;
 
 use crate::wire::{
     decode, Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, RecordBatch,
@@ -10,8 +12,7 @@ use crate::wire::{
 };
 
 fn dialect_of(s: &str) -> PyResult<Dialect> {
-    s.parse()
-        .map_err(|e: String| crate::python::errors::dafka_error("ConfigError", e))
+    s.parse().map_err(Exc::Config.with())
 }
 
 /// Encodes one message from its fields; unused fields are ignored. A batch
@@ -108,95 +109,117 @@ fn wire_encode<'py>(
     Ok(frames.iter().map(|f| PyBytes::new(py, f)).collect())
 }
 
-/// The decoded fields, in the order `dafka.wire` expects.
-type Decoded<'py> = (
-    &'static str,
-    &'static str,
-    Bound<'py, PyBytes>,
-    Option<Bound<'py, PyBytes>>,
-    Option<Bound<'py, PyBytes>>,
-    Option<u64>,
-    Option<u32>,
-    Option<Bound<'py, PyBytes>>,
-    Option<Vec<Bound<'py, PyBytes>>>,
-);
+/// One decoded message: what :func:`wire_decode` returns, for ``dafka.wire``
+/// to build its dataclass from. A field the kind does not have is None.
+#[pyclass(module = "dafka._native", name = "DecodedMessage", frozen)]
+struct DecodedMessage {
+    kind: &'static str,
+    dialect: &'static str,
+    /// The topic (the key after the ID in frame 0).
+    #[pyo3(get)]
+    topic: Py<PyBytes>,
+    /// The sender's or partition's address (None for a zproto ACK, which has none).
+    #[pyo3(get)]
+    address: Option<Py<PyBytes>>,
+    /// The subject (the partition's topic, or what a FETCH or ACK is about).
+    #[pyo3(get)]
+    subject: Option<Py<PyBytes>>,
+    /// The offset the message carries.
+    #[pyo3(get)]
+    sequence: Option<u64>,
+    /// A FETCH's record count, or a batch's number of values.
+    #[pyo3(get)]
+    count: Option<u32>,
+    /// A record's value.
+    #[pyo3(get)]
+    content: Option<Py<PyBytes>>,
+    /// A CONSUMER-HELLO's subjects, or a batch's values.
+    #[pyo3(get)]
+    subjects: Option<Py<PyTuple>>,
+}
 
-/// Decodes a frame list: (kind, dialect, topic, address, subject, sequence,
-/// count, content, subjects), with None for fields the kind does not have. A
-/// batch gives its values as `subjects`.
+#[pymethods]
+impl DecodedMessage {
+    /// The message kind as PROTOCOL.md names it, e.g. ``"RECORD"``, ``"ACK"``.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+    /// The dialect the frames were in: ``"rfc"`` or ``"zproto"``.
+    #[getter]
+    fn dialect(&self) -> &'static str {
+        self.dialect
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "DecodedMessage(kind={:?}, dialect={:?}, sequence={:?}, count={:?})",
+            self.kind, self.dialect, self.sequence, self.count
+        )
+    }
+}
+
+/// Decodes a frame list (either dialect) into a :class:`DecodedMessage`. A
+/// batch gives its values as ``subjects``.
 #[pyfunction]
-fn wire_decode<'py>(py: Python<'py>, frames: Vec<Bound<'py, PyBytes>>) -> PyResult<Decoded<'py>> {
+fn wire_decode(py: Python<'_>, frames: Vec<Bound<'_, PyBytes>>) -> PyResult<DecodedMessage> {
     let raw: Vec<&[u8]> = frames.iter().map(|f| f.as_bytes()).collect();
     let (msg, dialect) = decode(&raw)?;
-    let b = |x: &[u8]| PyBytes::new(py, x);
-    let topic = b(msg.topic());
-    let (address, subject, sequence, count, content, subjects) = match &msg {
-        Message::Record(r) | Message::DirectRecord(r) => (
-            Some(b(r.address)),
-            Some(b(r.subject)),
-            Some(r.sequence),
-            None,
-            Some(b(r.content)),
-            None,
-        ),
-        Message::Fetch(f) => (
-            Some(b(f.address)),
-            Some(b(f.subject)),
-            Some(f.sequence),
-            Some(f.count),
-            None,
-            None,
-        ),
-        Message::Ack(a) | Message::AddressedAck(a) => (
-            a.address.map(b),
-            Some(b(a.subject)),
-            Some(a.sequence),
-            None,
-            None,
-            None,
-        ),
-        Message::Head(h) | Message::DirectHead(h) => (
-            Some(b(h.address)),
-            Some(b(h.subject)),
-            Some(h.sequence),
-            None,
-            None,
-            None,
-        ),
-        Message::GetHeads(g) => (Some(b(g.address)), None, None, None, None, None),
-        Message::StoreHello(s) => (Some(b(s.address)), None, None, None, None, None),
-        Message::RecordBatch(r) | Message::DirectRecordBatch(r) => (
-            Some(b(r.address)),
-            Some(b(r.subject)),
-            Some(r.sequence),
-            Some(r.count),
-            None,
-            Some(r.values().map(b).collect()),
-        ),
-        Message::ConsumerHello(c) => (
-            Some(b(c.address)),
-            None,
-            None,
-            None,
-            None,
-            Some(c.subjects.iter().map(b).collect()),
-        ),
+    let b = |x: &[u8]| PyBytes::new(py, x).unbind();
+    let list = |v: Vec<Py<PyBytes>>| PyTuple::new(py, v).map(Bound::unbind);
+    let mut d = DecodedMessage {
+        kind: msg.kind().name(),
+        dialect: dialect.name(),
+        topic: b(msg.topic()),
+        address: None,
+        subject: None,
+        sequence: None,
+        count: None,
+        content: None,
+        subjects: None,
     };
-    Ok((
-        msg.kind().name(),
-        dialect.name(),
-        topic,
-        address,
-        subject,
-        sequence,
-        count,
-        content,
-        subjects,
-    ))
+    match &msg {
+        Message::Record(r) | Message::DirectRecord(r) => {
+            d.address = Some(b(r.address));
+            d.subject = Some(b(r.subject));
+            d.sequence = Some(r.sequence);
+            d.content = Some(b(r.content));
+        }
+        Message::Fetch(f) => {
+            d.address = Some(b(f.address));
+            d.subject = Some(b(f.subject));
+            d.sequence = Some(f.sequence);
+            d.count = Some(f.count);
+        }
+        Message::Ack(a) | Message::AddressedAck(a) => {
+            d.address = a.address.map(b);
+            d.subject = Some(b(a.subject));
+            d.sequence = Some(a.sequence);
+        }
+        Message::Head(h) | Message::DirectHead(h) => {
+            d.address = Some(b(h.address));
+            d.subject = Some(b(h.subject));
+            d.sequence = Some(h.sequence);
+        }
+        Message::GetHeads(g) => d.address = Some(b(g.address)),
+        Message::StoreHello(s) => d.address = Some(b(s.address)),
+        Message::RecordBatch(r) | Message::DirectRecordBatch(r) => {
+            d.address = Some(b(r.address));
+            d.subject = Some(b(r.subject));
+            d.sequence = Some(r.sequence);
+            d.count = Some(r.count);
+            d.subjects = Some(list(r.values().map(b).collect())?);
+        }
+        Message::ConsumerHello(c) => {
+            d.address = Some(b(c.address));
+            d.subjects = Some(list(c.subjects.iter().map(b).collect())?);
+        }
+    }
+    Ok(d)
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(wire_encode, m)?)?;
+    m.add_class::<DecodedMessage>()?;
     m.add_function(wrap_pyfunction!(wire_decode, m)?)?;
     Ok(())
 }
