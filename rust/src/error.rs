@@ -1,5 +1,10 @@
 //! The crate's error type for everything that is not a wire decode error: node
-//! start-up, configuration, a node thread that died, a full producer buffer.
+//! start-up, configuration, a node thread that died, a full producer buffer,
+//! a bounded read that timed out or found its records gone. Each variant
+//! carries what it concerns as fields (as [`crate::wire::WireError`] and
+//! [`crate::log::LogError`] do); the messages say what to do about it.
+
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -20,30 +25,114 @@ pub enum Error {
     /// Any other ZeroMQ failure.
     #[error("zmq: {0}")]
     Zmq(#[from] zmq::Error),
-    /// The node thread stopped with an error or a panic.
-    #[error("node thread stopped: {0}")]
-    Died(String),
+    /// The node thread stopped with an error or a panic (or could not start).
+    #[error("node thread stopped: {reason}")]
+    Died {
+        /// Why: the error the thread stopped with, or its panic message.
+        reason: String,
+    },
     /// The node was closed; create a new one.
     #[error("the node is closed")]
     Closed,
     /// The producer's unacknowledged buffer stayed full until the timeout.
-    #[error("{0}")]
-    BufferFull(String),
+    #[error(
+        "producer buffer full: {unacked} unacknowledged bytes (max_unacked_bytes={max}) \
+         after waiting {:.1}s; start a store, lower min_acks or raise max_unacked_bytes",
+        .waited.as_secs_f64()
+    )]
+    BufferFull {
+        /// Bytes sent and not yet acknowledged.
+        unacked: usize,
+        /// The producer's `max_unacked_bytes`.
+        max: usize,
+        /// How long the send waited for room.
+        waited: Duration,
+    },
     /// A value over the producer's `max_record_bytes` (Python: `ValueError`).
-    #[error("{0}")]
-    TooLarge(String),
+    #[error(
+        "a value of {size} bytes is over max_record_bytes={max}: stores drop larger records \
+         (their own max_record_bytes, 64 MiB by default), and the partition could not go \
+         on past it; split the value, or raise max_record_bytes on the producer and on \
+         every store"
+    )]
+    TooLarge {
+        /// The value's size in bytes.
+        size: usize,
+        /// The producer's `max_record_bytes`.
+        max: usize,
+    },
     /// The durable log failed (I/O, corruption, a bad offset).
     #[error(transparent)]
     Log(#[from] crate::log::LogError),
     /// Records a bounded read needed are gone from every store (retention).
-    #[error("{0}")]
-    DataLoss(String),
+    #[error(
+        "records [{from}, {to}) of {topic}/{partition} are gone from every store \
+         (retention); set failOnDataLoss=false to skip them"
+    )]
+    DataLoss {
+        topic: String,
+        partition: String,
+        /// The first offset gone.
+        from: u64,
+        /// The first offset held again after the loss.
+        to: u64,
+    },
     /// A bounded read or a heads query got no (complete) answer in time.
-    #[error("{0}")]
-    Timeout(String),
+    #[error("{}", timeout_message(.topic, .unanswered, .waited))]
+    Timeout {
+        topic: String,
+        /// What was left unanswered.
+        unanswered: Unanswered,
+        /// How long the call waited.
+        waited: Duration,
+    },
     /// A blocking call was interrupted by the caller's check (Ctrl-C from Python).
     #[error("interrupted")]
     Interrupted,
+}
+
+/// What a bounded read or heads query ([`Error::Timeout`]) was left without.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unanswered {
+    /// No store or producer of the topic answered at all.
+    Topic,
+    /// A range read of `partition`, `[start, end)`, got the records up to
+    /// `next` and no store answered for the rest.
+    Range {
+        partition: String,
+        start: u64,
+        end: u64,
+        next: u64,
+    },
+}
+
+fn timeout_message(topic: &str, unanswered: &Unanswered, waited: &Duration) -> String {
+    let secs = waited.as_secs_f64();
+    match unanswered {
+        Unanswered::Topic => format!(
+            "no store or producer of topic {topic:?} answered within {secs:.1}s: check \
+             `towers` (reads need discovery, so stores can reach this client)"
+        ),
+        Unanswered::Range {
+            partition,
+            start,
+            end,
+            next,
+        } => format!(
+            "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
+             {secs:.1}s; no store answered for the rest (check `towers`, that a store holds \
+             the partition, or retention if failOnDataLoss is off)"
+        ),
+    }
+}
+
+impl Error {
+    /// [`Error::Died`] for `reason`.
+    pub fn died(reason: impl Into<String>) -> Self {
+        Error::Died {
+            reason: reason.into(),
+        }
+    }
 }
 
 /// `Result` with [`Error`].

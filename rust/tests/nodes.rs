@@ -77,11 +77,17 @@ fn a_value_over_max_record_bytes_is_refused_and_nothing_of_its_batch_is_sent() {
     .unwrap();
     assert_eq!(p.send([1u8; 10], None).unwrap(), 0, "at the limit");
     let e = p.send([1u8; 11], None).unwrap_err();
-    assert!(matches!(e, Error::TooLarge(_)), "{e}");
+    assert!(matches!(e, Error::TooLarge { .. }), "{e}");
     assert!(e.to_string().contains("max_record_bytes=10"), "{e}");
-    assert!(matches!(p.try_send(&[1u8; 11]), Err(Error::TooLarge(_))));
+    assert!(matches!(
+        p.try_send(&[1u8; 11]),
+        Err(Error::TooLarge { .. })
+    ));
     let batch = vec![vec![1u8; 3], vec![1u8; 11], vec![1u8; 3]];
-    assert!(matches!(p.send_many(batch, None), Err(Error::TooLarge(_))));
+    assert!(matches!(
+        p.send_many(batch, None),
+        Err(Error::TooLarge { .. })
+    ));
     assert_eq!(p.next_offset(), 1, "nothing of the batch was sent");
     assert_eq!(p.send_many(vec![vec![2u8; 10]; 3], None).unwrap(), Some(3));
     p.check().unwrap();

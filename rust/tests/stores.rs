@@ -790,10 +790,10 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
         ok,
     )
     .expect_err("no store left to answer");
-    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
     let err = heads(&node, "t", Duration::from_millis(700), secs(1), ok)
         .expect_err("no store left to answer");
-    assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
     t.close().unwrap();
 }
 
@@ -893,7 +893,7 @@ fn fetcher_reports_a_range_that_retention_deleted_entirely() {
         assert_eq!(o[&part], unprobed);
     }
     let err = fetch_range(&node, "t", &part, 0, 50, secs(30), true, ok).unwrap_err();
-    assert!(matches!(err, Error::DataLoss(_)), "{err}");
+    assert!(matches!(err, Error::DataLoss { .. }), "{err}");
     let got = fetch_range(&node, "t", &part, 0, 50, secs(30), false, ok).unwrap();
     assert_eq!((got.lost, got.records.len()), (vec![(0, 50)], 0));
     // A range reaching past `first`: the rest is read.

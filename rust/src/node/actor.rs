@@ -142,7 +142,7 @@ impl<C: Send + 'static> Actor<C> {
                 drop(ready);
                 drop(inbox);
             })
-            .map_err(|e| Error::Died(format!("cannot start thread: {e}")))?;
+            .map_err(|e| Error::died(format!("cannot start thread: {e}")))?;
         let actor = Actor {
             tx,
             state,
@@ -153,9 +153,9 @@ impl<C: Send + 'static> Actor<C> {
             Ok(info) => Ok((actor, info)),
             Err(_) => {
                 actor.join_thread();
-                Err(actor.error().unwrap_or(Error::Died(
-                    "the node thread exited before it was ready".into(),
-                )))
+                Err(actor
+                    .error()
+                    .unwrap_or(Error::died("the node thread exited before it was ready")))
             }
         }
     }
@@ -187,7 +187,7 @@ impl<C: Send + 'static> Actor<C> {
 
     fn error(&self) -> Option<Error> {
         let e = self.state.error.lock().unwrap_or_else(|p| p.into_inner());
-        e.clone().map(Error::Died)
+        e.clone().map(Error::died)
     }
 
     /// `Ok` while the thread runs; its error once it stopped.
@@ -295,7 +295,7 @@ mod tests {
             }
             while let Some(c) = inbox.try_recv() {
                 if c == 99 {
-                    return Err(Error::Died("asked to fail".into()));
+                    return Err(Error::died("asked to fail"));
                 }
                 if c == 66 {
                     panic!("asked to panic");

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unanswered};
 use crate::node::config::{check_name, NodeConfig};
 use crate::node::out::{poll_timeout, Out};
 use crate::node::socket::{new_address, Core, Frames};
@@ -562,11 +562,11 @@ impl Client {
             if now >= deadline {
                 return match first_peer {
                     Some(_) => Ok(end(false, windows)),
-                    None => Err(Error::Timeout(format!(
-                        "no store or producer of topic {topic:?} answered within {:.1}s: \
-                         check `towers` (reads need discovery, so stores can reach this client)",
-                        timeout.as_secs_f64()
-                    ))
+                    None => Err(Error::Timeout {
+                        topic: topic.to_string(),
+                        unanswered: Unanswered::Topic,
+                        waited: timeout,
+                    }
                     .into()),
                 };
             }
@@ -889,12 +889,16 @@ impl Client {
         while next < end {
             let now = Instant::now();
             if now >= deadline {
-                return Err(Error::Timeout(format!(
-                    "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
-                 {:.1}s; no store answered for the rest (check `towers`, that a store holds \
-                 the partition, or retention if failOnDataLoss is off)",
-                    timeout.as_secs_f64()
-                ))
+                return Err(Error::Timeout {
+                    topic: topic.to_string(),
+                    unanswered: Unanswered::Range {
+                        partition: partition.to_string(),
+                        start,
+                        end,
+                        next,
+                    },
+                    waited: timeout,
+                }
                 .into());
             }
             if connected && next_ask.is_none_or(|t| now >= t) {
@@ -910,10 +914,12 @@ impl Client {
                     if short_rounds >= LOSS_ROUNDS {
                         let first = pending.keys().next().copied().unwrap_or(end);
                         if fail_on_loss {
-                            return Err(Error::DataLoss(format!(
-                                "records [{next}, {first}) of {topic}/{partition} are gone from \
-                             every store (retention); set failOnDataLoss=false to skip them"
-                            ))
+                            return Err(Error::DataLoss {
+                                topic: topic.to_string(),
+                                partition: partition.to_string(),
+                                from: next,
+                                to: first,
+                            }
                             .into());
                         }
                         out.lost.push((next, first));

@@ -222,14 +222,11 @@ impl Producer {
             let now = Instant::now();
             if let Some(d) = deadline {
                 if now >= d {
-                    return Err(Error::BufferFull(format!(
-                        "producer buffer full: {} unacknowledged bytes (max_unacked_bytes={}) \
-                         after waiting {:.1}s; start a store, lower min_acks or raise \
-                         max_unacked_bytes",
-                        self.unacked_bytes(),
-                        self.max_bytes,
-                        timeout.unwrap_or_default().as_secs_f64()
-                    ))
+                    return Err(Error::BufferFull {
+                        unacked: self.unacked_bytes(),
+                        max: self.max_bytes,
+                        waited: timeout.unwrap_or_default(),
+                    }
                     .into());
                 }
                 self.shared.wait(SLICE.min(d - now));
@@ -258,13 +255,10 @@ impl Producer {
         if n <= self.max_record {
             return Ok(());
         }
-        Err(Error::TooLarge(format!(
-            "a value of {n} bytes is over max_record_bytes={}: stores drop larger records \
-             (their own max_record_bytes, 64 MiB by default), and the partition could not go \
-             on past it; split the value, or raise max_record_bytes on the producer and on \
-             every store",
-            self.max_record
-        )))
+        Err(Error::TooLarge {
+            size: n,
+            max: self.max_record,
+        })
     }
 
     /// Publishes one record if the buffer has room: `Ok(None)` when it is

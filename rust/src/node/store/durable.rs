@@ -171,7 +171,7 @@ impl Syncer {
                     }
                 }
             })
-            .map_err(|e| Error::Died(format!("cannot start the sync thread: {e}")))?;
+            .map_err(|e| Error::died(format!("cannot start the sync thread: {e}")))?;
         Ok(Self {
             tx: Some(tx),
             rx,

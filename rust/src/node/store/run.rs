@@ -164,7 +164,7 @@ pub(super) fn run<L: StoreLog>(
             let r = logic.log_mut().sync_all();
             publish(shared, &logic, None);
             let r = r.and_then(|()| logic.log_mut().close());
-            return r.map_err(|e| Error::Died(format!("final sync failed: {e}")));
+            return r.map_err(|e| Error::died(format!("final sync failed: {e}")));
         }
         while let Some(cmd) = inbox.try_recv() {
             match cmd {
