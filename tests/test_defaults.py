@@ -145,6 +145,28 @@ def test_stub_says_the_defaults(entry: str) -> None:
         assert type(got) is type(want) and got == want, (entry, name, got, want)
 
 
+def _documented(doc: str) -> dict[str, Any]:
+    """The ``name : type, default VALUE`` lines of a numpy-style docstring."""
+    return {
+        m.group(1): ast.literal_eval(m.group(2))
+        for m in re.finditer(r"^\s*(\w+) : [^\n]*?, default (\S+)", doc, re.M)
+    }
+
+
+@pytest.mark.parametrize("entry", ["Tower", "Producer", "Consumer", "Store"])
+def test_class_docstrings_say_the_defaults(entry: str) -> None:
+    """The Parameters sections of the Rust doc text and of the stub's docstring."""
+    stub = ast.parse(STUB.read_text())
+    (cls,) = [n for n in stub.body if isinstance(n, ast.ClassDef) and n.name == entry]
+    defaults = _native.DEFAULTS[entry]
+    for doc in (_runtime(entry).__doc__, ast.get_docstring(cls)):
+        documented = _documented(doc or "")
+        assert set(documented) == set(defaults), entry
+        for name, want in defaults.items():
+            got = documented[name]
+            assert type(got) is type(want) and got == want, (entry, name, got, want)
+
+
 def test_docs_table_says_the_defaults() -> None:
     tables = _docs_tables()
     discovery = tables.get("Discovery", {})

@@ -34,6 +34,7 @@ from types import FrameType
 from typing import Any
 
 from dafka import wire
+from dafka._defaults import BIND, WIRE
 from dafka._native import (
     Consumer,
     Producer,
@@ -446,10 +447,10 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
         "(default tcp://127.0.0.1:5556,5557 unless --peer is given)",
     )
     p.add_argument("--peer", action="append", metavar="ENDPOINT", help="static peer XPUB endpoint")
-    p.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
+    p.add_argument("--wire", choices=["rfc", "zproto"], default=WIRE)
     p.add_argument(
         "--bind",
-        default="tcp://127.0.0.1:*",
+        default=BIND,
         metavar="ENDPOINT",
         help="the node's XPUB endpoint (default reachable from this host only: use "
         "tcp://*:0 with towers or peers on other hosts)",
@@ -601,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     de = sub.add_parser("demo", help="run a local cluster and check every record arrives")
     de.add_argument("--records", type=_count, default=100_000)
-    de.add_argument("--wire", choices=["rfc", "zproto"], default="rfc")
+    de.add_argument("--wire", choices=["rfc", "zproto"], default=WIRE)
     de.add_argument("--timeout", type=_seconds, default=60.0, help="per step, seconds")
     de.add_argument("--data", help="store directory (default: a temporary one)")
     de.set_defaults(func=_cmd_demo)

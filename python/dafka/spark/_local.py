@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from dafka._defaults import BIND
 from dafka._native import Store, Tower
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def add_cluster_args(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument(
         "--bind",
-        default="tcp://127.0.0.1:*",
+        default=BIND,
         help="the job's nodes' endpoint (default reachable from this host only: use "
         "tcp://*:0 when stores run on other hosts)",
     )

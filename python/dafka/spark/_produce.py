@@ -40,6 +40,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dafka._defaults import BEACON_INTERVAL, BEACON_TIMEOUT, BIND, MAX_UNACKED_BYTES, WIRE
 from dafka._native import Producer, check_node
 from dafka.exceptions import DafkaError
 
@@ -139,13 +140,13 @@ class ProducerSettings:
     peers: list[str] = field(default_factory=list)
     min_acks: int = 1
     flush_timeout: float = 120.0
-    wire: str = "rfc"
-    max_unacked_bytes: int = 268435456
-    beacon_interval: float = 1.0
-    beacon_timeout: float = 4.0
+    wire: str = WIRE
+    max_unacked_bytes: int = MAX_UNACKED_BYTES
+    beacon_interval: float = BEACON_INTERVAL
+    beacon_timeout: float = BEACON_TIMEOUT
     #: The producer's XPUB bind; on a cluster use ``tcp://*:0`` so stores on other
     #: hosts can reach executors.
-    bind: str = "tcp://127.0.0.1:*"
+    bind: str = BIND
     #: The host put in the producer's beacons (None: the bound host; "" lets the
     #: tower use the TCP peer address), for executors behind NAT or in containers.
     advertise_host: str | None = None
@@ -216,10 +217,10 @@ class ProducerSettings:
             peers=peers,
             min_acks=integer(options, "minAcks", 1, least=0),
             flush_timeout=seconds(options, "flushTimeout", 120.0),
-            wire=options.get("wire", "rfc"),
-            beacon_interval=seconds(options, "beaconInterval", 1.0),
-            beacon_timeout=seconds(options, "beaconTimeout", 4.0),
-            bind=options.get("bind", "tcp://127.0.0.1:*"),
+            wire=options.get("wire", WIRE),
+            beacon_interval=seconds(options, "beaconInterval", BEACON_INTERVAL),
+            beacon_timeout=seconds(options, "beaconTimeout", BEACON_TIMEOUT),
+            bind=options.get("bind", BIND),
             advertise_host=options.get("advertiseHost"),
             reuse=flag(options, "reuseProducer", reuse),
             record_batches=flag(options, "recordBatches", True),

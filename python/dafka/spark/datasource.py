@@ -28,6 +28,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
+from dafka._defaults import BEACON_INTERVAL, BIND
 from dafka._native import HeadsWatch, check_node, fetch_ranges, offsets
 from dafka.exceptions import DataLossError
 from dafka.spark._produce import (
@@ -117,8 +118,8 @@ class ReadSettings:
             fetch_timeout=seconds(options, "fetchTimeout", 60.0),
             heads_timeout=seconds(options, "headsTimeout", 10.0),
             heads_settle=seconds(options, "headsSettle", 0.5),
-            beacon_interval=seconds(options, "beaconInterval", 1.0),
-            bind=options.get("bind", "tcp://127.0.0.1:*"),
+            beacon_interval=seconds(options, "beaconInterval", BEACON_INTERVAL),
+            bind=options.get("bind", BIND),
             advertise_host=options.get("advertiseHost"),
             max_records_per_task=integer(options, "maxRecordsPerTask", 500_000),
             min_records_per_task=integer(options, "minRecordsPerTask", 50_000),
