@@ -135,5 +135,5 @@ impl Error {
     }
 }
 
-/// `Result` with [`Error`].
+/// `Result` with [`Error`](enum@Error).
 pub type Result<T> = std::result::Result<T, Error>;

@@ -196,7 +196,7 @@ pub struct Offsets {
 /// a FETCH below what it holds from there); the lowest answer of every peer
 /// wins. Probing ends as soon as every partition answered 0 (nothing lower
 /// exists), else once every partition answered and `settle` passed with no new
-/// peer or lower answer, or after [`PROBE_ROUNDS`] retries for the partitions
+/// peer or lower answer, or after `PROBE_ROUNDS` retries for the partitions
 /// nobody answered.
 pub fn offsets<E: From<Error>>(
     cfg: &NodeConfig,
@@ -219,7 +219,7 @@ pub fn offsets<E: From<Error>>(
 /// only rise.
 ///
 /// Between rounds a keeper thread (started after the first round) goes on
-/// beaconing and reading for the client, every [`KEEP_SLICE`], so after a
+/// beaconing and reading for the client, every `KEEP_SLICE`, so after a
 /// pause longer than the stores' `beacon_timeout` (a `processingTime`
 /// trigger of a minute) they still know it and the next round is a quick
 /// one. The keeper touches the sockets only under the client's lock, never

@@ -1,7 +1,7 @@
 //! The tower: an XSUB (node beacons in, default `tcp://*:5556`) and an XPUB
 //! (towards nodes, default `tcp://*:5557`) with the welcome message `W`.
 //! Subscriptions from nodes that can match a beacon are relayed upstream to
-//! the XSUB (each once, at most 1,024 distinct: [`Relayed`]); node beacons
+//! the XSUB (each once, at most 1,024 distinct: `Relayed`); node beacons
 //! (4 frames) are rewritten into tower beacons (3 frames `B`, UUID,
 //! `tcp://host:port`), an empty host replaced by the TCP peer address.
 //!

@@ -2,7 +2,7 @@
 //! over a channel and noting the application's positions. What the consumer
 //! decides is the pure [`ConsumerState`] in [`state`]: each partition's next
 //! offset to deliver, records held past a gap, the FETCH of a gap and its
-//! retry deadline, when to give a gap up. [`run`] is the event loop over its
+//! retry deadline, when to give a gap up. `run.rs` is the event loop over its
 //! sockets.
 
 mod run;

@@ -6,9 +6,11 @@
 //! Where each decision is made:
 //! - a record in order, a duplicate, or past a gap (held, the gap
 //!   FETCHed): [`ConsumerState::on_record`];
-//! - the FETCH of a gap, its retry and back-off, and giving a gap up
-//!   (records lost, partition stalled): `ConsumerState::maybe_fetch` and
-//!   [`ConsumerState::on_timer`];
+//! - the FETCH of a gap: `ConsumerState::maybe_fetch` (called by
+//!   [`ConsumerState::on_record`] and [`ConsumerState::on_head`] when they
+//!   see the partition is behind what exists);
+//! - its retry, back-off and giving it up (records lost, partition stalled):
+//!   [`ConsumerState::on_timer`], through `Part::retry_or_skip`;
 //! - where a partition starts (`offset_reset`, `start_offsets`, a HEAD):
 //!   [`ConsumerState::on_head`] and [`ConsumerState::seek`];
 //! - idle partitions kept only by position, then forgotten:

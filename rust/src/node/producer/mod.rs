@@ -2,7 +2,7 @@
 //! the handle, whose `send` is an enqueue onto the node thread. What the
 //! producer decides (offsets, the retransmit buffer, ACK accounting and
 //! `min_acks`, FETCH and GET-HEADS answers, HEAD timing) is the pure
-//! [`ProducerState`] in [`state`]; [`run`] is the event loop over its sockets,
+//! [`ProducerState`] in [`state`]; `run.rs` is the event loop over its sockets,
 //! which publishes RECORDs.
 
 mod run;

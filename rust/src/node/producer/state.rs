@@ -2,7 +2,7 @@
 //! the offsets it gives, the records it holds for retransmission until
 //! `min_acks` stores ACKed them ([`ProducerState::on_ack`]), its answers to
 //! FETCH ([`ProducerState::on_fetch`]) and GET-HEADS, and when it sends a
-//! HEAD. The loop ([`run`](super::run)) feeds it and sends what it returns.
+//! HEAD. The loop (`run.rs`) feeds it and sends what it returns.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};

@@ -1,8 +1,8 @@
 //! The store node: a handle ([`StoreNode`], [`Store`] over the durable log),
 //! its configuration ([`StoreConfig`]) and its address file. What the store
-//! decides lives in [`state`] ([`StoreState`](state::StoreState): which records
+//! decides lives in [`state`] ([`StoreState`]: which records
 //! to append, which gaps to FETCH, what is durable and may be ACKed, how to
-//! answer a FETCH); [`run`] is the event loop over its sockets; [`durable`] is
+//! answer a FETCH); `run.rs` is the event loop over its sockets; [`durable`] is
 //! the storage it runs on ([`DurableLog`]: group commit on a syncer thread,
 //! recovery after an I/O error).
 //!

@@ -1,6 +1,6 @@
 //! The store's protocol decisions as a pure state machine: no sockets, no files.
 //!
-//! The event loop ([`run`](super::run)) decodes what arrives, calls one `on_*` method, and
+//! The event loop (`run.rs`) decodes what arrives, calls one `on_*` method, and
 //! sends every [`Out`] it returns; it calls [`StoreState::tick`] at each deadline.
 //! Storage is behind [`StoreLog`], implemented by the durable segment log (and by
 //! an in-memory model in tests), so every rule below is unit-tested in isolation:
