@@ -401,10 +401,10 @@ pub fn store_settings(args: &StoreArgs, file: &FileConfig) -> Result<StoreSettin
         if v == 0 {
             return Err(Error::Config("max_record_bytes must be > 0".into()));
         }
-        cfg.logic.max_record_bytes = v;
+        cfg.state.max_record_bytes = v;
     }
     if let Some(v) = args.fetch_retry_ms.or(s.fetch_retry_ms) {
-        cfg.logic.fetch_retry = ms("fetch_retry_ms", v)?;
+        cfg.state.fetch_retry = ms("fetch_retry_ms", v)?;
     }
 
     let dir = args

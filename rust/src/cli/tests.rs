@@ -116,8 +116,8 @@ fn flags_override_the_file() {
     assert_eq!(s.config.log.forget_parked_hours, None, "0: for good");
     assert_eq!(s.config.log.max_open_files, Some(300));
     assert_eq!(s.config.log.recovery, RecoveryPolicy::AbsoluteConsistency);
-    assert_eq!(s.config.logic.max_record_bytes, 1000);
-    assert_eq!(s.config.logic.fetch_retry, Duration::from_millis(20));
+    assert_eq!(s.config.state.max_record_bytes, 1000);
+    assert_eq!(s.config.state.fetch_retry, Duration::from_millis(20));
     assert_eq!(s.log_level.as_deref(), Some("warn"));
 
     let a = store_args(&[

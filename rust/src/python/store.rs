@@ -181,9 +181,9 @@ impl PyStore {
         cfg.log.retain_bytes = opt_unsigned("retain_bytes", retain_bytes)?;
         cfg.log.forget_parked_hours = crate::python::forget_parked_hours(forget_parked_hours)?;
         cfg.log.max_open_files = opt_unsigned("max_open_files", max_open_files)?;
-        cfg.logic.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
-        cfg.logic.fetch_retry = seconds("fetch_retry", fetch_retry)?;
-        if cfg.logic.fetch_retry < Duration::from_millis(1) {
+        cfg.state.max_record_bytes = unsigned("max_record_bytes", max_record_bytes)?;
+        cfg.state.fetch_retry = seconds("fetch_retry", fetch_retry)?;
+        if cfg.state.fetch_retry < Duration::from_millis(1) {
             return Err(Exc::Config.err("fetch_retry must be at least 0.001 s"));
         }
         let inner = py.detach(|| Store::open(&path, cfg))?;

@@ -74,7 +74,7 @@ pub struct StoreNode<L: StoreLog + Send + 'static> {
 
 impl<L: StoreLog + Send + 'static> StoreNode<L> {
     /// Starts the node thread with `log`; returns once the XPUB is bound.
-    pub fn start(address: &str, log: L, node: NodeConfig, logic: StoreStateConfig) -> Result<Self> {
+    pub fn start(address: &str, log: L, node: NodeConfig, state: StoreStateConfig) -> Result<Self> {
         node.validate()?;
         let shared = Arc::new(StoreShared {
             sync_times: log.sync_times(),
@@ -83,7 +83,7 @@ impl<L: StoreLog + Send + 'static> StoreNode<L> {
         let ctx = zmq::Context::new();
         let (a, sh) = (address.to_string(), shared.clone());
         let (actor, endpoint) = Actor::spawn("dafka-store", &ctx.clone(), move |inbox, ready| {
-            run::run(inbox, ready, &ctx, node, logic, &a, log, &sh)
+            run::run(inbox, ready, &ctx, node, state, &a, log, &sh)
         })?;
         Ok(Self {
             actor,
@@ -153,7 +153,8 @@ pub struct StoreConfig {
     /// so ACKs follow records within a few ms (p50 ~2 ms at 500k/s here;
     /// 2 ms gave ~2.8) and nothing ACKed is lost to a crash.
     pub log: LogConfig,
-    pub logic: StoreStateConfig,
+    /// The tunables of [`StoreState`] (FETCH retries, held records, answers).
+    pub state: StoreStateConfig,
 }
 
 impl Default for StoreConfig {
@@ -167,7 +168,7 @@ impl Default for StoreConfig {
                 isolate_damaged: true,
                 ..LogConfig::default()
             },
-            logic: StoreStateConfig::default(),
+            state: StoreStateConfig::default(),
         }
     }
 }
@@ -228,7 +229,7 @@ impl StoreNode<DurableLog> {
                 "the store's path is empty: name its directory (\".\" for the current one)".into(),
             ));
         }
-        if cfg.logic.max_record_bytes == 0 {
+        if cfg.state.max_record_bytes == 0 {
             return Err(Error::Config(
                 "max_record_bytes must be at least 1 (stores drop larger records)".into(),
             ));
@@ -242,6 +243,6 @@ impl StoreNode<DurableLog> {
         cfg.node.validate()?;
         let address = store_identity(dir)?;
         let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
-        Self::start(&address, log, cfg.node, cfg.logic)
+        Self::start(&address, log, cfg.node, cfg.state)
     }
 }

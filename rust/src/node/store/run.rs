@@ -71,19 +71,19 @@ impl PeerHeads {
 
 /// Copies the counters and the current storage error (a failing sync wins
 /// over an append error) for the handle to read.
-fn publish(shared: &StoreShared, logic: &StoreState<impl StoreLog>, sync_error: Option<&str>) {
-    *shared.counters.lock().unwrap_or_else(|p| p.into_inner()) = logic.counters().clone();
+fn publish(shared: &StoreShared, st: &StoreState<impl StoreLog>, sync_error: Option<&str>) {
+    *shared.counters.lock().unwrap_or_else(|p| p.into_inner()) = st.counters().clone();
     *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
-        sync_error.or(logic.last_error()).map(str::to_string);
-    let (files, damaged) = logic.log().files_and_damaged();
+        sync_error.or(st.last_error()).map(str::to_string);
+    let (files, damaged) = st.log().files_and_damaged();
     shared.open_files.store(files as u64, Relaxed);
     shared.damaged_partitions.store(damaged as u64, Relaxed);
     shared
         .parked_partitions
-        .store(logic.log().parked() as u64, Relaxed);
+        .store(st.log().parked() as u64, Relaxed);
     shared
         .active_partitions
-        .store(logic.partition_states() as u64, Relaxed);
+        .store(st.partition_states() as u64, Relaxed);
 }
 
 /// Sends `outs` (ACKs, FETCHes, GET-HEADS, DIRECT-HEADs, STORE-HELLOs)
@@ -132,7 +132,7 @@ pub(super) fn run<L: StoreLog>(
     ready: &mut Ready<String>,
     ctx: &zmq::Context,
     node: NodeConfig,
-    logic_cfg: StoreStateConfig,
+    state_cfg: StoreStateConfig,
     address: &str,
     log: L,
     shared: &StoreShared,
@@ -143,8 +143,8 @@ pub(super) fn run<L: StoreLog>(
     set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
     ready.send(core.endpoint.clone());
     let own = address.as_bytes().to_vec();
-    let mut logic = StoreState::new(own.clone(), log, logic_cfg);
-    logic.log_mut().set_waker(inbox.waker());
+    let mut st = StoreState::new(own.clone(), log, state_cfg);
+    st.log_mut().set_waker(inbox.waker());
     let stats = &shared.stats;
     let mut frames = Frames::default();
     // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
@@ -161,21 +161,21 @@ pub(super) fn run<L: StoreLog>(
     let mut peer_heads = PeerHeads::new(Instant::now());
     loop {
         if inbox.terminated() {
-            let r = logic.log_mut().sync_all();
-            publish(shared, &logic, None);
-            let r = r.and_then(|()| logic.log_mut().close());
+            let r = st.log_mut().sync_all();
+            publish(shared, &st, None);
+            let r = r.and_then(|()| st.log_mut().close());
             return r.map_err(|e| Error::died(format!("final sync failed: {e}")));
         }
         while let Some(cmd) = inbox.try_recv() {
             match cmd {
                 Cmd::Connect(ep) => core.connect(&ep),
-                Cmd::Query(f) => f(logic.log()),
+                Cmd::Query(f) => f(st.log()),
             }
         }
 
         core.count_unsendable(stats);
         let now = Instant::now();
-        let replies_at = logic.next_reply_at(now);
+        let replies_at = st.next_reply_at(now);
         let replies_ready = replies_at.is_some_and(|t| t <= now);
         let timeout = if replies_ready {
             0
@@ -183,7 +183,7 @@ pub(super) fn run<L: StoreLog>(
             poll_timeout(
                 now,
                 [
-                    logic.next_deadline(now),
+                    st.next_deadline(now),
                     core.disc.next_deadline(),
                     replies_at,
                     Some(peer_heads.next),
@@ -212,9 +212,9 @@ pub(super) fn run<L: StoreLog>(
                         }
                         if sub.prefix == b"G" {
                             peer_heads.store_joined(now);
-                            logic.store_joined();
+                            st.store_joined();
                         }
-                        let outs = logic.on_subscribe(sub.prefix);
+                        let outs = st.on_subscribe(sub.prefix);
                         send_all(&mut core, &outs)?;
                     }
                     Ok(_) => {}
@@ -235,17 +235,17 @@ pub(super) fn run<L: StoreLog>(
                 let outs = match decode(&s[..n]) {
                     Ok((Message::Record(r), _)) if r.topic == r.subject => {
                         Stats::add(&stats.records_received, 1);
-                        logic.on_record(r.subject, r.address, r.sequence, r.content, now)
+                        st.on_record(r.subject, r.address, r.sequence, r.content, now)
                     }
                     Ok((Message::RecordBatch(b), _)) if b.topic == b.subject => {
                         Stats::add(&stats.records_received, u64::from(b.count));
-                        logic.on_record_batch(&b, now)
+                        st.on_record_batch(&b, now)
                     }
                     Ok((Message::DirectRecordBatch(b), _)) if topic_matches(&own, b.topic) => {
                         Stats::add(&stats.records_received, u64::from(b.count));
                         let mut outs = Vec::new();
                         for r in b.records() {
-                            outs.extend(logic.on_direct_record(
+                            outs.extend(st.on_direct_record(
                                 r.subject, r.address, r.sequence, r.content, now,
                             ));
                         }
@@ -253,19 +253,19 @@ pub(super) fn run<L: StoreLog>(
                     }
                     Ok((Message::DirectRecord(r), _)) if topic_matches(&own, r.topic) => {
                         Stats::add(&stats.records_received, 1);
-                        logic.on_direct_record(r.subject, r.address, r.sequence, r.content, now)
+                        st.on_direct_record(r.subject, r.address, r.sequence, r.content, now)
                     }
-                    Ok((Message::Head(h), _)) if h.topic == h.subject => logic.on_head(&h, now),
+                    Ok((Message::Head(h), _)) if h.topic == h.subject => st.on_head(&h, now),
                     Ok((Message::Fetch(f), _)) => {
                         Stats::add(&stats.fetches_received, 1);
-                        logic.on_fetch(&f)
+                        st.on_fetch(&f)
                     }
-                    Ok((Message::GetHeads(g), _)) => logic.on_get_heads(&g),
+                    Ok((Message::GetHeads(g), _)) => st.on_get_heads(&g),
                     Ok((Message::DirectHead(h), _)) if h.topic == own.as_slice() => {
-                        logic.on_peer_head(&h, now)
+                        st.on_peer_head(&h, now)
                     }
                     Ok((Message::ConsumerHello(c), _)) if topic_matches(&own, c.topic) => {
-                        logic.on_consumer_hello(&c)
+                        st.on_consumer_hello(&c)
                     }
                     Ok(_) => {
                         Stats::add(&stats.ignored, 1);
@@ -285,10 +285,10 @@ pub(super) fn run<L: StoreLog>(
 
         // Group commit, then ACK what is durable, retry FETCHes. A storage
         // error stays reported until records appended after it were written.
-        match logic.log_mut().sync_if_due() {
+        match st.log_mut().sync_if_due() {
             Ok(()) => {
                 if sync_error.is_some()
-                    && logic.counters().appended > error_mark
+                    && st.counters().appended > error_mark
                     && now.duration_since(last_failure) >= RECOVER_EVERY
                 {
                     tracing::info!("store writes succeed again");
@@ -301,36 +301,36 @@ pub(super) fn run<L: StoreLog>(
                 }
                 shared.storage_errors.fetch_add(1, Relaxed);
                 sync_error = Some(format!("sync failed: {e}"));
-                error_mark = logic.counters().appended;
+                error_mark = st.counters().appended;
                 last_failure = now;
             }
         }
         // After a storage error (disk full, I/O): stop ACKing (nothing new is
         // durable) and try to recover the log every second; once it works the
         // gaps are fetched again from producers and stores.
-        if (sync_error.is_some() || logic.last_error().is_some())
+        if (sync_error.is_some() || st.last_error().is_some())
             && now.duration_since(last_recover) >= RECOVER_EVERY
         {
             last_recover = now;
             // An append failed since the last look: a failure now. (A
             // recovery for a sync error alone is not one.)
-            let failed = logic.last_error().is_some();
+            let failed = st.last_error().is_some();
             if failed {
                 last_failure = now;
             }
-            match logic.log_mut().recover() {
+            match st.log_mut().recover() {
                 Ok(()) => {
-                    if let Some(e) = logic.last_error() {
+                    if let Some(e) = st.last_error() {
                         sync_error.get_or_insert_with(|| e.to_string());
                     }
-                    logic.clear_error();
+                    st.clear_error();
                     if failed {
-                        error_mark = logic.counters().appended;
+                        error_mark = st.counters().appended;
                     }
                 }
                 Err(e) => {
                     sync_error = Some(format!("recovery failed: {e}"));
-                    error_mark = logic.counters().appended;
+                    error_mark = st.counters().appended;
                     last_failure = now;
                 }
             }
@@ -338,12 +338,12 @@ pub(super) fn run<L: StoreLog>(
             // Partitions set aside as damaged come back (or are forgotten)
             // once repaired or moved away; still damaged, they stay counted.
             last_recover = now;
-            let _ = logic.log_mut().retry_set_aside();
+            let _ = st.log_mut().retry_set_aside();
         }
-        let outs = logic.tick(now);
+        let outs = st.tick(now);
         send_all(&mut core, &outs)?;
         if peer_heads.due(now) {
-            send_all(&mut core, &[logic.ask_peer_heads()])?;
+            send_all(&mut core, &[st.ask_peer_heads()])?;
         }
 
         // FETCH answers between receives: about as many records per turn as
@@ -352,24 +352,24 @@ pub(super) fn run<L: StoreLog>(
         // behind the FETCHes that keep coming in).
         // A requester whose queue is full waits (backing off) with its jobs,
         // and the others' answers go on.
-        if logic.next_reply_at(now).is_some_and(|t| t <= now) {
+        if st.next_reply_at(now).is_some_and(|t| t <= now) {
             let mut records = 0;
             for _ in 0..REPLY_SLICES {
-                if records >= BATCH || !logic.next_reply_slice(&mut slice, now) {
+                if records >= BATCH || !st.next_reply_slice(&mut slice, now) {
                     break;
                 }
                 let sent = send_slice(&mut core, &slice, &takers)?;
                 records += sent;
                 if sent < slice.len() {
-                    logic.requeue_slice(&slice, sent, now);
+                    st.requeue_slice(&slice, sent, now);
                 } else {
-                    logic.reply_sent(&slice);
+                    st.reply_sent(&slice);
                 }
             }
         }
         if core.disc.next_deadline().is_some_and(|d| d <= now) {
             core.on_timer(now, stats)?;
         }
-        publish(shared, &logic, sync_error.as_deref());
+        publish(shared, &st, sync_error.as_deref());
     }
 }
