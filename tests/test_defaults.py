@@ -206,3 +206,29 @@ def test_every_public_stub_name_has_a_docstring() -> None:
 
     check(tree.body, "")
     assert not missing, f"no docstring in _native.pyi: {missing}"
+
+
+def test_stub_docstrings_are_the_rust_doc_text() -> None:
+    """What IDEs show (the stub) is what ``help()`` shows (the Rust ``///`` text), but
+    for the slots whose runtime doc CPython writes (``__iter__``, ``__next__``)."""
+    tree = ast.parse(STUB.read_text())
+    differ = []
+
+    def compare(stub_node: ast.FunctionDef | ast.ClassDef, runtime: Any, path: str) -> None:
+        want = ast.get_docstring(stub_node)
+        if want is None:
+            return
+        got = inspect.cleandoc(runtime.__doc__ or "")
+        if got != want:
+            differ.append(path)
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            compare(node, getattr(_native, node.name), node.name)
+        elif isinstance(node, ast.ClassDef):
+            cls = getattr(_native, node.name)
+            compare(node, cls, node.name)
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name not in ("__iter__", "__next__"):
+                    compare(item, cls.__dict__[item.name], f"{node.name}.{item.name}")
+    assert not differ, f"the stub's docstring is not the Rust doc text: {differ}"

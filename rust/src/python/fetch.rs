@@ -329,10 +329,12 @@ impl HeadsWatch {
         drop(w);
     }
 
+    /// Returns the client, for ``with HeadsWatch(...) as watch:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
+    /// Closes the client on leaving the ``with`` block; an exception propagates.
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
         self.close(py);

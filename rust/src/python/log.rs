@@ -25,7 +25,9 @@ fn info_tuple(i: PartitionInfo) -> InfoTuple {
     )
 }
 
-/// The native handle; `dafka.Log` is the typed Python face of it.
+/// The native handle of a log directory; ``dafka.Log`` is its typed Python face
+/// (use that: it documents every option and method). Every call releases the GIL
+/// around the disk work; after :meth:`close`, calls raise ``LogError``.
 #[pyclass(module = "dafka._native")]
 struct NativeLog {
     inner: Mutex<Option<Log>>,
@@ -93,6 +95,7 @@ impl NativeLog {
         })
     }
 
+    /// Appends one record at ``offset``, the partition's next one.
     fn append(
         &self,
         py: Python<'_>,
@@ -105,6 +108,7 @@ impl NativeLog {
         self.with(py, |l| l.append(topic, partition, offset, value))
     }
 
+    /// Appends records at ``first_offset``, ``first_offset + 1``, ... in one write.
     fn append_many(
         &self,
         py: Python<'_>,
@@ -120,6 +124,8 @@ impl NativeLog {
         })
     }
 
+    /// ``(offset, timestamp, value)`` of the records from ``start`` on, at most
+    /// ``max_records`` and ``max_bytes`` of values (at least one record).
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -143,6 +149,8 @@ impl NativeLog {
             .collect())
     }
 
+    /// The partitions held (of ``topic``, or all) as the fields of
+    /// ``dafka.log.PartitionInfo``.
     #[pyo3(signature = (topic=None))]
     fn partitions(&self, py: Python<'_>, topic: Option<&[u8]>) -> PyResult<Vec<InfoTuple>> {
         self.with(py, |l| {
@@ -150,14 +158,18 @@ impl NativeLog {
         })
     }
 
+    /// ``(topic, partition, why)`` of each partition set aside because it could not
+    /// be opened (``isolate_damaged``).
     fn damaged(&self, py: Python<'_>) -> PyResult<Vec<(Vec<u8>, String, String)>> {
         self.with(py, |l| Ok(l.damaged()))
     }
 
+    /// The topics held.
     fn topics(&self, py: Python<'_>) -> PyResult<Vec<Vec<u8>>> {
         self.with(py, |l| Ok(l.topics()))
     }
 
+    /// The first offset appended at or after ``timestamp`` (ms since the epoch).
     fn offset_for_time(
         &self,
         py: Python<'_>,
@@ -169,34 +181,45 @@ impl NativeLog {
         self.with(py, |l| l.offset_for_time(topic, partition, timestamp))
     }
 
+    /// Reads every record of the partition checking its CRC and offset; returns how
+    /// many it holds (0 for a parked one).
     fn verify(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<u64> {
         self.with(py, |l| l.verify(topic, partition))
     }
 
+    /// The partition's next offset (None for a partition not held).
     fn next_offset(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<Option<u64>> {
         self.with(py, |l| Ok(l.next_offset(topic, partition)))
     }
 
+    /// The lowest offset the partition still holds (None when not held).
     fn first_offset(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<Option<u64>> {
         self.with(py, |l| Ok(l.first_offset(topic, partition)))
     }
 
+    /// The offset below which records are synced to disk (None when not held).
     fn durable_next(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<Option<u64>> {
         self.with(py, |l| Ok(l.durable_next(topic, partition)))
     }
 
+    /// Syncs every partition's unsynced appends to disk.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, Log::sync)
     }
 
+    /// Periodic work: the interval syncs that fell due and, once a minute, retention.
+    /// Cheap when nothing is due.
     fn tick(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, Log::tick)
     }
 
+    /// Applies retention to every partition now, parking those left with no record;
+    /// returns how many segments it deleted.
     fn enforce_retention(&self, py: Python<'_>) -> PyResult<usize> {
         self.with(py, Log::enforce_retention)
     }
 
+    /// Syncs and closes the log (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| {
             let taken = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -207,6 +230,7 @@ impl NativeLog {
         })
     }
 
+    /// Whether :meth:`close` was called.
     fn closed(&self) -> bool {
         self.inner
             .lock()

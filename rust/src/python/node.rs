@@ -85,12 +85,14 @@ impl PyTower {
     fn endpoint(&self) -> String {
         self.inner.endpoint()
     }
-    /// The bound endpoint of the XSUB that receives beacons (a wildcard host shows as 127.0.0.1).
+    /// The bound endpoint of the XSUB that receives beacons (a wildcard host shows as
+    /// 127.0.0.1).
     #[getter]
     fn beacon_in(&self) -> String {
         self.inner.beacon_in().to_string()
     }
-    /// The bound endpoint of the XPUB that sends beacons (a wildcard host shows as 127.0.0.1).
+    /// The bound endpoint of the XPUB that sends beacons (a wildcard host shows as
+    /// 127.0.0.1).
     #[getter]
     fn beacon_out(&self) -> String {
         self.inner.beacon_out().to_string()

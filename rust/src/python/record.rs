@@ -24,14 +24,19 @@ use crate::python::{opt_unsigned, unsigned};
 /// a store appended it, in ms since the epoch, when known.
 #[pyclass(module = "dafka", name = "Record", frozen)]
 pub(super) struct PyRecord {
+    /// The topic name (surrogate escapes for bytes that are not UTF-8).
     #[pyo3(get)]
     topic: Py<PyString>,
+    /// The partition's name: its producer's address.
     #[pyo3(get)]
     partition: Py<PyString>,
+    /// The record's position in its partition, from 0.
     #[pyo3(get)]
     offset: u64,
+    /// The record's content.
     #[pyo3(get)]
     value: Py<PyBytes>,
+    /// When a store appended the record, in ms since the epoch (None when not known).
     #[pyo3(get)]
     timestamp: Option<u64>,
 }
