@@ -106,6 +106,8 @@ def _docs_tables() -> dict[str, dict[str, str]]:
 
 def test_defaults_cover_every_configurable_keyword() -> None:
     assert set(_native.DEFAULTS) == {*NODE_ENTRIES, "Log"}
+    with pytest.raises(TypeError):
+        _native.DEFAULTS["Producer"]["bind"] = "tcp://*:0"  # type: ignore[index]
     for entry, defaults in _native.DEFAULTS.items():
         sig = _signature_defaults(_runtime(entry))
         assert set(defaults) == set(sig) - PER_CALL, entry

@@ -41,8 +41,9 @@ __version__: str
 
 DEFAULTS: Final[Mapping[str, Mapping[str, object]]]
 """The defaults of the node classes, the read clients and ``dafka.Log``:
-``{entry point: {keyword: default}}``, e.g. ``DEFAULTS["Producer"]["max_unacked_bytes"]``.
-Read from the Rust configs' ``Default`` impls; the signatures use them. The read
+``{entry point: {keyword: default}}``, e.g. ``DEFAULTS["Producer"]["max_unacked_bytes"]``
+(read-only mappings). Read from the Rust configs' ``Default`` impls; the signatures use
+them. The read
 clients' per-call ``timeout``, ``settle``, ``fail_on_loss``, ``partitions`` and
 ``exclude`` are not in it (see their signatures)."""
 

@@ -383,7 +383,7 @@ fn signature<'py>(
     sig.call_method("replace", (), Some(&kw))
 }
 
-/// Adds `DEFAULTS` to the module and puts the defaults in the signatures of
+/// Adds `DEFAULTS` (read-only) to the module and puts the defaults in the signatures of
 /// its node classes (as `__signature__`) and read-client functions (each
 /// replaced by a function whose text signature has them, which calls the
 /// PyO3 one). Called once the classes and functions are registered.
@@ -414,5 +414,11 @@ pub(super) fn sign(m: &Bound<'_, PyModule>) -> PyResult<()> {
         let _ = TARGETS[i].set(py, target.unbind());
         m.setattr(name, signed)?;
     }
-    m.add("DEFAULTS", all)
+    // Read-only: `{entry: {keyword: default}}` as mappingproxies.
+    let proxy = py.import("types")?.getattr("MappingProxyType")?;
+    let frozen = PyDict::new(py);
+    for (entry, defaults) in all.iter() {
+        frozen.set_item(entry, proxy.call1((defaults,))?)?;
+    }
+    m.add("DEFAULTS", proxy.call1((frozen,))?)
 }
