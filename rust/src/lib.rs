@@ -5,6 +5,8 @@
 //! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
 //! - [`log`]: the durable segment store (no sockets).
 //! - [`node`]: towers, producers, consumers and stores, one thread each.
+//! - [`security`]: CURVE certificates, trust directories, the ZAP handler,
+//!   roles and topic patterns (secure clusters).
 //! - [`error`]: the crate error type.
 //! - [`cli`]: the `dafka-store` / `dafka-tower` command lines and config file,
 //!   shared by the binaries and the Python `dafka store` / `dafka tower`.
@@ -14,6 +16,7 @@ pub mod cli;
 pub mod error;
 pub mod log;
 pub mod node;
+pub mod security;
 pub mod wire;
 
 #[cfg(feature = "python")]
