@@ -38,11 +38,13 @@ from dafka.exceptions import (
     NodeError,
     OffsetError,
     RecordTooLargeError,
+    SecurityError,
     UnknownPartitionError,
     WireError,
 )
 from dafka.log import Log, PartitionInfo
 from dafka.record import Record
+from dafka.security import has_curve, keygen, read_certificate
 
 __all__ = [
     "BufferFullError",
@@ -64,6 +66,7 @@ __all__ = [
     "Producer",
     "Record",
     "RecordTooLargeError",
+    "SecurityError",
     "Store",
     "Tower",
     "UnknownPartitionError",
@@ -71,7 +74,10 @@ __all__ = [
     "__version__",
     "fetch_range",
     "fetch_ranges",
+    "has_curve",
     "heads",
+    "keygen",
     "offsets",
+    "read_certificate",
     "wire",
 ]

@@ -57,6 +57,24 @@ def run_tower_cli(argv: list[str]) -> int:
     until Ctrl-C; returns the exit code.
     """
 
+def keygen(directory: str, name: str, *, role: str, topics: str | None = None) -> tuple[str, str]:
+    """Writes a new CURVE certificate pair in czmq's format: ``DIRECTORY/NAME.key``
+    (the public certificate, for trust directories) and ``DIRECTORY/NAME.key_secret``
+    (both keys, mode 0600, for the node itself), with ``role`` (store, producer,
+    consumer or tower) and ``topics`` (comma-separated patterns, ``*`` for any run of
+    characters; None for every topic) in their metadata. Never overwrites a file
+    (``FileExistsError``). Returns the two paths.
+    """
+
+def read_certificate(path: str) -> tuple[str, str | None, str, bool]:
+    """Reads a certificate file (public or secret): ``(public_key_z85, role,
+    topics, has_secret)``; ``role`` None when its metadata names none, ``topics``
+    the patterns as written ("*" when it names none).
+    """
+
+def has_curve() -> bool:
+    """Whether this build's libzmq has CURVE (secure clusters need it)."""
+
 def wire_encode(
     kind: str,
     dialect: str,

@@ -537,6 +537,19 @@ def _cmd_log_dump(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_keygen(args: argparse.Namespace) -> int:
+    from dafka.security import keygen
+
+    try:
+        public, secret = keygen(args.directory, args.name, role=args.role, topics=args.topics)
+    except (FileExistsError, OSError) as e:
+        print(f"dafka: {e}", file=sys.stderr)
+        return 1
+    print(f"public certificate (for trust directories): {public}")
+    print(f"secret certificate (keep it on this node):  {secret}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dafka", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -626,6 +639,20 @@ def build_parser() -> argparse.ArgumentParser:
     enc.add_argument("--subjects", nargs="*")
     enc.add_argument("--values", nargs="*", help="a batch's values")
     enc.set_defaults(func=_cmd_encode)
+
+    kg = sub.add_parser(
+        "keygen",
+        help="write a CURVE certificate pair (NAME.key, NAME.key_secret) for a secure cluster",
+    )
+    kg.add_argument("directory", type=Path)
+    kg.add_argument("name", help="letters, digits, '.', '-' and '_'")
+    kg.add_argument("--role", required=True, choices=["store", "producer", "consumer", "tower"])
+    kg.add_argument(
+        "--topics",
+        help="comma-separated topic patterns its holder may read and write, * for any "
+        "run of characters (default: every topic)",
+    )
+    kg.set_defaults(func=_cmd_keygen)
 
     lg = sub.add_parser("log", help="inspect a durable log directory (read-only)")
     lsub = lg.add_subparsers(dest="log_command", required=True)

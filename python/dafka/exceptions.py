@@ -16,6 +16,7 @@ __all__ = [
     "NodeError",
     "OffsetError",
     "RecordTooLargeError",
+    "SecurityError",
     "UnknownPartitionError",
     "WireError",
 ]
@@ -82,6 +83,11 @@ class UnknownPartitionError(LogError, LookupError):
 
 class LogValueError(LogError, ValueError):
     """An invalid option, topic name, partition name or record size."""
+
+
+class SecurityError(DafkaError):
+    """A certificate that cannot be used (not one, a bad key, no secret key where one
+    is needed) or a build without CURVE; the message names the file and what is wrong."""
 
 
 class DataLossError(DafkaError):

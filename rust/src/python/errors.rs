@@ -10,6 +10,7 @@ use pyo3::types::PyModule;
 
 use crate::error::Error;
 use crate::log::LogError;
+use crate::security::SecurityError;
 use crate::wire::WireError;
 
 static EXCEPTIONS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -31,6 +32,7 @@ pub(crate) enum Exc {
     Offset,
     UnknownPartition,
     LogValue,
+    Security,
 }
 
 impl Exc {
@@ -51,6 +53,7 @@ impl Exc {
             Exc::Offset => "OffsetError",
             Exc::UnknownPartition => "UnknownPartitionError",
             Exc::LogValue => "LogValueError",
+            Exc::Security => "SecurityError",
         }
     }
 
@@ -72,6 +75,24 @@ impl Exc {
     /// For `map_err` of a parse that fails with a message (`"zproto".parse()`).
     pub(crate) fn with(self) -> impl Fn(String) -> PyErr {
         move |msg| self.err(msg)
+    }
+}
+
+impl From<SecurityError> for PyErr {
+    fn from(e: SecurityError) -> PyErr {
+        use pyo3::exceptions::{PyFileExistsError, PyOSError};
+        let msg = e.to_string();
+        match e {
+            SecurityError::Exists { .. } => PyFileExistsError::new_err(msg),
+            SecurityError::Io { .. } => PyOSError::new_err(msg),
+            SecurityError::BadRole { .. }
+            | SecurityError::BadPattern { .. }
+            | SecurityError::BadName { .. } => Exc::Config.err(msg),
+            SecurityError::BadCertificate { .. }
+            | SecurityError::BadKey { .. }
+            | SecurityError::NoSecret { .. }
+            | SecurityError::NoCurve(_) => Exc::Security.err(msg),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ mod fetch;
 mod log;
 mod node;
 mod record;
+mod security;
 mod store;
 mod wire;
 
@@ -145,6 +146,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     node::register(m)?;
     store::register(m)?;
     cli::register(m)?;
+    security::register(m)?;
 
     fetch::register(m)?;
     defaults::sign(m)
