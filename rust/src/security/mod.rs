@@ -18,7 +18,10 @@ pub mod error;
 pub mod trust;
 pub mod zap;
 
-pub use acl::{address_for_key, address_matches_key, Role, TopicPatterns};
+pub use acl::{
+    address_for_key, address_matches_key, check_message, check_subscription, Denied, Peer, Role,
+    TopicPatterns,
+};
 pub use cert::{keygen, Certificate};
 pub use error::SecurityError;
 pub use trust::{TrustSnapshot, TrustStore, Trusted};
