@@ -473,6 +473,7 @@ pub fn tower_settings(args: &TowerArgs, file: &FileConfig) -> Result<TowerSettin
     let config = TowerConfig {
         beacon_in: pick(&args.beacon_in, &t.beacon_in, DEFAULT_TOWER_IN),
         beacon_out: pick(&args.beacon_out, &t.beacon_out, DEFAULT_TOWER_OUT),
+        security: None,
     };
     crate::node::config::check_endpoint("beacon_in", &config.beacon_in)?;
     crate::node::config::check_endpoint("beacon_out", &config.beacon_out)?;

@@ -61,6 +61,9 @@ pub enum Error {
         /// The producer's `max_record_bytes`.
         max: usize,
     },
+    /// A certificate or trust directory of a secure node cannot be used.
+    #[error(transparent)]
+    Security(#[from] crate::security::SecurityError),
     /// The durable log failed (I/O, corruption, a bad offset).
     #[error(transparent)]
     Log(#[from] crate::log::LogError),

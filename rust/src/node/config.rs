@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+pub use crate::security::SecurityConfig;
 use crate::wire::Dialect;
 
 /// Default bind endpoint of a node's XPUB: an ephemeral port on loopback.
@@ -35,6 +36,11 @@ pub struct NodeConfig {
     pub sndhwm: i32,
     /// Receive high-water mark of the SUB (per peer). Default 1,000,000.
     pub rcvhwm: i32,
+    /// Secure mode (CURVE + ZAP, docs/security.md): the node's secret
+    /// certificate and the cluster's trust directory. Default none: plaintext,
+    /// anyone who reaches the node's ports joins (byte-compatible with the C
+    /// reference).
+    pub security: Option<SecurityConfig>,
 }
 
 impl Default for NodeConfig {
@@ -49,6 +55,7 @@ impl Default for NodeConfig {
             advertise_host: None,
             sndhwm: 1_000_000,
             rcvhwm: 1_000_000,
+            security: None,
         }
     }
 }
@@ -57,8 +64,9 @@ impl NodeConfig {
     /// Checks ranges and endpoint syntax; returns a message saying what to fix.
     pub fn validate(&self) -> Result<()> {
         check_endpoint("bind", &self.bind)?;
+        let secure = self.security.is_some();
         for t in &self.towers {
-            TowerAddr::parse(t)?;
+            check_keyed("tower", t, TowerAddr::parse(t)?.key.is_some(), secure)?;
         }
         if !self.towers.is_empty() && !self.bind.starts_with("tcp://") {
             return Err(Error::Config(format!(
@@ -70,6 +78,8 @@ impl NodeConfig {
         }
         for p in &self.peers {
             check_peer(p)?;
+            let key = crate::security::split_keyed(p)?.1;
+            check_keyed("peer", p, key.is_some(), secure)?;
         }
         if let Some(h) = &self.advertise_host {
             check_host("advertise_host", h)?;
@@ -353,6 +363,8 @@ pub struct TowerConfig {
     pub beacon_in: String,
     /// XPUB towards nodes. Default [`DEFAULT_TOWER_OUT`].
     pub beacon_out: String,
+    /// Secure mode: the tower's secret certificate and the trust directory.
+    pub security: Option<SecurityConfig>,
 }
 
 impl Default for TowerConfig {
@@ -360,6 +372,7 @@ impl Default for TowerConfig {
         Self {
             beacon_in: DEFAULT_TOWER_IN.into(),
             beacon_out: DEFAULT_TOWER_OUT.into(),
+            security: None,
         }
     }
 }
@@ -393,13 +406,18 @@ pub struct TowerAddr {
     pub beacon_in: String,
     /// Where the node's beacon SUB connects (the tower's XPUB).
     pub beacon_out: String,
+    /// A secure tower's CURVE public key (`;curve=<Z85>` after the ports).
+    pub key: Option<[u8; 32]>,
 }
 
 impl TowerAddr {
     pub fn parse(s: &str) -> Result<Self> {
+        let full = s;
+        let (s, key) = crate::security::split_keyed(s)?;
         let bad = || {
             Error::Config(format!(
-                "bad tower endpoint {s:?}: use \"tcp://HOST:IN_PORT,OUT_PORT\" or \"tcp://HOST:IN_PORT\""
+                "bad tower endpoint {full:?}: use \"tcp://HOST:IN_PORT,OUT_PORT\" or \
+                 \"tcp://HOST:IN_PORT\" (a secure tower's with \";curve=KEY\" after it)"
             ))
         };
         let rest = s.strip_prefix("tcp://").ok_or_else(bad)?;
@@ -418,7 +436,25 @@ impl TowerAddr {
         Ok(Self {
             beacon_in: format!("tcp://{host}:{pin}"),
             beacon_out: format!("tcp://{host}:{pout}"),
+            key,
         })
+    }
+}
+
+/// A secure node names its towers and static peers with their keys, and an
+/// insecure one without: a secure node never talks to an insecure one.
+fn check_keyed(what: &str, endpoint: &str, keyed: bool, secure: bool) -> Result<()> {
+    match (keyed, secure) {
+        (false, true) => Err(Error::Config(format!(
+            "{what} {endpoint:?} has no key, and this node is secure (cert and trust \
+             given): name it as tcp://HOST:PORT;curve=KEY (a secure tower's endpoint \
+             carries it)"
+        ))),
+        (true, false) => Err(Error::Config(format!(
+            "{what} {endpoint:?} is a secure node's (it carries a CURVE key), and this node \
+             is not: give it cert and trust"
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -475,7 +511,8 @@ pub fn check_host(what: &str, h: &str) -> Result<()> {
 
 /// [`check_endpoint`] for an endpoint to connect to: it needs the port.
 pub fn check_peer(e: &str) -> Result<()> {
-    check_any("peer", e, false)
+    let (ep, _) = crate::security::split_keyed(e)?;
+    check_any("peer", ep, false)
 }
 
 fn check_any(what: &str, e: &str, bind: bool) -> Result<()> {
@@ -529,6 +566,7 @@ mod tests {
         let tower = |i: &str, o: &str| TowerConfig {
             beacon_in: i.into(),
             beacon_out: o.into(),
+            security: None,
         };
         for (i, o) in [
             ("tcp://*:5556", "tcp://*:5557"),

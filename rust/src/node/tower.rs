@@ -606,6 +606,7 @@ mod tests {
         Tower::new(TowerConfig {
             beacon_in: "tcp://127.0.0.1:0".into(),
             beacon_out: "tcp://127.0.0.1:0".into(),
+            security: None,
         })
         .unwrap()
     }

@@ -35,6 +35,7 @@ impl Discovery<'_> {
             advertise_host: self.advertise_host,
             sndhwm: hwm("sndhwm", sndhwm)?,
             rcvhwm: hwm("rcvhwm", rcvhwm)?,
+            security: None,
         };
         cfg.validate()?;
         Ok(cfg)

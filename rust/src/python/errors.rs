@@ -86,6 +86,7 @@ impl From<SecurityError> for PyErr {
             SecurityError::Exists { .. } => PyFileExistsError::new_err(msg),
             SecurityError::Io { .. } => PyOSError::new_err(msg),
             SecurityError::BadRole { .. }
+            | SecurityError::WrongRole { .. }
             | SecurityError::BadPattern { .. }
             | SecurityError::BadName { .. } => Exc::Config.err(msg),
             SecurityError::BadCertificate { .. }
@@ -122,6 +123,7 @@ impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         let exc = match e {
             Error::Log(log) => return log.into(),
+            Error::Security(sec) => return sec.into(),
             Error::Interrupted => return PyKeyboardInterrupt::new_err(e.to_string()),
             Error::Config { .. } => Exc::Config,
             Error::BufferFull { .. } => Exc::BufferFull,

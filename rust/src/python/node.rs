@@ -73,6 +73,7 @@ impl PyTower {
         let cfg = TowerConfig {
             beacon_in,
             beacon_out,
+            security: None,
         };
         crate::node::config::check_endpoint("beacon_in", &cfg.beacon_in)?;
         crate::node::config::check_endpoint("beacon_out", &cfg.beacon_out)?;

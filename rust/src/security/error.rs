@@ -32,6 +32,15 @@ pub enum SecurityError {
     BadName { name: String },
     #[error("{path} exists: keygen does not overwrite a certificate")]
     Exists { path: PathBuf },
+    #[error(
+        "{path} is a {found} certificate, and this node is a {want}: make one with \
+         `dafka keygen DIR NAME --role {want}`"
+    )]
+    WrongRole {
+        path: PathBuf,
+        found: &'static str,
+        want: &'static str,
+    },
     #[error("this build's libzmq has no CURVE: {0}")]
     NoCurve(String),
 }

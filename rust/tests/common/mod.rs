@@ -22,6 +22,7 @@ pub fn tower() -> Tower {
     Tower::new(TowerConfig {
         beacon_in: "tcp://127.0.0.1:0".into(),
         beacon_out: "tcp://127.0.0.1:0".into(),
+        security: None,
     })
     .unwrap()
 }
