@@ -25,8 +25,12 @@ pub enum PeerEvent {
 /// transport, no port, port 0, a NUL) is malformed: dropped and counted, not
 /// taken for a peer that holds a place in the table until it expires.
 pub fn connectable(endpoint: &str) -> bool {
+    let plain = match crate::security::split_keyed(endpoint) {
+        Ok((plain, _)) => plain,
+        Err(_) => return false,
+    };
     !endpoint.contains('\0')
-        && split_tcp(endpoint).is_some_and(|(host, port)| !host.is_empty() && port != 0)
+        && split_tcp(plain).is_some_and(|(host, port)| !host.is_empty() && port != 0)
 }
 
 /// Known peers by UUID: pure, no sockets.
@@ -213,6 +217,14 @@ pub struct Discovery {
     pub table: PeerTable,
     /// Malformed beacon messages dropped.
     pub malformed: u64,
+    /// Secure mode: our keys (the beacon carries our public key) and the
+    /// trusted ones (a beacon of another key is ignored, as one without a
+    /// key: no downgrade).
+    secure: Option<std::sync::Arc<crate::security::Secure>>,
+    /// Our public key in Z85, for our beacons.
+    key: Option<Vec<u8>>,
+    /// Secure mode: beacons ignored (no key, or a key not trusted).
+    pub untrusted: u64,
 }
 
 impl Discovery {
@@ -228,6 +240,7 @@ impl Discovery {
         interval: Duration,
         timeout: Duration,
         now: Instant,
+        secure: Option<std::sync::Arc<crate::security::Secure>>,
     ) -> Result<Self> {
         let (mut publ, mut sub) = (None, None);
         if !towers.is_empty() {
@@ -241,6 +254,10 @@ impl Discovery {
             s.set_subscribe(b"W")?;
             for t in towers {
                 let a = TowerAddr::parse(t)?;
+                if let (Some(id), Some(key)) = (&secure, &a.key) {
+                    id.client(&p, key)?;
+                    id.client(&s, key)?;
+                }
                 p.connect(&a.beacon_in).map_err(|source| Error::Socket {
                     op: "connect",
                     endpoint: a.beacon_in.clone(),
@@ -266,6 +283,11 @@ impl Discovery {
             last_on_subscribe: None,
             table: PeerTable::new(uuid, timeout),
             malformed: 0,
+            key: secure
+                .as_ref()
+                .map(|id| crate::security::cert::key_z85(id.public()).into_bytes()),
+            secure,
+            untrusted: 0,
         })
     }
 
@@ -284,6 +306,7 @@ impl Discovery {
                 uuid: &self.uuid,
                 host: &self.host,
                 port: self.port,
+                key: self.key.as_deref(),
             };
             let frames = b.to_frames();
             p.send_multipart(frames, zmq::DONTWAIT)?;
@@ -331,7 +354,13 @@ impl Discovery {
             };
             match decode_beacon(&frames) {
                 Ok(Beacon::Tower { uuid, endpoint }) => match std::str::from_utf8(endpoint) {
-                    Ok(ep) if connectable(ep) => out.extend(self.table.on_beacon(uuid, ep, now)),
+                    Ok(ep) if connectable(ep) => {
+                        if self.acceptable(ep) {
+                            out.extend(self.table.on_beacon(uuid, ep, now));
+                        } else {
+                            self.untrusted += 1;
+                        }
+                    }
                     _ => self.malformed += 1,
                 },
                 // The tower (re)accepted our subscription: announce ourselves now.
@@ -342,6 +371,20 @@ impl Discovery {
             }
         }
         Ok(out)
+    }
+
+    /// Whether a peer's endpoint may be connected to: in secure mode one
+    /// with a trusted key, else one without a key.
+    fn acceptable(&self, endpoint: &str) -> bool {
+        let key = match crate::security::split_keyed(endpoint) {
+            Ok((_, key)) => key,
+            Err(_) => return false,
+        };
+        match (&self.secure, key) {
+            (Some(id), Some(k)) => id.trust.snapshot().contains(&k),
+            (None, None) => true,
+            _ => false,
+        }
     }
 
     /// Sends the beacon when due and expires silent peers.
@@ -394,6 +437,7 @@ mod tests {
             interval,
             timeout,
             Instant::now(),
+            None,
         )
         .unwrap();
         (xsub, xpub, d)

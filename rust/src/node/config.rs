@@ -61,6 +61,28 @@ impl Default for NodeConfig {
 }
 
 impl NodeConfig {
+    /// A fresh address for a node of this config: random, or in secure mode
+    /// the first 8 bytes of its public key and 8 random ones
+    /// ([`crate::security::address_for_key`]), so peers can check it.
+    pub fn new_address(&self) -> Result<String> {
+        match &self.security {
+            None => Ok(crate::node::socket::new_address()),
+            Some(s) => Ok(crate::security::address_for_key(&s.public_key()?)),
+        }
+    }
+
+    /// Whether `address` may be this node's: any, or in secure mode one
+    /// that starts with its key.
+    pub fn owns_address(&self, address: &str) -> Result<bool> {
+        match &self.security {
+            None => Ok(true),
+            Some(s) => Ok(crate::security::address_matches_key(
+                address.as_bytes(),
+                &s.public_key()?,
+            )),
+        }
+    }
+
     /// Checks ranges and endpoint syntax; returns a message saying what to fix.
     pub fn validate(&self) -> Result<()> {
         check_endpoint("bind", &self.bind)?;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result, Unanswered};
 use crate::node::config::{check_name, NodeConfig};
 use crate::node::out::{poll_timeout, Out};
-use crate::node::socket::{new_address, Core, Frames};
+use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
 use crate::wire::{decode, Kind, Message, NodeType, Subscription};
 
@@ -60,7 +60,7 @@ struct Client {
 impl Client {
     fn open(cfg: &NodeConfig) -> Result<Self> {
         let ctx = zmq::Context::new();
-        let address = new_address();
+        let address = cfg.new_address()?;
         let core = Core::open(&ctx, cfg, NodeType::Consumer, &address, &[])?;
         Ok(Self {
             core,
@@ -92,21 +92,13 @@ impl Client {
         let now = Instant::now();
         let cap = Some(until.min(now + SLICE));
         let timeout = poll_timeout(now, [cap, self.core.disc.next_deadline()]);
-        let (xpub_in, sub_in, beacon_in) = {
-            let mut items = vec![
-                self.core.xpub.as_poll_item(zmq::POLLIN),
-                self.core.sub.as_poll_item(zmq::POLLIN),
-            ];
-            items.extend(self.core.disc.poll_items());
-            crate::node::socket::poll(&mut items, timeout)?;
-            let b = items[2..].iter().any(|i| i.is_readable());
-            (items[0].is_readable(), items[1].is_readable(), b)
-        };
+        let r = self.core.poll_sockets(timeout)?;
+        let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
         if xpub_in {
             // Bounded per turn, as the SUB: a flood of subscriptions must not
             // keep the loop from everything else.
             for _ in 0..XPUB_BATCH {
-                if !self.frames.recv(&self.core.xpub)? {
+                if !self.core.recv_xpub(&mut self.frames, &self.stats)? {
                     break;
                 }
                 let (s, n) = self.frames.slices();
@@ -128,14 +120,20 @@ impl Client {
         }
         if sub_in {
             for _ in 0..4096 {
-                if !self.frames.recv(&self.core.sub)? {
+                let Some(from) = self.core.recv_sub(&mut self.frames)? else {
                     break;
-                }
+                };
                 if self.frames.too_long() {
                     continue;
                 }
                 let (s, n) = self.frames.slices();
-                match decode(&s[..n]) {
+                let decoded = decode(&s[..n]);
+                if let Ok((m, _)) = &decoded {
+                    if self.core.refuse(from, m, &self.stats) {
+                        continue;
+                    }
+                }
+                match decoded {
                     // A batch of FETCH answers: its records one by one.
                     Ok((Message::DirectRecordBatch(b), _)) => {
                         for r in b.records() {

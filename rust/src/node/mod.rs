@@ -37,6 +37,7 @@ pub mod fetcher;
 mod held;
 pub mod out;
 pub mod producer;
+pub mod secure;
 pub mod socket;
 pub mod stats;
 pub mod store;

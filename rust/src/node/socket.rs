@@ -6,6 +6,7 @@
 //! options the `zmq` crate lacks ([`set_int_option`]) lives here too, with
 //! its SAFETY notes.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -13,7 +14,9 @@ use crate::node::actor::Inbox;
 use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig, WIRE_BATCH_BYTES};
 use crate::node::out::Out;
+use crate::node::secure::{SecureCore, Sender};
 use crate::node::stats::Stats;
+use crate::security::Role;
 use crate::wire::{subscriptions, Dialect, FrameBuf, Message, NodeType, Record, RecordBatch};
 
 /// Sets an int socket option that the `zmq` crate has no setter for
@@ -146,6 +149,52 @@ pub struct Core {
     /// Partitions whose producer takes ADDRESSED-ACKs (a store's XPUB feeds
     /// it): [`Core::emit`] sends their [`Out::Ack`]s as such.
     pub addressed_acks: Takers,
+    ctx: zmq::Context,
+    /// What the XPUB was bound to and set with, to bind it again.
+    bound: String,
+    sndhwm: i32,
+    xpub_options: Vec<(u32, i32)>,
+    /// Set when the XPUB was bound again (a key was revoked): every peer
+    /// reconnects and subscribes anew, so what a loop counted of the
+    /// subscriptions starts over ([`Core::take_rebound`]).
+    rebound: bool,
+    /// Secure mode (last: its ZAP handler closes after the sockets above).
+    secure: Option<SecureCore>,
+}
+
+/// The role a node of type `node` needs in its certificate.
+fn role_of(node: NodeType) -> Role {
+    match node {
+        NodeType::Producer => Role::Producer,
+        NodeType::Consumer => Role::Consumer,
+        NodeType::Store => Role::Store,
+    }
+}
+
+/// A node's XPUB, bound to `bind`: verbose, with its queue bound, and in
+/// secure mode a CURVE server that applies subscriptions itself.
+fn open_xpub(
+    ctx: &zmq::Context,
+    bind: &str,
+    sndhwm: i32,
+    secure: Option<&crate::security::Secure>,
+) -> Result<zmq::Socket> {
+    let mut xpub = ctx.socket(zmq::XPUB)?;
+    xpub.set_xpub_verbose(true)?;
+    xpub.set_sndhwm(sndhwm)?;
+    xpub.set_linger(500)?;
+    xpub.set_maxmsgsize(MAX_CONTROL_FRAME)?;
+    if let Some(id) = secure {
+        id.serve(&xpub)?;
+        set_int_option(&mut xpub, zmq_sys::ZMQ_XPUB_MANUAL, 1)?;
+    }
+    xpub.bind(&bind_spelling(bind))
+        .map_err(|source| Error::Socket {
+            op: "bind",
+            endpoint: bind.to_string(),
+            source,
+        })?;
+    Ok(xpub)
 }
 
 impl Core {
@@ -159,17 +208,20 @@ impl Core {
         topics: &[&[u8]],
     ) -> Result<Self> {
         cfg.validate()?;
-        let xpub = ctx.socket(zmq::XPUB)?;
-        xpub.set_xpub_verbose(true)?;
-        xpub.set_sndhwm(cfg.sndhwm)?;
-        xpub.set_linger(500)?;
-        xpub.set_maxmsgsize(MAX_CONTROL_FRAME)?;
-        let bind = bind_spelling(&cfg.bind);
-        xpub.bind(&bind).map_err(|source| Error::Socket {
-            op: "bind",
-            endpoint: cfg.bind.clone(),
-            source,
-        })?;
+        let id = match &cfg.security {
+            Some(sc) => Some(Arc::new(sc.load(role_of(node))?)),
+            None => None,
+        };
+        // The ZAP handler before any CURVE server socket: without one, a
+        // CURVE server lets every key in.
+        let zap = match &id {
+            Some(id) => Some(crate::security::zap::ZapHandler::start(
+                ctx,
+                id.trust.clone(),
+            )?),
+            None => None,
+        };
+        let xpub = open_xpub(ctx, &cfg.bind, cfg.sndhwm, id.as_deref())?;
         let bound = xpub
             .get_last_endpoint()?
             .map_err(|_| Error::Config("bound endpoint is not UTF-8".into()))?;
@@ -195,12 +247,19 @@ impl Core {
         let sub = ctx.socket(zmq::XSUB)?;
         sub.set_rcvhwm(cfg.rcvhwm)?;
         sub.set_linger(0)?;
-        for prefix in subscriptions(node, address.as_bytes(), topics) {
-            let mut msg = Vec::with_capacity(prefix.len() + 1);
-            msg.push(1u8);
-            msg.extend_from_slice(&prefix);
-            sub.send(msg, 0)?;
-        }
+        let subscribe: Vec<Vec<u8>> = subscriptions(node, address.as_bytes(), topics)
+            .into_iter()
+            .map(|prefix| [&[1u8][..], &prefix].concat())
+            .collect();
+        let mut secure = match (id, zap) {
+            (Some(id), Some(zap)) => Some(SecureCore::new(id, zap, subscribe, cfg.rcvhwm)),
+            _ => {
+                for msg in &subscribe {
+                    sub.send(msg.as_slice(), 0)?;
+                }
+                None
+            }
+        };
         let mut disc = Discovery::new(
             ctx,
             &cfg.towers,
@@ -210,17 +269,25 @@ impl Core {
             cfg.beacon_interval,
             cfg.beacon_timeout,
             Instant::now(),
+            secure.as_ref().map(|s| s.id.clone()),
         )?;
         for p in &cfg.peers {
             if disc.table.add_static(p).is_empty() {
                 continue; // named twice in `peers`
             }
-            sub.connect(p).map_err(|source| Error::Socket {
-                op: "connect",
-                endpoint: p.clone(),
-                source,
-            })?;
+            match &mut secure {
+                Some(sc) => sc.connect(ctx, p)?,
+                None => sub.connect(p).map_err(|source| Error::Socket {
+                    op: "connect",
+                    endpoint: p.clone(),
+                    source,
+                })?,
+            }
         }
+        let endpoint = match &secure {
+            Some(sc) => crate::security::keyed(&endpoint, sc.id.public()),
+            None => endpoint,
+        };
         Ok(Self {
             xpub,
             sub,
@@ -232,7 +299,133 @@ impl Core {
             values: Vec::new(),
             unsendable: 0,
             addressed_acks: Takers::addressed_acks(),
+            ctx: ctx.clone(),
+            bound,
+            sndhwm: cfg.sndhwm,
+            xpub_options: Vec::new(),
+            rebound: false,
+            secure,
         })
+    }
+
+    /// The next message from a peer, without blocking (`None`: none waits),
+    /// and who sent it: in secure mode each peer has a socket of its own,
+    /// so the sender is known by its key.
+    pub fn recv_sub(&mut self, frames: &mut Frames) -> Result<Option<Sender>> {
+        match &mut self.secure {
+            Some(sc) => sc.recv(frames),
+            None => Ok(frames.recv(&self.sub)?.then_some(Sender::Anyone)),
+        }
+    }
+
+    /// Whether `msg` from `from` is refused by the roles of a secure cluster
+    /// (counted in `denied`); never in insecure mode.
+    pub fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
+        let (Some(sc), Sender::Key(key)) = (&mut self.secure, from) else {
+            return false;
+        };
+        let refused = sc.refuse(&key, msg).is_some();
+        if refused {
+            Stats::add(&stats.denied, 1);
+        }
+        refused
+    }
+
+    /// The next subscription (or other message) on the XPUB, without
+    /// blocking. In secure mode each subscription is applied here, only if
+    /// the subscriber's role and topics allow it (refused ones are counted
+    /// in `denied` and not returned).
+    pub fn recv_xpub(&mut self, frames: &mut Frames, stats: &Stats) -> Result<bool> {
+        loop {
+            if !frames.recv(&self.xpub)? {
+                return Ok(false);
+            }
+            let Some(sc) = &mut self.secure else {
+                return Ok(true);
+            };
+            let user = frames.first_mut().gets("User-Id").map(str::to_string);
+            let (s, n) = frames.slices();
+            let frame = s[0].to_vec();
+            if n != 1 || frames.too_long() {
+                Stats::add(&stats.denied, 1);
+                continue;
+            }
+            // A peer's connection ended: libzmq takes back what it asked for
+            // (no sender then, and nothing to apply).
+            if user.is_none() && frame.first() == Some(&0) {
+                return Ok(true);
+            }
+            if !sc.allow_subscription(user.as_deref(), &frame) {
+                Stats::add(&stats.denied, 1);
+                continue;
+            }
+            match frame.split_first() {
+                Some((1, prefix)) => self.xpub.set_subscribe(prefix)?,
+                Some((_, prefix)) => self.xpub.set_unsubscribe(prefix)?,
+                None => {}
+            }
+            return Ok(true);
+        }
+    }
+
+    /// Whether the XPUB was bound again since the last call (then every
+    /// peer subscribes anew: forget what its subscriptions told).
+    pub fn take_rebound(&mut self) -> bool {
+        std::mem::take(&mut self.rebound)
+    }
+
+    /// The peers of this node whose key is trusted no more lose their
+    /// connections: ours to them close, and the XPUB is bound again so that
+    /// theirs to us close too (every other peer reconnects through ZAP).
+    fn watch_trust(&mut self) -> Result<()> {
+        let Some(sc) = &mut self.secure else {
+            return Ok(());
+        };
+        if !sc.trust_changed() {
+            return Ok(());
+        }
+        // Close the old XPUB (its port frees as the close completes), then
+        // bind the same endpoint again: a few tries.
+        let old = std::mem::replace(&mut self.xpub, self.ctx.socket(zmq::XPUB)?);
+        old.set_linger(0)?;
+        drop(old);
+        let mut bound = false;
+        for _ in 0..100 {
+            match open_xpub(&self.ctx, &self.bound, self.sndhwm, Some(&sc.id)) {
+                Ok(x) => {
+                    self.xpub = x;
+                    bound = true;
+                    break;
+                }
+                Err(Error::Socket {
+                    source: zmq::Error::EADDRINUSE,
+                    ..
+                }) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Err(e) => return Err(e),
+            }
+        }
+        if !bound {
+            return Err(Error::died(format!(
+                "could not bind {} again after the trust directory changed",
+                self.bound
+            )));
+        }
+        for (option, value) in self.xpub_options.clone() {
+            set_int_option(&mut self.xpub, option, value)?;
+        }
+        self.addressed_acks = Takers::addressed_acks();
+        self.rebound = true;
+        tracing::info!("trust directory changed: {} bound again", self.bound);
+        Ok(())
+    }
+
+    /// Sets an int option of the XPUB (`ZMQ_XPUB_NODROP`, ...) and keeps it
+    /// for when it is bound again.
+    pub fn set_xpub_option(&mut self, option: u32, value: i32) -> Result<()> {
+        set_int_option(&mut self.xpub, option, value)?;
+        self.xpub_options.retain(|(o, _)| *o != option);
+        self.xpub_options.push((option, value));
+        Ok(())
     }
 
     /// Applies discovery events to the SUB.
@@ -240,13 +433,20 @@ impl Core {
         for e in events {
             match e {
                 PeerEvent::Connect(ep) => {
-                    if let Err(err) = self.sub.connect(&ep) {
+                    let r = match &mut self.secure {
+                        Some(sc) => sc.connect(&self.ctx, &ep),
+                        None => self.sub.connect(&ep).map_err(Error::from),
+                    };
+                    if let Err(err) = r {
                         tracing::warn!("cannot connect to peer {ep}: {err}");
                     }
                 }
-                PeerEvent::Disconnect(ep) => {
-                    let _ = self.sub.disconnect(&ep);
-                }
+                PeerEvent::Disconnect(ep) => match &mut self.secure {
+                    Some(sc) => sc.disconnect(&ep),
+                    None => {
+                        let _ = self.sub.disconnect(&ep);
+                    }
+                },
             }
         }
         stats.peers.store(
@@ -262,7 +462,11 @@ impl Core {
         if self.disc.table.add_static(endpoint).is_empty() {
             return;
         }
-        if let Err(e) = self.sub.connect(endpoint) {
+        let r = match &mut self.secure {
+            Some(sc) => sc.connect(&self.ctx, endpoint),
+            None => self.sub.connect(endpoint).map_err(Error::from),
+        };
+        if let Err(e) = r {
             tracing::warn!("cannot connect to peer {endpoint}: {e}");
         }
     }
@@ -287,6 +491,16 @@ impl Core {
     pub fn count_unsendable(&mut self, stats: &Stats) {
         if self.unsendable > 0 {
             Stats::add(&stats.malformed, std::mem::take(&mut self.unsendable));
+        }
+        if let Some(sc) = &self.secure {
+            let refused = sc
+                .zap
+                .stats
+                .refused
+                .load(std::sync::atomic::Ordering::Relaxed);
+            stats
+                .auth_refused
+                .store(refused, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -526,26 +740,68 @@ impl Core {
     /// One wait of a node's loop, up to `timeout_ms`: the command pipe, the XPUB
     /// (subscriptions), the SUB (unless `read_sub` is false, e.g. while the
     /// application is behind) and the beacon socket.
-    pub fn poll<C>(&self, inbox: &Inbox<C>, timeout_ms: i64, read_sub: bool) -> Result<Readable> {
+    pub fn poll<C>(
+        &mut self,
+        inbox: &Inbox<C>,
+        timeout_ms: i64,
+        read_sub: bool,
+    ) -> Result<Readable> {
+        self.watch_trust()?;
+        let mut items = vec![inbox.poll_item()];
+        let timeout_ms = self.poll_items(&mut items, read_sub, timeout_ms);
+        let t = inbox.before_poll(timeout_ms);
+        let polled = poll(&mut items, t);
+        inbox.after_poll();
+        polled?;
+        Ok(self.readable(&items[1..]))
+    }
+
+    /// [`Core::poll`] for a loop without a command pipe (the read clients).
+    pub fn poll_sockets(&mut self, timeout_ms: i64) -> Result<Readable> {
+        self.watch_trust()?;
+        let mut items = Vec::new();
+        let timeout_ms = self.poll_items(&mut items, true, timeout_ms);
+        poll(&mut items, timeout_ms)?;
+        Ok(self.readable(&items))
+    }
+
+    /// Adds the XPUB, the beacon sockets and the SUB(s) to `items`, in that
+    /// order; returns the timeout to use (a secure node looks at its trust
+    /// directory at least every second).
+    fn poll_items<'a>(
+        &'a self,
+        items: &mut Vec<zmq::PollItem<'a>>,
+        read_sub: bool,
+        timeout_ms: i64,
+    ) -> i64 {
         let sub_events = if read_sub {
             zmq::POLLIN
         } else {
             zmq::PollEvents::empty()
         };
-        let mut items = vec![
-            inbox.poll_item(),
-            self.xpub.as_poll_item(zmq::POLLIN),
-            self.sub.as_poll_item(sub_events),
-        ];
+        items.push(self.xpub.as_poll_item(zmq::POLLIN));
         items.extend(self.disc.poll_items());
-        let t = inbox.before_poll(timeout_ms);
-        let polled = poll(&mut items, t);
-        inbox.after_poll();
-        polled?;
-        Ok(Readable {
-            xpub: items[1].is_readable(),
-            sub: items[2].is_readable(),
-            beacon: items[3..].iter().any(|i| i.is_readable()),
-        })
+        items.push(self.sub.as_poll_item(sub_events));
+        match &self.secure {
+            Some(sc) => {
+                items.extend(sc.peers.iter().map(|p| p.sock.as_poll_item(sub_events)));
+                if timeout_ms < 0 {
+                    1000
+                } else {
+                    timeout_ms.min(1000)
+                }
+            }
+            None => timeout_ms,
+        }
+    }
+
+    /// What [`Core::poll_items`]' items say after the poll.
+    fn readable(&self, items: &[zmq::PollItem<'_>]) -> Readable {
+        let beacons = self.disc.poll_items().len();
+        Readable {
+            xpub: items[0].is_readable(),
+            beacon: items[1..1 + beacons].iter().any(|i| i.is_readable()),
+            sub: items[1 + beacons..].iter().any(|i| i.is_readable()),
+        }
     }
 }

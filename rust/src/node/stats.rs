@@ -48,6 +48,12 @@ pub struct Stats {
     /// received while its `min_acks` was more than the stores it can count
     /// apart: records wait for stores that can never be told apart.
     pub min_acks_unreachable: AtomicU64,
+    /// Secure mode: messages and subscriptions of authenticated peers that
+    /// their role or topics do not allow, dropped.
+    pub denied: AtomicU64,
+    /// Secure mode: connections refused at the handshake (a key not in the
+    /// trust directory, another mechanism).
+    pub auth_refused: AtomicU64,
 }
 
 impl Stats {
@@ -80,6 +86,8 @@ impl Stats {
             ("beacons_refused", g(&self.beacons_refused)),
             ("pauses", g(&self.pauses)),
             ("min_acks_unreachable", g(&self.min_acks_unreachable)),
+            ("denied", g(&self.denied)),
+            ("auth_refused", g(&self.auth_refused)),
         ]
     }
 }

@@ -36,17 +36,39 @@ use crate::node::stats::Stats;
 use crate::wire::{decode_beacon, Beacon, WELCOME};
 
 /// The pure rewrite: a node beacon and the peer address it came from →
-/// the tower beacon's frames; None for anything else.
-pub fn rewrite(frames: &[&[u8]], peer_address: Option<&str>) -> Option<Vec<Vec<u8>>> {
+/// the tower beacon's frames; None for anything else. A secure tower
+/// (`user`: the key, Z85, that authenticated the beacon's connection) takes
+/// only beacons that carry that same key, and relays the key in the
+/// endpoint (`tcp://HOST:PORT;curve=KEY`); an insecure one only beacons
+/// without a key.
+pub fn rewrite(
+    frames: &[&[u8]],
+    peer_address: Option<&str>,
+    user: Option<&str>,
+    secure: bool,
+) -> Option<Vec<Vec<u8>>> {
     match decode_beacon(frames).ok()? {
-        Beacon::Node { uuid, host, port } => {
+        Beacon::Node {
+            uuid,
+            host,
+            port,
+            key,
+        } => {
             let host = if host.is_empty() {
                 peer_address?.as_bytes()
             } else {
                 host
             };
             let host = std::str::from_utf8(host).ok()?;
-            let endpoint = format!("tcp://{host}:{port}");
+            let mut endpoint = format!("tcp://{host}:{port}");
+            match (secure, key) {
+                (false, None) => {}
+                (true, Some(k)) if user.is_some_and(|u| u.as_bytes() == k) => {
+                    endpoint.push_str(";curve=");
+                    endpoint.push_str(std::str::from_utf8(k).ok()?);
+                }
+                _ => return None,
+            }
             Some(
                 Beacon::Tower {
                     uuid,
@@ -290,12 +312,22 @@ impl RawMsg {
         (fd >= 0).then_some(fd)
     }
 
+    /// The `User-Id` the ZAP handler gave the frame's connection (a secure
+    /// tower's: the client's key, Z85).
+    fn user_id(&self) -> Option<String> {
+        self.property(c"User-Id")
+    }
+
     /// The TCP peer address the frame came from.
     fn peer_address(&self) -> Option<String> {
+        self.property(c"Peer-Address")
+    }
+
+    fn property(&self, name: &std::ffi::CStr) -> Option<String> {
         // SAFETY: an initialised message and a NUL-terminated property name;
         // the returned string (if any) lives as long as the message.
         unsafe {
-            let v = zmq_sys::zmq_msg_gets(&self.0, c"Peer-Address".as_ptr());
+            let v = zmq_sys::zmq_msg_gets(&self.0, name.as_ptr());
             if v.is_null() {
                 return None;
             }
@@ -318,11 +350,12 @@ impl Drop for RawMsg {
 
 /// A message received on the tower's XSUB (a node beacon, normally).
 struct Incoming {
-    /// Its first four frames.
+    /// Its first five frames.
     frames: Vec<Vec<u8>>,
-    /// More than four frames came (never a beacon).
+    /// More than five frames came (never a beacon).
     too_long: bool,
     peer: Option<String>,
+    user: Option<String>,
     fd: Option<i32>,
 }
 
@@ -331,12 +364,12 @@ fn recv_incoming(sock: &mut zmq::Socket) -> Result<Option<Incoming>> {
     if !m.recv(sock, zmq::DONTWAIT)? {
         return Ok(None);
     }
-    let (peer, fd) = (m.peer_address(), m.src_fd());
+    let (peer, fd, user) = (m.peer_address(), m.src_fd(), m.user_id());
     let mut frames = vec![m.data().to_vec()];
     let mut too_long = false;
     while m.more() {
         m.recv(sock, 0)?;
-        if frames.len() < 4 {
+        if frames.len() < 5 {
             frames.push(m.data().to_vec());
         } else {
             too_long = true;
@@ -346,6 +379,7 @@ fn recv_incoming(sock: &mut zmq::Socket) -> Result<Option<Incoming>> {
         frames,
         too_long,
         peer,
+        user,
         fd,
     }))
 }
@@ -413,6 +447,8 @@ pub struct Tower {
     stats: Arc<Stats>,
     beacon_in: String,
     beacon_out: String,
+    /// A secure tower's public key.
+    key: Option<[u8; 32]>,
 }
 
 fn bind(sock: &zmq::Socket, e: &str) -> Result<String> {
@@ -435,6 +471,10 @@ impl Tower {
     /// Binds both sockets (port 0 = ephemeral) and starts the relay.
     pub fn new(cfg: TowerConfig) -> Result<Self> {
         cfg.validate()?;
+        let key = match &cfg.security {
+            Some(sc) => Some(sc.public_key()?),
+            None => None,
+        };
         let ctx = zmq::Context::new();
         let stats = Arc::new(Stats::default());
         let st = stats.clone();
@@ -447,13 +487,19 @@ impl Tower {
             stats,
             beacon_in,
             beacon_out,
+            key,
         })
     }
 
-    /// What nodes pass in `towers=[...]`: `tcp://HOST:IN,OUT`.
+    /// What nodes pass in `towers=[...]`: `tcp://HOST:IN,OUT`, with
+    /// `;curve=KEY` after it for a secure tower.
     pub fn endpoint(&self) -> String {
         let out_port = split_tcp(&self.beacon_out).map(|(_, p)| p).unwrap_or(0);
-        format!("{},{out_port}", self.beacon_in)
+        let ep = format!("{},{out_port}", self.beacon_in);
+        match &self.key {
+            Some(k) => crate::security::keyed(&ep, k),
+            None => ep,
+        }
     }
     pub fn beacon_in(&self) -> &str {
         &self.beacon_in
@@ -479,6 +525,18 @@ fn run(
     cfg: &TowerConfig,
     stats: &Stats,
 ) -> Result<()> {
+    // Secure: the ZAP handler before the CURVE servers (it closes last).
+    let id = match &cfg.security {
+        Some(sc) => Some(sc.load(crate::security::Role::Tower)?),
+        None => None,
+    };
+    let zap = match &id {
+        Some(id) => Some(crate::security::zap::ZapHandler::start(
+            ctx,
+            id.trust.clone(),
+        )?),
+        None => None,
+    };
     // The monitor's reading end first: it must close after the XSUB.
     let mon = ctx.socket(zmq::PAIR)?;
     mon.set_linger(0)?;
@@ -495,6 +553,10 @@ fn run(
     // Every node's subscription, not only the first: each one joining is told
     // the nodes already known.
     xpub.set_xpub_verbose(true)?;
+    if let Some(id) = &id {
+        id.serve(&xsub.0)?;
+        id.serve(&xpub)?;
+    }
     let bin = bind(&xsub.0, &cfg.beacon_in)?;
     let bout = bind(&xpub, &cfg.beacon_out)?;
     ready.send((bin, bout));
@@ -559,7 +621,7 @@ fn run(
                     continue;
                 }
                 let s: Vec<&[u8]> = msg.frames.iter().map(Vec::as_slice).collect();
-                match rewrite(&s, msg.peer.as_deref()) {
+                match rewrite(&s, msg.peer.as_deref(), msg.user.as_deref(), zap.is_some()) {
                     Some(out) => {
                         let refused = known.refused;
                         known.heard(&out, Instant::now(), msg.fd);
@@ -577,6 +639,11 @@ fn run(
             }
         }
         stats.peers.store(known.len() as u64, Relaxed);
+        if let Some(z) = &zap {
+            stats
+                .auth_refused
+                .store(z.stats.refused.load(Relaxed), Relaxed);
+        }
     }
 }
 
@@ -588,17 +655,52 @@ mod tests {
 
     #[test]
     fn rewrites_node_beacons() {
-        let out = rewrite(&[b"B", U, b"10.0.0.7", b"4242"], Some("127.0.0.1")).unwrap();
+        let out = rewrite(
+            &[b"B", U, b"10.0.0.7", b"4242"],
+            Some("127.0.0.1"),
+            None,
+            false,
+        )
+        .unwrap();
         assert_eq!(
             out,
             vec![b"B".to_vec(), U.to_vec(), b"tcp://10.0.0.7:4242".to_vec()]
         );
-        let out = rewrite(&[b"B", U, b"", b"4242"], Some("192.168.1.2")).unwrap();
+        let out = rewrite(&[b"B", U, b"", b"4242"], Some("192.168.1.2"), None, false).unwrap();
         assert_eq!(out[2], b"tcp://192.168.1.2:4242");
-        assert!(rewrite(&[b"B", U, b"", b"4242"], None).is_none());
-        assert!(rewrite(&[b"B", U, b"tcp://x:1"], Some("h")).is_none());
-        assert!(rewrite(&[b"B", U, b"h", b"0"], Some("h")).is_none());
-        assert!(rewrite(&[b"X"], Some("h")).is_none());
+        assert!(rewrite(&[b"B", U, b"", b"4242"], None, None, false).is_none());
+        assert!(rewrite(&[b"B", U, b"tcp://x:1"], Some("h"), None, false).is_none());
+        assert!(rewrite(&[b"B", U, b"h", b"0"], Some("h"), None, false).is_none());
+        assert!(rewrite(&[b"X"], Some("h"), None, false).is_none());
+    }
+
+    /// A secure tower relays a beacon only with the key that authenticated
+    /// its connection, and puts it in the endpoint; an insecure one relays
+    /// none with a key.
+    #[test]
+    fn a_secure_tower_relays_only_the_sender_s_own_key() {
+        let k: &[u8] = b"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+        let other = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+        let beacon: [&[u8]; 5] = [b"B", U, b"10.0.0.7", b"4242", k];
+        let user = std::str::from_utf8(k).unwrap();
+        let out = rewrite(&beacon, None, Some(user), true).unwrap();
+        assert_eq!(
+            out[2],
+            format!("tcp://10.0.0.7:4242;curve={user}").into_bytes()
+        );
+        assert!(
+            rewrite(&beacon, None, Some(other), true).is_none(),
+            "another's key"
+        );
+        assert!(rewrite(&beacon, None, None, true).is_none());
+        assert!(
+            rewrite(&beacon[..4], None, Some(user), true).is_none(),
+            "no key"
+        );
+        assert!(
+            rewrite(&beacon, None, Some(user), false).is_none(),
+            "insecure tower"
+        );
     }
 
     /// A tower on ephemeral ports of 127.0.0.1.

@@ -315,6 +315,8 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> 
     let read = |what| -> Result<(), Denied> {
         from.roles(&[Consumer, Store], what)?;
         if key.is_empty() {
+            // Every topic: a store's subscription (producers count stores by it).
+            from.roles(&[Store], "a subscription to every topic")?;
             if from.topics.is_all() {
                 Ok(())
             } else {

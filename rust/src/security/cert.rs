@@ -35,8 +35,13 @@ impl std::fmt::Debug for Certificate {
     }
 }
 
+/// The Z85 alphabet (RFC 32).
+const Z85: &[u8] =
+    b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+
 fn z85_key(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 40 {
+    // libzmq's decoder takes some characters outside the alphabet.
+    if s.len() != 40 || !s.bytes().all(|b| Z85.contains(&b)) {
         return None;
     }
     zmq::z85_decode(s).ok()?.try_into().ok()

@@ -39,6 +39,11 @@ pub struct SecurityConfig {
 }
 
 impl SecurityConfig {
+    /// The node's public key, from its certificate.
+    pub fn public_key(&self) -> Result<[u8; 32], SecurityError> {
+        Ok(Certificate::load_secret(&self.cert)?.public)
+    }
+
     /// Reads both, checking the certificate's role is `role`.
     pub fn load(&self, role: Role) -> Result<Secure, SecurityError> {
         if !has_curve() {

@@ -2,6 +2,12 @@
 //!
 //! Node → tower: 4 frames `B`, UUID (32 hex), host (may be empty), port (decimal).
 //! Tower → node: 3 frames `B`, UUID, `tcp://host:port`. Welcome: 1 frame `W`.
+//!
+//! This project's extension for secure clusters: a secure node's beacon has a
+//! fifth frame, its CURVE public key in Z85 (40 characters), and the tower
+//! relays it as the endpoint `tcp://host:port;curve=<key>`, so a node learns
+//! the key to connect to that peer with. Only secure towers and nodes send
+//! or take them (a secure cluster has no C-reference node).
 
 use super::error::WireError;
 
@@ -16,6 +22,8 @@ pub enum Beacon<'a> {
         uuid: &'a [u8],
         host: &'a [u8],
         port: u16,
+        /// A secure node's CURVE public key, Z85 (40 characters).
+        key: Option<&'a [u8]>,
     },
     /// Tower → node: where the node `uuid` can be reached.
     Tower { uuid: &'a [u8], endpoint: &'a [u8] },
@@ -31,13 +39,20 @@ impl Beacon<'_> {
     /// The frames of this beacon.
     pub fn to_frames(&self) -> Vec<Vec<u8>> {
         match self {
-            Beacon::Node { uuid, host, port } => {
-                vec![
+            Beacon::Node {
+                uuid,
+                host,
+                port,
+                key,
+            } => {
+                let mut v = vec![
                     b"B".to_vec(),
                     uuid.to_vec(),
                     host.to_vec(),
                     port_text(*port),
-                ]
+                ];
+                v.extend(key.map(<[u8]>::to_vec));
+                v
             }
             Beacon::Tower { uuid, endpoint } => {
                 vec![b"B".to_vec(), uuid.to_vec(), endpoint.to_vec()]
@@ -47,8 +62,8 @@ impl Beacon<'_> {
     }
 }
 
-/// Decodes what arrives on a beacon socket: node beacons (4 frames), tower
-/// beacons (3 frames) or the welcome (1 frame `W`).
+/// Decodes what arrives on a beacon socket: node beacons (4 frames, 5 with a
+/// key), tower beacons (3 frames) or the welcome (1 frame `W`).
 pub fn decode_beacon<F: AsRef<[u8]>>(frames: &[F]) -> Result<Beacon<'_>, WireError> {
     let f = |i: usize| frames[i].as_ref();
     match frames.len() {
@@ -58,7 +73,7 @@ pub fn decode_beacon<F: AsRef<[u8]>>(frames: &[F]) -> Result<Beacon<'_>, WireErr
             frame: 0,
             reason: "a one-frame beacon message must be exactly \"W\"",
         }),
-        3 | 4 => {
+        3..=5 => {
             if f(0) != b"B" {
                 return Err(WireError::BadField {
                     field: "beacon id",
@@ -103,16 +118,35 @@ pub fn decode_beacon<F: AsRef<[u8]>>(frames: &[F]) -> Result<Beacon<'_>, WireErr
                     frame: 3,
                     reason: "must be a decimal port number 1-65535",
                 })?;
+            let key = if frames.len() == 5 {
+                let k = f(4);
+                if k.len() != 40
+                    || crate::security::cert::parse_key_z85(
+                        std::str::from_utf8(k).unwrap_or_default(),
+                    )
+                    .is_none()
+                {
+                    return Err(WireError::BadField {
+                        field: "key",
+                        frame: 4,
+                        reason: "must be a CURVE public key in Z85 (40 characters)",
+                    });
+                }
+                Some(k)
+            } else {
+                None
+            };
             Ok(Beacon::Node {
                 uuid,
                 host: f(2),
                 port,
+                key,
             })
         }
         n => Err(WireError::FrameCount {
             what: "a beacon",
             got: n,
-            expected: "1, 3 or 4",
+            expected: "1, 3, 4 or 5",
         }),
     }
 }

@@ -106,7 +106,13 @@ fn golden_beacons_welcome_and_subscriptions() {
         if ty.starts_with("BEACON") || ty == "WELCOME" {
             let b = decode_beacon(&frames).unwrap_or_else(|e| panic!("{ty}: {e}"));
             match &b {
-                Beacon::Node { uuid, host, port } => {
+                Beacon::Node {
+                    uuid,
+                    host,
+                    port,
+                    key,
+                } => {
+                    assert_eq!(*key, None, "the C reference has no keys");
                     assert_eq!(ty, "BEACON(node->tower)");
                     assert_eq!(*uuid, text(d, "sender"));
                     assert_eq!(*host, text(d, "host"));
@@ -500,9 +506,34 @@ fn beacon_rejects_garbage() {
         Beacon::Node {
             uuid: b"U",
             host: b"",
-            port: 5
+            port: 5,
+            key: None
         }
     );
+}
+
+#[test]
+fn a_secure_node_beacon_carries_its_key() {
+    let key = b"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    let b = Beacon::Node {
+        uuid: b"U",
+        host: b"h",
+        port: 5,
+        key: Some(key),
+    };
+    let frames = b.to_frames();
+    assert_eq!(frames.len(), 5);
+    assert_eq!(decode_beacon(&frames).unwrap(), b);
+    // Not a Z85 key of 40 characters: malformed.
+    for bad in [
+        &key[..39],
+        b"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf ",
+        b"~".repeat(40).as_slice(),
+    ] {
+        let mut f = frames.clone();
+        f[4] = bad.to_vec();
+        assert!(decode_beacon(&f).is_err(), "{bad:?}");
+    }
 }
 
 // ------------------------------------------------ properties

@@ -19,7 +19,6 @@ use crossbeam_utils::CachePadded;
 use crate::error::{Error, Result};
 use crate::node::actor::Actor;
 use crate::node::config::{check_name, ConsumerConfig};
-use crate::node::socket::new_address;
 use crate::node::stats::Stats;
 
 pub use state::{ConsumerState, Delivery, MAX_PENDING_BYTES, MAX_PENDING_TOTAL_BYTES};
@@ -95,7 +94,7 @@ impl Consumer {
         for t in topics {
             check_name(&format!("topic {t:?}"), t)?;
         }
-        let address = new_address();
+        let address = cfg.node.new_address()?;
         let shared = Arc::new(ConsumerShared::default());
         let (tx, rx) = mpsc::channel();
         let ctx = zmq::Context::new();

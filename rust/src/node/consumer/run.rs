@@ -83,7 +83,7 @@ pub(super) fn run(
             // Bounded per turn, as the SUB: a flood of subscriptions must not
             // keep the loop from everything else.
             for _ in 0..BATCH {
-                if !frames.recv(&core.xpub)? {
+                if !core.recv_xpub(&mut frames, stats)? {
                     break;
                 }
                 let (s, n) = frames.slices();
@@ -106,15 +106,21 @@ pub(super) fn run(
             dels.clear();
             let now = Instant::now();
             for _ in 0..BATCH {
-                if !frames.recv(&core.sub)? {
+                let Some(from) = core.recv_sub(&mut frames)? else {
                     break;
-                }
+                };
                 if frames.too_long() {
                     Stats::add(&stats.malformed, 1);
                     continue;
                 }
                 let (s, n) = frames.slices();
-                match decode(&s[..n]) {
+                let decoded = decode(&s[..n]);
+                if let Ok((m, _)) = &decoded {
+                    if core.refuse(from, m, stats) {
+                        continue;
+                    }
+                }
+                match decoded {
                     // No record can stand at the last offset: the partition's
                     // next one would overflow.
                     Ok((

@@ -18,7 +18,6 @@ use crate::error::{Error, Result};
 use crate::node::actor::Actor;
 use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
-use crate::node::socket::new_address;
 use crate::node::stats::Stats;
 
 pub use state::{AckReach, ProducerState};
@@ -114,7 +113,7 @@ impl Producer {
     pub fn new(topic: &str, cfg: ProducerConfig) -> Result<Self> {
         cfg.validate()?;
         crate::node::config::check_name("topic", topic)?;
-        let address = new_address();
+        let address = cfg.node.new_address()?;
         let shared = Arc::new(ProducerShared {
             acked: AtomicI64::new(-1),
             ..Default::default()

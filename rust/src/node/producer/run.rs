@@ -11,7 +11,7 @@ use crate::node::actor::{Inbox, Ready};
 use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
 use crate::node::out::poll_timeout;
-use crate::node::socket::{set_int_option, Core, Dest, Frames, Takers};
+use crate::node::socket::{Core, Dest, Frames, Takers};
 use crate::node::stats::Stats;
 use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
@@ -36,7 +36,7 @@ pub(super) fn run(
     let mut takers = Takers::batches();
     // Every unsubscription too, also when one of several stores leaves: the
     // count of stores connected goes down again.
-    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
+    core.set_xpub_option(zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
     ready.send(core.endpoint.clone());
     let mut st = ProducerState::new(tb, address.as_bytes(), cfg.min_acks, cfg.head_interval);
     let stats = &shared.stats;
@@ -92,13 +92,19 @@ pub(super) fn run(
         let r = core.poll(inbox, timeout, true)?;
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
+        if core.take_rebound() {
+            // Bound again (a key revoked): every peer subscribes anew.
+            st.forget_peers();
+            takers = Takers::batches();
+            shared.stores_seen.store(st.countable_stores(), SeqCst);
+        }
         if xpub_in {
             // Subscriptions: count the stores' (every RECORD, `M`) and know
             // the consumers (`L` + address); who leaves unsubscribes.
             // Bounded per turn, as the SUB: a flood of subscriptions must not
             // keep the loop from everything else.
             for _ in 0..BATCH {
-                if !frames.recv(&core.xpub)? {
+                if !core.recv_xpub(&mut frames, stats)? {
                     break;
                 }
                 let (s, n) = frames.slices();
@@ -131,15 +137,21 @@ pub(super) fn run(
             let mut freed = 0;
             let released = st.released_upto();
             for _ in 0..BATCH {
-                if !frames.recv(&core.sub)? {
+                let Some(from) = core.recv_sub(&mut frames)? else {
                     break;
-                }
+                };
                 if frames.too_long() {
                     Stats::add(&stats.malformed, 1);
                     continue;
                 }
                 let (s, n) = frames.slices();
-                match decode(&s[..n]) {
+                let decoded = decode(&s[..n]);
+                if let Ok((m, _)) = &decoded {
+                    if core.refuse(from, m, stats) {
+                        continue;
+                    }
+                }
+                match decoded {
                     Ok((Message::Ack(a) | Message::AddressedAck(a), _)) => {
                         if a.topic == address.as_bytes() && a.subject == tb {
                             Stats::add(&stats.acks_received, 1);

@@ -90,6 +90,14 @@ impl ProducerState {
         true
     }
 
+    /// Forgets the stores and consumers connected (the XPUB was bound again:
+    /// each subscribes anew).
+    pub fn forget_peers(&mut self) {
+        self.stores_all = 0;
+        self.stores_ours = 0;
+        self.consumers.clear();
+    }
+
     /// The stores connected now whose ACKs this producer can count apart:
     /// this project's stores (their ACKs name them), plus at most one for
     /// all the others (C-reference stores, whose zproto ACKs carry no

@@ -31,7 +31,6 @@ use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, LogConfig};
 use crate::node::actor::Actor;
 use crate::node::config::NodeConfig;
-use crate::node::socket::new_address;
 use crate::node::stats::{Stats, SyncTimes};
 
 pub use durable::DurableLog;
@@ -178,21 +177,21 @@ pub const IDENTITY_FILE: &str = "store.id";
 /// The log lives in this subdirectory of the store's directory.
 pub const LOG_DIR: &str = "log";
 
-/// Reads the store's address from `dir/store.id`, creating it on first start.
-pub fn store_identity(dir: &Path) -> Result<String> {
+/// Reads the store's address from `dir/store.id`, creating it on first start
+/// (and anew when a secure store's key does not match it: a secure node's
+/// address starts with its key).
+pub fn store_identity(dir: &Path, node: &NodeConfig) -> Result<String> {
     let path = dir.join(IDENTITY_FILE);
-    let io = |e: std::io::Error| {
-        Error::Config(format!(
-            "cannot read or create the store's address file {}: {e}; the store's path must \
-             name a directory it can write in",
-            path.display()
-        ))
-    };
+    let io = identity_io(&path);
     match std::fs::read_to_string(&path) {
         Ok(s) => {
             let id = s.trim();
             if id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
-                Ok(id.to_ascii_uppercase())
+                let id = id.to_ascii_uppercase();
+                if !node.owns_address(&id)? {
+                    return new_identity(dir, &path, node);
+                }
+                Ok(id)
             } else {
                 Err(Error::Config(format!(
                     "{} does not hold a 32-hex-digit store address; fix or delete it",
@@ -200,19 +199,34 @@ pub fn store_identity(dir: &Path) -> Result<String> {
                 )))
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(io)?;
-            let id = new_address();
-            let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
-            std::fs::write(&tmp, format!("{id}\n")).map_err(io)?;
-            std::fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .map_err(io)?;
-            std::fs::rename(&tmp, &path).map_err(io)?;
-            Ok(id)
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => new_identity(dir, &path, node),
         Err(e) => Err(io(e)),
     }
+}
+
+/// The error of a store address file that cannot be read or written.
+fn identity_io(path: &Path) -> impl Fn(std::io::Error) -> Error + Copy + '_ {
+    move |e| {
+        Error::Config(format!(
+            "cannot read or create the store's address file {}: {e}; the store's path must \
+             name a directory it can write in",
+            path.display()
+        ))
+    }
+}
+
+/// Writes a new address to `path` (through a synced temporary file).
+fn new_identity(dir: &Path, path: &Path, node: &NodeConfig) -> Result<String> {
+    let io = identity_io(path);
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let id = node.new_address()?;
+    let tmp = dir.join(format!("{IDENTITY_FILE}.tmp"));
+    std::fs::write(&tmp, format!("{id}\n")).map_err(io)?;
+    std::fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    Ok(id)
 }
 
 /// A store node persisting to the durable log.
@@ -241,7 +255,7 @@ impl StoreNode<DurableLog> {
         }
         // Before anything is written: a refused setting leaves no directory.
         cfg.node.validate()?;
-        let address = store_identity(dir)?;
+        let address = store_identity(dir, &cfg.node)?;
         let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
         Self::start(&address, log, cfg.node, cfg.state)
     }

@@ -140,7 +140,7 @@ pub(super) fn run<L: StoreLog>(
     let mut core = Core::open(ctx, &node, NodeType::Store, address, &[])?;
     // A full subscriber queue makes `send` fail with EAGAIN instead of
     // silently dropping.
-    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
+    core.set_xpub_option(zmq_sys::ZMQ_XPUB_NODROP, 1)?;
     ready.send(core.endpoint.clone());
     let own = address.as_bytes().to_vec();
     let mut st = StoreState::new(own.clone(), log, state_cfg);
@@ -194,11 +194,15 @@ pub(super) fn run<L: StoreLog>(
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
         let now = Instant::now();
 
+        if core.take_rebound() {
+            // Bound again (a key revoked): every peer subscribes anew.
+            takers = Takers::batches();
+        }
         if xpub_in {
             // Bounded per turn, as the SUB: a flood of subscriptions must not
             // keep the loop from everything else.
             for _ in 0..BATCH {
-                if !frames.recv(&core.xpub)? {
+                if !core.recv_xpub(&mut frames, stats)? {
                     break;
                 }
                 let (s, n) = frames.slices();
@@ -224,15 +228,21 @@ pub(super) fn run<L: StoreLog>(
         }
         if sub_in {
             for _ in 0..BATCH {
-                if !frames.recv(&core.sub)? {
+                let Some(from) = core.recv_sub(&mut frames)? else {
                     break;
-                }
+                };
                 if frames.too_long() {
                     Stats::add(&stats.malformed, 1);
                     continue;
                 }
                 let (s, n) = frames.slices();
-                let outs = match decode(&s[..n]) {
+                let decoded = decode(&s[..n]);
+                if let Ok((m, _)) = &decoded {
+                    if core.refuse(from, m, stats) {
+                        continue;
+                    }
+                }
+                let outs = match decoded {
                     Ok((Message::Record(r), _)) if r.topic == r.subject => {
                         Stats::add(&stats.records_received, 1);
                         st.on_record(r.subject, r.address, r.sequence, r.content, now)

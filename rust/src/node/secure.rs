@@ -1,0 +1,222 @@
+//! A secure node's sockets (CURVE + ZAP, `docs/security.md`): what [`Core`]
+//! does differently when the node has `security` set.
+//!
+//! - Its XPUB is a CURVE server that asks the node's ZAP handler about each
+//!   client key, and applies each subscription itself (`ZMQ_XPUB_MANUAL`)
+//!   only if the subscriber's role and topics allow it
+//!   ([`check_subscription`]): what a peer receives is what it may read.
+//! - It receives from each peer on a socket of its own, connected with that
+//!   peer's key (from its beacon, which a secure tower checked against the
+//!   key that authenticated it). So every message has a known sender, and is
+//!   dropped and counted (`denied`) unless its sender's role and topics
+//!   allow it ([`check_message`]): ZeroMQ gives no per-message sender on one
+//!   socket fed by many peers, which is why there is one per peer.
+//! - When the trust directory changes, the sockets of peers no longer
+//!   trusted close, and the XPUB is bound again so that every peer
+//!   reconnects through ZAP (ZAP alone acts only at a handshake): a revoked
+//!   key is cut off within about a second.
+//!
+//! [`Core`]: crate::node::socket::Core
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::security::{
+    check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer, Secure,
+};
+use crate::wire::{Message, Subscription};
+
+/// One peer we receive from, on its own socket.
+pub(crate) struct PeerSub {
+    pub sock: zmq::Socket,
+    /// As discovery or `peers=[...]` named it, with its key.
+    pub endpoint: String,
+    pub key: [u8; 32],
+}
+
+/// Who sent a message a node received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sender {
+    /// An insecure node: anyone who reached it.
+    Anyone,
+    /// The peer holding this key (authenticated by CURVE).
+    Key([u8; 32]),
+}
+
+/// Refusals are logged once per sender and reason this often.
+const SAY_EVERY: Duration = Duration::from_secs(60);
+
+pub(crate) struct SecureCore {
+    pub id: Arc<Secure>,
+    // Closed after the sockets of `Core` (declared last there): libzmq asks
+    // it about handshakes until they are gone.
+    pub zap: ZapHandler,
+    pub peers: Vec<PeerSub>,
+    /// Where the next `recv` starts (round robin over the peers).
+    next: usize,
+    /// The subscriptions every peer socket sends (`01` + prefix).
+    subscribe: Vec<Vec<u8>>,
+    rcvhwm: i32,
+    generation: u64,
+    said: std::collections::HashMap<String, Instant>,
+}
+
+impl SecureCore {
+    pub fn new(id: Arc<Secure>, zap: ZapHandler, subscribe: Vec<Vec<u8>>, rcvhwm: i32) -> Self {
+        let generation = id.trust.generation();
+        Self {
+            id,
+            zap,
+            peers: Vec::new(),
+            next: 0,
+            subscribe,
+            rcvhwm,
+            generation,
+            said: Default::default(),
+        }
+    }
+
+    /// Connects a socket of its own to the peer at `endpoint`
+    /// (`tcp://HOST:PORT;curve=KEY`), if its key is trusted and it is not
+    /// connected yet.
+    pub fn connect(&mut self, ctx: &zmq::Context, endpoint: &str) -> Result<()> {
+        if self.peers.iter().any(|p| p.endpoint == endpoint) {
+            return Ok(());
+        }
+        let (plain, key) = split_keyed(endpoint)?;
+        let Some(key) = key else {
+            self.say(endpoint, "a peer without a key (no downgrade)");
+            return Ok(());
+        };
+        if !self.id.trust.snapshot().contains(&key) {
+            self.say(endpoint, "a peer whose key is not in the trust directory");
+            return Ok(());
+        }
+        let sock = ctx.socket(zmq::XSUB)?;
+        sock.set_rcvhwm(self.rcvhwm)?;
+        sock.set_linger(0)?;
+        self.id.client(&sock, &key)?;
+        for s in &self.subscribe {
+            sock.send(s.as_slice(), 0)?;
+        }
+        sock.connect(plain).map_err(|source| Error::Socket {
+            op: "connect",
+            endpoint: plain.to_string(),
+            source,
+        })?;
+        self.peers.push(PeerSub {
+            sock,
+            endpoint: endpoint.to_string(),
+            key,
+        });
+        Ok(())
+    }
+
+    pub fn disconnect(&mut self, endpoint: &str) {
+        self.peers.retain(|p| p.endpoint != endpoint);
+    }
+
+    /// The next message from any peer (round robin), and its sender's key.
+    pub fn recv(&mut self, frames: &mut crate::node::socket::Frames) -> Result<Option<Sender>> {
+        let n = self.peers.len();
+        for i in 0..n {
+            let at = (self.next + i) % n;
+            if frames.recv(&self.peers[at].sock)? {
+                self.next = (at + 1) % n.max(1);
+                return Ok(Some(Sender::Key(self.peers[at].key)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Why `msg` from `key` is refused, if it is (and logs it, sparingly).
+    pub fn refuse(&mut self, key: &[u8; 32], msg: &Message<'_>) -> Option<Denied> {
+        let snap = self.id.trust.snapshot();
+        let denied = match snap.get(key) {
+            // Revoked since it connected: its socket closes at the next turn.
+            None => Denied::NoRole,
+            Some(t) => {
+                let peer = Peer {
+                    key,
+                    role: t.role,
+                    topics: &t.topics,
+                };
+                check_message(&peer, msg).err()?
+            }
+        };
+        let who = crate::security::cert::key_z85(key);
+        self.say(&who, &format!("a {} refused: {denied}", msg.kind().name()));
+        Some(denied)
+    }
+
+    /// Whether the subscription `frame` (`01`/`00` + prefix) from the client
+    /// `user` (its `User-Id`: its key in Z85) may be applied.
+    pub fn allow_subscription(&mut self, user: Option<&str>, frame: &[u8]) -> bool {
+        let Ok(sub) = Subscription::decode(frame) else {
+            return false;
+        };
+        let key = user.and_then(crate::security::cert::parse_key_z85);
+        let Some(key) = key else {
+            return false;
+        };
+        let snap = self.id.trust.snapshot();
+        let Some(t) = snap.get(&key) else {
+            return false;
+        };
+        if !sub.subscribe {
+            // Taking back what it had is always fine.
+            return true;
+        }
+        let peer = Peer {
+            key: &key,
+            role: t.role,
+            topics: &t.topics,
+        };
+        match check_subscription(&peer, sub.prefix) {
+            Ok(()) => true,
+            Err(d) => {
+                let who = crate::security::cert::key_z85(&key);
+                let prefix = String::from_utf8_lossy(sub.prefix).into_owned();
+                self.say(&who, &format!("subscription {prefix:?} refused: {d}"));
+                false
+            }
+        }
+    }
+
+    /// Whether the trusted keys changed since the last call; if so the
+    /// sockets of peers no longer trusted are closed.
+    pub fn trust_changed(&mut self) -> bool {
+        let g = self.id.trust.generation();
+        if g == self.generation {
+            return false;
+        }
+        self.generation = g;
+        let snap = self.id.trust.snapshot();
+        let before = self.peers.len();
+        self.peers.retain(|p| snap.contains(&p.key));
+        if self.peers.len() != before {
+            tracing::info!(
+                "trust directory changed: {} peer connection(s) closed",
+                before - self.peers.len()
+            );
+        }
+        true
+    }
+
+    fn say(&mut self, who: &str, what: &str) {
+        let now = Instant::now();
+        let k = format!("{who} {what}");
+        if self
+            .said
+            .get(&k)
+            .is_none_or(|t| now.duration_since(*t) >= SAY_EVERY)
+        {
+            tracing::warn!("{what} (peer {who})");
+            if self.said.len() > 10_000 {
+                self.said.clear();
+            }
+            self.said.insert(k, now);
+        }
+    }
+}
