@@ -352,3 +352,89 @@ fn insecure_and_secure_nodes_never_mix() {
         "{e}"
     );
 }
+
+/// Everything that works insecurely works securely: a store replays to a
+/// late consumer, a store that joins later replicates from the other after
+/// the producer is gone, and a restarted store still serves its records.
+#[test]
+fn replay_replication_and_restart_work_in_a_secure_cluster() {
+    let keys = Keys::new(&[
+        ("tower", Role::Tower),
+        ("s1", Role::Store),
+        ("s2", Role::Store),
+        ("p", Role::Producer),
+        ("c", Role::Consumer),
+    ]);
+    let t = Tower::new(TowerConfig {
+        beacon_in: "tcp://127.0.0.1:0".into(),
+        beacon_out: "tcp://127.0.0.1:0".into(),
+        security: Some(keys.security("tower")),
+    })
+    .unwrap();
+    let towers = [t.endpoint()];
+    let d = tempfile::tempdir().unwrap();
+    let s1 = store(&keys, "s1", &d.path().join("s1"), &towers);
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            node: node(&keys, "p", &towers),
+            head_interval: FAST,
+            record_batches: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(p.wait_for_stores(1, Duration::from_secs(30)).unwrap(), 1);
+    let n = 3000u32;
+    p.send_many((0..n).map(|i| i.to_be_bytes().to_vec()).collect(), None)
+        .unwrap();
+    assert_eq!(p.flush(Duration::from_secs(60)).unwrap(), 0);
+    let partition = p.address().to_string();
+    p.close().unwrap();
+    let late = |name: &str| {
+        Consumer::new(
+            &["t".to_string()],
+            ConsumerConfig {
+                node: node(&keys, name, &towers),
+                offset_reset: OffsetReset::Earliest,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let check = |c: &Consumer| {
+        let got = consume(c, n as usize, Duration::from_secs(60));
+        assert_eq!(got.len(), n as usize, "{:?}", c.stats().snapshot());
+        assert!(got.iter().enumerate().all(|(i, r)| r.offset == i as u64
+            && &*r.partition == partition.as_str()
+            && r.value.as_ref() == (i as u32).to_be_bytes()));
+    };
+    let c = late("c");
+    check(&c);
+    c.close().unwrap();
+    // A second store replicates the partition from the first.
+    let s2 = store(&keys, "s2", &d.path().join("s2"), &towers);
+    wait_for(
+        "the second store to replicate",
+        Duration::from_secs(60),
+        || {
+            s2.heads(Some(b"t".to_vec()))
+                .unwrap()
+                .iter()
+                .any(|(_, next)| *next == u64::from(n))
+        },
+    );
+    // The first store restarts; the second alone serves meanwhile.
+    s1.close().unwrap();
+    drop(s1);
+    let c = late("c");
+    check(&c);
+    c.close().unwrap();
+    let s1 = store(&keys, "s1", &d.path().join("s1"), &towers);
+    s2.close().unwrap();
+    let c = late("c");
+    check(&c);
+    c.close().unwrap();
+    s1.close().unwrap();
+    t.close().unwrap();
+}

@@ -162,6 +162,39 @@ pub struct Core {
     secure: Option<SecureCore>,
 }
 
+fn sc_path(cfg: &NodeConfig) -> &std::path::Path {
+    cfg.security
+        .as_ref()
+        .map_or(std::path::Path::new(""), |s| &s.cert)
+}
+
+/// A secure node's certificate must allow what it does: a producer's or
+/// consumer's its topics, a store's every topic (it subscribes to every
+/// record; a store for some topics only is not a thing yet).
+fn check_topics(
+    id: &crate::security::Secure,
+    node: NodeType,
+    topics: &[&[u8]],
+    cert: &std::path::Path,
+) -> Result<()> {
+    let allowed = id.cert.topics()?;
+    let refused = match node {
+        NodeType::Store if !allowed.is_all() => Some("every topic (a store's)".to_string()),
+        _ => topics
+            .iter()
+            .find(|t| !allowed.allows(t))
+            .map(|t| format!("topic {:?}", String::from_utf8_lossy(t))),
+    };
+    match refused {
+        Some(what) => Err(Error::Config(format!(
+            "the certificate {} allows topics {allowed}, not {what}: make one that does \
+             (dafka keygen ... --topics)",
+            cert.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The role a node of type `node` needs in its certificate.
 fn role_of(node: NodeType) -> Role {
     match node {
@@ -212,6 +245,9 @@ impl Core {
             Some(sc) => Some(Arc::new(sc.load(role_of(node))?)),
             None => None,
         };
+        if let Some(id) = &id {
+            check_topics(id, node, topics, sc_path(cfg))?;
+        }
         // The ZAP handler before any CURVE server socket: without one, a
         // CURVE server lets every key in.
         let zap = match &id {
