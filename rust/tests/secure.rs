@@ -438,3 +438,49 @@ fn replay_replication_and_restart_work_in_a_secure_cluster() {
     s1.close().unwrap();
     t.close().unwrap();
 }
+
+/// The one read-ACL limit ZeroMQ imposes (docs/security.md): subscriptions
+/// match by prefix, so a certificate allowed topic `logs` that subscribes
+/// `Mlogs` also gets topic `logs2` from a producer. This test pins it down
+/// as documented; an honest consumer drops such records (exact topic match).
+#[test]
+fn a_topic_acl_is_a_prefix_acl() {
+    let keys = Keys::new(&[("p", Role::Producer)]);
+    let narrow: _native::security::TopicPatterns = "logs".parse().unwrap();
+    let (public, _) = keygen(&keys.secret, "c", Role::Consumer, Some(&narrow)).unwrap();
+    std::fs::rename(&public, keys.trust.join("c.key")).unwrap();
+    let p = Producer::new(
+        "logs2",
+        ProducerConfig {
+            node: node(&keys, "p", &[]),
+            min_acks: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let ctx = zmq::Context::new();
+    let (ep, pkey) = plain_and_key(p.endpoint());
+    let c = keys.cert("c");
+    let denied = client(&ctx, zmq::SUB, &c, &pkey);
+    denied.set_subscribe(b"Mlogs2").unwrap();
+    denied.connect(&ep).unwrap();
+    let prefix = client(&ctx, zmq::SUB, &c, &pkey);
+    prefix.set_subscribe(b"Mlogs").unwrap();
+    prefix.connect(&ep).unwrap();
+    prefix.set_rcvtimeo(100).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "the prefix subscriber got nothing");
+        p.send(b"x", None).unwrap();
+        if let Ok(frames) = prefix.recv_multipart(0) {
+            assert!(frames[0].starts_with(b"Mlogs2"));
+            break;
+        }
+    }
+    // Its exact subscription to the forbidden topic was refused.
+    denied.set_rcvtimeo(300).unwrap();
+    assert!(denied.recv_multipart(0).is_err());
+    assert!(stat(p.stats(), "denied") >= 1);
+    drop((denied, prefix));
+    p.close().unwrap();
+}
