@@ -144,6 +144,8 @@ def heads(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
 ) -> dict[str, int]:
     """The partitions of ``topic`` held by stores (and live producers), each with
     its next offset: ``{partition: last_offset + 1}``.
@@ -163,6 +165,8 @@ def offsets(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
 ) -> dict[str, tuple[int, int]]:
     """The partitions of ``topic`` held by stores (and live producers), each with
     ``(first, next)``: the lowest offset still held (where "earliest" begins
@@ -188,6 +192,8 @@ def fetch_range(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
 ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]:
     """Reads exactly ``[start, end)`` of one partition from stores; returns
     ``(records, lost)`` with ``records`` a list of ``(offset, value)`` in order
@@ -204,10 +210,17 @@ def check_node(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
+    role: str = "consumer",
 ) -> None:
     """Checks node settings as a node would at start-up, without starting one:
     raises ``ConfigError`` (or ``ValueError``) saying what to fix. For a Spark
     driver, so that a bad option is reported once there, not by every task.
+    With ``cert`` and ``trust`` it reads both, as a node of ``role``
+    (``"store"``, ``"producer"``, ``"consumer"``, the read clients' role, or
+    ``"tower"``) would: a missing file raises ``OSError``, a certificate of
+    another role ``ConfigError``.
     """
 
 def fetch_ranges(
@@ -222,6 +235,8 @@ def fetch_ranges(
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
 ) -> list[tuple[list[tuple[int, bytes]], list[tuple[int, int]]]]:
     """:func:`fetch_range` of several ``(topic, partition, start, end)`` ranges,
     in turn, by one client (discovery and connections paid once); returns one
@@ -300,6 +315,8 @@ class HeadsWatch:
         beacon_timeout: float = 4.0,
         forget_after: float | None = None,
         advertise_host: str | None = None,
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
     ) -> HeadsWatch: ...
     def offsets(
         self,
@@ -342,22 +359,42 @@ class Tower:
     beacon_out : str, default "tcp://*:5557"
         Endpoint the XPUB socket binds, where nodes receive beacons (5557 as in the C
         reference). Port 0 or ``*`` picks a free port.
+    cert : str or os.PathLike or None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+        tower's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+        ``"tower"``. Needs ``trust``. None: plaintext, anyone who reaches the tower joins.
+    trust : str or os.PathLike or None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+        it changes. Needs ``cert``. A secure tower's ``endpoint`` carries its public key
+        (``tcp://HOST:IN,OUT;curve=KEY``), what secure nodes pass in ``towers=[...]``.
 
     Raises
     ------
     ConfigError
         An endpoint is malformed: not ``tcp://HOST:PORT``, ``ipc://PATH`` or ``inproc://NAME``.
+        Secure mode: ``cert`` without ``trust`` (or the reverse), or a certificate of another
+        role.
+    OSError
+        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+    SecurityError
+        ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
         A socket cannot bind, e.g. the port is in use.
     """
 
     __signature__: ClassVar[Signature]
     def __new__(
-        cls, *, beacon_in: str = "tcp://*:5556", beacon_out: str = "tcp://*:5557"
+        cls,
+        *,
+        beacon_in: str = "tcp://*:5556",
+        beacon_out: str = "tcp://*:5557",
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
     ) -> Tower: ...
     @property
     def endpoint(self) -> str:
-        """What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``."""
+        """What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``, with
+        ``;curve=KEY`` (the tower's public key) after it for a secure tower."""
     @property
     def beacon_in(self) -> str:
         """The bound endpoint of the XSUB that receives beacons (a wildcard host shows as
@@ -441,16 +478,30 @@ class Producer:
         receive them; a node that does not know the extension (the C reference) gets the records
         only by fetching them. The XPUB then holds ``sndhwm / 64`` messages per subscriber (at
         least 1,000).
+    cert : str or os.PathLike or None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+        node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+        ``"producer"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
+    trust : str or os.PathLike or None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+        it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
+        (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
 
     Raises
     ------
     ConfigError
         An option is out of range or malformed: an endpoint, ``wire``, ``topic``, a zero interval
         or bound, ``min_acks`` over 1,024.
+        Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+        or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
     ValueError
         A negative or too large integer, or a number of seconds that is negative or not finite.
     TypeError
         ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable.
+    OSError
+        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+    SecurityError
+        ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
         The node cannot start, e.g. its ``bind`` endpoint is in use.
     """
@@ -476,6 +527,8 @@ class Producer:
         max_record_bytes: int = 67108864,
         advertise_host: str | None = None,
         record_batches: bool = False,
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
     ) -> Producer: ...
     def send(self, value: Buffer, *, timeout: float | None = None) -> int:
         """Publishes one record; returns its offset. Blocks (GIL released) while
@@ -642,17 +695,31 @@ class Consumer:
         Host put in beacons, for a node behind NAT or in a container: peers connect to
         ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
         or ``""`` when bound to a wildcard.
+    cert : str or os.PathLike or None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+        node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+        ``"consumer"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
+    trust : str or os.PathLike or None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+        it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
+        (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
 
     Raises
     ------
     ConfigError
         An option is out of range or malformed: an endpoint, ``wire``, ``offset_reset``, a topic or
         partition name, a zero interval or bound.
+        Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+        or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
     ValueError
         ``topics`` is empty, an integer or offset is negative or too large, or a number of seconds
         is negative or not finite.
     TypeError
         ``topics``, ``towers`` or ``peers`` is a ``str`` instead of a list of str.
+    OSError
+        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+    SecurityError
+        ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
         The node cannot start, e.g. its ``bind`` endpoint is in use.
     """
@@ -681,6 +748,8 @@ class Consumer:
         sndhwm: int = 1000000,
         rcvhwm: int = 1000000,
         advertise_host: str | None = None,
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
     ) -> Consumer: ...
     def poll(self, timeout: float | None = None) -> Record | None:
         """The next record, waiting up to ``timeout`` seconds (None = until one
@@ -882,12 +951,22 @@ class Store:
         Host put in beacons, for a node behind NAT or in a container: peers connect to
         ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
         or ``""`` when bound to a wildcard.
+    cert : str or os.PathLike or None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+        node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+        ``"store"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
+    trust : str or os.PathLike or None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+        it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
+        (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
 
     Raises
     ------
     ConfigError
         An option is out of range or malformed: an endpoint, ``wire``, ``fsync``, ``recovery``,
         ``fetch_retry``, a zero count, an empty ``path`` or a bad ``PATH/store.id``.
+        Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+        or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
     ValueError
         A negative or too large integer, ``retain_hours=0`` or ``forget_parked_hours=0``, or a
         number of seconds that is negative or not finite.
@@ -896,6 +975,10 @@ class Store:
     LogError
         The log cannot be opened, e.g. another ``Store`` or ``Log`` holds it; ``LogValueError`` for
         ``segment_bytes`` out of range or ``max_open_files=0``.
+    OSError
+        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+    SecurityError
+        ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
         The node cannot start, e.g. its ``bind`` endpoint is in use.
     """
@@ -925,6 +1008,8 @@ class Store:
         max_open_files: int | None = None,
         forget_parked_hours: int | None = 720,
         advertise_host: str | None = None,
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
     ) -> Store: ...
     @property
     def address(self) -> str:

@@ -437,7 +437,9 @@ _offset = _natural("an offset", _U64_MAX)
 _count = _natural("a count")
 
 
-def _add_node_args(p: argparse.ArgumentParser) -> None:
+def _add_node_args(p: argparse.ArgumentParser, role: str) -> None:
+    """The topic and the discovery and security flags; ``role`` is the one a
+    ``--cert`` must have."""
     p.add_argument("topic")
     p.add_argument(
         "--tower",
@@ -461,11 +463,31 @@ def _add_node_args(p: argparse.ArgumentParser) -> None:
         help="host put in beacons (default: the bound host; '' lets the tower use the "
         "TCP peer address)",
     )
+    p.add_argument(
+        "--cert",
+        type=Path,
+        metavar="FILE",
+        help="secure mode (docs/security.md): this node's secret certificate, NAME.key_secret "
+        f"from 'dafka keygen --role {role}'; needs --trust, and --tower/--peer endpoints "
+        "with their keys (tcp://HOST:IN,OUT;curve=KEY)",
+    )
+    p.add_argument(
+        "--trust",
+        type=Path,
+        metavar="DIR",
+        help="secure mode: the directory of trusted public certificates (NAME.key); needs --cert",
+    )
 
 
 def _node_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """What every node of the CLI takes from ``_add_node_args``."""
-    return {"wire": args.wire, "bind": args.bind, "advertise_host": args.advertise_host}
+    return {
+        "wire": args.wire,
+        "bind": args.bind,
+        "advertise_host": args.advertise_host,
+        "cert": args.cert,
+        "trust": args.trust,
+    }
 
 
 def _show_topic(topic: str) -> str:
@@ -563,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
         native.set_defaults(func=_cmd_native)
 
     pr = sub.add_parser("produce", help="publish one record per stdin line")
-    _add_node_args(pr)
+    _add_node_args(pr, "producer")
     pr.add_argument(
         "--min-acks",
         # A producer tracks the ACKs of at most 1,024 stores.
@@ -586,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.set_defaults(func=_cmd_produce)
 
     co = sub.add_parser("consume", help="print records, one per line")
-    _add_node_args(co)
+    _add_node_args(co, "consumer")
     co.add_argument("--from-beginning", action="store_true", help="offset_reset=earliest")
     co.add_argument("--count", type=_count, help="stop after this many records")
     co.add_argument(
@@ -607,13 +629,17 @@ def build_parser() -> argparse.ArgumentParser:
     of = sub.add_parser(
         "offsets", help="each partition's first and next offset, as the stores report them"
     )
-    _add_node_args(of)
+    _add_node_args(of, "consumer")
     of.add_argument(
         "--timeout", type=_seconds, default=10.0, help="seconds to wait for a store (default 10)"
     )
     of.set_defaults(func=_cmd_offsets)
 
-    de = sub.add_parser("demo", help="run a local cluster and check every record arrives")
+    de = sub.add_parser(
+        "demo",
+        help="run a local cluster and check every record arrives (plaintext: the demo "
+        "cluster lives on 127.0.0.1 and takes no --cert/--trust)",
+    )
     de.add_argument("--records", type=_count, default=100_000)
     de.add_argument("--wire", choices=["rfc", "zproto"], default=WIRE)
     de.add_argument("--timeout", type=_seconds, default=60.0, help="per step, seconds")
@@ -682,7 +708,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run_native(argv[0], argv[1:])
         except KeyboardInterrupt:
             return 130
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (getattr(args, "cert", None) is None) != (getattr(args, "trust", None) is None):
+        parser.error(
+            "--cert and --trust go together: secure mode needs this node's secret "
+            "certificate (--cert NAME.key_secret) and the trust directory (--trust DIR)"
+        )
     try:
         return int(args.func(args))
     except DafkaError as e:
@@ -705,6 +737,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a tool SIGPIPE ended
+    except OSError as e:
+        # E.g. a --cert or --trust path that cannot be read (the message names it).
+        print(f"dafka: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, RecoveryPolicy};
-use crate::node::config::{TowerAddr, TowerConfig, DEFAULT_TOWER_IN, DEFAULT_TOWER_OUT};
+use crate::node::config::{
+    SecurityConfig, TowerAddr, TowerConfig, DEFAULT_TOWER_IN, DEFAULT_TOWER_OUT,
+};
 use crate::node::store::{Store, StoreConfig};
 use crate::node::Tower;
 use crate::wire::Dialect;
@@ -68,6 +70,8 @@ pub struct FileConfig {
     pub store: StoreSection,
     #[serde(default)]
     pub tower: TowerSection,
+    #[serde(default)]
+    pub security: SecuritySection,
 }
 
 /// `[node]`: how the store's node binds and finds its peers.
@@ -139,17 +143,33 @@ pub struct TowerSection {
     pub verbose: Option<u8>,
 }
 
+/// `[security]`: secure mode (CURVE + ZAP, docs/security.md). Both keys or
+/// neither; relative paths are resolved against the config file's directory
+/// ([`FileConfig::load`]).
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecuritySection {
+    /// The node's secret certificate, `NAME.key_secret` (`dafka keygen`).
+    pub cert: Option<PathBuf>,
+    /// The directory of trusted public certificates.
+    pub trust: Option<PathBuf>,
+}
+
 impl FileConfig {
     /// Parses TOML text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Self> {
         toml::from_str(text).map_err(|e| Error::Config(format!("{origin}: {e}")))
     }
 
-    /// Reads and parses a config file.
+    /// Reads and parses a config file. The `[security]` paths, when
+    /// relative, are taken from the file's directory (the file names keys
+    /// next to it whatever directory the binary is started from).
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Config(format!("cannot read config {}: {e}", path.display())))?;
-        Self::parse(&text, &path.display().to_string())
+        let mut cfg = Self::parse(&text, &path.display().to_string())?;
+        cfg.security.resolve(path.parent().unwrap_or(Path::new("")));
+        Ok(cfg)
     }
 
     /// The file's towers: `[node] towers`, plus the one `[beacon]
@@ -192,6 +212,44 @@ impl FileConfig {
             towers.get_or_insert_with(Vec::new).push(t);
         }
         Ok(towers)
+    }
+}
+
+impl SecuritySection {
+    /// Makes relative paths relative to `base` (the config file's directory).
+    pub fn resolve(&mut self, base: &Path) {
+        for p in [&mut self.cert, &mut self.trust].into_iter().flatten() {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+    }
+}
+
+/// Secure mode from `--cert`/`--trust` over the file's `[security]`: both or
+/// neither, else a config error saying so.
+fn security_settings(
+    cert: &Option<PathBuf>,
+    trust: &Option<PathBuf>,
+    file: &SecuritySection,
+) -> Result<Option<SecurityConfig>> {
+    let cert = cert.clone().or_else(|| file.cert.clone());
+    let trust = trust.clone().or_else(|| file.trust.clone());
+    match (cert, trust) {
+        (None, None) => Ok(None),
+        (Some(cert), Some(trust)) => Ok(Some(SecurityConfig { cert, trust })),
+        (cert, _) => {
+            let (has, lacks) = if cert.is_some() {
+                ("cert", "trust")
+            } else {
+                ("trust", "cert")
+            };
+            Err(Error::Config(format!(
+                "a {has} (--{has} or [security] {has}) without a {lacks}: secure mode needs \
+                 both --cert (the node's NAME.key_secret) and --trust (the directory of \
+                 trusted public certificates), or neither for plaintext"
+            )))
+        }
     }
 }
 
@@ -304,6 +362,15 @@ pub struct StoreArgs {
     /// Repeat an unanswered FETCH after this long, ms [default: 500]
     #[arg(long, value_name = "MS")]
     pub fetch_retry_ms: Option<u64>,
+    /// Secure mode: the store's secret certificate, NAME.key_secret from
+    /// `dafka keygen --role store`; needs --trust [file: security.cert, relative to the
+    /// file; default: none, plaintext]
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// Secure mode: the directory of trusted public certificates (NAME.key); needs
+    /// --cert [file: security.trust]
+    #[arg(long, value_name = "DIR")]
+    pub trust: Option<PathBuf>,
     /// A tracing filter such as info, debug or dafka=trace [default: $RUST_LOG, else info]
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
@@ -361,6 +428,7 @@ pub fn store_settings(args: &StoreArgs, file: &FileConfig) -> Result<StoreSettin
     if let Some(v) = args.beacon_timeout.or(b.timeout) {
         node.beacon_timeout = ms("beacon timeout", v)?;
     }
+    node.security = security_settings(&args.cert, &args.trust, &file.security)?;
     node.validate()?;
 
     let log = &mut cfg.log;
@@ -450,6 +518,15 @@ pub struct TowerArgs {
     /// XPUB towards nodes [file: tower.pub_address; default: tcp://*:5557]
     #[arg(long, visible_alias = "pub-address", value_name = "ENDPOINT")]
     pub beacon_out: Option<String>,
+    /// Secure mode: the tower's secret certificate, NAME.key_secret from
+    /// `dafka keygen --role tower`; needs --trust [file: security.cert, relative to the
+    /// file; default: none, plaintext]
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// Secure mode: the directory of trusted public certificates (NAME.key); needs
+    /// --cert [file: security.trust]
+    #[arg(long, value_name = "DIR")]
+    pub trust: Option<PathBuf>,
     /// A tracing filter such as info, debug or dafka=trace [default: $RUST_LOG, else info]
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
@@ -473,7 +550,7 @@ pub fn tower_settings(args: &TowerArgs, file: &FileConfig) -> Result<TowerSettin
     let config = TowerConfig {
         beacon_in: pick(&args.beacon_in, &t.beacon_in, DEFAULT_TOWER_IN),
         beacon_out: pick(&args.beacon_out, &t.beacon_out, DEFAULT_TOWER_OUT),
-        security: None,
+        security: security_settings(&args.cert, &args.trust, &file.security)?,
     };
     crate::node::config::check_endpoint("beacon_in", &config.beacon_in)?;
     crate::node::config::check_endpoint("beacon_out", &config.beacon_out)?;

@@ -89,7 +89,9 @@ def add_cluster_args(ap: argparse.ArgumentParser) -> None:
 
 
 def _tower_list(text: str) -> list[str]:
-    towers = [t.strip() for t in text.split(";") if t.strip()]
+    # A secure tower's endpoint carries its key after ";curve=".
+    towers = [t.strip() for t in text.replace(";curve=", "\0").split(";") if t.strip()]
+    towers = [t.replace("\0", ";curve=") for t in towers]
     if not towers:
         raise argparse.ArgumentTypeError(f"no tower endpoint in {text!r}")
     return towers

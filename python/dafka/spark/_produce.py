@@ -83,12 +83,15 @@ class Options(dict[str, str]):
 def split_endpoints(spec: str) -> list[str]:
     """Endpoints from an option: separated by commas, semicolons or spaces. A
     tower's ``tcp://HOST:IN,OUT`` keeps its comma (a piece without ``://`` continues
-    the endpoint before it)."""
+    the endpoint before it), and a secure endpoint its key (``...;curve=KEY``: Z85
+    has no comma, semicolon or space)."""
     out: list[str] = []
     for piece in spec.replace(";", " ").replace(",", " , ").split():
         if piece == ",":
             continue
-        if "://" not in piece and out and out[-1].count(",") == 0 and piece.isdigit():
+        if piece.startswith("curve=") and out and ";curve=" not in out[-1]:
+            out[-1] += ";" + piece
+        elif "://" not in piece and out and out[-1].count(",") == 0 and piece.isdigit():
             out[-1] += "," + piece
         else:
             out.append(piece)
@@ -165,6 +168,13 @@ class ProducerSettings:
     #: does not know the extension (the C reference) gets the records only by
     #: fetching them. Option ``recordBatches``.
     record_batches: bool = True
+    #: Secure mode (docs/security.md): the path of the producers' secret certificate
+    #: (``NAME.key_secret`` of role ``producer``), the same on every executor (and on
+    #: the driver, which reads it to check it). Needs ``trust``. Option ``cert``.
+    cert: str | None = None
+    #: Secure mode: the directory of trusted public certificates, at the same path on
+    #: every executor and the driver. Needs ``cert``. Option ``trust``.
+    trust: str | None = None
 
     def __post_init__(self) -> None:
         if not self.topic:
@@ -185,7 +195,7 @@ class ProducerSettings:
                 f"beacon_interval ({self.beacon_interval} s)"
             )
         # The rest of what a task's Producer would refuse (endpoints, bind,
-        # advertise_host), said once by the driver.
+        # advertise_host, cert and trust), said once by the driver.
         check_node(
             towers=list(self.towers) or None,
             peers=list(self.peers) or None,
@@ -194,6 +204,9 @@ class ProducerSettings:
             beacon_interval=self.beacon_interval,
             beacon_timeout=self.beacon_timeout,
             advertise_host=self.advertise_host,
+            cert=self.cert,
+            trust=self.trust,
+            role="producer",
         )
 
     @classmethod
@@ -201,7 +214,7 @@ class ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
         separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``,
         ``beaconTimeout``, ``bind``, ``advertiseHost``, ``reuseProducer`` (default
-        ``reuse``), ``recordBatches`` (default true)."""
+        ``reuse``), ``recordBatches`` (default true), ``cert`` and ``trust``."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:
@@ -224,6 +237,8 @@ class ProducerSettings:
             advertise_host=options.get("advertiseHost"),
             reuse=flag(options, "reuseProducer", reuse),
             record_batches=flag(options, "recordBatches", True),
+            cert=options.get("cert") or None,
+            trust=options.get("trust") or None,
         )
 
     def open(self) -> Producer:
@@ -240,6 +255,8 @@ class ProducerSettings:
             bind=self.bind,
             advertise_host=self.advertise_host,
             record_batches=self.record_batches,
+            cert=self.cert,
+            trust=self.trust,
         )
         if self.connect_wait > 0 and self.min_acks > 0:
             try:

@@ -97,6 +97,10 @@ class ReadSettings:
     max_records_per_task: int
     min_records_per_task: int
     forget_absent_after: float
+    #: Secure mode: the read clients' secret certificate (role ``consumer``) and the
+    #: trust directory, at the same paths on the driver and every executor.
+    cert: str | None = None
+    trust: str | None = None
 
     @classmethod
     def from_options(cls, options: dict[str, str]) -> ReadSettings:
@@ -124,6 +128,8 @@ class ReadSettings:
             max_records_per_task=integer(options, "maxRecordsPerTask", 500_000),
             min_records_per_task=integer(options, "minRecordsPerTask", 50_000),
             forget_absent_after=seconds(options, "forgetPartitionsAfter", 3600.0),
+            cert=options.get("cert") or None,
+            trust=options.get("trust") or None,
         )
         # What every task's read client would refuse, said once by the driver.
         check_node(
@@ -132,6 +138,9 @@ class ReadSettings:
             bind=s.bind,
             beacon_interval=s.beacon_interval,
             advertise_host=s.advertise_host,
+            cert=s.cert,
+            trust=s.trust,
+            role="consumer",
         )
         return s
 
@@ -151,6 +160,8 @@ class ReadSettings:
             advertise_host=self.advertise_host,
             beacon_interval=self.beacon_interval,
             forget_after=self.forget_absent_after,
+            cert=self.cert,
+            trust=self.trust,
         )
 
     def offsets(
@@ -183,6 +194,8 @@ class ReadSettings:
                     beacon_interval=self.beacon_interval,
                     bind=self.bind,
                     advertise_host=self.advertise_host,
+                    cert=self.cert,
+                    trust=self.trust,
                     **round_args,
                 )
             for p, (first, n) in got.items():
@@ -207,6 +220,8 @@ class ReadSettings:
             beacon_interval=self.beacon_interval,
             bind=self.bind,
             advertise_host=self.advertise_host,
+            cert=self.cert,
+            trust=self.trust,
         )
         for r, (records, _lost) in zip(ranges, got, strict=True):
             for off, value in records:

@@ -344,3 +344,173 @@ fn beacon_addresses_on_the_last_port_are_accepted() {
         assert_eq!(s.unwrap().config.node.towers, vec![want.to_string()]);
     }
 }
+
+/// `--cert`/`--trust` and `[security]` (issue 30): flag over file over none,
+/// both or neither, relative file paths taken from the file's directory.
+#[test]
+fn security_flags_and_table_parse() {
+    // None by default: plaintext.
+    let s = store_settings(&store_args(&[]), &FileConfig::default()).unwrap();
+    assert_eq!(s.config.node.security, None);
+    let t = tower_settings(&tower_args(&[]), &FileConfig::default()).unwrap();
+    assert_eq!(t.config.security, None);
+
+    // Flags: a secure store needs a keyed tower (its default one has no key).
+    let key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    let keyed = format!("tcp://127.0.0.1:5556,5557;curve={key}");
+    let a = store_args(&[
+        "--cert",
+        "/keys/store-1.key_secret",
+        "--trust",
+        "/keys/trusted",
+        "--tower",
+        &keyed,
+    ]);
+    let s = store_settings(&a, &FileConfig::default()).unwrap();
+    assert_eq!(
+        s.config.node.security,
+        Some(SecurityConfig {
+            cert: PathBuf::from("/keys/store-1.key_secret"),
+            trust: PathBuf::from("/keys/trusted"),
+        })
+    );
+    let a = tower_args(&["--cert", "t.key_secret", "--trust", "trusted"]);
+    let t = tower_settings(&a, &FileConfig::default()).unwrap();
+    assert_eq!(
+        t.config.security,
+        Some(SecurityConfig {
+            cert: PathBuf::from("t.key_secret"),
+            trust: PathBuf::from("trusted"),
+        })
+    );
+
+    // The file's table; a flag overrides its key, the other key stays.
+    let f = file(&format!(
+        "[node]\ntowers = [\"{keyed}\"]\n[security]\ncert = \"/etc/dafka/s.key_secret\"\n\
+         trust = \"/etc/dafka/trusted\"\n"
+    ));
+    let s = store_settings(&store_args(&[]), &f).unwrap();
+    let sec = s.config.node.security.unwrap();
+    assert_eq!(sec.cert, PathBuf::from("/etc/dafka/s.key_secret"));
+    assert_eq!(sec.trust, PathBuf::from("/etc/dafka/trusted"));
+    let s = store_settings(&store_args(&["--cert", "/other.key_secret"]), &f).unwrap();
+    let sec = s.config.node.security.unwrap();
+    assert_eq!(sec.cert, PathBuf::from("/other.key_secret"));
+    assert_eq!(sec.trust, PathBuf::from("/etc/dafka/trusted"));
+    let t = tower_settings(&tower_args(&[]), &f).unwrap();
+    assert_eq!(
+        t.config.security.unwrap().trust,
+        PathBuf::from("/etc/dafka/trusted")
+    );
+
+    // Unknown keys in [security] are errors, as elsewhere.
+    let e = err_text(FileConfig::parse("[security]\nkey = \"x\"", "my.toml"));
+    assert!(e.contains("my.toml") && e.contains("key"), "{e}");
+}
+
+#[test]
+fn security_needs_both_and_matching_endpoints() {
+    let keyed = "tcp://127.0.0.1:5556,5557;curve=rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+    for (argv, text, needle) in [
+        (vec!["--cert", "c.key_secret"], "", "without a trust"),
+        (vec!["--trust", "dir"], "", "without a cert"),
+        (
+            vec![],
+            "[security]\ncert = \"c.key_secret\"",
+            "without a trust",
+        ),
+        (
+            vec!["--cert", "c"],
+            "[security]\ncert = \"c\"",
+            "without a trust",
+        ),
+    ] {
+        let e = err_text(store_settings(&store_args(&argv), &file(text)));
+        assert!(e.contains(needle) && e.contains("--trust"), "{argv:?}: {e}");
+        let e = err_text(tower_settings(&tower_args(&argv), &file(text)));
+        assert!(e.contains(needle), "{argv:?}: {e}");
+    }
+    // A secure store with the default (keyless) tower, and a plaintext one
+    // given a secure tower: both refused, saying why.
+    let a = store_args(&["--cert", "c.key_secret", "--trust", "dir"]);
+    let e = err_text(store_settings(&a, &FileConfig::default()));
+    assert!(e.contains("has no key"), "{e}");
+    let e = err_text(store_settings(
+        &store_args(&["--tower", keyed]),
+        &FileConfig::default(),
+    ));
+    assert!(e.contains("carries a CURVE key"), "{e}");
+    // Flags parse as paths; --cert takes a value.
+    assert!(StoreArgs::try_parse_from(["dafka-store", "--cert"]).is_err());
+    assert!(TowerArgs::try_parse_from(["dafka-tower", "--trust"]).is_err());
+}
+
+#[test]
+fn security_paths_in_a_file_are_relative_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    let path = conf.join("store.toml");
+    std::fs::write(
+        &path,
+        "[security]\ncert = \"keys/store-1.key_secret\"\ntrust = \"/abs/trusted\"\n",
+    )
+    .unwrap();
+    let f = FileConfig::load(&path).unwrap();
+    assert_eq!(
+        f.security.cert,
+        Some(conf.join("keys/store-1.key_secret")),
+        "relative: from the file's directory"
+    );
+    assert_eq!(
+        f.security.trust,
+        Some(PathBuf::from("/abs/trusted")),
+        "absolute: as written"
+    );
+    // A flag's relative path stays relative to the working directory.
+    let t = tower_settings(&tower_args(&["--cert", "mine.key_secret"]), &f).unwrap();
+    let sec = t.config.security.unwrap();
+    assert_eq!(sec.cert, PathBuf::from("mine.key_secret"));
+    assert_eq!(sec.trust, PathBuf::from("/abs/trusted"));
+}
+
+/// A secure store or tower whose certificate cannot be read exits 1 (it
+/// could not start), naming the path; a certificate of another role names
+/// both roles.
+#[test]
+fn a_bad_certificate_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.key_secret");
+    let trust = dir.path().join("trusted");
+    std::fs::create_dir(&trust).unwrap();
+    let t = tower_args(&[
+        "--beacon-in",
+        "tcp://127.0.0.1:0",
+        "--beacon-out",
+        "tcp://127.0.0.1:0",
+        "--cert",
+        missing.to_str().unwrap(),
+        "--trust",
+        trust.to_str().unwrap(),
+    ]);
+    let s = tower_settings(&t, &FileConfig::default()).unwrap();
+    let e = err_text(run_tower(&s, &mut || true));
+    assert!(e.contains(missing.to_str().unwrap()), "{e}");
+
+    let (_, secret) =
+        crate::security::keygen(dir.path(), "reader", crate::security::Role::Consumer, None)
+            .unwrap();
+    let t = tower_args(&[
+        "--beacon-in",
+        "tcp://127.0.0.1:0",
+        "--beacon-out",
+        "tcp://127.0.0.1:0",
+        "--cert",
+        secret.to_str().unwrap(),
+        "--trust",
+        trust.to_str().unwrap(),
+    ]);
+    let s = tower_settings(&t, &FileConfig::default()).unwrap();
+    let e = err_text(run_tower(&s, &mut || true));
+    assert!(e.contains("consumer") && e.contains("tower"), "{e}");
+}

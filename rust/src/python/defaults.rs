@@ -18,6 +18,7 @@ use crate::log::{FsyncPolicy, LogConfig, RecoveryPolicy};
 use crate::node::{
     ConsumerConfig, NodeConfig, OffsetReset, ProducerConfig, StoreConfig, TowerConfig,
 };
+use crate::security::Role;
 
 /// The discovery keywords' defaults (see [`super::discovery::Discovery`]),
 /// and the high-water marks of the nodes.
@@ -207,7 +208,9 @@ impl Defaults {
             d.set_item("bind", &n.bind)?;
             d.set_item("beacon_interval", n.beacon_interval)?;
             d.set_item("beacon_timeout", n.beacon_timeout)?;
-            d.set_item("advertise_host", &none)
+            d.set_item("advertise_host", &none)?;
+            d.set_item("cert", &none)?;
+            d.set_item("trust", &none)
         };
         let node = |d: &Bound<'py, PyDict>| -> PyResult<()> {
             discovery(d)?;
@@ -219,6 +222,8 @@ impl Defaults {
         let d = PyDict::new(py);
         d.set_item("beacon_in", &self.tower.beacon_in)?;
         d.set_item("beacon_out", &self.tower.beacon_out)?;
+        d.set_item("cert", &none)?;
+        d.set_item("trust", &none)?;
         out.set_item("Tower", d)?;
 
         let (p, d) = (&self.producer, PyDict::new(py));
@@ -283,6 +288,10 @@ impl Defaults {
         for f in FUNCTIONS {
             let d = PyDict::new(py);
             discovery(&d)?;
+            if f == "check_node" {
+                // The role whose certificate `cert` must be: a read client's.
+                d.set_item("role", Role::Consumer.name())?;
+            }
             out.set_item(f, d)?;
         }
         Ok(out)

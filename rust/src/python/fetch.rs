@@ -1,6 +1,8 @@
 //! `dafka._native.heads`, `dafka._native.offsets`, `dafka._native.fetch_range`
 //! and `dafka._native.fetch_ranges`: the bounded read client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
 
+use std::path::PathBuf;
+
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -9,6 +11,7 @@ use crate::python::defaults::DEFAULT;
 use crate::python::discovery::Discovery;
 use crate::python::node::check_signals;
 use crate::python::{seconds, str_list, unsigned, StrList};
+use crate::security::Role;
 
 /// The partitions of ``topic`` held by stores (and live producers), each with
 /// its next offset: ``{partition: last_offset + 1}``.
@@ -16,7 +19,7 @@ use crate::python::{seconds, str_list, unsigned, StrList};
 #[pyo3(signature = (
     topic, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5,
     bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
-    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None
+    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None, cert = None, trust = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn heads(
@@ -31,6 +34,8 @@ fn heads(
     beacon_interval: f64,
     beacon_timeout: f64,
     advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
     let cfg = Discovery {
         towers,
@@ -40,8 +45,10 @@ fn heads(
         beacon_interval,
         beacon_timeout,
         advertise_host,
+        cert,
+        trust,
     }
-    .read_config()?;
+    .read_config(Role::Consumer)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
 }
@@ -58,7 +65,7 @@ fn heads(
     topic, *, partitions = None, exclude = None, towers = None, peers = None,
     wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5, bind = DEFAULT.node.bind.clone(),
     beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None
+    advertise_host = None, cert = None, trust = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn offsets(
@@ -75,6 +82,8 @@ fn offsets(
     beacon_interval: f64,
     beacon_timeout: f64,
     advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
     let cfg = Discovery {
         towers,
@@ -84,8 +93,10 @@ fn offsets(
         beacon_interval,
         beacon_timeout,
         advertise_host,
+        cert,
+        trust,
     }
-    .read_config()?;
+    .read_config(Role::Consumer)?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
     let got = py.detach(|| {
@@ -114,7 +125,7 @@ fn offsets(
     topic, partition, start, end, *, towers = None, peers = None, wire = DEFAULT.node.wire,
     timeout = 60.0, fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
     beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None
+    advertise_host = None, cert = None, trust = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_range<'py>(
@@ -132,6 +143,8 @@ fn fetch_range<'py>(
     beacon_interval: f64,
     beacon_timeout: f64,
     advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
 ) -> PyResult<PyFetched<'py>> {
     let cfg = Discovery {
         towers,
@@ -141,8 +154,10 @@ fn fetch_range<'py>(
         beacon_interval,
         beacon_timeout,
         advertise_host,
+        cert,
+        trust,
     }
-    .read_config()?;
+    .read_config(Role::Consumer)?;
     let t = seconds("timeout", timeout)?;
     let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
     let got = py.detach(|| {
@@ -180,7 +195,7 @@ fn to_py(py: Python<'_>, got: fetcher::Fetched) -> PyFetched<'_> {
     ranges, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 60.0,
     fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
     beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None
+    advertise_host = None, cert = None, trust = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_ranges<'py>(
@@ -195,6 +210,8 @@ fn fetch_ranges<'py>(
     beacon_interval: f64,
     beacon_timeout: f64,
     advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
 ) -> PyResult<Vec<PyFetched<'py>>> {
     let cfg = Discovery {
         towers,
@@ -204,8 +221,10 @@ fn fetch_ranges<'py>(
         beacon_interval,
         beacon_timeout,
         advertise_host,
+        cert,
+        trust,
     }
-    .read_config()?;
+    .read_config(Role::Consumer)?;
     let t = seconds("timeout", timeout)?;
     let mut owned = Vec::with_capacity(ranges.len());
     for (topic, partition, start, end) in ranges {
@@ -247,7 +266,8 @@ impl HeadsWatch {
     #[pyo3(signature = (
         topic, *, towers = None, peers = None, wire = DEFAULT.node.wire,
         bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
-        beacon_timeout = DEFAULT.node.beacon_timeout, forget_after = None, advertise_host = None
+        beacon_timeout = DEFAULT.node.beacon_timeout, forget_after = None, advertise_host = None,
+        cert = None, trust = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -260,6 +280,8 @@ impl HeadsWatch {
         beacon_timeout: f64,
         forget_after: Option<f64>,
         advertise_host: Option<String>,
+        cert: Option<PathBuf>,
+        trust: Option<PathBuf>,
     ) -> PyResult<Self> {
         let cfg = Discovery {
             towers,
@@ -269,8 +291,10 @@ impl HeadsWatch {
             beacon_interval,
             beacon_timeout,
             advertise_host,
+            cert,
+            trust,
         }
-        .read_config()?;
+        .read_config(Role::Consumer)?;
         let forget_after = forget_after
             .map(|f| seconds("forget_after", f))
             .transpose()?;
@@ -345,12 +369,17 @@ impl HeadsWatch {
 /// Checks node settings as a node would at start-up, without starting one:
 /// raises ``ConfigError`` (or ``ValueError``) saying what to fix. For a Spark
 /// driver, so that a bad option is reported once there, not by every task.
+/// With ``cert`` and ``trust`` it reads both, as a node of ``role``
+/// (``"store"``, ``"producer"``, ``"consumer"``, the read clients' role, or
+/// ``"tower"``) would: a missing file raises ``OSError``, a certificate of
+/// another role ``ConfigError``.
 #[pyfunction]
 #[pyo3(signature = (
     *, towers = None, peers = None, wire = DEFAULT.node.wire, bind = DEFAULT.node.bind.clone(),
     beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None
+    advertise_host = None, cert = None, trust = None, role = "consumer"
 ))]
+#[allow(clippy::too_many_arguments)]
 fn check_node(
     towers: Option<StrList>,
     peers: Option<StrList>,
@@ -359,7 +388,11 @@ fn check_node(
     beacon_interval: f64,
     beacon_timeout: f64,
     advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
+    role: &str,
 ) -> PyResult<()> {
+    let role: Role = role.parse()?;
     Discovery {
         towers,
         peers,
@@ -368,8 +401,10 @@ fn check_node(
         beacon_interval,
         beacon_timeout,
         advertise_host,
+        cert,
+        trust,
     }
-    .read_config()
+    .read_config(role)
     .map(drop)
 }
 

@@ -50,11 +50,25 @@ pub(super) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
 /// beacon_out : str, default "tcp://*:5557"
 ///     Endpoint the XPUB socket binds, where nodes receive beacons (5557 as in the C
 ///     reference). Port 0 or ``*`` picks a free port.
+/// cert : str or os.PathLike or None, default None
+///     Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+///     tower's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+///     ``"tower"``. Needs ``trust``. None: plaintext, anyone who reaches the tower joins.
+/// trust : str or os.PathLike or None, default None
+///     Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+///     it changes. Needs ``cert``. A secure tower's ``endpoint`` carries its public key
+///     (``tcp://HOST:IN,OUT;curve=KEY``), what secure nodes pass in ``towers=[...]``.
 ///
 /// Raises
 /// ------
 /// ConfigError
 ///     An endpoint is malformed: not ``tcp://HOST:PORT``, ``ipc://PATH`` or ``inproc://NAME``.
+///     Secure mode: ``cert`` without ``trust`` (or the reverse), or a certificate of another
+///     role.
+/// OSError
+///     ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+/// SecurityError
+///     ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
 /// NodeError
 ///     A socket cannot bind, e.g. the port is in use.
 #[pyclass(module = "dafka._native", name = "Tower", frozen)]
@@ -67,21 +81,32 @@ impl PyTower {
     #[new]
     #[pyo3(signature = (
         *, beacon_in = DEFAULT.tower.beacon_in.clone(),
-        beacon_out = DEFAULT.tower.beacon_out.clone()
+        beacon_out = DEFAULT.tower.beacon_out.clone(), cert = None, trust = None
     ))]
-    fn new(py: Python<'_>, beacon_in: String, beacon_out: String) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        beacon_in: String,
+        beacon_out: String,
+        cert: Option<std::path::PathBuf>,
+        trust: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
         let cfg = TowerConfig {
             beacon_in,
             beacon_out,
-            security: None,
+            security: crate::python::discovery::security(cert, trust)?,
         };
         crate::node::config::check_endpoint("beacon_in", &cfg.beacon_in)?;
         crate::node::config::check_endpoint("beacon_out", &cfg.beacon_out)?;
+        crate::python::discovery::load_security(
+            cfg.security.as_ref(),
+            crate::security::Role::Tower,
+        )?;
         let inner = py.detach(|| Tower::new(cfg))?;
         Ok(Self { inner })
     }
 
-    /// What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``.
+    /// What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``, with
+    /// ``;curve=KEY`` (the tower's public key) after it for a secure tower.
     #[getter]
     fn endpoint(&self) -> String {
         self.inner.endpoint()
@@ -182,16 +207,30 @@ impl PyTower {
 ///     receive them; a node that does not know the extension (the C reference) gets the records
 ///     only by fetching them. The XPUB then holds ``sndhwm / 64`` messages per subscriber (at
 ///     least 1,000).
+/// cert : str or os.PathLike or None, default None
+///     Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+///     node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+///     ``"producer"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
+/// trust : str or os.PathLike or None, default None
+///     Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+///     it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
+///     (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
 ///
 /// Raises
 /// ------
 /// ConfigError
 ///     An option is out of range or malformed: an endpoint, ``wire``, ``topic``, a zero interval
 ///     or bound, ``min_acks`` over 1,024.
+///     Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+///     or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
 /// ValueError
 ///     A negative or too large integer, or a number of seconds that is negative or not finite.
 /// TypeError
 ///     ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable.
+/// OSError
+///     ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+/// SecurityError
+///     ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
 /// NodeError
 ///     The node cannot start, e.g. its ``bind`` endpoint is in use.
 #[pyclass(module = "dafka._native", name = "Producer", frozen)]
@@ -264,7 +303,8 @@ impl PyProducer {
         beacon_interval = DEFAULT.node.beacon_interval,
         beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
         rcvhwm = DEFAULT.node.rcvhwm, max_record_bytes = DEFAULT.producer.max_record_bytes,
-        advertise_host = None, record_batches = DEFAULT.producer.record_batches
+        advertise_host = None, record_batches = DEFAULT.producer.record_batches,
+        cert = None, trust = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -286,6 +326,8 @@ impl PyProducer {
         max_record_bytes: i128,
         advertise_host: Option<String>,
         record_batches: bool,
+        cert: Option<std::path::PathBuf>,
+        trust: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         if let Some(cb) = &on_delivery {
             if !cb.bind(py).is_callable() {
@@ -301,8 +343,10 @@ impl PyProducer {
                 beacon_interval,
                 beacon_timeout,
                 advertise_host,
+                cert,
+                trust,
             }
-            .node_config(sndhwm, rcvhwm)?,
+            .node_config(crate::security::Role::Producer, sndhwm, rcvhwm)?,
             head_interval: seconds("head_interval", head_interval)?,
             min_acks: unsigned("min_acks", min_acks)?,
             max_unacked_bytes: unsigned("max_unacked_bytes", max_unacked_bytes)?,
@@ -647,17 +691,31 @@ impl PyProducer {
 ///     Host put in beacons, for a node behind NAT or in a container: peers connect to
 ///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
 ///     or ``""`` when bound to a wildcard.
+/// cert : str or os.PathLike or None, default None
+///     Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+///     node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+///     ``"consumer"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
+/// trust : str or os.PathLike or None, default None
+///     Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+///     it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
+///     (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
 ///
 /// Raises
 /// ------
 /// ConfigError
 ///     An option is out of range or malformed: an endpoint, ``wire``, ``offset_reset``, a topic or
 ///     partition name, a zero interval or bound.
+///     Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+///     or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
 /// ValueError
 ///     ``topics`` is empty, an integer or offset is negative or too large, or a number of seconds
 ///     is negative or not finite.
 /// TypeError
 ///     ``topics``, ``towers`` or ``peers`` is a ``str`` instead of a list of str.
+/// OSError
+///     ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+/// SecurityError
+///     ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
 /// NodeError
 ///     The node cannot start, e.g. its ``bind`` endpoint is in use.
 #[pyclass(module = "dafka._native", name = "Consumer", frozen)]
@@ -702,7 +760,8 @@ impl PyConsumer {
         idle_after = DEFAULT.consumer.idle_after, forget_after = DEFAULT.consumer.forget_after,
         bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
         beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
-        rcvhwm = DEFAULT.node.rcvhwm, advertise_host = None
+        rcvhwm = DEFAULT.node.rcvhwm, advertise_host = None,
+        cert = None, trust = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -727,6 +786,8 @@ impl PyConsumer {
         sndhwm: i128,
         rcvhwm: i128,
         advertise_host: Option<String>,
+        cert: Option<std::path::PathBuf>,
+        trust: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let mut starts = Vec::new();
         for (p, off) in start_offsets.unwrap_or_default() {
@@ -751,8 +812,10 @@ impl PyConsumer {
                 beacon_interval,
                 beacon_timeout,
                 advertise_host,
+                cert,
+                trust,
             }
-            .node_config(sndhwm, rcvhwm)?,
+            .node_config(crate::security::Role::Consumer, sndhwm, rcvhwm)?,
             offset_reset: offset_reset.parse()?,
             fetch_retry: seconds("fetch_retry", fetch_retry)?,
             max_fetch: unsigned("max_fetch", max_fetch)?,

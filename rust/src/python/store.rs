@@ -93,12 +93,22 @@ static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 ///     Host put in beacons, for a node behind NAT or in a container: peers connect to
 ///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
 ///     or ``""`` when bound to a wildcard.
+/// cert : str or os.PathLike or None, default None
+///     Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
+///     node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
+///     ``"store"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
+/// trust : str or os.PathLike or None, default None
+///     Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
+///     it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
+///     (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
 ///
 /// Raises
 /// ------
 /// ConfigError
 ///     An option is out of range or malformed: an endpoint, ``wire``, ``fsync``, ``recovery``,
 ///     ``fetch_retry``, a zero count, an empty ``path`` or a bad ``PATH/store.id``.
+///     Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+///     or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
 /// ValueError
 ///     A negative or too large integer, ``retain_hours=0`` or ``forget_parked_hours=0``, or a
 ///     number of seconds that is negative or not finite.
@@ -107,6 +117,10 @@ static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// LogError
 ///     The log cannot be opened, e.g. another ``Store`` or ``Log`` holds it; ``LogValueError`` for
 ///     ``segment_bytes`` out of range or ``max_open_files=0``.
+/// OSError
+///     ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+/// SecurityError
+///     ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
 /// NodeError
 ///     The node cannot start, e.g. its ``bind`` endpoint is in use.
 #[pyclass(module = "dafka._native", name = "Store", frozen)]
@@ -130,7 +144,8 @@ impl PyStore {
         retain_hours = DEFAULT.store.retain_hours, retain_bytes = DEFAULT.store.retain_bytes,
         recovery = DEFAULT.store.recovery, max_record_bytes = DEFAULT.store.max_record_bytes,
         fetch_retry = DEFAULT.store.fetch_retry, max_open_files = DEFAULT.store.max_open_files,
-        forget_parked_hours = DEFAULT.store.forget_parked_hours, advertise_host = None
+        forget_parked_hours = DEFAULT.store.forget_parked_hours, advertise_host = None,
+        cert = None, trust = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -156,6 +171,8 @@ impl PyStore {
         max_open_files: Option<i128>,
         forget_parked_hours: Option<i128>,
         advertise_host: Option<String>,
+        cert: Option<std::path::PathBuf>,
+        trust: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
         let mut cfg = StoreConfig {
             node: Discovery {
@@ -166,8 +183,10 @@ impl PyStore {
                 beacon_interval,
                 beacon_timeout,
                 advertise_host,
+                cert,
+                trust,
             }
-            .node_config(sndhwm, rcvhwm)?,
+            .node_config(crate::security::Role::Store, sndhwm, rcvhwm)?,
             ..StoreConfig::default()
         };
         cfg.log.fsync = fsync.parse::<FsyncPolicy>().map_err(Exc::Config.with())?;
