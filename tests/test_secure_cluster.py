@@ -1,0 +1,265 @@
+"""A secure cluster (CURVE + ZAP + roles) from Python, against hostile peers played
+with pyzmq: a tower, two stores, a producer with ``min_acks=2`` and a consumer; an
+outsider cannot read, a sniffer on the wire sees no record content, a trusted
+consumer-role insider cannot forge ACKs or inject a RECORD, and nothing is lost."""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import zmq
+import zmq.auth
+from nodes_util import drain, wait_for
+
+import dafka
+from dafka import wire
+
+pytestmark = pytest.mark.timeout(180)
+
+LOCAL = "tcp://127.0.0.1:0"
+FAST = {"beacon_interval": 0.1, "beacon_timeout": 1.0}
+SECRET = b"SECRET-PAYLOAD-7f3a9c"
+
+
+class Keys:
+    """A trust directory with one certificate per name, and the secret files."""
+
+    def __init__(self, root: Path, names: dict[str, str]) -> None:
+        self.trust = root / "trust"
+        self.secret = root / "secret"
+        self.trust.mkdir(parents=True)
+        for name, role in names.items():
+            public, _ = dafka.keygen(self.secret, name, role=role)
+            public.rename(self.trust / public.name)
+
+    def of(self, name: str) -> dict[str, str]:
+        return {"cert": str(self.secret / f"{name}.key_secret"), "trust": str(self.trust)}
+
+    def z85(self, name: str) -> tuple[bytes, bytes]:
+        public, secret = zmq.auth.load_certificate(self.secret / f"{name}.key_secret")
+        assert secret is not None
+        return public, secret
+
+
+def split(endpoint: str) -> tuple[str, bytes]:
+    ep, key = endpoint.split(";curve=")
+    return ep, key.encode()
+
+
+class Sniffer:
+    """A TCP relay in front of a node's port that keeps every byte it relays (both
+    ways): what anyone on the wire sees."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.removeprefix("tcp://").rsplit(":", 1)
+        self.target = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.seen = bytearray()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        pairs: dict[socket.socket, socket.socket] = {}
+        self.listener.setblocking(False)
+        while not self.stop.is_set():
+            ready, _, _ = select.select([self.listener, *pairs], [], [], 0.05)
+            for s in ready:
+                if s is self.listener:
+                    client, _ = self.listener.accept()
+                    upstream = socket.create_connection(self.target)
+                    pairs[client], pairs[upstream] = upstream, client
+                    continue
+                data = s.recv(65536)
+                if not data:
+                    other = pairs.pop(s)
+                    pairs.pop(other, None)
+                    s.close()
+                    other.close()
+                    continue
+                self.seen += data
+                pairs[s].sendall(data)
+        for s in pairs:
+            s.close()
+        self.listener.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Keys:
+    return Keys(
+        tmp_path / "keys",
+        {
+            "tower": "tower",
+            "s1": "store",
+            "s2": "store",
+            "p": "producer",
+            "c": "consumer",
+            "mallory": "consumer",
+        },
+    )
+
+
+@pytest.fixture
+def tower(keys: Keys) -> Iterator[dafka.Tower]:
+    with dafka.Tower(beacon_in=LOCAL, beacon_out=LOCAL, **keys.of("tower")) as t:
+        yield t
+
+
+def test_secure_cluster_against_hostile_peers(
+    keys: Keys, tower: dafka.Tower, tmp_path: Path
+) -> None:
+    towers = [tower.endpoint]
+    assert ";curve=" in tower.endpoint
+    n = 2000
+    values = [SECRET + b"%06d" % i for i in range(n)]
+    ctx = zmq.Context()
+    sockets: list[zmq.Socket[bytes]] = []
+    try:
+        with dafka.Producer(
+            "t",
+            towers=towers,
+            min_acks=2,
+            head_interval=0.1,
+            **keys.of("p"),
+            **FAST,  # type: ignore[arg-type]
+        ) as p:
+            p_ep, p_key = split(p.endpoint)
+
+            # An outsider (a key nobody trusts) subscribes to everything: nothing.
+            (tmp_path / "outside").mkdir()
+            _, out_sec = zmq.auth.create_certificates(tmp_path / "outside", "eve")
+            eve_pub, eve_sec = zmq.auth.load_certificate(out_sec)
+            spy = ctx.socket(zmq.SUB)
+            sockets.append(spy)
+            spy.curve_serverkey, spy.curve_publickey = p_key, eve_pub
+            spy.curve_secretkey = eve_sec  # type: ignore[assignment]
+            spy.setsockopt(zmq.SUBSCRIBE, b"")
+            spy.connect(p_ep)
+
+            # A trusted consumer-role insider, which the producer connects to.
+            m_pub, m_sec = keys.z85("mallory")
+            assert dafka.read_certificate(keys.secret / "mallory.key_secret").role == "consumer"
+            fake = ctx.socket(zmq.XPUB)
+            sockets.append(fake)
+            fake.curve_server = True
+            fake.curve_secretkey = m_sec  # type: ignore[assignment]
+            fake.bind("tcp://127.0.0.1:*")
+            fake_ep = f"{fake.getsockopt(zmq.LAST_ENDPOINT).decode()};curve={m_pub.decode()}"  # type: ignore[union-attr]
+            p.connect(fake_ep)
+            want = b"\x01K" + p.address.encode()
+            deadline = time.monotonic() + 20
+            while fake.poll(100) == 0 or fake.recv() != want:
+                assert time.monotonic() < deadline, "the producer never connected to the insider"
+
+            # No store runs yet: the insider ACKs everything, in both dialects.
+            p.send_many(values)
+            unacked = p.unacked_bytes
+            for dialect in ("rfc", "zproto"):
+                ack = wire.Ack(topic=p.address.encode(), subject=b"t", sequence=n - 1)
+                fake.send_multipart(wire.encode(ack, dialect))  # type: ignore[arg-type]
+            wait_for(lambda: p.stats()["denied"] >= 2, "the forged ACKs refused")
+            assert p.flush(0.5) == n and p.acked_offset is None
+            assert p.unacked_bytes == unacked, "the forged ACKs released nothing"
+
+            sniffer = Sniffer(p_ep)
+            relayed = f"tcp://127.0.0.1:{sniffer.port};curve={p_key.decode()}"
+            with (
+                dafka.Store(tmp_path / "s1", towers=towers, **keys.of("s1"), **FAST) as s1,  # type: ignore[arg-type]
+                dafka.Store(tmp_path / "s2", towers=towers, **keys.of("s2"), **FAST) as s2,  # type: ignore[arg-type]
+                dafka.Consumer(
+                    ["t"], peers=[relayed], offset_reset="earliest", **keys.of("c")
+                ) as c,
+            ):
+                # The producer hears the consumer's FETCHes directly; the
+                # consumer reads the producer through the sniffer only.
+                p.connect(c.endpoint)
+                # The insider injects a RECORD into the producer's partition,
+                # to the stores and the consumer that connect to it.
+                for node in (s1, s2, c):
+                    node.connect(fake_ep)
+                subscribed: set[bytes] = set()
+                deadline = time.monotonic() + 20
+                while not {b"\x01M", b"\x01Mt"} <= subscribed:
+                    assert time.monotonic() < deadline, subscribed
+                    if fake.poll(100):
+                        subscribed.add(fake.recv())
+                time.sleep(0.3)  # every store's subscription in (two of them say M)
+                forged = wire.Record(
+                    topic=b"t",
+                    address=p.address.encode(),
+                    subject=b"t",
+                    sequence=n,
+                    content=b"forged",
+                )
+                fake.send_multipart(wire.encode(forged))
+                wait_for(
+                    lambda: (
+                        min(s1.stats()["denied"], s2.stats()["denied"], c.stats()["denied"]) >= 1
+                    ),
+                    "the injected RECORD refused everywhere",
+                )
+                assert p.flush(60) == 0, p.stats()
+                got = drain(c, n, within=60)
+                assert [r.offset for r in got] == list(range(n))
+                assert [r.value for r in got] == values
+                assert not c.poll_many(timeout=0.5), "nothing past the producer's records"
+                for s in (s1, s2):
+                    (info,) = [i for i in s.partitions("t") if i.partition == p.address]
+                    assert info.next_offset == n, "the forged record is stored nowhere"
+            sniffer.close()
+            assert len(sniffer.seen) > n * len(SECRET), "the records crossed the sniffer"
+            assert SECRET not in sniffer.seen, "a record's content in plain text on the wire"
+            spy.setsockopt(zmq.RCVTIMEO, 200)
+            with pytest.raises(zmq.Again):
+                spy.recv()
+            assert p.stats()["auth_refused"] >= 1
+    finally:
+        for sock in sockets:
+            sock.close(0)
+        ctx.term()
+
+
+def test_the_sniffer_does_see_an_insecure_cluster() -> None:
+    """The control for the test above: without security the sniffer reads records."""
+    with dafka.Producer("t", min_acks=0) as p:
+        sniffer = Sniffer(p.endpoint)
+        try:
+            with dafka.Consumer(["t"], peers=[f"tcp://127.0.0.1:{sniffer.port}"]) as c:
+                deadline = time.monotonic() + 20
+                while not c.poll_many(timeout=0.1):
+                    assert time.monotonic() < deadline
+                    p.send(SECRET)
+        finally:
+            sniffer.close()
+    assert SECRET in sniffer.seen
+
+
+def test_an_outsider_cannot_join_through_the_tower(
+    keys: Keys, tower: dafka.Tower, tmp_path: Path
+) -> None:
+    """An insecure node cannot name a secure tower, and a node with a key the trust
+    directory lacks is refused by the tower: nobody hears of it."""
+    with pytest.raises(dafka.ConfigError, match="give it cert and trust"):
+        dafka.Consumer(["t"], towers=[tower.endpoint])
+    stranger = Keys(tmp_path / "stranger", {"x": "consumer"})
+    own_trust = {"cert": stranger.of("x")["cert"], "trust": str(keys.trust)}
+    with (
+        dafka.Producer("t", towers=[tower.endpoint], min_acks=0, **keys.of("p"), **FAST) as p,  # type: ignore[arg-type]
+        dafka.Consumer(["t"], towers=[tower.endpoint], **own_trust, **FAST) as c,  # type: ignore[arg-type]
+    ):
+        wait_for(lambda: tower.stats()["auth_refused"] > 0, "the tower to refuse the stranger")
+        p.send(b"x")
+        time.sleep(1.0)
+        assert c.stats()["peers"] == 0
+        assert not c.poll_many(timeout=0.2)
