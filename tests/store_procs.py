@@ -1,7 +1,7 @@
 """Processes for the store tests: ``python tests/store_procs.py ROLE ...``.
 
-- ``store DIR TOWER [WIRE]``: runs a store in DIR (sending in dialect WIRE, default
-  ``rfc``), prints ``READY address endpoint``, runs
+- ``store DIR TOWER [WIRE [CERT TRUST]]``: runs a store in DIR (sending in dialect
+  WIRE, default ``rfc``; secure with CERT and TRUST), prints ``READY address endpoint``, runs
   until stdin closes (then closes cleanly and prints ``CLOSED``) or it is killed.
 - ``producer TOWER TOPIC N``: publishes N records (value = the offset as 8 digits,
   padded to 100 bytes), waits until a store ACKed all of them, prints ``ACKED N``
@@ -30,8 +30,18 @@ def value(i: int) -> bytes:
     return (b"%08d" % i).ljust(100, b".")
 
 
-def store(path: str, tower: str, wire: str = "rfc") -> int:
-    with dafka.Store(path, towers=[tower], wire=wire, beacon_interval=0.2, beacon_timeout=3.0) as s:
+def store(
+    path: str, tower: str, wire: str = "rfc", cert: str | None = None, trust: str | None = None
+) -> int:
+    with dafka.Store(
+        path,
+        towers=[tower],
+        wire=wire,
+        beacon_interval=0.2,
+        beacon_timeout=3.0,
+        cert=cert,
+        trust=trust,
+    ) as s:
         print(f"READY {s.address} {s.endpoint}", flush=True)
         sys.stdin.read()
     print("CLOSED", flush=True)

@@ -6,7 +6,10 @@ consumer-role insider cannot forge ACKs or inject a RECORD, and nothing is lost.
 from __future__ import annotations
 
 import select
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -263,3 +266,51 @@ def test_an_outsider_cannot_join_through_the_tower(
         time.sleep(1.0)
         assert c.stats()["peers"] == 0
         assert not c.poll_many(timeout=0.2)
+
+
+def test_a_sigkilled_secure_store_loses_nothing(
+    keys: Keys, tower: dafka.Tower, tmp_path: Path
+) -> None:
+    """A secure store in its own process, SIGKILLed while records stream and started
+    again: every record ACKed and delivered, in order."""
+    here = Path(__file__).parent
+
+    def start() -> subprocess.Popen[str]:
+        cert, trust = keys.of("s1")["cert"], keys.of("s1")["trust"]
+        args = ["store", str(tmp_path / "s"), tower.endpoint, "rfc", cert, trust]
+        proc = subprocess.Popen(
+            [sys.executable, str(here / "store_procs.py"), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        assert line and line[0] == "READY", line
+        return proc
+
+    procs = [start()]
+    try:
+        towers = [tower.endpoint]
+        with dafka.Producer("t", towers=towers, head_interval=0.1, **keys.of("p"), **FAST) as p:  # type: ignore[arg-type]
+            assert p.wait_for_stores(1, 30) == 1
+            for i in range(0, 20_000, 500):
+                p.send_many([b"%08d" % j for j in range(i, i + 500)])
+            wait_for(lambda: (p.acked_offset or 0) > 1000, "the first ACKs")
+            procs[0].send_signal(signal.SIGKILL)
+            procs[0].wait(timeout=30)
+            for i in range(20_000, 30_000, 500):
+                p.send_many([b"%08d" % j for j in range(i, i + 500)])
+            procs.append(start())
+            assert p.flush(90) == 0, p.stats()
+            with dafka.Consumer(
+                ["t"], towers=towers, offset_reset="earliest", **keys.of("c"), **FAST
+            ) as c:  # type: ignore[arg-type]
+                got = drain(c, 30_000, within=90)
+            assert [r.offset for r in got] == list(range(30_000))
+            assert all(r.value == b"%08d" % r.offset for r in got)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
