@@ -149,6 +149,15 @@ def test_secure_cluster_against_hostile_peers(
             spy.curve_secretkey = eve_sec  # type: ignore[assignment]
             spy.setsockopt(zmq.SUBSCRIBE, b"")
             spy.connect(p_ep)
+            # The outsider offers itself as a peer: the producer never connects to
+            # a key its trust directory lacks (it would hear its ACKs otherwise).
+            lure = ctx.socket(zmq.XPUB)
+            sockets.append(lure)
+            lure.curve_server = True
+            lure.curve_secretkey = eve_sec  # type: ignore[assignment]
+            lure.bind("tcp://127.0.0.1:*")
+            lure_ep = lure.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
+            p.connect(f"{lure_ep};curve={eve_pub.decode()}")
 
             # A trusted consumer-role insider, which the producer connects to.
             m_pub, m_sec = keys.z85("mallory")
@@ -223,6 +232,7 @@ def test_secure_cluster_against_hostile_peers(
             sniffer.close()
             assert len(sniffer.seen) > n * len(SECRET), "the records crossed the sniffer"
             assert SECRET not in sniffer.seen, "a record's content in plain text on the wire"
+            assert lure.poll(200) == 0, "the producer subscribed to an untrusted peer"
             spy.setsockopt(zmq.RCVTIMEO, 200)
             with pytest.raises(zmq.Again):
                 spy.recv()
