@@ -470,7 +470,10 @@ fn a_topic_acl_is_a_prefix_acl() {
     prefix.set_rcvtimeo(100).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        assert!(Instant::now() < deadline, "the prefix subscriber got nothing");
+        assert!(
+            Instant::now() < deadline,
+            "the prefix subscriber got nothing"
+        );
         p.send(b"x", None).unwrap();
         if let Ok(frames) = prefix.recv_multipart(0) {
             assert!(frames[0].starts_with(b"Mlogs2"));
