@@ -487,3 +487,60 @@ fn a_topic_acl_is_a_prefix_acl() {
     drop((denied, prefix));
     p.close().unwrap();
 }
+
+/// A key added to the trust directory needs no restart: a consumer named
+/// its producer as a static peer before it trusted the producer's key, and
+/// connects once the key is there.
+#[test]
+fn a_key_added_later_is_connected_to_without_restarts() {
+    let keys = Keys::new(&[("p", Role::Producer), ("c", Role::Consumer)]);
+    let p = Producer::new(
+        "t",
+        ProducerConfig {
+            node: node(&keys, "p", &[]),
+            min_acks: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // The consumer's own trust directory holds every key but the producer's.
+    let own = tempfile::tempdir().unwrap();
+    std::fs::copy(keys.trust.join("c.key"), own.path().join("c.key")).unwrap();
+    let c = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            node: NodeConfig {
+                peers: vec![p.endpoint().to_string()],
+                security: Some(SecurityConfig {
+                    cert: keys.secret.join("c.key_secret"),
+                    trust: own.path().to_path_buf(),
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for _ in 0..5 {
+        p.send(b"unheard", None).unwrap();
+    }
+    assert!(c
+        .poll_many(100, Duration::from_millis(500))
+        .unwrap()
+        .is_empty());
+    std::fs::copy(keys.trust.join("p.key"), own.path().join("p.key")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "never connected to the trusted producer"
+        );
+        p.send(b"heard", None).unwrap();
+        let got = c.poll_many(100, Duration::from_millis(100)).unwrap();
+        if got.iter().any(|r| r.value.as_slice() == b"heard") {
+            break;
+        }
+    }
+    c.close().unwrap();
+    p.close().unwrap();
+}

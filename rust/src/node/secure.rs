@@ -53,6 +53,10 @@ pub(crate) struct SecureCore {
     // it about handshakes until they are gone.
     pub zap: ZapHandler,
     pub peers: Vec<PeerSub>,
+    /// Peers named (by discovery or `peers=[...]`) whose key is not trusted
+    /// now: connected to if it becomes trusted (a key added to the trust
+    /// directory, or put back), until discovery forgets them.
+    waiting: Vec<String>,
     /// Where the next `recv` starts (round robin over the peers).
     next: usize,
     /// The subscriptions every peer socket sends (`01` + prefix).
@@ -69,6 +73,7 @@ impl SecureCore {
             id,
             zap,
             peers: Vec::new(),
+            waiting: Vec::new(),
             next: 0,
             subscribe,
             rcvhwm,
@@ -91,8 +96,12 @@ impl SecureCore {
         };
         if !self.id.trust.snapshot().contains(&key) {
             self.say(endpoint, "a peer whose key is not in the trust directory");
+            if !self.waiting.iter().any(|w| w == endpoint) {
+                self.waiting.push(endpoint.to_string());
+            }
             return Ok(());
         }
+        self.waiting.retain(|w| w != endpoint);
         let sock = ctx.socket(zmq::XSUB)?;
         sock.set_rcvhwm(self.rcvhwm)?;
         sock.set_linger(0)?;
@@ -115,6 +124,7 @@ impl SecureCore {
 
     pub fn disconnect(&mut self, endpoint: &str) {
         self.peers.retain(|p| p.endpoint != endpoint);
+        self.waiting.retain(|w| w != endpoint);
     }
 
     /// The next message from any peer (round robin), and its sender's key.
@@ -185,23 +195,32 @@ impl SecureCore {
     }
 
     /// Whether the trusted keys changed since the last call; if so the
-    /// sockets of peers no longer trusted are closed.
-    pub fn trust_changed(&mut self) -> bool {
+    /// sockets of peers no longer trusted are closed (and wait to be
+    /// trusted again), and the peers waiting for their key are connected
+    /// to if it is trusted now.
+    pub fn trust_changed(&mut self, ctx: &zmq::Context) -> Result<bool> {
         let g = self.id.trust.generation();
         if g == self.generation {
-            return false;
+            return Ok(false);
         }
         self.generation = g;
         let snap = self.id.trust.snapshot();
         let before = self.peers.len();
-        self.peers.retain(|p| snap.contains(&p.key));
+        let (kept, revoked): (Vec<PeerSub>, Vec<PeerSub>) = std::mem::take(&mut self.peers)
+            .into_iter()
+            .partition(|p| snap.contains(&p.key));
+        self.peers = kept;
         if self.peers.len() != before {
             tracing::info!(
                 "trust directory changed: {} peer connection(s) closed",
                 before - self.peers.len()
             );
         }
-        true
+        for ep in std::mem::take(&mut self.waiting) {
+            self.connect(ctx, &ep)?;
+        }
+        self.waiting.extend(revoked.into_iter().map(|p| p.endpoint));
+        Ok(true)
     }
 
     fn say(&mut self, who: &str, what: &str) {

@@ -417,7 +417,7 @@ impl Core {
         let Some(sc) = &mut self.secure else {
             return Ok(());
         };
-        if !sc.trust_changed() {
+        if !sc.trust_changed(&self.ctx)? {
             return Ok(());
         }
         // Close the old XPUB (its port frees as the close completes), then
