@@ -128,10 +128,8 @@ impl Client {
                 }
                 let (s, n) = self.frames.slices();
                 let decoded = decode(&s[..n]);
-                if let Ok((m, _)) = &decoded {
-                    if self.core.refuse(from, m, &self.stats) {
-                        continue;
-                    }
+                if self.core.refuse(from, &decoded, &self.stats) {
+                    continue;
                 }
                 match decoded {
                     // A batch of FETCH answers: its records one by one.

@@ -162,12 +162,6 @@ pub struct Core {
     secure: Option<SecureCore>,
 }
 
-fn sc_path(cfg: &NodeConfig) -> &std::path::Path {
-    cfg.security
-        .as_ref()
-        .map_or(std::path::Path::new(""), |s| &s.cert)
-}
-
 /// A secure node's certificate must allow what it does: a producer's or
 /// consumer's its topics, a store's every topic (it subscribes to every
 /// record; a store for some topics only is not a thing yet).
@@ -242,12 +236,13 @@ impl Core {
     ) -> Result<Self> {
         cfg.validate()?;
         let id = match &cfg.security {
-            Some(sc) => Some(Arc::new(sc.load(role_of(node))?)),
+            Some(sc) => {
+                let id = sc.load(role_of(node))?;
+                check_topics(&id, node, topics, &sc.cert)?;
+                Some(Arc::new(id))
+            }
             None => None,
         };
-        if let Some(id) = &id {
-            check_topics(id, node, topics, sc_path(cfg))?;
-        }
         // The ZAP handler before any CURVE server socket: without one, a
         // CURVE server lets every key in.
         let zap = match &id {
@@ -354,10 +349,16 @@ impl Core {
         }
     }
 
-    /// Whether `msg` from `from` is refused by the roles of a secure cluster
-    /// (counted in `denied`); never in insecure mode.
-    pub fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
-        let (Some(sc), Sender::Key(key)) = (&mut self.secure, from) else {
+    /// Whether a message from `from`, as [`crate::wire::decode`] gave it, is
+    /// refused by the roles of a secure cluster (counted in `denied`); never
+    /// in insecure mode, nor a malformed one (the loop counts those).
+    pub fn refuse(
+        &mut self,
+        from: Sender,
+        decoded: &std::result::Result<(Message<'_>, Dialect), crate::wire::WireError>,
+        stats: &Stats,
+    ) -> bool {
+        let (Some(sc), Sender::Key(key), Ok((msg, _))) = (&mut self.secure, from, decoded) else {
             return false;
         };
         let refused = sc.refuse(&key, msg).is_some();
@@ -833,7 +834,9 @@ impl Core {
 
     /// What [`Core::poll_items`]' items say after the poll.
     fn readable(&self, items: &[zmq::PollItem<'_>]) -> Readable {
-        let beacons = self.disc.poll_items().len();
+        // The XPUB, then the beacon sockets, then the SUB and the peers'.
+        let subs = 1 + self.secure.as_ref().map_or(0, |sc| sc.peers.len());
+        let beacons = items.len() - 1 - subs;
         Readable {
             xpub: items[0].is_readable(),
             beacon: items[1..1 + beacons].iter().any(|i| i.is_readable()),

@@ -146,10 +146,8 @@ pub(super) fn run(
                 }
                 let (s, n) = frames.slices();
                 let decoded = decode(&s[..n]);
-                if let Ok((m, _)) = &decoded {
-                    if core.refuse(from, m, stats) {
-                        continue;
-                    }
+                if core.refuse(from, &decoded, stats) {
+                    continue;
                 }
                 match decoded {
                     Ok((Message::Ack(a) | Message::AddressedAck(a), _)) => {

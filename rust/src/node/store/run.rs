@@ -237,10 +237,8 @@ pub(super) fn run<L: StoreLog>(
                 }
                 let (s, n) = frames.slices();
                 let decoded = decode(&s[..n]);
-                if let Ok((m, _)) = &decoded {
-                    if core.refuse(from, m, stats) {
-                        continue;
-                    }
+                if core.refuse(from, &decoded, stats) {
+                    continue;
                 }
                 let outs = match decoded {
                     Ok((Message::Record(r), _)) if r.topic == r.subject => {
