@@ -4,6 +4,7 @@
 //! Modules:
 //! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
 //! - [`log`]: the durable segment store (no sockets).
+//! - [`meta`]: a record's key, headers and create time, encoded (wire and log).
 //! - [`node`]: towers, producers, consumers and stores, one thread each.
 //! - [`security`]: CURVE certificates, trust directories, the ZAP handler,
 //!   roles and topic patterns (secure clusters).
@@ -15,6 +16,7 @@
 pub mod cli;
 pub mod error;
 pub mod log;
+pub mod meta;
 pub mod node;
 pub mod security;
 pub mod wire;

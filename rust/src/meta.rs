@@ -1,0 +1,490 @@
+//! A record's metadata beyond its value: its create time, an optional key
+//! and optional headers (ordered `(name, value)` pairs, repeats allowed, as
+//! Kafka's). One encoding, used on the wire (the META-RECORD-BATCH
+//! extension's meta frame, PROTOCOL.md) and in the log (format version 2
+//! stores it in front of the value). Pure functions, no I/O.
+//!
+//! ```text
+//! meta     = flags timestamp [key] [headers]
+//! flags    = 1 octet: bit 0 key present, bit 1 headers present,
+//!            bit 2 the timestamp is a store's append time (the record has
+//!            no create time), bit 3 no timestamp at all (the field is 0);
+//!            others 0, bits 2 and 3 not both
+//! timestamp= 8 octets, ms since the Unix epoch: the create time (bits 2, 3 clear)
+//! key      = longstr (4-octet length + bytes)
+//! headers  = count (4 octets, at least 1) + count * (name value)
+//! name     = longstr, UTF-8      value = longstr
+//! ```
+//!
+//! A record with neither key nor headers costs [`PLAIN_LEN`] (9) bytes.
+//!
+//! A *body* is a record's metadata followed by its value: what RECORD-BATCHes
+//! with metadata carry per record, what the log stores, what a producer holds.
+//! [`wrap`] makes one of a plain value (a C producer's record), [`split`]
+//! takes one apart.
+
+use std::fmt;
+
+/// Flag bit: a key follows the timestamp.
+pub const FLAG_KEY: u8 = 1;
+/// Flag bit: headers follow the key (or the timestamp).
+pub const FLAG_HEADERS: u8 = 2;
+/// Flag bit: the timestamp is a store's append time, not a create time.
+pub const FLAG_LOG_APPEND: u8 = 4;
+/// Flag bit: no timestamp is known (the timestamp field is 0).
+pub const FLAG_NO_TIME: u8 = 8;
+const KNOWN_FLAGS: u8 = FLAG_KEY | FLAG_HEADERS | FLAG_LOG_APPEND | FLAG_NO_TIME;
+/// Bytes of the metadata of a record with neither key nor headers.
+pub const PLAIN_LEN: usize = 9;
+
+/// What a record's timestamp is (Kafka's `timestampType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeType {
+    /// Set by the producer (`send`'s `timestamp`, or the time of `send`): 0.
+    Create,
+    /// A store's append time, for a record that has no create time: 1.
+    LogAppend,
+}
+
+impl TimeType {
+    /// Kafka's number for it: 0 create time, 1 log-append time.
+    pub fn code(self) -> i32 {
+        match self {
+            TimeType::Create => 0,
+            TimeType::LogAppend => 1,
+        }
+    }
+}
+
+/// Why metadata could not be parsed (malformed: dropped and counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaError(pub &'static str);
+
+impl fmt::Display for MetaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed record metadata: {}", self.0)
+    }
+}
+
+impl std::error::Error for MetaError {}
+
+/// Appends the metadata of a record with neither key nor headers.
+pub fn encode_plain(out: &mut Vec<u8>, create_time: u64) {
+    out.push(0);
+    out.extend_from_slice(&create_time.to_be_bytes());
+}
+
+/// Appends the body of a plain value (a record without metadata, e.g. from a
+/// C-reference producer): `append_time` is the time a store appends it at,
+/// None where nobody knows a time (a consumer receiving it live).
+pub fn wrap(out: &mut Vec<u8>, append_time: Option<u64>, value: &[u8]) {
+    match append_time {
+        Some(t) => {
+            out.push(FLAG_LOG_APPEND);
+            out.extend_from_slice(&t.to_be_bytes());
+        }
+        None => {
+            out.push(FLAG_NO_TIME);
+            out.extend_from_slice(&0u64.to_be_bytes());
+        }
+    }
+    out.extend_from_slice(value);
+}
+
+/// Takes a body apart: its metadata and its value.
+pub fn split(body: &[u8]) -> Result<(MetaRef<'_>, &[u8]), MetaError> {
+    parse(body)
+}
+
+/// The value of a body (what a node that knows no metadata receives).
+pub fn value_of(body: &[u8]) -> Result<&[u8], MetaError> {
+    parse(body).map(|(_, v)| v)
+}
+
+/// Appends a record's metadata. Lengths must fit 32 bits (callers bound
+/// records far below that with `max_record_bytes`).
+pub fn encode<N: AsRef<str>, V: AsRef<[u8]>>(
+    out: &mut Vec<u8>,
+    create_time: u64,
+    key: Option<&[u8]>,
+    headers: &[(N, V)],
+) {
+    let mut flags = 0;
+    if key.is_some() {
+        flags |= FLAG_KEY;
+    }
+    if !headers.is_empty() {
+        flags |= FLAG_HEADERS;
+    }
+    out.push(flags);
+    out.extend_from_slice(&create_time.to_be_bytes());
+    if let Some(k) = key {
+        put_longstr(out, k);
+    }
+    if !headers.is_empty() {
+        out.extend_from_slice(&(headers.len() as u32).to_be_bytes());
+        for (n, v) in headers {
+            put_longstr(out, n.as_ref().as_bytes());
+            put_longstr(out, v.as_ref());
+        }
+    }
+}
+
+/// The encoded length of [`encode`]'s output, without encoding.
+pub fn encoded_len<N: AsRef<str>, V: AsRef<[u8]>>(key: Option<&[u8]>, headers: &[(N, V)]) -> usize {
+    let mut n = PLAIN_LEN;
+    if let Some(k) = key {
+        n += 4 + k.len();
+    }
+    if !headers.is_empty() {
+        n += 4;
+        for (h, v) in headers {
+            n += 8 + h.as_ref().len() + v.as_ref().len();
+        }
+    }
+    n
+}
+
+fn put_longstr(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+    out.extend_from_slice(b);
+}
+
+/// A record's metadata, borrowed from the bytes it was parsed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaRef<'a> {
+    /// The timestamp field, ms since the Unix epoch (0 without one); what it
+    /// is: [`MetaRef::timestamp`].
+    pub create_time: u64,
+    /// The flags octet.
+    pub flags: u8,
+    /// The key, if the record has one (it may be empty).
+    pub key: Option<&'a [u8]>,
+    /// How many headers.
+    pub header_count: u32,
+    /// The encoded headers (checked by [`parse`]); [`MetaRef::headers`] walks them.
+    headers: &'a [u8],
+    /// The whole encoding, as parsed.
+    pub raw: &'a [u8],
+}
+
+impl<'a> MetaRef<'a> {
+    /// The record's timestamp and its type, None without one.
+    pub fn timestamp(&self) -> Option<(u64, TimeType)> {
+        if self.flags & FLAG_NO_TIME != 0 {
+            None
+        } else if self.flags & FLAG_LOG_APPEND != 0 {
+            Some((self.create_time, TimeType::LogAppend))
+        } else {
+            Some((self.create_time, TimeType::Create))
+        }
+    }
+
+    /// The time used to position by time: the timestamp, or `fallback` (a
+    /// store's append time) without one.
+    pub fn time_or(&self, fallback: u64) -> u64 {
+        self.timestamp().map_or(fallback, |(t, _)| t)
+    }
+
+    /// The headers in order, as `(name, value)`.
+    pub fn headers(&self) -> Headers<'a> {
+        Headers {
+            rest: self.headers,
+            left: self.header_count,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> Meta {
+        Meta {
+            create_time: self.create_time,
+            key: self.key.map(<[u8]>::to_vec),
+            headers: self
+                .headers()
+                .map(|(n, v)| (n.to_owned(), v.to_vec()))
+                .collect(),
+        }
+    }
+}
+
+/// Iterator over checked headers (see [`MetaRef::headers`]).
+#[derive(Debug, Clone)]
+pub struct Headers<'a> {
+    rest: &'a [u8],
+    left: u32,
+}
+
+impl<'a> Iterator for Headers<'a> {
+    type Item = (&'a str, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // Checked by `parse`: these cannot fail.
+        let (n, rest) = take_longstr(self.rest).ok()?;
+        let (v, rest) = take_longstr(rest).ok()?;
+        self.rest = rest;
+        Some((std::str::from_utf8(n).ok()?, v))
+    }
+}
+
+/// A record's metadata, owned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// Create time, ms since the Unix epoch.
+    pub create_time: u64,
+    /// The key, if any.
+    pub key: Option<Vec<u8>>,
+    /// The headers in order.
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+impl Meta {
+    /// Appends the encoding.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        encode(out, self.create_time, self.key.as_deref(), &self.headers);
+    }
+}
+
+fn take_u32(b: &[u8]) -> Result<(u32, &[u8]), MetaError> {
+    if b.len() < 4 {
+        return Err(MetaError("truncated length"));
+    }
+    let (n, rest) = b.split_at(4);
+    Ok((u32::from_be_bytes(n.try_into().expect("4 bytes")), rest))
+}
+
+fn take_longstr(b: &[u8]) -> Result<(&[u8], &[u8]), MetaError> {
+    let (n, rest) = take_u32(b)?;
+    let n = n as usize;
+    if rest.len() < n {
+        return Err(MetaError("a length runs past the end"));
+    }
+    Ok(rest.split_at(n))
+}
+
+/// Parses one record's metadata at the start of `b`; returns it and the
+/// bytes after it. Checks everything [`MetaRef::headers`] relies on
+/// (lengths, UTF-8 names, no unknown flag, a headers flag with at least one
+/// header), never panics and never allocates.
+pub fn parse(b: &[u8]) -> Result<(MetaRef<'_>, &[u8]), MetaError> {
+    if b.len() < PLAIN_LEN {
+        return Err(MetaError("shorter than flags and timestamp"));
+    }
+    let flags = b[0];
+    if flags & !KNOWN_FLAGS != 0 {
+        return Err(MetaError("unknown flag bits"));
+    }
+    let create_time = u64::from_be_bytes(b[1..9].try_into().expect("8 bytes"));
+    if flags & FLAG_NO_TIME != 0 && (flags & FLAG_LOG_APPEND != 0 || create_time != 0) {
+        return Err(MetaError("no-time flag with a time"));
+    }
+    let mut rest = &b[PLAIN_LEN..];
+    let key = if flags & FLAG_KEY != 0 {
+        let (k, r) = take_longstr(rest)?;
+        rest = r;
+        Some(k)
+    } else {
+        None
+    };
+    let mut header_count = 0;
+    let start = rest;
+    if flags & FLAG_HEADERS != 0 {
+        let (n, mut r) = take_u32(rest)?;
+        if n == 0 {
+            return Err(MetaError("headers flag with no header"));
+        }
+        // Each header takes at least 8 bytes: a count beyond that is a lie,
+        // refused before walking it.
+        if (n as usize) > r.len() / 8 {
+            return Err(MetaError("more headers than bytes"));
+        }
+        let headers_start = r;
+        for _ in 0..n {
+            let (name, r2) = take_longstr(r)?;
+            if std::str::from_utf8(name).is_err() {
+                return Err(MetaError("a header name is not UTF-8"));
+            }
+            let (_, r3) = take_longstr(r2)?;
+            r = r3;
+        }
+        header_count = n;
+        let used = headers_start.len() - r.len();
+        let meta_len = b.len() - r.len();
+        let meta = MetaRef {
+            create_time,
+            flags,
+            key,
+            header_count,
+            headers: &headers_start[..used],
+            raw: &b[..meta_len],
+        };
+        return Ok((meta, r));
+    }
+    let meta_len = b.len() - start.len();
+    Ok((
+        MetaRef {
+            create_time,
+            flags,
+            key,
+            header_count,
+            headers: &[],
+            raw: &b[..meta_len],
+        },
+        rest,
+    ))
+}
+
+/// Parses exactly `count` metadata back to back filling `b`, calling `f`
+/// with each; anything left over, or too few, is an error.
+pub fn parse_all<'a>(
+    mut b: &'a [u8],
+    count: usize,
+    mut f: impl FnMut(MetaRef<'a>),
+) -> Result<(), MetaError> {
+    // Each takes at least PLAIN_LEN bytes.
+    if count > b.len() / PLAIN_LEN {
+        return Err(MetaError("fewer metadata than records"));
+    }
+    for _ in 0..count {
+        let (m, rest) = parse(b)?;
+        f(m);
+        b = rest;
+    }
+    if !b.is_empty() {
+        return Err(MetaError("bytes after the last record's metadata"));
+    }
+    Ok(())
+}
+
+/// Milliseconds since the Unix epoch now (0 if the clock is before it).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plain_costs_nine_bytes() {
+        let mut b = Vec::new();
+        encode_plain(&mut b, 1234);
+        assert_eq!(b.len(), PLAIN_LEN);
+        let (m, rest) = parse(&b).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!((m.create_time, m.key, m.header_count), (1234, None, 0));
+        let none: &[(&str, &[u8])] = &[];
+        let mut e = Vec::new();
+        encode(&mut e, 1234, None, none);
+        assert_eq!(e, b, "encode without key or headers is the plain form");
+    }
+
+    #[test]
+    fn round_trip_with_empty_repeated_and_non_ascii_headers() {
+        let headers = vec![
+            ("".to_string(), b"".to_vec()),
+            ("trace".to_string(), b"a".to_vec()),
+            ("trace".to_string(), b"b".to_vec()),
+            ("naïve-名前".to_string(), vec![0, 255]),
+        ];
+        let m = Meta {
+            create_time: 1_700_000_000_000,
+            key: Some(b"".to_vec()),
+            headers,
+        };
+        let mut b = Vec::new();
+        m.encode(&mut b);
+        assert_eq!(b.len(), encoded_len(m.key.as_deref(), &m.headers));
+        b.extend_from_slice(b"value");
+        let (r, rest) = parse(&b).unwrap();
+        assert_eq!(rest, b"value");
+        assert_eq!(r.to_owned(), m);
+        assert_eq!(r.raw.len(), b.len() - 5);
+    }
+
+    #[test]
+    fn malformed_is_an_error_not_a_panic() {
+        assert!(parse(&[]).is_err());
+        assert!(
+            parse(&[16, 0, 0, 0, 0, 0, 0, 0, 0]).is_err(),
+            "unknown flag"
+        );
+        assert!(
+            parse(&[8, 0, 0, 0, 0, 0, 0, 0, 1]).is_err(),
+            "no time, but a time"
+        );
+        assert!(
+            parse(&[12, 0, 0, 0, 0, 0, 0, 0, 0]).is_err(),
+            "no time and append time"
+        );
+        assert!(
+            parse(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]).is_err(),
+            "key runs past"
+        );
+        let mut h = vec![2, 0, 0, 0, 0, 0, 0, 0, 0];
+        h.extend_from_slice(&0u32.to_be_bytes());
+        assert!(parse(&h).is_err(), "headers flag with none");
+        let mut h = vec![2, 0, 0, 0, 0, 0, 0, 0, 0];
+        h.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(parse(&h).is_err(), "a huge count");
+        let mut h = vec![2, 0, 0, 0, 0, 0, 0, 0, 0];
+        h.extend_from_slice(&1u32.to_be_bytes());
+        h.extend_from_slice(&1u32.to_be_bytes());
+        h.push(0xff);
+        h.extend_from_slice(&0u32.to_be_bytes());
+        assert!(parse(&h).is_err(), "a name that is not UTF-8");
+        let mut two = Vec::new();
+        encode_plain(&mut two, 1);
+        encode_plain(&mut two, 2);
+        assert!(parse_all(&two, 2, |_| {}).is_ok());
+        assert!(parse_all(&two, 1, |_| {}).is_err(), "left over");
+        assert!(parse_all(&two, 3, |_| {}).is_err(), "too few");
+    }
+
+    #[test]
+    fn wrapped_values_say_what_their_time_is() {
+        let mut b = Vec::new();
+        wrap(&mut b, Some(77), b"v");
+        let (m, v) = split(&b).unwrap();
+        assert_eq!(
+            (m.timestamp(), v),
+            (Some((77, TimeType::LogAppend)), &b"v"[..])
+        );
+        b.clear();
+        wrap(&mut b, None, b"v");
+        let (m, v) = split(&b).unwrap();
+        assert_eq!((m.timestamp(), m.time_or(5), v), (None, 5, &b"v"[..]));
+        b.clear();
+        encode_plain(&mut b, 9);
+        assert_eq!(
+            split(&b).unwrap().0.timestamp(),
+            Some((9, TimeType::Create))
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(b in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = parse(&b);
+            let _ = parse_all(&b, 3, |m| { let _ = m.headers().count(); });
+        }
+
+        #[test]
+        fn round_trips(ts in any::<u64>(), key in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..8)),
+                       hs in proptest::collection::vec(("[a-zé]{0,4}", proptest::collection::vec(any::<u8>(), 0..4)), 0..4)) {
+            let m = Meta { create_time: ts, key, headers: hs };
+            let mut b = Vec::new();
+            m.encode(&mut b);
+            let (r, rest) = parse(&b).unwrap();
+            prop_assert!(rest.is_empty());
+            prop_assert_eq!(r.to_owned(), m);
+        }
+    }
+}
