@@ -283,6 +283,7 @@ def test_stream_offsets_forget_partitions_no_store_announced_for_a_while() -> No
 
         forget_absent_after = 60.0
         max_records_per_task, min_records_per_task, fail_on_data_loss = 1000, 1, True
+        min_partitions = None
 
         def __init__(self) -> None:
             self.heads: dict[str, int] = {}

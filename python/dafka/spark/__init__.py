@@ -22,7 +22,9 @@ checkpoint when Spark could not start its Python worker in time (a fixed 10 s);
 :func:`died_starting` tells that case apart. :func:`local_session` and
 :func:`local_cluster` (a tower and a store on 127.0.0.1) are for local runs.
 
-Reading and writing with the data source, after :func:`register`::
+Reading and writing with the data source, after :func:`register` (Kafka's schema,
+sink columns and options; its sink is exactly-once, see :mod:`dafka.spark._sink`;
+every option in docs/spark.md)::
 
     dafka.spark.register(spark)
     df.write.format("dafka").option("topic", "t").option("towers", tower).save()

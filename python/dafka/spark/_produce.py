@@ -1,29 +1,28 @@
-"""Producing from Spark tasks: one :class:`dafka.Producer` per task, or one per
-Python worker.
+"""Producing from Spark tasks with the helpers (``foreach_partition_writer``,
+``produce_arrow``, ``produce_udf``): one :class:`dafka.Producer` per task, or one per
+Python worker. The ``dafka`` data source's sink is exactly-once and works otherwise:
+see :mod:`dafka.spark._sink`.
 
-By default every task (a ``foreachPartition`` call, a ``mapInArrow`` call, a
-batch data-source writer task) opens its own producer, so each task writes its
-own dafka partition (the producer's address). It sends, then flushes until
-``min_acks`` stores have acknowledged every record, and raises if they do not
-within ``flush_timeout``, so Spark retries the task.
+By default every helper task (a ``foreachPartition`` call, a ``mapInArrow`` call)
+opens its own producer, so each task writes its own dafka partition (the producer's
+address). It sends, then flushes until ``min_acks`` stores have acknowledged every
+record, and raises if they do not within ``flush_timeout``, so Spark retries the task.
 
-With ``ProducerSettings(reuse=True)`` (the streaming sink's default: option
-``reuseProducer``) a task borrows the producer an earlier task of the same Python
-worker process left behind, already connected to its stores, and gives it back
-once its records are acknowledged. Every micro-batch would otherwise start a new
-partition per task: thousands an hour under a short trigger, each one kept by
-every store and announced to every consumer. A task's records are then the
-offsets ``first..last`` of a partition its worker shares with its other tasks.
+With ``ProducerSettings(reuse=True)`` (``produce_udf`` always) a task borrows the
+producer an earlier task of the same Python worker process left behind, already
+connected to its stores, and gives it back once its records are acknowledged. A
+task's records are then the offsets ``first..last`` of a partition its worker shares
+with its other tasks.
 
 Retries and duplicates: a failed task's producer is closed, never reused; the
 retried task (or a speculative copy) writes through another producer, hence into
 another partition, and sends all of its rows again, while the records the failed
-attempt got acknowledged stay where they are. Delivery is therefore
-at-least-once. To deduplicate downstream, put a stable key in each value (a row
-id, or ``(spark_partition_id, row_index)``) and drop repeated keys when reading,
-or read only the ranges whose task committed (the ``(partition, first_offset,
-last_offset)`` rows returned by the Arrow path and the data-source writer's
-commit messages name them).
+attempt got acknowledged stay where they are. Delivery through the helpers is
+therefore at-least-once. To deduplicate downstream, put a stable key in each record
+(a row id, or ``(spark_partition_id, row_index)``) and drop repeated keys when
+reading, or read only the ranges whose task committed (the ``(partition,
+first_offset, last_offset)`` rows the Arrow path returns name them); or write with
+the data source, which is exactly-once.
 """
 
 from __future__ import annotations
@@ -213,8 +212,8 @@ class ProducerSettings:
     def from_options(cls, options: Mapping[str, str], *, reuse: bool = False) -> ProducerSettings:
         """From data-source options: ``topic``, ``towers`` / ``peers`` (comma
         separated), ``minAcks``, ``flushTimeout``, ``wire``, ``beaconInterval``,
-        ``beaconTimeout``, ``bind``, ``advertiseHost``, ``reuseProducer`` (default
-        ``reuse``), ``recordBatches`` (default true), ``cert`` and ``trust``."""
+        ``beaconTimeout``, ``bind``, ``advertiseHost``, ``recordBatches`` (default
+        true), ``cert`` and ``trust``."""
         options = Options(options)
         topic = options.get("topic")
         if not topic:
@@ -235,13 +234,19 @@ class ProducerSettings:
             beacon_timeout=seconds(options, "beaconTimeout", BEACON_TIMEOUT),
             bind=options.get("bind", BIND),
             advertise_host=options.get("advertiseHost"),
-            reuse=flag(options, "reuseProducer", reuse),
+            reuse=reuse,
             record_batches=flag(options, "recordBatches", True),
             cert=options.get("cert") or None,
             trust=options.get("trust") or None,
         )
 
-    def open(self) -> Producer:
+    def open(self, *, address_seed: str | None = None, first_offset: int = 0) -> Producer:
+        """A producer with these settings; ``address_seed`` and ``first_offset`` as
+        :class:`dafka.Producer`'s (a partition address derived from the seed, offsets
+        from ``first_offset``: what makes the data source's writes exactly-once)."""
+        placed: dict[str, Any] = {}
+        if address_seed is not None:
+            placed = {"address_seed": address_seed, "first_offset": first_offset}
         p = Producer(
             self.topic,
             towers=self.towers or None,
@@ -257,6 +262,7 @@ class ProducerSettings:
             record_batches=self.record_batches,
             cert=self.cert,
             trust=self.trust,
+            **placed,
         )
         if self.connect_wait > 0 and self.min_acks > 0:
             try:

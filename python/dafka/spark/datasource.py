@@ -1,65 +1,97 @@
 """The ``dafka`` Python data source (``spark.dataSource.register``).
 
-Writing (batch ``df.write`` and streaming ``writeStream``) and reading (batch
-``spark.read`` of a bounded range, streaming ``readStream``). Every option, its
-default and meaning, in one table: ``docs/spark.md``, "Options". The driver asks
-stores for heads (GET-HEADS); every executor task reads its ``[start, end)`` range
-straight from stores (FETCH), not through the driver. Schema: ``topic string,
-partition string, offset long, value binary``; offsets are JSON
-``{partition: next_offset}``.
+Writing (batch ``df.write`` and streaming ``writeStream``, exactly-once: see
+:mod:`dafka.spark._sink`) and reading (batch ``spark.read`` of a bounded range,
+streaming ``readStream``). Every option, its default and meaning, in one table:
+``docs/spark.md``, "Options"; which option applies where, and how each is checked:
+:mod:`dafka.spark._options`. The driver asks stores for heads (GET-HEADS); every
+executor task reads its ``[start, end)`` range straight from stores (FETCH), not
+through the driver. Schema, as Kafka's: ``key binary, value binary, topic string,
+partition string, offset long, timestamp timestamp, timestampType int`` and, with
+``includeHeaders``, ``headers array<struct<key: string, value: binary>>``; offsets
+are JSON ``{partition: next_offset}``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
-    DataSourceStreamWriter,
-    DataSourceWriter,
     InputPartition,
-    WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from dafka._defaults import BEACON_INTERVAL, BIND
+from dafka._defaults import BEACON_INTERVAL, BIND, WIRE
 from dafka._native import HeadsWatch, check_node, fetch_ranges, offsets
 from dafka.exceptions import DataLossError
-from dafka.spark._produce import (
-    Options,
-    ProducerSettings,
-    encode_value,
-    flag,
-    integer,
-    produce_rows,
-    seconds,
-    split_endpoints,
+from dafka.spark._options import (
+    BATCH_READ,
+    BATCH_WRITE,
+    READ,
+    STREAM_READ,
+    STREAM_WRITE,
+    check_options,
+    duration_ms,
+    timestamp_ms,
+)
+from dafka.spark._produce import Options, flag, integer, seconds, split_endpoints
+from dafka.spark._sink import (
+    DafkaBatchWriter,
+    DafkaCommit,
+    DafkaStreamWriter,
+    SinkSettings,
+    check_write_schema,
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql.streaming.datasource import ReadLimit
     from pyspark.sql.types import StructType
 
-__all__ = ["DafkaDataSource"]
+__all__ = ["DafkaCommit", "DafkaDataSource"]
 
-SCHEMA = "topic string, partition string, offset long, value binary"
 EARLIEST, LATEST = -2, -1
+#: Rows per Arrow batch a read task hands to Spark.
+ARROW_ROWS = 10_000
 
 
-@dataclass
-class DafkaCommit(WriterCommitMessage):
-    """What a writer task delivered (acknowledged by ``minAcks`` stores)."""
+def source_schema(include_headers: bool) -> StructType:
+    """The source's schema, Kafka's: ``key binary, value binary, topic string,
+    partition string, offset long, timestamp timestamp, timestampType int`` and
+    ``headers array<struct<key: string, value: binary>>`` with ``includeHeaders``.
+    ``partition`` is a string: a dafka partition is its producer's address."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
-    partition: str
-    first: int | None
-    last: int | None
-    count: int
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", StringType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+        fields.append(StructField("headers", ArrayType(header)))
+    return StructType(fields)
 
 
 @dataclass
@@ -78,6 +110,137 @@ class PackedRanges(InputPartition):
     through one client."""
 
     ranges: tuple[RangePartition, ...]
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """A parsed ``startingOffsets`` / ``endingOffsets``: ``earliest``, ``latest``,
+    or offsets by partition (``-2`` earliest, ``-1`` latest) from JSON in either
+    shape, ``{partition: offset}`` or Kafka's ``{topic: {partition: offset}}``
+    (which also says each partition's topic)."""
+
+    word: str | None = None
+    offsets: dict[str, int] = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)
+
+
+def parse_partition_json(
+    spec: str, option: str, what: str, subscribed: Collection[str]
+) -> tuple[dict[str, int], dict[str, str]]:
+    """JSON ``{partition: N}`` or Kafka's ``{topic: {partition: N}}`` (``what``
+    names N in errors): the values by partition, and the topics the Kafka shape
+    names (each must be subscribed)."""
+    try:
+        d = json.loads(spec)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f'option {option} must be JSON {{"partition": {what}}} or, as Kafka\'s, '
+            f'{{"topic": {{"partition": {what}}}}}: {e}'
+        ) from None
+    if not isinstance(d, dict):
+        raise ValueError(f"option {option} must be a JSON object, got {spec!r}")
+    out: dict[str, int] = {}
+    topics: dict[str, str] = {}
+
+    def number(k: str, v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"option {option}: partition {k!r} maps to {v!r}, not an integer")
+        return v
+
+    if all(isinstance(v, dict) for v in d.values()) and d:
+        for topic, parts in d.items():
+            if topic not in subscribed:
+                raise ValueError(
+                    f"option {option} names topic {topic!r}, which the read does not "
+                    f"subscribe to ({', '.join(sorted(subscribed))})"
+                )
+            for p, v in parts.items():
+                if p in out:
+                    raise ValueError(f"option {option} names partition {p!r} twice")
+                out[p] = number(p, v)
+                topics[p] = topic
+    elif any(isinstance(v, dict) for v in d.values()):
+        raise ValueError(
+            f"option {option} mixes the two JSON shapes: use {{partition: {what}}} or "
+            f"{{topic: {{partition: {what}}}}}"
+        )
+    else:
+        out = {p: number(p, v) for p, v in d.items()}
+    return out, topics
+
+
+def parse_offsets(
+    spec: str, option: str, subscribed: Collection[str] = (), kind: str = STREAM_READ
+) -> OffsetSpec:
+    """``startingOffsets`` / ``endingOffsets`` (``option``) of a ``kind`` read.
+    As Kafka's: a batch read may not start at ``latest`` (-1) nor end at
+    ``earliest`` (-2); a stream has no end."""
+    s = spec.strip()
+    ending = option == "endingOffsets"
+    if s in ("earliest", "latest"):
+        out = OffsetSpec(word=s)
+    elif s.startswith("{"):
+        offs, topics = parse_partition_json(s, option, "offset", subscribed)
+        for p, v in offs.items():
+            if v < -2:
+                raise ValueError(
+                    f"option {option}: partition {p!r} maps to {v}; offsets are >= 0, or "
+                    "-2 (earliest) or -1 (latest)"
+                )
+        out = OffsetSpec(offsets=offs, topics=topics)
+    else:
+        raise ValueError(
+            f'option {option} must be "earliest", "latest" or JSON {{"partition": offset}} '
+            f'(or Kafka\'s {{"topic": {{"partition": offset}}}}), got {spec!r}'
+        )
+    if kind == BATCH_READ or ending:
+        bad = EARLIEST if ending else LATEST
+        if out.word == ("earliest" if ending else "latest") or bad in out.offsets.values():
+            raise ValueError(
+                f"option {option} of a batch read cannot be "
+                f"{'earliest (-2)' if ending else 'latest (-1)'}, as with Kafka"
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class TimeSpec:
+    """``startingTimestamp`` / ``startingOffsetsByTimestamp`` (or the ending
+    ones): one time for every partition, or times by partition."""
+
+    every: int | None = None
+    by_partition: dict[str, int] = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return self.every is not None or bool(self.by_partition)
+
+
+def parse_times(
+    options: Options, prefix: str, subscribed: Collection[str], others: Collection[str]
+) -> TimeSpec:
+    """``{prefix}Timestamp`` (one time in ms) or ``{prefix}OffsetsByTimestamp``
+    (JSON times by partition). ``{prefix}Timestamp`` takes precedence over both
+    ``{prefix}OffsetsByTimestamp`` and ``others`` as with Kafka, so it cannot be
+    given with either (one of them would be ignored)."""
+    one, by = f"{prefix}Timestamp", f"{prefix}OffsetsByTimestamp"
+    every = options.get(one)
+    by_spec = options.get(by)
+    if every is not None:
+        clash = [o for o in (by, *others) if options.get(o) is not None]
+        if clash:
+            raise ValueError(
+                f"option {one} applies to every partition and takes precedence over "
+                f"{', '.join(clash)} (as with Kafka): give only one of them"
+            )
+        return TimeSpec(every=timestamp_ms(one, every))
+    if by_spec is None:
+        return TimeSpec()
+    times, topics = parse_partition_json(by_spec, by, "time in ms", subscribed)
+    for p, t in times.items():
+        if t < 0:
+            raise ValueError(f"option {by}: partition {p!r} maps to {t}, not a time >= 0 ms")
+    return TimeSpec(by_partition=times, topics=topics)
 
 
 @dataclass(frozen=True)
@@ -101,9 +264,14 @@ class ReadSettings:
     #: trust directory, at the same paths on the driver and every executor.
     cert: str | None = None
     trust: str | None = None
+    wire: str = WIRE
+    include_headers: bool = False
+    #: At least about this many Spark tasks per read (Kafka's ``minPartitions``).
+    min_partitions: int | None = None
 
     @classmethod
-    def from_options(cls, options: dict[str, str]) -> ReadSettings:
+    def from_options(cls, options: dict[str, str], kind: str = READ) -> ReadSettings:
+        options = check_options(options, kind)
         topics = tuple(t.strip() for t in options.get("subscribe", "").split(",") if t.strip())
         if not topics:
             raise ValueError('reading dafka needs option("subscribe", "topic1,topic2")')
@@ -114,6 +282,7 @@ class ReadSettings:
                 'reading dafka needs option("towers", ...): stores find the read clients '
                 "through discovery"
             )
+        min_partitions = options.get("minPartitions")
         s = cls(
             topics=topics,
             towers=towers,
@@ -130,11 +299,15 @@ class ReadSettings:
             forget_absent_after=seconds(options, "forgetPartitionsAfter", 3600.0),
             cert=options.get("cert") or None,
             trust=options.get("trust") or None,
+            wire=options.get("wire", WIRE).lower(),
+            include_headers=flag(options, "includeHeaders", False),
+            min_partitions=None if min_partitions is None else integer(options, "minPartitions", 1),
         )
         # What every task's read client would refuse, said once by the driver.
         check_node(
             towers=list(s.towers),
             peers=list(s.peers) or None,
+            wire=s.wire,
             bind=s.bind,
             beacon_interval=s.beacon_interval,
             advertise_host=s.advertise_host,
@@ -144,6 +317,19 @@ class ReadSettings:
         )
         return s
 
+    def client_args(self) -> dict[str, Any]:
+        """The discovery keywords every read client of the job takes."""
+        return {
+            "towers": list(self.towers),
+            "peers": list(self.peers) or None,
+            "wire": self.wire,
+            "bind": self.bind,
+            "advertise_host": self.advertise_host,
+            "beacon_interval": self.beacon_interval,
+            "cert": self.cert,
+            "trust": self.trust,
+        }
+
     def heads(self, watches: dict[str, HeadsWatch] | None = None) -> dict[str, tuple[str, int]]:
         """``{partition: (topic, next_offset)}`` over every subscribed topic."""
         return self.offsets((), watches=watches)[0]
@@ -152,17 +338,7 @@ class ReadSettings:
         """A read client kept across heads rounds of ``topic`` (see
         :class:`dafka.HeadsWatch`): a round after the first costs a round trip,
         not ``headsSettle``."""
-        return HeadsWatch(
-            topic,
-            towers=list(self.towers),
-            peers=list(self.peers) or None,
-            bind=self.bind,
-            advertise_host=self.advertise_host,
-            beacon_interval=self.beacon_interval,
-            forget_after=self.forget_absent_after,
-            cert=self.cert,
-            trust=self.trust,
-        )
+        return HeadsWatch(topic, forget_after=self.forget_absent_after, **self.client_args())
 
     def offsets(
         self,
@@ -187,75 +363,75 @@ class ReadSettings:
             if watches is not None:
                 got = watches[t].offsets(**round_args)
             else:
-                got = offsets(
-                    t,
-                    towers=list(self.towers),
-                    peers=list(self.peers) or None,
-                    beacon_interval=self.beacon_interval,
-                    bind=self.bind,
-                    advertise_host=self.advertise_host,
-                    cert=self.cert,
-                    trust=self.trust,
-                    **round_args,
-                )
+                got = offsets(t, **self.client_args(), **round_args)
             for p, (first, n) in got.items():
                 out[p] = (t, n)
                 if (wanted is None or p in wanted) and p not in exclude:
                     firsts[p] = first
         return out, firsts
 
-    def read(self, p: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
-        """The records of a task's range, or of its packed ranges in turn."""
+    def times(self, topic: str, ts: int) -> dict[str, int]:
+        """``{partition: offset}`` of ``topic``: the first offset whose time is at or
+        after ``ts`` (ms), or the partition's next offset when none is."""
+        from dafka._native import offsets_for_times  # type: ignore[attr-defined]
+
+        got: dict[str, int] = offsets_for_times(
+            topic, ts, **self.client_args(), timeout=self.heads_timeout, settle=self.heads_settle
+        )
+        return got
+
+    def read(self, p: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The records of a task's range, or of its packed ranges in turn, as Arrow
+        batches of the source's schema."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         if isinstance(p, PackedRanges):
             ranges = p.ranges
         else:
             assert isinstance(p, RangePartition), p
             ranges = (p,)
+        schema = to_arrow_schema(source_schema(self.include_headers), timezone="UTC")
         got = fetch_ranges(
             [(r.topic, r.partition, r.start, r.end) for r in ranges],
-            towers=list(self.towers),
-            peers=list(self.peers) or None,
             timeout=self.fetch_timeout,
             fail_on_loss=self.fail_on_data_loss,
-            beacon_interval=self.beacon_interval,
-            bind=self.bind,
-            advertise_host=self.advertise_host,
-            cert=self.cert,
-            trust=self.trust,
+            with_meta=True,
+            **self.client_args(),
         )
         for r, (records, _lost) in zip(ranges, got, strict=True):
-            for off, value in records:
-                yield (r.topic, r.partition, off, value)
+            for at in range(0, len(records), ARROW_ROWS):
+                yield arrow_batch(r.topic, r.partition, records[at : at + ARROW_ROWS], schema)
 
 
-def parse_offsets(spec: str, option: str) -> str | dict[str, int]:
-    """``earliest`` / ``latest`` or a JSON object ``{partition: offset}``."""
-    s = spec.strip()
-    if s in ("earliest", "latest"):
-        return s
-    try:
-        d = json.loads(s)
-    except json.JSONDecodeError as e:
-        raise ValueError(
-            f'{option} must be "earliest", "latest" or JSON {{"partition": offset}}: {e}'
-        ) from None
-    if not isinstance(d, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) and v >= -2 for k, v in d.items()
-    ):
-        raise ValueError(f"{option} JSON must map partition names to offsets >= -2, got {s!r}")
-    return d
+def arrow_batch(
+    topic: str, partition: str, records: list[Any], schema: pa.Schema
+) -> pa.RecordBatch:
+    """Records of one partition (:class:`dafka.Record`) as an Arrow batch of ``schema``."""
+    import pyarrow as pa
 
-
-def needs_firsts(spec: str | dict[str, int], default: int) -> bool:
-    """Whether resolving ``spec`` for some partition means ``earliest`` (so the
-    partitions' first offsets still held are needed)."""
-    if isinstance(spec, dict):
-        return default == EARLIEST or EARLIEST in spec.values()
-    return spec == "earliest"
+    n = len(records)
+    ts = pa.array([r.timestamp for r in records], pa.int64())
+    cols = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.string()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.compute.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC")),
+        pa.array([r.timestamp_type for r in records], pa.int32()),
+    ]
+    if len(schema) > len(cols):
+        cols.append(
+            pa.array(
+                [[{"key": k, "value": v} for k, v in r.headers] for r in records],
+                schema.field("headers").type,
+            )
+        )
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
 def resolve(
-    spec: str | dict[str, int],
+    spec: OffsetSpec,
     hs: dict[str, tuple[str, int]],
     default: int,
     firsts: dict[str, int] | None = None,
@@ -267,22 +443,74 @@ def resolve(
     out: dict[str, int] = {}
     firsts = firsts or {}
     for p, (_t, head) in hs.items():
-        if spec == "earliest":
+        if spec.word == "earliest":
             v = EARLIEST
-        elif spec == "latest":
+        elif spec.word == "latest":
             v = head
         else:
-            assert isinstance(spec, dict)
-            v = spec.get(p, default)
+            v = spec.offsets.get(p, default)
             v = head if v == LATEST else v
         if v == EARLIEST:
             v = firsts.get(p, 0)
         out[p] = min(v, head)
-    if isinstance(spec, dict):
-        # Partitions named but not (yet) seen keep their offset.
-        for p, v in spec.items():
-            if p not in out and v >= 0:
-                out[p] = v
+    # Partitions named but not (yet) seen keep their offset.
+    for p, v in spec.offsets.items():
+        if p not in out and v >= 0:
+            out[p] = v
+    return out
+
+
+def needs_firsts(spec: OffsetSpec, default: int) -> bool:
+    """Whether resolving ``spec`` for some partition means ``earliest`` (so the
+    partitions' first offsets still held are needed)."""
+    if spec.word is None:
+        return default == EARLIEST or EARLIEST in spec.offsets.values()
+    return spec.word == "earliest"
+
+
+def _part_count(size: int, total: int, least: int) -> int:
+    """Kafka's ``KafkaOffsetRangeCalculator.getPartCount``."""
+    return max(math.floor(size / total * least + 0.5), 1)  # Scala's round: half up
+
+
+def _split_for(ranges: list[RangePartition], least: int) -> list[RangePartition]:
+    """Kafka's ``minPartitions`` split: ranges cut in pieces in proportion to their
+    size, so there are about ``least`` of them (small ranges stay whole and do not
+    count towards the proportion)."""
+    total = sum(r.end - r.start for r in ranges)
+    unsplit = [r for r in ranges if _part_count(r.end - r.start, total, least) == 1]
+    split_total = total - sum(r.end - r.start for r in unsplit)
+    split_least = max(least - len(unsplit), 1)
+    out: list[RangePartition] = []
+    for r in ranges:
+        size = r.end - r.start
+        parts = 1 if split_total == 0 else _part_count(size, split_total, split_least)
+        remaining, lo = size, r.start
+        for k in range(parts):
+            this = remaining // (parts - k)
+            remaining -= this
+            hi = min(lo + this, r.end)
+            if hi > lo:
+                out.append(RangePartition(r.topic, r.partition, lo, hi))
+            lo = hi
+    return out
+
+
+def _balance(ranges: list[RangePartition], groups: int) -> list[InputPartition]:
+    """``ranges`` in ``groups`` tasks of about equal record counts (each range to
+    the task holding fewest so far, largest first); a task's ranges stay in
+    partition and offset order."""
+    packs: list[list[RangePartition]] = [[] for _ in range(groups)]
+    held = [0] * groups
+    for r in sorted(ranges, key=lambda r: r.end - r.start, reverse=True):
+        k = held.index(min(held))
+        packs[k].append(r)
+        held[k] += r.end - r.start
+    out: list[InputPartition] = []
+    for pack in packs:
+        pack.sort(key=lambda r: (r.partition, r.start))
+        if pack:
+            out.append(pack[0] if len(pack) == 1 else PackedRanges(tuple(pack)))
     return out
 
 
@@ -292,9 +520,12 @@ def plan(
     """One Spark input partition per ``settings.max_records_per_task`` offsets of
     each dafka partition (a task holds its range in memory while it reads); ranges
     shorter than ``settings.min_records_per_task`` (at most that) are packed
-    together until a pack holds at least that many records."""
-    parts: list[InputPartition] = []
-    short: list[RangePartition] = []
+    together until a pack holds at least that many records. With
+    ``settings.min_partitions`` (Kafka's ``minPartitions``) a read that would make
+    fewer tasks makes about that many: packs are spread over that many tasks, or,
+    when there are fewer ranges than that, ranges are cut in pieces in proportion
+    to their size, as Kafka does."""
+    ranges: list[RangePartition] = []
     step = settings.max_records_per_task
     least = min(settings.min_records_per_task, step)
     for p, e in sorted(end.items()):
@@ -307,8 +538,11 @@ def plan(
                 )
             continue
         for lo in range(s, e, step):
-            r = RangePartition(topics[p], p, lo, min(lo + step, e))
-            (short if r.end - r.start < least else parts).append(r)
+            ranges.append(RangePartition(topics[p], p, lo, min(lo + step, e)))
+    parts: list[InputPartition] = []
+    short: list[RangePartition] = []
+    for r in ranges:
+        (short if r.end - r.start < least else parts).append(r)
     pack: list[RangePartition] = []
     held = 0
     for r in short:
@@ -317,42 +551,170 @@ def plan(
         if held >= least or r is short[-1]:
             parts.append(pack[0] if len(pack) == 1 else PackedRanges(tuple(pack)))
             pack, held = [], 0
-    return parts
+    want = settings.min_partitions
+    if want is None or len(parts) >= want:
+        return parts
+    if len(ranges) >= want:
+        return _balance(ranges, want)
+    return list(_split_for(ranges, want))
+
+
+def _strategy(options: Options) -> str:
+    return str(options.get("startingOffsetsByTimestampStrategy", "latest")).lower()
+
+
+class _Reads:
+    """What batch and streaming reads share: the settings, the starting position
+    (offsets or times) and its resolution."""
+
+    def __init__(self, options: dict[str, str], kind: str) -> None:
+        self.settings = ReadSettings.from_options(options, kind)
+        opts = Options(options)
+        default = "earliest" if kind == BATCH_READ else "latest"
+        self.starting = parse_offsets(
+            opts.get("startingOffsets", default), "startingOffsets", self.settings.topics, kind
+        )
+        self.start_times = parse_times(opts, "starting", self.settings.topics, ["startingOffsets"])
+        self.strategy = _strategy(opts)
+        if opts.get("startingOffsetsByTimestampStrategy") is not None and not self.start_times:
+            raise ValueError(
+                "option startingOffsetsByTimestampStrategy applies with startingTimestamp or "
+                "startingOffsetsByTimestamp only"
+            )
+        # Batch reads end (READ: not known yet, so checked as if batch).
+        self.ending = OffsetSpec(word="latest")
+        self.end_times = TimeSpec()
+        if kind != STREAM_READ:
+            self.ending = parse_offsets(
+                opts.get("endingOffsets", "latest"),
+                "endingOffsets",
+                self.settings.topics,
+                BATCH_READ,
+            )
+            self.end_times = parse_times(opts, "ending", self.settings.topics, ["endingOffsets"])
+
+    def start_at(
+        self,
+        hs: dict[str, tuple[str, int]],
+        firsts: dict[str, int],
+    ) -> dict[str, int]:
+        """Where a read starts in every known partition: ``startingTimestamp`` (every
+        partition), else ``startingOffsetsByTimestamp`` (the partitions it names)
+        over ``startingOffsets``. A partition holding no record at or after its time
+        starts at its end (``startingOffsetsByTimestampStrategy`` latest, the
+        default) or fails the read (``error``)."""
+        start = resolve(self.starting, hs, EARLIEST, firsts)
+        if not self.start_times:
+            return start
+        found = times_to_offsets(self.settings, self.start_times, hs)
+        missing = []
+        for p, off in found.items():
+            head = hs[p][1] if p in hs else off
+            if off >= head and self.strategy == "error":
+                missing.append(p)
+            start[p] = min(off, head)
+        if missing:
+            raise ValueError(
+                f"no record at or after the starting time in partition(s) "
+                f"{', '.join(sorted(missing))} (startingOffsetsByTimestampStrategy=error; "
+                "latest starts them at their end)"
+            )
+        return start
+
+
+def times_to_offsets(
+    settings: ReadSettings, spec: TimeSpec, hs: dict[str, tuple[str, int]]
+) -> dict[str, int]:
+    """The offsets ``spec``'s times give: every known partition for one time,
+    the named ones for times by partition (at its end when its stores did not
+    answer: no record of it is at or after the time that anyone holds)."""
+    wanted: dict[tuple[str, int], list[str]] = {}
+    if spec.every is not None:
+        for p, (t, _h) in hs.items():
+            wanted.setdefault((t, spec.every), []).append(p)
+    else:
+        for p, ts in spec.by_partition.items():
+            t = spec.topics.get(p) or (hs[p][0] if p in hs else None)
+            if t is None:
+                continue  # neither seen nor placed in a topic: nothing to read there
+            wanted.setdefault((t, ts), []).append(p)
+    out: dict[str, int] = {}
+    for (t, ts), parts in sorted(wanted.items()):
+        got = settings.times(t, ts)
+        for p in parts:
+            out[p] = got.get(p, hs[p][1] if p in hs else 0)
+    return out
 
 
 class DafkaBatchReader(DataSourceReader):
-    """A bounded read: ``startingOffsets`` (default earliest) to ``endingOffsets``
-    (default latest, as the stores report when the query is planned)."""
+    """A bounded read: from ``startingOffsets`` (default earliest), or the times
+    ``startingTimestamp`` / ``startingOffsetsByTimestamp`` give, to
+    ``endingOffsets`` (default latest, as the stores report when the query is
+    planned) or the times ``endingTimestamp`` / ``endingOffsetsByTimestamp``
+    give (exclusive: records before that time)."""
 
-    def __init__(self, options: Options) -> None:
-        self.settings = ReadSettings.from_options(options)
-        self.starting = parse_offsets(options.get("startingOffsets", "earliest"), "startingOffsets")
-        self.ending = parse_offsets(options.get("endingOffsets", "latest"), "endingOffsets")
+    def __init__(self, options: dict[str, str]) -> None:
+        self.reads = _Reads(options, BATCH_READ)
+        self.settings = self.reads.settings
+        self.ending = self.reads.ending
+        self.end_times = self.reads.end_times
 
     def partitions(self) -> list[InputPartition]:
-        probe = needs_firsts(self.starting, EARLIEST)
+        probe = needs_firsts(self.reads.starting, EARLIEST)
         hs, firsts = self.settings.offsets(None if probe else ())
-        start = resolve(self.starting, hs, EARLIEST, firsts)
+        start = self.reads.start_at(hs, firsts)
         end = resolve(self.ending, hs, LATEST)
-        return plan(self.settings, start, end, {p: t for p, (t, _) in hs.items()})
+        if self.end_times:
+            for p, off in times_to_offsets(self.settings, self.end_times, hs).items():
+                end[p] = min(off, hs[p][1]) if p in hs else off
+        topics = {p: t for p, (t, _) in hs.items()}
+        return plan(self.settings, start, end, topics)
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return self.settings.read(partition)
 
 
 class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """The streaming source: each micro-batch reads, per partition, from the last
-    batch's end to the heads stores report (capped by ``maxOffsetsPerTrigger``).
-    With ``trigger(availableNow=True)`` the heads at query start are the target."""
+    batch's end to the heads stores report (capped by ``maxOffsetsPerTrigger``;
+    held back while fewer than ``minOffsetsPerTrigger`` records are new, for up
+    to ``maxTriggerDelay``). With ``trigger(availableNow=True)`` the heads at
+    query start are the target."""
 
-    def __init__(self, options: Options) -> None:
-        self.settings = ReadSettings.from_options(options)
-        self.starting = parse_offsets(options.get("startingOffsets", "latest"), "startingOffsets")
+    def __init__(self, options: dict[str, str]) -> None:
+        self.reads = _Reads(options, STREAM_READ)
+        self.settings = self.reads.settings
+        self.starting = self.reads.starting
+        opts = Options(options)
         self.max_per_trigger = (
             None
-            if Options(options).get("maxOffsetsPerTrigger") is None
+            if opts.get("maxOffsetsPerTrigger") is None
             else integer(options, "maxOffsetsPerTrigger", 1)
         )
+        self.min_per_trigger = (
+            None
+            if opts.get("minOffsetsPerTrigger") is None
+            else integer(options, "minOffsetsPerTrigger", 1)
+        )
+        delay = opts.get("maxTriggerDelay")
+        if delay is not None and self.min_per_trigger is None:
+            raise ValueError("option maxTriggerDelay applies with minOffsetsPerTrigger only")
+        #: Seconds (Kafka's default: 15 minutes).
+        self.max_trigger_delay = (
+            900.0 if delay is None else duration_ms("maxTriggerDelay", delay) / 1000
+        )
+        if (
+            self.min_per_trigger is not None
+            and self.max_per_trigger is not None
+            and self.min_per_trigger > self.max_per_trigger
+        ):
+            raise ValueError(
+                f"option minOffsetsPerTrigger ({self.min_per_trigger}) must be at most "
+                f"maxOffsetsPerTrigger ({self.max_per_trigger})"
+            )
+        #: When the last batch was let through (Kafka's ``lastTriggerMillis``: the
+        #: first one is, as soon as there are records).
+        self.last_trigger = -math.inf
         self.topics: dict[str, str] = {}
         self.target: dict[str, tuple[str, int]] | None = None
         # First offsets still held of partitions that appeared after the query
@@ -407,12 +769,12 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, int]:
         if not needs_firsts(self.starting, EARLIEST):
-            return resolve(self.starting, self._heads(), EARLIEST)
+            return self.reads.start_at(self._heads(), {})
         hs, firsts = self.settings.offsets(None, watches=self._watches())
         if self.target is not None:
             hs = self.target
         self.topics.update({p: t for p, (t, _) in hs.items()})
-        return resolve(self.starting, hs, EARLIEST, firsts)
+        return self.reads.start_at(hs, firsts)
 
     def _begin(self, start: dict[str, int], parts: Collection[str]) -> dict[str, int]:
         """Where each of ``parts`` begins in a batch after ``start``: its offset
@@ -424,11 +786,32 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {p: start[p] if p in start else self.firsts.get(p, 0) for p in parts}
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
 
-        if self.max_per_trigger is None:
-            return ReadAllAvailable()
-        return ReadMaxRows(self.max_per_trigger)
+        if self.max_per_trigger is not None:
+            return ReadMaxRows(self.max_per_trigger)
+        if self.min_per_trigger is not None:
+            return ReadMinRows(self.min_per_trigger)
+        return ReadAllAvailable()
+
+    def _hold_back(self, new: int, limit: ReadLimit) -> bool:
+        """Kafka's ``delayBatch``: whether a batch of ``new`` records waits for
+        ``minOffsetsPerTrigger`` (not once ``maxTriggerDelay`` passed since the last
+        batch, nor under ``availableNow``, which must reach its target)."""
+        from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+        if self.min_per_trigger is None or self.target is not None:
+            return False
+        if isinstance(limit, ReadAllAvailable):
+            return False
+        now = self._clock()
+        if now - self.last_trigger >= self.max_trigger_delay:
+            self.last_trigger = now
+            return False
+        if new < self.min_per_trigger:
+            return True
+        self.last_trigger = now
+        return False
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
         from pyspark.sql.streaming.datasource import ReadMaxRows
@@ -443,6 +826,9 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             hs = self._heads()
         begin = self._begin(start, hs)
         latest = {p: max(head, begin[p]) for p, (_t, head) in hs.items()}
+        new = sum(latest[p] - begin[p] for p in latest)
+        if new and self._hold_back(new, limit):
+            return dict(start)
         gone = self._gone(start, hs)
         kept = {p: v for p, v in start.items() if p not in gone}
         for p, v in kept.items():
@@ -476,7 +862,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._heads()
         return plan(self.settings, self._begin(start, end), end, self.topics)
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[str, str, int, bytes]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return self.settings.read(partition)
 
     def commit(self, end: dict[str, int]) -> None:
@@ -489,62 +875,6 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._watch_clients = None
 
 
-def _value_bytes(v: Any) -> bytes:
-    """The sink's ``value`` column: binary as is, strings as UTF-8."""
-    return v.encode() if isinstance(v, str) else encode_value(v, "bytes")
-
-
-def _write_task(settings: ProducerSettings, rows: Iterator[Any]) -> DafkaCommit:
-    r = produce_rows(rows, settings, column="value", encoder=_value_bytes)
-    return DafkaCommit(r.partition, r.first, r.last, r.count)
-
-
-def _check_write_schema(schema: StructType) -> None:
-    from pyspark.sql.types import BinaryType, StringType
-
-    names = [f.name for f in schema.fields]
-    if "value" not in names:
-        raise ValueError(
-            f"the dafka sink needs a 'value' column (binary or string); got columns {names}"
-        )
-    t = schema["value"].dataType
-    if not isinstance(t, BinaryType | StringType):
-        raise TypeError(
-            f"the dafka sink's 'value' column must be binary or string, not "
-            f"{t.simpleString()}: cast it (e.g. col('value').cast('string')) or encode it "
-            "(dafka.spark.json_value(...))"
-        )
-
-
-class DafkaBatchWriter(DataSourceWriter):
-    """Batch writes: every task flushes until acknowledged before committing."""
-
-    def __init__(self, settings: ProducerSettings) -> None:
-        self.settings = settings
-
-    def write(self, iterator: Iterator[Any]) -> DafkaCommit:
-        return _write_task(self.settings, iterator)
-
-
-class DafkaStreamWriter(DataSourceStreamWriter):
-    """Streaming sink: every micro-batch task flushes until acknowledged before it
-    commits; a failed batch is re-run into other partitions (at-least-once). With
-    ``reuseProducer`` (the default here) a task sends through its Python worker's
-    producer, kept from the worker's earlier tasks."""
-
-    def __init__(self, settings: ProducerSettings) -> None:
-        self.settings = settings
-
-    def write(self, iterator: Iterator[Any]) -> DafkaCommit:
-        return _write_task(self.settings, iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records are durable once each task returned; nothing else to publish."""
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Acknowledged records cannot be withdrawn; the retried batch re-sends."""
-
-
 class DafkaDataSource(DataSource):
     """``format("dafka")``: see the module documentation for options."""
 
@@ -552,14 +882,29 @@ class DafkaDataSource(DataSource):
     def name(cls) -> str:
         return "dafka"
 
-    def schema(self) -> str:
-        return SCHEMA
+    def schema(self) -> StructType:
+        # Spark asks for the schema at load(), before it knows whether the read
+        # is batch or streaming: the options are checked for any read here, and
+        # for the kind of read once it is planned.
+        reads = _Reads(self.options, READ)
+        return source_schema(reads.settings.include_headers)
+
+    def _check_schema(self, schema: StructType) -> None:
+        want = source_schema(flag(Options(self.options), "includeHeaders", False))
+        if schema != want:
+            raise ValueError(
+                f"the dafka source has a fixed schema, {want.simpleString()}, not "
+                f"{schema.simpleString()} (as Kafka's, it cannot be given: set includeHeaders "
+                "for the headers column)"
+            )
 
     def reader(self, schema: StructType) -> DafkaBatchReader:
-        return DafkaBatchReader(Options(self.options))
+        self._check_schema(schema)
+        return DafkaBatchReader(self.options)
 
     def streamReader(self, schema: StructType) -> DafkaStreamReader:
-        return DafkaStreamReader(Options(self.options))
+        self._check_schema(schema)
+        return DafkaStreamReader(self.options)
 
     def writer(self, schema: StructType, overwrite: bool) -> DafkaBatchWriter:
         if overwrite:
@@ -567,10 +912,11 @@ class DafkaDataSource(DataSource):
             raise ValueError(
                 "dafka topics are append-only: write with mode('append'), not overwrite"
             )
-        _check_write_schema(schema)
-        return DafkaBatchWriter(ProducerSettings.from_options(Options(self.options)))
+        options = check_options(self.options, BATCH_WRITE)
+        columns = check_write_schema(schema, options)
+        return DafkaBatchWriter(SinkSettings.from_options(options, columns, streaming=False))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DafkaStreamWriter:
-        _check_write_schema(schema)
-        settings = ProducerSettings.from_options(Options(self.options), reuse=True)
-        return DafkaStreamWriter(settings)
+        options = check_options(self.options, STREAM_WRITE)
+        columns = check_write_schema(schema, options)
+        return DafkaStreamWriter(SinkSettings.from_options(options, columns, streaming=True))
