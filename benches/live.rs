@@ -192,7 +192,7 @@ fn latency(rate: f64, secs: f64) -> (f64, f64, f64) {
             .unwrap();
         let now = epoch.elapsed().as_nanos() as u64;
         for d in &v {
-            let t = u64::from_be_bytes(d.value[..8].try_into().unwrap());
+            let t = u64::from_be_bytes(d.value()[..8].try_into().unwrap());
             lat.push(now.saturating_sub(t));
         }
     }

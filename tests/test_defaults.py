@@ -21,7 +21,7 @@ STUB = ROOT / "python" / "dafka" / "_native.pyi"
 DOCS = ROOT / "docs" / "python.md"
 
 # The read clients' per-call arguments: literals of their signatures, not config.
-PER_CALL = {"timeout", "settle", "fail_on_loss", "partitions", "exclude"}
+PER_CALL = {"timeout", "settle", "fail_on_loss", "partitions", "exclude", "with_meta"}
 
 NODE_ENTRIES = [
     "Tower",
@@ -34,6 +34,7 @@ NODE_ENTRIES = [
     "fetch_range",
     "fetch_ranges",
     "check_node",
+    "offsets_for_times",
 ]
 
 
@@ -126,7 +127,14 @@ def test_signed_functions_stay_what_they_were() -> None:
     module's builtins: picklable by name, named, documented."""
     import pickle
 
-    for name in ["heads", "offsets", "fetch_range", "fetch_ranges", "check_node"]:
+    for name in [
+        "heads",
+        "offsets",
+        "fetch_range",
+        "fetch_ranges",
+        "check_node",
+        "offsets_for_times",
+    ]:
         f = getattr(_native, name)
         assert f.__name__ == name and f.__module__ == "dafka._native"
         assert pickle.loads(pickle.dumps(f)) is f

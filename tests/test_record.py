@@ -40,13 +40,17 @@ def test_equality_and_hash_cover_every_field() -> None:
     r = Record("t", P, 3, b"v", timestamp=7)
     same = Record("t", P, 3, b"v", timestamp=7)
     assert r == same and (r != same) is False and hash(r) == hash(same)
-    assert hash(r) == hash(("t", P, 3, b"v", 7))  # as the frozen dataclass hashed
+    # Every field: the dataclass's five, then key, headers and timestamp type.
+    assert hash(r) == hash(("t", P, 3, b"v", 7, None, (), 0))
     for other in (
         Record("u", P, 3, b"v", timestamp=7),
         Record("t", "Q", 3, b"v", timestamp=7),
         Record("t", P, 4, b"v", timestamp=7),
         Record("t", P, 3, b"w", timestamp=7),
         Record("t", P, 3, b"v"),
+        Record("t", P, 3, b"v", timestamp=7, timestamp_type=1),
+        Record("t", P, 3, b"v", timestamp=7, key=b""),
+        Record("t", P, 3, b"v", timestamp=7, headers=[("h", b"")]),
     ):
         assert r != other and (r == other) is False
     assert r != ("t", P, 3, b"v", 7)
@@ -59,13 +63,28 @@ def test_repr_like_the_dataclass() -> None:
     r = Record("t", "P", 0, b"..")
     assert repr(r) == "Record(topic='t', partition='P', offset=0, value=b'..', timestamp=None)"
     r = Record("t'", "P", 2, b"\x00", timestamp=9)
-    assert repr(r) == ("Record(topic=\"t'\", partition='P', offset=2, value=b'\\x00', timestamp=9)")
+    assert repr(r) == (
+        "Record(topic=\"t'\", partition='P', offset=2, value=b'\\x00', timestamp=9, "
+        "timestamp_type=0)"
+    )
+    assert eval(repr(r), {"Record": Record}) == r
+    r = Record("t", "P", 2, b"v", timestamp=9, key=b"k", headers=[("a", b"1")])
+    assert repr(r).endswith("timestamp_type=0, key=b'k', headers=[('a', b'1')])")
     assert eval(repr(r), {"Record": Record}) == r
 
 
 def test_immutable() -> None:
     r = Record("t", P, 3, b"v")
-    for name in ("topic", "partition", "offset", "value", "timestamp"):
+    for name in (
+        "topic",
+        "partition",
+        "offset",
+        "value",
+        "timestamp",
+        "key",
+        "headers",
+        "timestamp_type",
+    ):
         with pytest.raises(AttributeError):
             setattr(r, name, getattr(r, name))
         with pytest.raises(AttributeError):

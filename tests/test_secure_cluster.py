@@ -80,15 +80,21 @@ class Sniffer:
                     upstream = socket.create_connection(self.target)
                     pairs[client], pairs[upstream] = upstream, client
                     continue
-                data = s.recv(65536)
-                if not data:
-                    other = pairs.pop(s)
-                    pairs.pop(other, None)
-                    s.close()
-                    other.close()
+                if s not in pairs:
+                    continue  # closed with its other end earlier in this round
+                try:
+                    data = s.recv(65536)
+                    if data:
+                        self.seen += data
+                        pairs[s].sendall(data)
+                except OSError:
+                    data = b""  # a reset, of either end: as a close
+                if data:
                     continue
-                self.seen += data
-                pairs[s].sendall(data)
+                other = pairs.pop(s)
+                pairs.pop(other, None)
+                s.close()
+                other.close()
         for s in pairs:
             s.close()
         self.listener.close()
@@ -164,6 +170,8 @@ def test_secure_cluster_against_hostile_peers(
             assert dafka.read_certificate(keys.secret / "mallory.key_secret").role == "consumer"
             fake = ctx.socket(zmq.XPUB)
             sockets.append(fake)
+            # Every subscription is told, also the second store's `M`.
+            fake.setsockopt(zmq.XPUB_VERBOSE, 1)
             fake.curve_server = True
             fake.curve_secretkey = m_sec  # type: ignore[assignment]
             fake.bind("tcp://127.0.0.1:*")
@@ -186,49 +194,61 @@ def test_secure_cluster_against_hostile_peers(
 
             sniffer = Sniffer(p_ep)
             relayed = f"tcp://127.0.0.1:{sniffer.port};curve={p_key.decode()}"
-            with (
-                dafka.Store(tmp_path / "s1", towers=towers, **keys.of("s1"), **FAST) as s1,  # type: ignore[arg-type]
-                dafka.Store(tmp_path / "s2", towers=towers, **keys.of("s2"), **FAST) as s2,  # type: ignore[arg-type]
-                dafka.Consumer(
-                    ["t"], peers=[relayed], offset_reset="earliest", **keys.of("c")
-                ) as c,
-            ):
+            with dafka.Consumer(
+                ["t"], peers=[relayed], offset_reset="earliest", **keys.of("c")
+            ) as c:
                 # The producer hears the consumer's FETCHes directly; the
                 # consumer reads the producer through the sniffer only.
                 p.connect(c.endpoint)
-                # The insider injects a RECORD into the producer's partition,
-                # to the stores and the consumer that connect to it.
-                for node in (s1, s2, c):
-                    node.connect(fake_ep)
-                subscribed: set[bytes] = set()
-                deadline = time.monotonic() + 20
-                while not {b"\x01M", b"\x01Mt"} <= subscribed:
-                    assert time.monotonic() < deadline, subscribed
-                    if fake.poll(100):
-                        subscribed.add(fake.recv())
-                time.sleep(0.3)  # every store's subscription in (two of them say M)
-                forged = wire.Record(
-                    topic=b"t",
-                    address=p.address.encode(),
-                    subject=b"t",
-                    sequence=n,
-                    content=b"forged",
-                )
-                fake.send_multipart(wire.encode(forged))
-                wait_for(
-                    lambda: (
-                        min(s1.stats()["denied"], s2.stats()["denied"], c.stats()["denied"]) >= 1
-                    ),
-                    "the injected RECORD refused everywhere",
-                )
-                assert p.flush(60) == 0, p.stats()
+                # Everything is read before a store runs. The producer holds
+                # each record until two stores ACK it, and leaves a consumer's
+                # FETCH from below what it holds to the stores, which this
+                # consumer cannot reach. Stores started with the consumer ACK
+                # everything within a few dozen ms, while the consumer's first
+                # FETCH is lost when it goes out before the producer's
+                # subscription to it is in, and is repeated only after
+                # `fetch_retry`: the consumer would read nothing.
                 got = drain(c, n, within=60)
                 assert [r.offset for r in got] == list(range(n))
                 assert [r.value for r in got] == values
-                assert not c.poll_many(timeout=0.5), "nothing past the producer's records"
-                for s in (s1, s2):
-                    (info,) = [i for i in s.partitions("t") if i.partition == p.address]
-                    assert info.next_offset == n, "the forged record is stored nowhere"
+                assert p.unacked_bytes == unacked, "nothing released before the stores"
+                with (
+                    dafka.Store(tmp_path / "s1", towers=towers, **keys.of("s1"), **FAST) as s1,  # type: ignore[arg-type]
+                    dafka.Store(tmp_path / "s2", towers=towers, **keys.of("s2"), **FAST) as s2,  # type: ignore[arg-type]
+                ):
+                    # The insider injects a RECORD into the producer's
+                    # partition, next in line, to the stores and the consumer
+                    # that connect to it.
+                    for node in (s1, s2, c):
+                        node.connect(fake_ep)
+                    # Every store's subscription (`M`, two of them) and the
+                    # consumer's (`Mt`) in: the RECORD reaches all three.
+                    subscribed: list[bytes] = []
+                    deadline = time.monotonic() + 20
+                    while subscribed.count(b"\x01M") < 2 or b"\x01Mt" not in subscribed:
+                        assert time.monotonic() < deadline, subscribed
+                        if fake.poll(100):
+                            subscribed.append(fake.recv())
+                    forged = wire.Record(
+                        topic=b"t",
+                        address=p.address.encode(),
+                        subject=b"t",
+                        sequence=n,
+                        content=b"forged",
+                    )
+                    fake.send_multipart(wire.encode(forged))
+                    wait_for(
+                        lambda: (
+                            min(s1.stats()["denied"], s2.stats()["denied"], c.stats()["denied"])
+                            >= 1
+                        ),
+                        "the injected RECORD refused everywhere",
+                    )
+                    assert p.flush(60) == 0, p.stats()
+                    assert not c.poll_many(timeout=0.5), "nothing past the producer's records"
+                    for s in (s1, s2):
+                        (info,) = [i for i in s.partitions("t") if i.partition == p.address]
+                        assert info.next_offset == n, "the forged record is stored nowhere"
             sniffer.close()
             assert len(sniffer.seen) > n * len(SECRET), "the records crossed the sniffer"
             assert SECRET not in sniffer.seen, "a record's content in plain text on the wire"

@@ -3,8 +3,8 @@
 A Rust core (codec, segment store, node event loops) exposed to Python:
 :class:`Tower`, :class:`Producer`, :class:`Consumer`, :class:`Store`, the
 :class:`Record` a consumer delivers, and :class:`Log` for local tooling; the
-bounded read clients :func:`heads`, :func:`offsets`, :func:`fetch_range`,
-:func:`fetch_ranges` and :class:`HeadsWatch`; the codec in :mod:`dafka.wire`;
+bounded read clients :func:`heads`, :func:`offsets`, :func:`offsets_for_times`,
+:func:`fetch_range`, :func:`fetch_ranges` and :class:`HeadsWatch`; the codec in :mod:`dafka.wire`;
 the exceptions of :mod:`dafka.exceptions` (every one a :class:`DafkaError`).
 Also :mod:`dafka.aio` (asyncio helpers) and :mod:`dafka.spark` (PySpark).
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dafka import wire
 from dafka._native import (
+    TIMESTAMP_CREATE,
+    TIMESTAMP_LOG_APPEND,
     Consumer,
     HeadsWatch,
     Producer,
@@ -23,6 +25,7 @@ from dafka._native import (
     fetch_ranges,
     heads,
     offsets,
+    offsets_for_times,
 )
 from dafka.exceptions import (
     BufferFullError,
@@ -47,6 +50,8 @@ from dafka.record import Record
 from dafka.security import has_curve, keygen, read_certificate
 
 __all__ = [
+    "TIMESTAMP_CREATE",
+    "TIMESTAMP_LOG_APPEND",
     "BufferFullError",
     "ClosedError",
     "ConfigError",
@@ -78,6 +83,7 @@ __all__ = [
     "heads",
     "keygen",
     "offsets",
+    "offsets_for_times",
     "read_certificate",
     "wire",
 ]

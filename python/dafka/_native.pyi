@@ -7,6 +7,7 @@ Defaults are written out as values: ``tests/test_defaults.py`` checks that they 
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from inspect import Signature
 from typing import Any, ClassVar, Final, Literal, Self, final
 
@@ -16,6 +17,8 @@ from dafka.log import PartitionInfo
 
 __all__ = [
     "DEFAULTS",
+    "TIMESTAMP_CREATE",
+    "TIMESTAMP_LOG_APPEND",
     "Consumer",
     "DecodedMessage",
     "HeadsWatch",
@@ -32,6 +35,7 @@ __all__ = [
     "heads",
     "keygen",
     "offsets",
+    "offsets_for_times",
     "read_certificate",
     "run_store_cli",
     "run_tower_cli",
@@ -41,6 +45,12 @@ __all__ = [
 
 __version__: str
 """The package version (the Rust crate's)."""
+
+TIMESTAMP_CREATE: Final[int]
+"""``Record.timestamp_type`` of a create time, set by the producer (0, as Kafka's)."""
+TIMESTAMP_LOG_APPEND: Final[int]
+"""``Record.timestamp_type`` of a store's append time, for a record that came without a
+create time (1, as Kafka's)."""
 
 DEFAULTS: Final[Mapping[str, Mapping[str, object]]]
 """The defaults of the node classes, the read clients and ``dafka.Log``:
@@ -194,11 +204,39 @@ def fetch_range(
     advertise_host: str | None = None,
     cert: str | os.PathLike[str] | None = None,
     trust: str | os.PathLike[str] | None = None,
-) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]:
+    with_meta: bool = False,
+) -> tuple[list[Any], list[tuple[int, int]]]:
     """Reads exactly ``[start, end)`` of one partition from stores; returns
     ``(records, lost)`` with ``records`` a list of ``(offset, value)`` in order
+    (with ``with_meta``, of ``Record``s, with keys, headers and timestamps)
     and ``lost`` the ``(from, to)`` ranges retention removed (raises
     DataLossError instead when ``fail_on_loss``).
+    """
+
+def offsets_for_times(
+    topic: str,
+    timestamp: int | datetime | str,
+    *,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    timeout: float = 10.0,
+    settle: float = 0.5,
+    bind: str = "tcp://127.0.0.1:*",
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
+) -> dict[str, int]:
+    """For each partition of ``topic`` that stores hold, the first offset whose
+    time (its timestamp, else the time a store appended it) is at or after
+    ``timestamp``, or the partition's next offset when no record is that
+    late: ``{partition: offset}``, where a reader starting at that time
+    begins. ``timestamp`` is ms since the epoch (int), a ``datetime`` or an ISO
+    8601 str. Asks the stores (TIME-QUERY) and ends ``settle`` seconds after
+    the first store connected with no lower answer since; raises
+    FetchTimeoutError when no store connects within ``timeout``.
     """
 
 def check_node(
@@ -237,7 +275,8 @@ def fetch_ranges(
     advertise_host: str | None = None,
     cert: str | os.PathLike[str] | None = None,
     trust: str | os.PathLike[str] | None = None,
-) -> list[tuple[list[tuple[int, bytes]], list[tuple[int, int]]]]:
+    with_meta: bool = False,
+) -> list[tuple[list[Any], list[tuple[int, int]]]]:
     """:func:`fetch_range` of several ``(topic, partition, start, end)`` ranges,
     in turn, by one client (discovery and connections paid once); returns one
     ``(records, lost)`` per range. ``timeout`` applies to each range.
@@ -250,8 +289,12 @@ class Record:
     ``topic`` is the topic name (bytes that are not UTF-8 are kept as surrogate
     escapes, so ``topic.encode("utf-8", "surrogateescape")`` gives them back),
     ``partition`` the partition's name (the producer's address), ``offset`` its
-    position in the partition, ``value`` its content, and ``timestamp`` the time
-    a store appended it, in ms since the epoch, when known.
+    position in the partition, ``value`` its content, ``key`` its key (None
+    without one), ``headers`` its headers (a list of ``(name, value)`` pairs, in
+    order, repeats allowed), ``timestamp`` its time in ms since the epoch (None
+    when not known) and ``timestamp_type`` what that time is:
+    ``TIMESTAMP_CREATE`` (0, set by the producer) or ``TIMESTAMP_LOG_APPEND``
+    (1, a store's append time, for a record that came without one).
     """
 
     __match_args__ = ("topic", "partition", "offset", "value")
@@ -263,6 +306,9 @@ class Record:
         value: bytes,
         *,
         timestamp: int | None = None,
+        key: bytes | None = None,
+        headers: Iterable[tuple[str, bytes]] | None = None,
+        timestamp_type: int | None = None,
     ) -> Record: ...
     @property
     def topic(self) -> str:
@@ -278,13 +324,24 @@ class Record:
         """The record's content."""
     @property
     def timestamp(self) -> int | None:
-        """When a store appended the record, in ms since the epoch (None when not known)."""
+        """The record's time in ms since the epoch (None when not known)."""
+    @property
+    def timestamp_type(self) -> int | None:
+        """0 (create time, set by the producer), 1 (a store's append time), or
+        None without a timestamp.
+        """
+    @property
+    def key(self) -> bytes | None:
+        """The record's key (None without one)."""
+    @property
+    def headers(self) -> list[tuple[str, bytes]]:
+        """The record's headers: ``(name, value)`` pairs in order (a new list each time)."""
     def __eq__(self, other: object, /) -> bool: ...
     def __ne__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as a constructor call (every protocol): `Record(*args)`, or
-        `copyreg.__newobj_ex__(Record, args, {"timestamp": ...})` with a timestamp.
+        `copyreg.__newobj_ex__(Record, args, kwargs)` with a timestamp, key or headers.
         """
 
 @final
@@ -472,12 +529,18 @@ class Producer:
         ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
         or ``""`` when bound to a wildcard.
     record_batches : bool, default False
-        Publish records in RECORD-BATCH messages of up to 64 KiB of values (this project's
-        extension of the wire) instead of one RECORD each: several times less CPU per record on
-        the producer and on every store and consumer. Stores and consumers of this project
-        receive them; a node that does not know the extension (the C reference) gets the records
-        only by fetching them. The XPUB then holds ``sndhwm / 64`` messages per subscriber (at
-        least 1,000).
+        Stores and consumers of this project always get records in batches of up to 64 KiB
+        (META-RECORD-BATCH, this project's extension of the wire, with keys, headers and
+        timestamps). For a node that does not know it (the C reference): False sends one RECORD
+        per record, True none, and such a node gets the records by fetching them. The XPUB holds
+        ``sndhwm / 64`` messages per subscriber (at least 1,000).
+    address_seed : str or bytes or None, default None
+        The partition's address comes from this seed: the same seed (and, in secure mode, the
+        same certificate) gives the same address, for a writer that may run again and must
+        rewrite the same partition (a retried Spark task). None: a new address.
+    first_offset : int, default 0
+        The offset of the first record sent: a producer that goes on with a partition an earlier
+        producer of the same ``address_seed`` began, from where that one stopped.
     cert : str or os.PathLike or None, default None
         Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
         node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
@@ -529,27 +592,69 @@ class Producer:
         record_batches: bool = False,
         cert: str | os.PathLike[str] | None = None,
         trust: str | os.PathLike[str] | None = None,
+        address_seed: str | bytes | None = None,
+        first_offset: int = 0,
     ) -> Producer: ...
-    def send(self, value: Buffer, *, timeout: float | None = None) -> int:
-        """Publishes one record; returns its offset. Blocks (GIL released) while
-        the unacknowledged buffer is full, up to ``timeout`` (default the
-        producer's ``send_timeout``, None = forever), then raises BufferFullError.
+    def send(
+        self,
+        value: Buffer,
+        *,
+        key: Buffer | None = None,
+        headers: Iterable[tuple[str, Buffer]] | None = None,
+        timestamp: int | None = None,
+        timeout: float | None = None,
+    ) -> int:
+        """Publishes one record; returns its offset. ``key`` (bytes) and
+        ``headers`` (a list of ``(str, bytes)`` pairs, in order, repeats allowed)
+        travel with it and count against ``max_record_bytes``; ``timestamp`` is
+        its create time in ms since the epoch (default: now). Blocks (GIL
+        released) while the unacknowledged buffer is full, up to ``timeout``
+        (default the producer's ``send_timeout``, None = forever), then raises
+        BufferFullError.
         """
-    def send_many(self, values: Iterable[Buffer], *, timeout: float | None = None) -> int | None:
+    def send_many(
+        self,
+        values: Iterable[Buffer],
+        *,
+        keys: Sequence[Buffer | None] | None = None,
+        headers: Sequence[Iterable[tuple[str, Buffer]] | None] | None = None,
+        timestamps: Sequence[int | None] | None = None,
+        timeout: float | None = None,
+    ) -> int | None:
         """Publishes a batch of values (``bytes`` or bytes-like) in one call;
-        returns the last offset (None for an empty batch).
+        returns the last offset (None for an empty batch). ``keys``,
+        ``headers`` and ``timestamps``, when given, are sequences as long as
+        ``values`` (an entry may be None): each record's key, headers and
+        create time, as ``send`` takes them.
         """
     def send_buffers(
-        self, data: Buffer, offsets: Buffer, *, large: bool = False, timeout: float | None = None
+        self,
+        data: Buffer,
+        offsets: Buffer,
+        *,
+        large: bool = False,
+        timeout: float | None = None,
+        key_data: Buffer | None = None,
+        key_offsets: Buffer | None = None,
+        key_large: bool = False,
+        key_validity: Buffer | None = None,
+        key_bit_offset: int = 0,
+        timestamps: Buffer | None = None,
     ) -> tuple[int, int] | None:
         """Publishes the values of an Arrow ``binary``/``string`` array straight
         from its buffers: ``data`` is the value buffer, ``offsets`` the raw bytes
         of its ``n + 1`` value offsets (native-endian int32, or int64 with
         ``large=True`` for ``large_binary``/``large_string``); both any object with
         the buffer protocol, e.g. ``pyarrow.Buffer``. No Python call per value.
-        Returns ``(first_offset, last_offset)``, or None when there are no values.
-        The offsets are contiguous unless the values exceed ``max_unacked_bytes``
-        (they then go in pieces) and another thread sends meanwhile.
+        Keys, optional, come the same way: ``key_data`` and ``key_offsets`` (of
+        the same width, ``key_large``), with ``key_validity`` the Arrow validity
+        bitmap (bit ``key_bit_offset + i`` clear: record ``i`` has no key; None:
+        every record has one). ``timestamps``, optional, is a buffer of ``n``
+        native-endian int64 create times in ms (default: now). Headers go
+        through ``send_many``. Returns ``(first_offset, last_offset)``, or None
+        when there are no values. The offsets are contiguous unless the values
+        exceed ``max_unacked_bytes`` (they then go in pieces) and another thread
+        sends meanwhile.
         """
     def flush(self, timeout: float | None = None) -> int:
         """Waits (GIL released) until every record sent is acknowledged by
@@ -703,6 +808,13 @@ class Consumer:
         Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
         it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
         (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
+    start_time : int or datetime or str or None, default None
+        Start every partition the stores hold at its first record at or after this time (ms
+        since the epoch, a ``datetime``, or an ISO 8601 str such as ``"2026-11-27T09:00"``, naive
+        times being local), as ``offsets_for_times`` finds it (the constructor waits for it), and
+        every other partition at its start (``offset_reset`` is then ``"earliest"``);
+        ``start_offsets`` still wins for the partitions it lists. Raises ``FetchTimeoutError``
+        when no store answers within 10 seconds.
 
     Raises
     ------
@@ -750,6 +862,7 @@ class Consumer:
         advertise_host: str | None = None,
         cert: str | os.PathLike[str] | None = None,
         trust: str | os.PathLike[str] | None = None,
+        start_time: int | datetime | str | None = None,
     ) -> Consumer: ...
     def poll(self, timeout: float | None = None) -> Record | None:
         """The next record, waiting up to ``timeout`` seconds (None = until one
@@ -773,6 +886,17 @@ class Consumer:
         """Restarts ``partition`` (a producer address) at ``offset``, fetching
         from there (a partition gone idle too); a partition not seen yet
         starts there when it is.
+        """
+    def seek_to_time(
+        self, partition: str | None, timestamp: int | datetime | str
+    ) -> dict[str, int]:
+        """Moves ``partition`` (every partition of this consumer's topics the
+        stores hold, when None) to the first offset at or after
+        ``timestamp`` (ms since the epoch, a ``datetime`` or an ISO 8601 str):
+        asks the stores as :func:`offsets_for_times` does, then seeks. Returns
+        ``{partition: offset}`` as sought; raises FetchTimeoutError when no
+        store answers within 10 seconds, and UnknownPartitionError (a
+        LookupError) when ``partition`` is not among what the stores hold.
         """
     def positions(self) -> dict[str, int]:
         """The next offset of each partition this consumer has returned records

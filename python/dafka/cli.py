@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -42,6 +43,7 @@ from dafka._native import (
     Store,
     Tower,
     offsets,
+    offsets_for_times,
     run_store_cli,
     run_tower_cli,
 )
@@ -207,9 +209,15 @@ def _cmd_produce(args: argparse.Namespace) -> int:
     ):
         print(f"producing to {args.topic!r} as partition {p.address}", file=sys.stderr)
         count = 0
+        sep = None if args.key_separator is None else args.key_separator.encode()
         try:
             for line in sys.stdin.buffer:
-                p.send(line.rstrip(b"\r\n"))
+                line = line.rstrip(b"\r\n")
+                if sep is not None and sep in line:
+                    key, value = line.split(sep, 1)
+                    p.send(value, key=key)
+                else:
+                    p.send(line)
                 count += 1
             left = p.flush(args.linger)
         except KeyboardInterrupt:
@@ -258,7 +266,25 @@ def _save_positions(path: Path, c: Consumer, unprinted: Sequence[Record] = ()) -
         raise SystemExit(f"dafka: cannot save positions to {path}: {e}") from e
 
 
+def _time_arg(s: str) -> str:
+    """``--from-time`` / ``--at``: ms since the epoch or an ISO 8601 time, checked
+    here so a typo is an argparse error, not a traceback."""
+    s = s.strip()
+    if s.isdigit():
+        return s
+    try:
+        datetime.fromisoformat(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{s!r} is neither ms since the epoch nor an ISO 8601 time such as "
+            "2026-11-27T09:00 (local time) or 2026-11-27T09:00:00+00:00"
+        ) from None
+    return s
+
+
 def _cmd_consume(args: argparse.Namespace) -> int:
+    if args.from_time is not None and args.from_beginning:
+        raise SystemExit("dafka: --from-time and --from-beginning exclude each other")
     reset = "earliest" if args.from_beginning else "latest"
     out = sys.stdout
     towers, peers = _discovery(args)
@@ -271,10 +297,12 @@ def _cmd_consume(args: argparse.Namespace) -> int:
             towers=towers,
             peers=peers,
             start_offsets=starts,
+            start_time=args.from_time,
             **_node_kwargs(args),
         ) as c,
     ):
-        print(f"consuming {args.topic!r} ({reset}) as {c.address}", file=sys.stderr, flush=True)
+        how = reset if args.from_time is None else f"from {args.from_time}"
+        print(f"consuming {args.topic!r} ({how}) as {c.address}", file=sys.stderr, flush=True)
         count = 0
         # Taken but not yet flushed to stdout: an interrupted write (SIGTERM, a
         # closed pipe) leaves them out of the saved positions.
@@ -289,6 +317,9 @@ def _cmd_consume(args: argparse.Namespace) -> int:
                 for r in unprinted:
                     if args.offsets:
                         out.write(f"{r.partition} {r.offset} ")
+                    if args.keys:
+                        key = "-" if r.key is None else r.key.decode(errors="replace")
+                        out.write(f"{key}\t")
                     out.write(r.value.decode(errors="replace") + "\n")
                     count += 1
                 out.flush()
@@ -303,6 +334,22 @@ def _cmd_consume(args: argparse.Namespace) -> int:
 
 def _cmd_offsets(args: argparse.Namespace) -> int:
     towers, peers = _discovery(args)
+    if args.at is not None:
+        at = offsets_for_times(
+            args.topic,
+            args.at,
+            towers=towers,
+            peers=peers,
+            timeout=args.timeout,
+            **_node_kwargs(args),
+        )
+        if not at:
+            print(f"{args.topic!r}: no store holds a partition of it")
+            return 0
+        print(f"{'PARTITION':<34} {'OFFSET':>12}   (first record at or after {args.at})")
+        for p, off in sorted(at.items()):
+            print(f"{p:<34} {off:>12}")
+        return 0
     got = offsets(
         args.topic, towers=towers, peers=peers, timeout=args.timeout, **_node_kwargs(args)
     )
@@ -605,11 +652,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="publish in RECORD-BATCH messages (this project's wire extension; nodes "
         "that do not know it fetch the records)",
     )
+    pr.add_argument(
+        "--key-separator",
+        metavar="SEP",
+        help="each line is KEY SEP VALUE (a line without SEP: a value with no key), as "
+        "kafka-console-producer's parse.key",
+    )
     pr.set_defaults(func=_cmd_produce)
 
     co = sub.add_parser("consume", help="print records, one per line")
     _add_node_args(co, "consumer")
     co.add_argument("--from-beginning", action="store_true", help="offset_reset=earliest")
+    co.add_argument(
+        "--from-time",
+        type=_time_arg,
+        metavar="TIME",
+        help="start each partition at its first record at or after TIME: ms since the "
+        "epoch or ISO 8601 (2026-11-27T09:00, local time; or with +00:00)",
+    )
+    co.add_argument(
+        "--keys", action="store_true", help="prefix each value with its key and a tab (- for none)"
+    )
     co.add_argument("--count", type=_count, help="stop after this many records")
     co.add_argument(
         "--timeout", type=_seconds, help="stop after this many idle seconds (default: never)"
@@ -632,6 +695,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_node_args(of, "consumer")
     of.add_argument(
         "--timeout", type=_seconds, default=10.0, help="seconds to wait for a store (default 10)"
+    )
+    of.add_argument(
+        "--at",
+        type=_time_arg,
+        metavar="TIME",
+        help="instead: each partition's first offset at or after TIME (ms since the epoch "
+        "or ISO 8601), as offsets_for_times finds it",
     )
     of.set_defaults(func=_cmd_offsets)
 

@@ -23,15 +23,19 @@ __all__ = [
     "AddressedAck",
     "ConsumerHello",
     "DirectHead",
+    "DirectMetaRecordBatch",
     "DirectRecord",
     "DirectRecordBatch",
     "Fetch",
     "GetHeads",
     "Head",
     "Message",
+    "MetaRecordBatch",
     "Record",
     "RecordBatch",
     "StoreHello",
+    "TimeOffset",
+    "TimeQuery",
     "decode",
     "encode",
 ]
@@ -199,6 +203,40 @@ class DirectRecordBatch(RecordBatch):
     kind: ClassVar[str] = "DIRECT-RECORD-BATCH"
 
 
+@dataclass(frozen=True, kw_only=True)
+class MetaRecordBatch(RecordBatch):
+    """META-RECORD-BATCH, this project's extension: a RECORD-BATCH whose values are
+    *bodies*, each record's key, headers and timestamp in front of its value (PROTOCOL.md,
+    "Extensions"). ``topic`` is the topic name; sent only to nodes that subscribe ``X``."""
+
+    kind: ClassVar[str] = "META-RECORD-BATCH"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DirectMetaRecordBatch(RecordBatch):
+    """DIRECT-META-RECORD-BATCH, this project's extension: FETCH answers as bodies, to a
+    requester whose ``Y`` + address subscription showed it takes them."""
+
+    kind: ClassVar[str] = "DIRECT-META-RECORD-BATCH"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeQuery(Head):
+    """TIME-QUERY, this project's extension: ``topic`` is the topic name, ``address`` the
+    requester, ``sequence`` the time (ms since the epoch) whose offsets it asks the stores."""
+
+    kind: ClassVar[str] = "TIME-QUERY"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeOffset(Head):
+    """TIME-OFFSET, a store's answer to a TIME-QUERY: ``topic`` is the requester's address,
+    ``address`` the partition, ``sequence`` its first offset at or after the time asked (its
+    next offset when no record is that late)."""
+
+    kind: ClassVar[str] = "TIME-OFFSET"
+
+
 _CLASSES: dict[str, type[Message]] = {
     c.kind: c
     for c in (
@@ -214,6 +252,10 @@ _CLASSES: dict[str, type[Message]] = {
         StoreHello,
         RecordBatch,
         DirectRecordBatch,
+        MetaRecordBatch,
+        DirectMetaRecordBatch,
+        TimeQuery,
+        TimeOffset,
     )
 }
 
@@ -264,7 +306,7 @@ def decode(frames: Sequence[bytes] | Iterable[bytes]) -> Message:
         fields["subject"] = subject
     if sequence is not None:
         fields["sequence"] = sequence
-    if kind in ("RECORD-BATCH", "DIRECT-RECORD-BATCH"):
+    if isinstance(message, RecordBatch):
         # Its count is how many values it holds.
         fields["values"] = subjects or ()
         return message

@@ -109,7 +109,7 @@ fn static_peers_late_earliest_consumer_gets_history() {
     let got = consume(&c, 1000, Duration::from_secs(20));
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (0..1000).collect::<Vec<_>>());
-    assert_eq!(got[999].value, 999u32.to_be_bytes());
+    assert_eq!(got[999].value(), 999u32.to_be_bytes());
     c.close().unwrap();
     p.close().unwrap();
 }
@@ -166,7 +166,7 @@ fn records_sent_one_at_a_time_and_in_batches_from_two_threads_keep_their_offsets
     assert_eq!(got.len(), n, "stats: {:?}", c.stats().snapshot());
     for d in &got {
         assert_eq!(
-            Some(&d.value[..]),
+            Some(d.value()),
             want[d.offset as usize].as_deref(),
             "offset {}",
             d.offset
@@ -241,7 +241,7 @@ fn a_consumer_forgets_an_idle_partition_but_not_its_position() {
     let got = consume(&c, 10, Duration::from_secs(20));
     let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
     assert_eq!(offsets, (10..20).collect::<Vec<_>>());
-    assert!(got.iter().all(|d| d.value == [d.offset as u8]));
+    assert!(got.iter().all(|d| d.value() == [d.offset as u8]));
     // (Whether it is kept whole again now depends on the time since its
     // last record: not asserted.)
     assert!(c
@@ -328,7 +328,7 @@ fn records_sent_before_close_are_published() {
         got.extend(c.poll_many(10_000, Duration::from_millis(100)).unwrap());
     }
     assert_eq!(got.last().map(|d| d.offset), Some(last));
-    assert_eq!(got.last().unwrap().value, 19_999u32.to_be_bytes());
+    assert_eq!(got.last().unwrap().value(), 19_999u32.to_be_bytes());
     c.close().unwrap();
 }
 
@@ -690,67 +690,102 @@ fn raw_sub(ctx: &zmq::Context, p: &Producer, prefixes: &[&[u8]]) -> zmq::Socket 
     }
 }
 
-/// With `record_batches` a producer publishes a batch of values as
-/// RECORD-BATCHes of at most 64 KiB of values (a larger value alone, as a
-/// RECORD; a record sent alone, as a RECORD), their offsets in order; a
-/// subscriber of `M` + topic alone (a node that does not know the
-/// extension) gets none of them.
+/// A producer publishes to this project's nodes (who subscribe `X` + topic
+/// beside `M` + topic) META-RECORD-BATCHes of bodies (keys, headers and
+/// create times with the values), of at most 64 KiB (a larger body alone),
+/// offsets in order. A node that subscribes `M` + topic alone (the C
+/// reference) gets each record's value as a RECORD, byte for byte, without
+/// record batches, and none with them (it FETCHes); then this project's
+/// nodes get those RECORDs too, as duplicates they drop.
 #[test]
-fn a_batching_producer_publishes_record_batches_only_to_who_subscribes_them() {
-    let ctx = zmq::Context::new();
-    let p = Producer::new(
-        "t",
-        ProducerConfig {
-            record_batches: true,
-            min_acks: 0,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let both = raw_sub(&ctx, &p, &[b"Mt", b"Rt"]);
-    let plain = raw_sub(&ctx, &p, &[b"Mt"]);
-    // Drain what the second SUB's probes sent to the first.
-    watch(&both, Duration::from_millis(200));
-    let first = p.next_offset();
-    let mut values: Vec<Vec<u8>> = (0..2000u32).map(|i| i.to_be_bytes().repeat(25)).collect();
-    values.insert(700, vec![7u8; 70_000]);
-    p.send_many(values.clone(), None).unwrap();
-    p.send(b"alone", None).unwrap();
-    values.push(b"alone".to_vec());
-    let mut got: Vec<(u64, Vec<u8>)> = Vec::new();
-    let (mut batches, mut records) = (0, 0);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while got.len() < values.len() && Instant::now() < deadline {
-        for frames in watch(&both, Duration::from_millis(100)) {
-            match _native::wire::decode(&frames).unwrap().0 {
-                _native::wire::Message::RecordBatch(b) => {
-                    assert!(b.values.len() <= _native::node::config::WIRE_BATCH_BYTES);
-                    batches += 1;
-                    got.extend((b.sequence..).zip(b.values().map(<[u8]>::to_vec)));
+fn a_producer_sends_bodies_to_ours_and_plain_values_to_others() {
+    use _native::node::producer::Extra;
+    use _native::wire::Message as W;
+    for record_batches in [false, true] {
+        let ctx = zmq::Context::new();
+        let p = Producer::new(
+            "t",
+            ProducerConfig {
+                record_batches,
+                min_acks: 0,
+                head_interval: Duration::from_millis(100),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let ours = raw_sub(&ctx, &p, &[b"Xt", b"Mt"]);
+        let plain = raw_sub(&ctx, &p, &[b"Mt", b"Ht"]);
+        // Drain what the second SUB's probes sent to the first.
+        watch(&ours, Duration::from_millis(200));
+        watch(&plain, Duration::from_millis(200));
+        let first = p.next_offset();
+        let mut values: Vec<Vec<u8>> = (0..2000u32).map(|i| i.to_be_bytes().repeat(25)).collect();
+        values.insert(700, vec![7u8; 70_000]);
+        p.send_many(values.clone(), None).unwrap();
+        let headers = [("h", &b"1"[..]), ("h", &b""[..]), ("名", &b"\xff"[..])];
+        let extra = Extra {
+            key: Some(b"k"),
+            headers: &headers,
+            timestamp: Some(1_700_000_000_123),
+        };
+        p.send_record_with(b"keyed", &extra, None, || Ok::<(), Error>(()))
+            .unwrap();
+        values.push(b"keyed".to_vec());
+        let mut got: Vec<(u64, Vec<u8>)> = Vec::new();
+        let (mut batches, mut dups) = (0, 0);
+        let mut keyed = None;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while got.len() < values.len() && Instant::now() < deadline {
+            for frames in watch(&ours, Duration::from_millis(100)) {
+                match _native::wire::decode(&frames).unwrap().0 {
+                    W::MetaRecordBatch(b) => {
+                        assert!(b.values.len() <= config::WIRE_BATCH_BYTES || b.count == 1);
+                        batches += 1;
+                        for (off, body) in (b.sequence..).zip(b.values()) {
+                            let (m, v) = _native::meta::split(body).unwrap();
+                            if v == b"keyed" {
+                                keyed = Some(m.to_owned());
+                            }
+                            got.push((off, v.to_vec()));
+                        }
+                    }
+                    W::Record(_) => dups += 1,
+                    m => panic!("unexpected {m:?}"),
                 }
-                _native::wire::Message::Record(r) => {
-                    records += 1;
-                    got.push((r.sequence, r.content.to_vec()));
-                }
-                m => panic!("unexpected {m:?}"),
             }
         }
+        let want: Vec<(u64, Vec<u8>)> = (first..).zip(values.clone()).collect();
+        assert_eq!(got, want);
+        assert!((4..=8).contains(&batches), "{batches} batches");
+        let keyed = keyed.unwrap();
+        assert_eq!(keyed.key.as_deref(), Some(&b"k"[..]));
+        assert_eq!(keyed.create_time, 1_700_000_000_123);
+        assert_eq!(
+            keyed.headers,
+            vec![
+                ("h".to_string(), b"1".to_vec()),
+                ("h".to_string(), b"".to_vec()),
+                ("名".to_string(), b"\xff".to_vec())
+            ]
+        );
+        // The plain subscriber: every value as a RECORD, or none.
+        let plain_got: Vec<(u64, Vec<u8>)> = watch(&plain, Duration::from_millis(500))
+            .iter()
+            .filter_map(|f| match _native::wire::decode(f).unwrap().0 {
+                W::Record(r) => Some((r.sequence, r.content.to_vec())),
+                W::Head(_) => None,
+                m => panic!("unexpected {m:?}"),
+            })
+            .collect();
+        if record_batches {
+            assert!(plain_got.is_empty(), "{} RECORDs", plain_got.len());
+            assert_eq!(dups, 0);
+        } else {
+            assert_eq!(plain_got, want);
+            assert_eq!(dups, values.len());
+        }
+        p.close().unwrap();
     }
-    let want: Vec<(u64, Vec<u8>)> = (first..).zip(values).collect();
-    assert_eq!(got, want);
-    // 2,000 values of 100 B in 64 KiB batches, broken by the large one.
-    assert_eq!(records, 2, "the 70,000-byte value and the one sent alone");
-    assert!((4..=6).contains(&batches), "{batches} batches");
-    // The plain subscriber saw the two RECORDs only.
-    let plain_got: Vec<u64> = watch(&plain, Duration::from_millis(500))
-        .iter()
-        .map(|f| match _native::wire::decode(f).unwrap().0 {
-            _native::wire::Message::Record(r) => r.sequence,
-            m => panic!("unexpected {m:?}"),
-        })
-        .collect();
-    assert_eq!(plain_got, vec![first + 700, first + 2001]);
-    p.close().unwrap();
 }
 
 fn fetches_sent(c: &Consumer) -> u64 {
@@ -791,12 +826,15 @@ fn a_consumer_takes_record_batches_live() {
     let mut got = Vec::new();
     while got.len() < values.len() && Instant::now() < deadline {
         let more = c.poll_many(10_000, Duration::from_millis(100)).unwrap();
-        got.extend(more.into_iter().filter(|d| d.value != b"probe"));
+        got.extend(more.into_iter().filter(|d| d.value() != b"probe"));
     }
     assert_eq!(got.len(), values.len());
     let first = got[0].offset;
     for (i, d) in got.iter().enumerate() {
-        assert_eq!((d.offset, &d.value), (first + i as u64, &values[i]));
+        assert_eq!(
+            (d.offset, d.value()),
+            (first + i as u64, values[i].as_slice())
+        );
     }
     assert_eq!(fetches_sent(&c), before, "nothing fetched");
     c.close().unwrap();

@@ -237,7 +237,7 @@ fn a_secure_cluster_works_and_keeps_outsiders_and_insiders_out() {
     assert!(got
         .iter()
         .enumerate()
-        .all(|(i, r)| r.offset == i as u64 && r.value.as_ref() == (i as u32).to_be_bytes()));
+        .all(|(i, r)| r.offset == i as u64 && r.value() == (i as u32).to_be_bytes()));
     for s in [&s1, &s2] {
         let heads = s.heads(Some(b"t".to_vec())).unwrap();
         let next = heads
@@ -407,7 +407,7 @@ fn replay_replication_and_restart_work_in_a_secure_cluster() {
         assert_eq!(got.len(), n as usize, "{:?}", c.stats().snapshot());
         assert!(got.iter().enumerate().all(|(i, r)| r.offset == i as u64
             && &*r.partition == partition.as_str()
-            && r.value.as_ref() == (i as u32).to_be_bytes()));
+            && r.value() == (i as u32).to_be_bytes()));
     };
     let c = late("c");
     check(&c);
@@ -537,7 +537,7 @@ fn a_key_added_later_is_connected_to_without_restarts() {
         );
         p.send(b"heard", None).unwrap();
         let got = c.poll_many(100, Duration::from_millis(100)).unwrap();
-        if got.iter().any(|r| r.value.as_slice() == b"heard") {
+        if got.iter().any(|r| r.value() == b"heard") {
             break;
         }
     }

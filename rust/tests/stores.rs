@@ -196,7 +196,7 @@ fn store_acks_durably_and_serves_a_late_consumer_alone() {
     );
     for (i, d) in got.iter().enumerate() {
         assert_eq!(d.offset, i as u64);
-        assert_eq!(d.value, value(i as u32));
+        assert_eq!(d.value(), value(i as u32));
     }
     // Its producer gone (silent past the ACK-repeat window), the partition
     // keeps no protocol state in the store: the log holds all there is.
@@ -1011,7 +1011,7 @@ fn a_consumer_waits_for_a_store_that_is_away_instead_of_skipping_the_history() {
         "{:?}",
         c.stats().snapshot()
     );
-    assert!(got.iter().all(|d| d.value == value(d.offset as u32)));
+    assert!(got.iter().all(|d| d.value() == value(d.offset as u32)));
     assert_eq!(c.stats().records_lost.load(SeqCst), 0);
     assert_eq!(c.stats().stalled_partitions.load(SeqCst), 0);
     c.close().unwrap();

@@ -62,6 +62,40 @@ impl Batch {
         })
     }
 
+    /// Appends the body of a record ([`crate::meta`]): its metadata, then
+    /// its value (one copy).
+    pub fn push_body<N: AsRef<str>, V: AsRef<[u8]>>(
+        &mut self,
+        create_time: u64,
+        key: Option<&[u8]>,
+        headers: &[(N, V)],
+        value: &[u8],
+    ) {
+        crate::meta::encode(&mut self.data, create_time, key, headers);
+        self.data.extend_from_slice(value);
+        self.ends.push(self.data.len());
+    }
+
+    /// Appends the body of a record with neither key nor headers.
+    pub fn push_plain(&mut self, create_time: u64, value: &[u8]) {
+        crate::meta::encode_plain(&mut self.data, create_time);
+        self.data.extend_from_slice(value);
+        self.ends.push(self.data.len());
+    }
+
+    /// The bodies of `values`, each with neither key nor headers, created
+    /// at `create_time`.
+    pub fn plain_bodies<T: AsRef<[u8]>>(
+        values: impl IntoIterator<Item = T>,
+        create_time: u64,
+    ) -> Self {
+        let mut b = Batch::new();
+        for v in values {
+            b.push_plain(create_time, v.as_ref());
+        }
+        b
+    }
+
     /// Appends one value (a copy).
     pub fn push(&mut self, value: &[u8]) {
         self.data.extend_from_slice(value);

@@ -71,6 +71,21 @@ impl NodeConfig {
         }
     }
 
+    /// The address a node of this config gets from `seed`: always the same
+    /// for the same seed (and, in secure mode, the same key, whose first 8
+    /// bytes it starts with).
+    pub fn seeded_address(&self, seed: &[u8]) -> Result<String> {
+        let id = uuid::Uuid::new_v5(&ADDRESS_SEED_NAMESPACE, seed);
+        let raw = *id.as_bytes();
+        match &self.security {
+            None => Ok(raw.iter().map(|b| format!("{b:02X}")).collect()),
+            Some(s) => Ok(crate::security::address_for_key_with(
+                &s.public_key()?,
+                &raw,
+            )),
+        }
+    }
+
     /// Whether `address` may be this node's: any, or in secure mode one
     /// that starts with its key.
     pub fn owns_address(&self, address: &str) -> Result<bool> {
@@ -145,13 +160,25 @@ pub struct ProducerConfig {
     /// [`DEFAULT_MAX_RECORD_BYTES`]), and a partition cannot go on past a
     /// record no store keeps.
     pub max_record_bytes: usize,
-    /// Publish records in RECORD-BATCHes (this project's extension of the
-    /// wire, `crate::wire`), up to [`WIRE_BATCH_BYTES`] each, instead of one
-    /// RECORD per record. Default false. Stores and consumers of this project
-    /// receive them; a node that does not know the extension (the C
-    /// reference) gets the records only by FETCHing them.
+    /// This project's stores and consumers always get META-RECORD-BATCHes
+    /// (records with their keys, headers and timestamps, up to
+    /// [`WIRE_BATCH_BYTES`] each). For a subscriber that does not take them
+    /// (the C reference): false (the default) sends one RECORD per record,
+    /// true none, and such a node gets the records by FETCHing them.
     pub record_batches: bool,
+    /// The partition's address comes from this seed (the same seed, the
+    /// same address: for a writer that may run again, e.g. a Spark task),
+    /// instead of being new. None: new.
+    pub address_seed: Option<Vec<u8>>,
+    /// The offset of the first record sent (default 0): a writer that goes
+    /// on with a partition an earlier producer of the same address began.
+    pub first_offset: u64,
 }
+
+/// The UUID v5 namespace of [`NodeConfig::seeded_address`] (fixed: the
+/// same seed must give the same address in every version).
+const ADDRESS_SEED_NAMESPACE: uuid::Uuid =
+    uuid::Uuid::from_u128(0x6461_666b_6120_7061_7274_6974_696f_6e73);
 
 /// The most value bytes a producer puts in one RECORD-BATCH (a larger value
 /// goes alone, as a RECORD).
@@ -198,18 +225,20 @@ impl Default for ProducerConfig {
             max_unacked_bytes: 256 << 20,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             record_batches: false,
+            address_seed: None,
+            first_offset: 0,
         }
     }
 }
 
 impl ProducerConfig {
-    /// The node settings the producer's sockets get: a batching producer's
-    /// XPUB holds `sndhwm / 64` messages per subscriber (at least 1,000), so
-    /// that a subscriber who falls behind queues about as many bytes as with
-    /// one RECORD per record.
+    /// The node settings the producer's sockets get: the XPUB holds
+    /// `sndhwm / 64` messages per subscriber (at least 1,000): this
+    /// project's nodes get batches of up to 64 KiB, so that a subscriber who
+    /// falls behind queues about as many bytes as with one RECORD per record.
     pub fn socket_config(&self) -> NodeConfig {
         let mut node = self.node.clone();
-        if self.record_batches && node.sndhwm > 0 {
+        if node.sndhwm > 0 {
             node.sndhwm = (node.sndhwm / BATCH_HWM_DIVISOR).max(MIN_BATCH_HWM.min(node.sndhwm));
         }
         node
@@ -726,7 +755,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batching_producer_holds_fewer_messages_per_subscriber() {
+    fn a_producer_holds_fewer_batches_per_subscriber() {
         let with = |sndhwm, record_batches| {
             ProducerConfig {
                 node: NodeConfig {
@@ -739,7 +768,7 @@ mod tests {
             .socket_config()
             .sndhwm
         };
-        assert_eq!(with(1_000_000, false), 1_000_000);
+        assert_eq!(with(1_000_000, false), 15_625);
         assert_eq!(with(1_000_000, true), 15_625);
         assert_eq!(with(20_000, true), 1_000, "at least 1,000");
         assert_eq!(with(10, true), 10, "never more than asked");

@@ -16,11 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result, Unanswered};
+use crate::meta;
 use crate::node::config::{check_name, NodeConfig};
 use crate::node::out::{poll_timeout, Out};
 use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
-use crate::wire::{decode, Kind, Message, NodeType, Subscription};
+use crate::wire::{decode, Kind, Message, NodeType, Record, Subscription};
 
 /// How often an unanswered GET-HEADS or FETCH is repeated.
 const RETRY: Duration = Duration::from_millis(200);
@@ -37,7 +38,8 @@ const SLICE: Duration = Duration::from_millis(100);
 /// What [`fetch_range`] read.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Fetched {
-    /// `(offset, value)` in offset order, each offset once.
+    /// `(offset, body)` in offset order, each offset once: each record's
+    /// metadata and value ([`crate::meta::split`]).
     pub records: Vec<(u64, Vec<u8>)>,
     /// Ranges `[from, to)` no store holds any more (only with `fail_on_loss` off).
     pub lost: Vec<(u64, u64)>,
@@ -119,6 +121,7 @@ impl Client {
             }
         }
         if sub_in {
+            let mut body = Vec::new();
             for _ in 0..4096 {
                 let Some(from) = self.core.recv_sub(&mut self.frames)? else {
                     break;
@@ -131,12 +134,31 @@ impl Client {
                 if self.core.refuse(from, &decoded, &self.stats) {
                     continue;
                 }
+                // FETCH answers go on as DIRECT-RECORDs of bodies: one of
+                // a node that knows no metadata gets a body with no time.
                 match decoded {
-                    // A batch of FETCH answers: its records one by one.
-                    Ok((Message::DirectRecordBatch(b), _)) => {
+                    Ok((Message::DirectMetaRecordBatch(b), _)) => {
                         for r in b.records() {
                             on_msg(&Message::DirectRecord(r));
                         }
+                    }
+                    Ok((Message::DirectRecordBatch(b), _)) => {
+                        for r in b.records() {
+                            body.clear();
+                            meta::wrap(&mut body, None, r.content);
+                            on_msg(&Message::DirectRecord(Record {
+                                content: &body,
+                                ..r
+                            }));
+                        }
+                    }
+                    Ok((Message::DirectRecord(r), _)) => {
+                        body.clear();
+                        meta::wrap(&mut body, None, r.content);
+                        on_msg(&Message::DirectRecord(Record {
+                            content: &body,
+                            ..r
+                        }));
                     }
                     Ok((m, _)) => on_msg(&m),
                     Err(_) => {}
@@ -168,6 +190,90 @@ pub fn heads<E: From<Error>>(
 ) -> std::result::Result<BTreeMap<String, u64>, E> {
     let got = offsets(cfg, topic, Some(&[]), &[], timeout, settle, check)?;
     Ok(got.into_iter().map(|(p, o)| (p, o.next)).collect())
+}
+
+/// For each partition of `topic` that stores hold, the first offset whose
+/// record time (its timestamp, else its append time) is at or after `time`
+/// (ms since the epoch), or the partition's next offset if none is that late:
+/// where a reader starting at `time` begins (Kafka's `offsetsForTimes`,
+/// with "none" as the end). Asks the stores (TIME-QUERY, PROTOCOL.md) and
+/// takes the lowest answer per partition; ends `settle` after the first
+/// store connected with no new store or lower answer since; fails with
+/// [`Error::Timeout`] when no store connected within `timeout`.
+pub fn offsets_for_time<E: From<Error>>(
+    cfg: &NodeConfig,
+    topic: &str,
+    time: u64,
+    timeout: Duration,
+    settle: Duration,
+    mut check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<BTreeMap<String, u64>, E> {
+    check_name("topic", topic)?;
+    let mut c = Client::open(cfg)?;
+    let own = c.core.address.clone();
+    let start = Instant::now();
+    let deadline = start + timeout;
+    let mut got: BTreeMap<String, u64> = BTreeMap::new();
+    // Since the first store connected: the last time something changed.
+    let mut changed: Option<Instant> = None;
+    let mut ask = false;
+    let mut next_ask: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if let Some(t) = changed {
+            if now.duration_since(t) >= settle {
+                return Ok(got);
+            }
+        } else if now >= deadline {
+            return Err(Error::Timeout {
+                topic: topic.to_string(),
+                unanswered: Unanswered::Topic,
+                waited: timeout,
+            }
+            .into());
+        }
+        if ask || next_ask.is_some_and(|t| now >= t) {
+            c.core.emit(&Out::TimeQuery {
+                topic: topic.as_bytes().to_vec(),
+                time,
+            })?;
+            ask = false;
+            next_ask = Some(now + RETRY);
+        }
+        let until = changed.map_or(deadline, |t| t + settle);
+        let mut joined = false;
+        let mut lower = false;
+        c.step(
+            until,
+            &mut |kind, key| {
+                if kind == Kind::TimeQuery && (key.is_empty() || topic.as_bytes().starts_with(key))
+                {
+                    joined = true;
+                }
+            },
+            &mut |m| {
+                if let Message::TimeOffset(o) = m {
+                    if o.topic == own.as_slice() && o.subject == topic.as_bytes() {
+                        let p = String::from_utf8_lossy(o.address).into_owned();
+                        let e = got.entry(p).or_insert(u64::MAX);
+                        if o.sequence < *e {
+                            *e = o.sequence;
+                            lower = true;
+                        }
+                    }
+                }
+            },
+        )?;
+        let now = Instant::now();
+        if joined {
+            // A store connected: ask it now, and give it a settle period.
+            ask = true;
+            changed = Some(now);
+        } else if lower && changed.is_some() {
+            changed = Some(now);
+        }
+        check()?;
+    }
 }
 
 /// What [`offsets`] found of one partition.

@@ -56,6 +56,18 @@ pub enum Out {
     StoreHello {
         to: Vec<u8>,
     },
+    /// A store's answer to a TIME-QUERY: `sequence` is the offset.
+    TimeOffset {
+        to: Vec<u8>,
+        partition: Vec<u8>,
+        subject: Vec<u8>,
+        sequence: u64,
+    },
+    /// A TIME-QUERY for `topic` at `time` (ms), as ourselves.
+    TimeQuery {
+        topic: Vec<u8>,
+        time: u64,
+    },
 }
 
 impl Out {
@@ -131,6 +143,23 @@ impl Out {
             Out::StoreHello { to } => Message::StoreHello(StoreHello {
                 topic: to,
                 address: own,
+            }),
+            Out::TimeOffset {
+                to,
+                partition,
+                subject,
+                sequence,
+            } => Message::TimeOffset(Head {
+                topic: to,
+                address: partition,
+                subject,
+                sequence: *sequence,
+            }),
+            Out::TimeQuery { topic, time } => Message::TimeQuery(Head {
+                topic,
+                address: own,
+                subject: topic,
+                sequence: *time,
             }),
         }
     }

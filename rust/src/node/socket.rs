@@ -572,18 +572,21 @@ impl Core {
         Ok(())
     }
 
-    /// Sends records `first, first + 1, ...` to `dest`: with `batches`, in
-    /// batches of up to [`WIRE_BATCH_BYTES`] of values (RECORD-BATCH or
-    /// DIRECT-RECORD-BATCH; a run of one record and a larger value still go
-    /// alone), else one RECORD or DIRECT-RECORD each. Returns how many records
-    /// went out before the receiver's queue was full (EAGAIN, on a no-drop
-    /// XPUB): whole batches only. Live records go out at the hot path's pace.
+    /// Sends records `first, first + 1, ...` to `dest`, given their bodies
+    /// (metadata + value, [`crate::meta`]), in `form`: [`Form::Bodies`] as
+    /// META-RECORD-BATCHes (or DIRECT-...) of up to [`WIRE_BATCH_BYTES`] of
+    /// bodies (a larger one alone); [`Form::Batches`] the values alone in
+    /// RECORD-BATCHes (DIRECT-...; a run of one record and a larger value
+    /// still go as a RECORD); [`Form::Records`] one RECORD (DIRECT-RECORD)
+    /// each. Returns how many records went out before the receiver's queue
+    /// was full (EAGAIN, on a no-drop XPUB): whole batches only. Live records
+    /// go out at the hot path's pace.
     pub fn send_records<'v>(
         &mut self,
         dest: Dest<'_>,
         first: u64,
-        values: impl Iterator<Item = &'v [u8]>,
-        batches: bool,
+        bodies: impl Iterator<Item = &'v [u8]>,
+        form: Form,
     ) -> Result<usize> {
         let own = std::mem::take(&mut self.address);
         let mut buf = std::mem::take(&mut self.values);
@@ -595,22 +598,29 @@ impl Core {
                 topic,
             } => (to, partition, topic, true),
         };
+        let keep = form == Form::Bodies;
         let fits = |buf: &Vec<u8>, v: &[u8]| buf.len() + 4 + v.len() <= WIRE_BATCH_BYTES;
-        let mut values = values.peekable();
+        let mut values = bodies
+            .map(|b| if keep { b } else { value_of(b) })
+            .peekable();
         let mut sent = 0usize;
         let r = (|| {
             while let Some(v) = values.next() {
                 let sequence = first + sent as u64;
                 buf.clear();
                 let mut count = 1u32;
-                if batches && fits(&buf, v) {
+                if form != Form::Records && fits(&buf, v) {
                     put_value(&mut buf, v);
                     while let Some(next) = values.next_if(|n| fits(&buf, n)) {
                         put_value(&mut buf, next);
                         count += 1;
                     }
+                } else if keep {
+                    // A body larger than a batch: alone, but still a batch.
+                    buf.extend_from_slice(&(v.len() as u32).to_be_bytes());
+                    buf.extend_from_slice(v);
                 }
-                let msg = if count == 1 {
+                let msg = if count == 1 && !keep {
                     let r = Record {
                         topic: key,
                         address: partition,
@@ -632,10 +642,11 @@ impl Core {
                         count,
                         values: &buf,
                     };
-                    if direct {
-                        Message::DirectRecordBatch(b)
-                    } else {
-                        Message::RecordBatch(b)
+                    match (keep, direct) {
+                        (false, false) => Message::RecordBatch(b),
+                        (false, true) => Message::DirectRecordBatch(b),
+                        (true, false) => Message::MetaRecordBatch(b),
+                        (true, true) => Message::DirectMetaRecordBatch(b),
                     }
                 };
                 match self.send_message(&msg) {
@@ -688,6 +699,30 @@ pub enum Dest<'a> {
     },
 }
 
+/// How [`Core::send_records`] sends records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// One RECORD (DIRECT-RECORD) per record, values only: for the C reference.
+    Records,
+    /// RECORD-BATCHes (DIRECT-...), values only: for a node that knows
+    /// batches but not metadata.
+    Batches,
+    /// META-RECORD-BATCHes (DIRECT-...): bodies, for this project's nodes.
+    Bodies,
+}
+
+/// The value of a body this node made or checked (an unparsable one, which
+/// cannot be, sends nothing rather than its metadata as a value).
+pub fn value_of(body: &[u8]) -> &[u8] {
+    match crate::meta::value_of(body) {
+        Ok(v) => v,
+        Err(e) => {
+            debug_assert!(false, "a body that was checked does not parse: {e}");
+            &[]
+        }
+    }
+}
+
 /// A value appended to a RECORD-BATCH's values frame as a `longstr`; one
 /// that fits in [`WIRE_BATCH_BYTES`], so its length fits in 4 octets.
 fn put_value(out: &mut Vec<u8>, v: &[u8]) {
@@ -724,6 +759,14 @@ impl Takers {
         }
     }
 
+    /// Requesters that take DIRECT-META-RECORD-BATCHes (`Y`): bodies.
+    pub fn bodies() -> Self {
+        Self {
+            id: b'Y',
+            who: Default::default(),
+        }
+    }
+
     /// Partitions whose producer takes ADDRESSED-ACKs (`A`).
     pub fn addressed_acks() -> Self {
         Self {
@@ -750,6 +793,42 @@ impl Takers {
     /// Whether `who` takes the extension.
     pub fn takes(&self, who: &[u8]) -> bool {
         self.who.contains(who)
+    }
+}
+
+/// How a requester gets FETCH answers: bodies if it subscribed `Y` + its
+/// address, batches of values if `Q` + it, else DIRECT-RECORDs.
+#[derive(Debug)]
+pub struct AnswerForms {
+    bodies: Takers,
+    batches: Takers,
+}
+
+impl Default for AnswerForms {
+    fn default() -> Self {
+        Self {
+            bodies: Takers::bodies(),
+            batches: Takers::batches(),
+        }
+    }
+}
+
+impl AnswerForms {
+    /// A subscription (or unsubscription) seen on the XPUB.
+    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
+        self.bodies.on_subscription(prefix, subscribe);
+        self.batches.on_subscription(prefix, subscribe);
+    }
+
+    /// The form `who`'s FETCH answers take.
+    pub fn form(&self, who: &[u8]) -> Form {
+        if self.bodies.takes(who) {
+            Form::Bodies
+        } else if self.batches.takes(who) {
+            Form::Batches
+        } else {
+            Form::Records
+        }
     }
 }
 

@@ -42,6 +42,7 @@ pub(crate) struct ProducerDefaults {
     pub max_unacked_bytes: i128,
     pub max_record_bytes: i128,
     pub record_batches: bool,
+    pub first_offset: i128,
 }
 
 pub(crate) struct ConsumerDefaults {
@@ -152,6 +153,7 @@ impl Defaults {
                 max_unacked_bytes: int(p.max_unacked_bytes as u64),
                 max_record_bytes: int(p.max_record_bytes as u64),
                 record_batches: p.record_batches,
+                first_offset: int(p.first_offset),
             },
             consumer: ConsumerDefaults {
                 offset_reset: offset_reset_name(c.offset_reset),
@@ -235,6 +237,8 @@ impl Defaults {
         d.set_item("on_delivery", &none)?;
         d.set_item("max_record_bytes", p.max_record_bytes)?;
         d.set_item("record_batches", p.record_batches)?;
+        d.set_item("address_seed", &none)?;
+        d.set_item("first_offset", p.first_offset)?;
         out.set_item("Producer", d)?;
 
         let (c, d) = (&self.consumer, PyDict::new(py));
@@ -249,6 +253,7 @@ impl Defaults {
         d.set_item("start_offsets", &none)?;
         d.set_item("idle_after", c.idle_after)?;
         d.set_item("forget_after", c.forget_after)?;
+        d.set_item("start_time", &none)?;
         out.set_item("Consumer", d)?;
 
         let (s, d) = (&self.store, PyDict::new(py));
@@ -310,16 +315,17 @@ const CLASSES: [(&str, &str); 6] = [
 ];
 
 /// The read-client functions [`sign`] gives a signature with the defaults.
-const FUNCTIONS: [&str; 5] = [
+const FUNCTIONS: [&str; 6] = [
     "heads",
     "offsets",
     "fetch_range",
     "fetch_ranges",
     "check_node",
+    "offsets_for_times",
 ];
 
 /// The PyO3 functions the signed ones forward to, by their index in [`FUNCTIONS`].
-static TARGETS: [PyOnceLock<Py<PyAny>>; 5] = [const { PyOnceLock::new() }; 5];
+static TARGETS: [PyOnceLock<Py<PyAny>>; 6] = [const { PyOnceLock::new() }; 6];
 
 /// The body of a signed function: calls its PyO3 function with the same
 /// arguments.
@@ -345,12 +351,13 @@ unsafe extern "C" fn forward<const I: usize>(
     }
 }
 
-const FORWARDERS: [ffi::PyCFunctionWithKeywords; 5] = [
+const FORWARDERS: [ffi::PyCFunctionWithKeywords; 6] = [
     forward::<0>,
     forward::<1>,
     forward::<2>,
     forward::<3>,
     forward::<4>,
+    forward::<5>,
 ];
 
 /// A `'static` C string, made once per process for a function's name and doc.

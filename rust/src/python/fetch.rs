@@ -3,13 +3,16 @@
 
 use std::path::PathBuf;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 
 use crate::node::fetcher;
 use crate::python::defaults::DEFAULT;
 use crate::python::discovery::Discovery;
 use crate::python::node::check_signals;
+use crate::python::record::PyRecord;
+use crate::python::time::time_ms;
 use crate::python::{seconds, str_list, unsigned, StrList};
 use crate::security::Role;
 
@@ -118,6 +121,7 @@ fn offsets(
 
 /// Reads exactly ``[start, end)`` of one partition from stores; returns
 /// ``(records, lost)`` with ``records`` a list of ``(offset, value)`` in order
+/// (with ``with_meta``, of ``Record``s, with keys, headers and timestamps)
 /// and ``lost`` the ``(from, to)`` ranges retention removed (raises
 /// DataLossError instead when ``fail_on_loss``).
 #[pyfunction]
@@ -125,7 +129,7 @@ fn offsets(
     topic, partition, start, end, *, towers = None, peers = None, wire = DEFAULT.node.wire,
     timeout = 60.0, fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
     beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None, cert = None, trust = None
+    advertise_host = None, cert = None, trust = None, with_meta = false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_range<'py>(
@@ -145,6 +149,7 @@ fn fetch_range<'py>(
     advertise_host: Option<String>,
     cert: Option<PathBuf>,
     trust: Option<PathBuf>,
+    with_meta: bool,
 ) -> PyResult<PyFetched<'py>> {
     let cfg = Discovery {
         towers,
@@ -172,19 +177,85 @@ fn fetch_range<'py>(
             check_signals,
         )
     })?;
-    Ok(to_py(py, got))
+    to_py(
+        py,
+        got,
+        with_meta.then_some((topic.as_str(), partition.as_str())),
+    )
 }
 
 /// What one range read gave Python: ``(records, lost)``.
-type PyFetched<'py> = (Vec<(u64, Bound<'py, PyBytes>)>, Vec<(u64, u64)>);
+type PyFetched<'py> = (Vec<Bound<'py, PyAny>>, Vec<(u64, u64)>);
 
-fn to_py(py: Python<'_>, got: fetcher::Fetched) -> PyFetched<'_> {
-    let records = got
-        .records
-        .into_iter()
-        .map(|(o, v)| (o, PyBytes::new(py, &v)))
-        .collect();
-    (records, got.lost)
+/// `(offset, value)` pairs, or with `meta` (topic, partition) `Record`s
+/// with their keys, headers and timestamps.
+fn to_py<'py>(
+    py: Python<'py>,
+    got: fetcher::Fetched,
+    meta: Option<(&str, &str)>,
+) -> PyResult<PyFetched<'py>> {
+    let names = meta.map(|(t, p)| (PyString::new(py, t).unbind(), PyString::new(py, p).unbind()));
+    let mut records = Vec::with_capacity(got.records.len());
+    for (o, body) in got.records {
+        let (m, value) = crate::meta::split(&body)
+            .map_err(|e| PyValueError::new_err(format!("record {o}: {e}")))?;
+        records.push(match &names {
+            None => (o, PyBytes::new(py, value)).into_pyobject(py)?.into_any(),
+            Some((t, p)) => {
+                let r = PyRecord::from_body(py, t.clone_ref(py), p.clone_ref(py), o, &m, value);
+                Bound::new(py, r)?.into_any()
+            }
+        });
+    }
+    Ok((records, got.lost))
+}
+
+/// For each partition of ``topic`` that stores hold, the first offset whose
+/// time (its timestamp, else the time a store appended it) is at or after
+/// ``timestamp``, or the partition's next offset when no record is that
+/// late: ``{partition: offset}``, where a reader starting at that time
+/// begins. ``timestamp`` is ms since the epoch (int), a ``datetime`` or an ISO
+/// 8601 str. Asks the stores (TIME-QUERY) and ends ``settle`` seconds after
+/// the first store connected with no lower answer since; raises
+/// FetchTimeoutError when no store connects within ``timeout``.
+#[pyfunction]
+#[pyo3(signature = (
+    topic, timestamp, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0,
+    settle = 0.5, bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
+    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None, cert = None, trust = None
+))]
+#[allow(clippy::too_many_arguments)]
+fn offsets_for_times(
+    py: Python<'_>,
+    topic: String,
+    timestamp: &Bound<'_, PyAny>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
+    wire: &str,
+    timeout: f64,
+    settle: f64,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+    advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
+) -> PyResult<std::collections::BTreeMap<String, u64>> {
+    let time = time_ms(py, timestamp, "timestamp")?;
+    let cfg = Discovery {
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+        cert,
+        trust,
+    }
+    .read_config(Role::Consumer)?;
+    let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
+    py.detach(|| fetcher::offsets_for_time::<PyErr>(&cfg, &topic, time, t, s, check_signals))
 }
 
 /// :func:`fetch_range` of several ``(topic, partition, start, end)`` ranges,
@@ -195,7 +266,7 @@ fn to_py(py: Python<'_>, got: fetcher::Fetched) -> PyFetched<'_> {
     ranges, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 60.0,
     fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
     beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None, cert = None, trust = None
+    advertise_host = None, cert = None, trust = None, with_meta = false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_ranges<'py>(
@@ -212,6 +283,7 @@ fn fetch_ranges<'py>(
     advertise_host: Option<String>,
     cert: Option<PathBuf>,
     trust: Option<PathBuf>,
+    with_meta: bool,
 ) -> PyResult<Vec<PyFetched<'py>>> {
     let cfg = Discovery {
         towers,
@@ -241,7 +313,10 @@ fn fetch_ranges<'py>(
         .collect();
     let got =
         py.detach(|| fetcher::fetch_ranges::<PyErr>(&cfg, &refs, t, fail_on_loss, check_signals))?;
-    Ok(got.into_iter().map(|f| to_py(py, f)).collect())
+    got.into_iter()
+        .zip(&owned)
+        .map(|(f, (t, p, _, _))| to_py(py, f, with_meta.then_some((t.as_str(), p.as_str()))))
+        .collect()
 }
 
 /// A read client kept across :meth:`offsets` rounds of one topic, for a
@@ -414,6 +489,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(heads, m)?)?;
     m.add_function(wrap_pyfunction!(offsets, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_range, m)?)?;
+    m.add_function(wrap_pyfunction!(offsets_for_times, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_ranges, m)?)?;
     Ok(())
 }

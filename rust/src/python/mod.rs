@@ -11,6 +11,7 @@ mod node;
 mod record;
 mod security;
 mod store;
+mod time;
 mod wire;
 
 use std::time::Duration;

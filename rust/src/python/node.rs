@@ -11,14 +11,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use crate::error::Error;
+use crate::node::producer::Extra;
 use crate::node::stats::Stats;
 use crate::node::{
     Batch, Consumer, ConsumerConfig, Delivery, Producer, ProducerConfig, Tower, TowerConfig,
 };
 use crate::python::defaults::DEFAULT;
 use crate::python::discovery::Discovery;
-use crate::python::record::{PartitionNames, PyRecord};
-use crate::python::{opt_seconds, seconds, unsigned, StrList};
+use crate::python::record::{headers_arg, PartitionNames, PyRecord};
+use crate::python::{opt_seconds, opt_unsigned, seconds, unsigned, StrList};
 
 const SLICE: Duration = Duration::from_millis(100);
 
@@ -201,12 +202,18 @@ impl PyTower {
 ///     ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
 ///     or ``""`` when bound to a wildcard.
 /// record_batches : bool, default False
-///     Publish records in RECORD-BATCH messages of up to 64 KiB of values (this project's
-///     extension of the wire) instead of one RECORD each: several times less CPU per record on
-///     the producer and on every store and consumer. Stores and consumers of this project
-///     receive them; a node that does not know the extension (the C reference) gets the records
-///     only by fetching them. The XPUB then holds ``sndhwm / 64`` messages per subscriber (at
-///     least 1,000).
+///     Stores and consumers of this project always get records in batches of up to 64 KiB
+///     (META-RECORD-BATCH, this project's extension of the wire, with keys, headers and
+///     timestamps). For a node that does not know it (the C reference): False sends one RECORD
+///     per record, True none, and such a node gets the records by fetching them. The XPUB holds
+///     ``sndhwm / 64`` messages per subscriber (at least 1,000).
+/// address_seed : str or bytes or None, default None
+///     The partition's address comes from this seed: the same seed (and, in secure mode, the
+///     same certificate) gives the same address, for a writer that may run again and must
+///     rewrite the same partition (a retried Spark task). None: a new address.
+/// first_offset : int, default 0
+///     The offset of the first record sent: a producer that goes on with a partition an earlier
+///     producer of the same ``address_seed`` began, from where that one stopped.
 /// cert : str or os.PathLike or None, default None
 ///     Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
 ///     node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
@@ -304,7 +311,8 @@ impl PyProducer {
         beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
         rcvhwm = DEFAULT.node.rcvhwm, max_record_bytes = DEFAULT.producer.max_record_bytes,
         advertise_host = None, record_batches = DEFAULT.producer.record_batches,
-        cert = None, trust = None
+        cert = None, trust = None, address_seed = None,
+        first_offset = DEFAULT.producer.first_offset
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -328,7 +336,21 @@ impl PyProducer {
         record_batches: bool,
         cert: Option<std::path::PathBuf>,
         trust: Option<std::path::PathBuf>,
+        address_seed: Option<&Bound<'_, PyAny>>,
+        first_offset: i128,
     ) -> PyResult<Self> {
+        let address_seed = match address_seed {
+            None => None,
+            Some(s) => Some(if let Ok(t) = s.cast::<PyString>() {
+                t.to_str()?.as_bytes().to_vec()
+            } else if let Ok(b) = s.cast::<PyBytes>() {
+                b.as_bytes().to_vec()
+            } else {
+                return Err(PyTypeError::new_err(
+                    "address_seed must be a str or bytes (e.g. a write's id and a task's partition)",
+                ));
+            }),
+        };
         if let Some(cb) = &on_delivery {
             if !cb.bind(py).is_callable() {
                 return Err(PyTypeError::new_err("on_delivery must be callable(offset)"));
@@ -352,6 +374,8 @@ impl PyProducer {
             max_unacked_bytes: unsigned("max_unacked_bytes", max_unacked_bytes)?,
             max_record_bytes: unsigned("max_record_bytes", max_record_bytes)?,
             record_batches,
+            address_seed,
+            first_offset: unsigned("first_offset", first_offset)?,
         };
         let send_timeout = opt_seconds("send_timeout", send_timeout)?;
         let inner = py.detach(|| Producer::new(&topic, cfg))?;
@@ -364,31 +388,67 @@ impl PyProducer {
         })
     }
 
-    /// Publishes one record; returns its offset. Blocks (GIL released) while
-    /// the unacknowledged buffer is full, up to ``timeout`` (default the
-    /// producer's ``send_timeout``, None = forever), then raises BufferFullError.
-    #[pyo3(signature = (value, *, timeout = None))]
+    /// Publishes one record; returns its offset. ``key`` (bytes) and
+    /// ``headers`` (a list of ``(str, bytes)`` pairs, in order, repeats allowed)
+    /// travel with it and count against ``max_record_bytes``; ``timestamp`` is
+    /// its create time in ms since the epoch (default: now). Blocks (GIL
+    /// released) while the unacknowledged buffer is full, up to ``timeout``
+    /// (default the producer's ``send_timeout``, None = forever), then raises
+    /// BufferFullError.
+    #[pyo3(signature = (value, *, key = None, headers = None, timestamp = None, timeout = None))]
     fn send(
         &self,
         py: Python<'_>,
         value: &Bound<'_, PyAny>,
+        key: Option<&Bound<'_, PyAny>>,
+        headers: Option<&Bound<'_, PyAny>>,
+        timestamp: Option<i128>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        if let Some(off) = with_value(py, value, "send", |v| self.inner.try_send(v))?? {
+        if key.is_none() && headers.is_none() && timestamp.is_none() {
+            if let Some(off) = with_value(py, value, "send", |v| self.inner.try_send(v))?? {
+                return Ok(off);
+            }
+            let v = value_bytes(py, value, "send")?;
+            return py.detach(|| self.inner.send_with(&v, t, check_signals));
+        }
+        let key = key_arg(py, key)?;
+        let headers = match headers {
+            Some(h) => headers_arg(h)?,
+            None => Vec::new(),
+        };
+        let hs: Vec<(&str, &[u8])> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
+            .collect();
+        let extra = Extra {
+            key: key.as_deref(),
+            headers: &hs,
+            timestamp: opt_unsigned("timestamp", timestamp)?,
+        };
+        if let Some(off) =
+            with_value(py, value, "send", |v| self.inner.try_send_record(v, &extra))??
+        {
             return Ok(off);
         }
         let v = value_bytes(py, value, "send")?;
-        py.detach(|| self.inner.send_with(&v, t, check_signals))
+        py.detach(|| self.inner.send_record_with(&v, &extra, t, check_signals))
     }
 
     /// Publishes a batch of values (``bytes`` or bytes-like) in one call;
-    /// returns the last offset (None for an empty batch).
-    #[pyo3(signature = (values, *, timeout = None))]
+    /// returns the last offset (None for an empty batch). ``keys``,
+    /// ``headers`` and ``timestamps``, when given, are sequences as long as
+    /// ``values`` (an entry may be None): each record's key, headers and
+    /// create time, as ``send`` takes them.
+    #[pyo3(signature = (values, *, keys = None, headers = None, timestamps = None, timeout = None))]
     fn send_many(
         &self,
         py: Python<'_>,
         values: &Bound<'_, PyAny>,
+        keys: Option<&Bound<'_, PyAny>>,
+        headers: Option<&Bound<'_, PyAny>>,
+        timestamps: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
         // `len()` is a hint (an object may claim 10**12 values): capped.
@@ -399,8 +459,65 @@ impl PyProducer {
                  use send()",
             ));
         }
-        for item in values.try_iter()? {
-            with_value(py, &item?, "send_many", |v| batch.push(v))?;
+        let now = crate::meta::now_ms();
+        fn column<'py>(
+            c: Option<&Bound<'py, PyAny>>,
+            name: &str,
+        ) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
+            let Some(c) = c else { return Ok(None) };
+            if c.is_instance_of::<PyBytes>() || c.is_instance_of::<PyString>() {
+                return Err(PyTypeError::new_err(format!(
+                    "send_many's {name} must be a sequence with one entry per value"
+                )));
+            }
+            let v: Vec<Bound<'py, PyAny>> = c.try_iter()?.collect::<PyResult<_>>()?;
+            Ok(Some(v))
+        }
+        let (keys, headers, timestamps) = (
+            column(keys, "keys")?,
+            column(headers, "headers")?,
+            column(timestamps, "timestamps")?,
+        );
+        if keys.is_none() && headers.is_none() && timestamps.is_none() {
+            for item in values.try_iter()? {
+                with_value(py, &item?, "send_many", |v| batch.push_plain(now, v))?;
+            }
+        } else {
+            let values: Vec<Bound<'_, PyAny>> = values.try_iter()?.collect::<PyResult<_>>()?;
+            for (name, c) in [
+                ("keys", &keys),
+                ("headers", &headers),
+                ("timestamps", &timestamps),
+            ] {
+                if let Some(c) = c {
+                    if c.len() != values.len() {
+                        return Err(PyValueError::new_err(format!(
+                            "send_many got {} values but {} {name}: give one per value (None for none)",
+                            values.len(),
+                            c.len()
+                        )));
+                    }
+                }
+            }
+            for (i, v) in values.iter().enumerate() {
+                let key = match &keys {
+                    Some(k) => key_arg(py, Some(&k[i]))?,
+                    None => None,
+                };
+                let hs = match &headers {
+                    Some(h) if !h[i].is_none() => headers_arg(&h[i])?,
+                    _ => Vec::new(),
+                };
+                let ts = match &timestamps {
+                    Some(t) if !t[i].is_none() => {
+                        opt_unsigned("timestamps[]", Some(t[i].extract::<i128>()?))?
+                    }
+                    _ => None,
+                };
+                with_value(py, v, "send_many", |v| {
+                    batch.push_body(ts.unwrap_or(now), key.as_deref(), &hs, v)
+                })?;
+            }
         }
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
         let range = py.detach(|| self.inner.send_batch_with(batch, t, check_signals))?;
@@ -412,10 +529,20 @@ impl PyProducer {
     /// of its ``n + 1`` value offsets (native-endian int32, or int64 with
     /// ``large=True`` for ``large_binary``/``large_string``); both any object with
     /// the buffer protocol, e.g. ``pyarrow.Buffer``. No Python call per value.
-    /// Returns ``(first_offset, last_offset)``, or None when there are no values.
-    /// The offsets are contiguous unless the values exceed ``max_unacked_bytes``
-    /// (they then go in pieces) and another thread sends meanwhile.
-    #[pyo3(signature = (data, offsets, *, large = false, timeout = None))]
+    /// Keys, optional, come the same way: ``key_data`` and ``key_offsets`` (of
+    /// the same width, ``key_large``), with ``key_validity`` the Arrow validity
+    /// bitmap (bit ``key_bit_offset + i`` clear: record ``i`` has no key; None:
+    /// every record has one). ``timestamps``, optional, is a buffer of ``n``
+    /// native-endian int64 create times in ms (default: now). Headers go
+    /// through ``send_many``. Returns ``(first_offset, last_offset)``, or None
+    /// when there are no values. The offsets are contiguous unless the values
+    /// exceed ``max_unacked_bytes`` (they then go in pieces) and another thread
+    /// sends meanwhile.
+    #[pyo3(signature = (
+        data, offsets, *, large = false, timeout = None, key_data = None, key_offsets = None,
+        key_large = false, key_validity = None, key_bit_offset = 0, timestamps = None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn send_buffers(
         &self,
         py: Python<'_>,
@@ -423,24 +550,102 @@ impl PyProducer {
         offsets: &Bound<'_, PyAny>,
         large: bool,
         timeout: Option<f64>,
+        key_data: Option<&Bound<'_, PyAny>>,
+        key_offsets: Option<&Bound<'_, PyAny>>,
+        key_large: bool,
+        key_validity: Option<&Bound<'_, PyAny>>,
+        key_bit_offset: usize,
+        timestamps: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<(u64, u64)>> {
         let data = ByteView::get(py, data, "data")?;
         let offs = ByteView::get(py, offsets, "offsets")?;
-        let (values, raw) = (data.bytes(), offs.bytes());
-        let width = if large { 8 } else { 4 };
-        if raw.len() % width != 0 {
-            return Err(PyValueError::new_err(format!(
-                "offsets holds {} bytes, not a whole number of {width}-byte offsets \
-                 (large={large})",
-                raw.len()
-            )));
+        let bounds = arrow_offsets(offs.bytes(), large, "offsets")?;
+        let n = bounds.len().saturating_sub(1);
+        let keys = match (key_data, key_offsets) {
+            (None, None) => None,
+            (Some(d), Some(o)) => {
+                let d = ByteView::get(py, d, "key_data")?;
+                let o = ByteView::get(py, o, "key_offsets")?;
+                let kb = arrow_offsets(o.bytes(), key_large, "key_offsets")?;
+                if kb.len() != bounds.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "key_offsets holds {} offsets, offsets {}: one key per value",
+                        kb.len(),
+                        bounds.len()
+                    )));
+                }
+                let valid = key_validity
+                    .map(|v| ByteView::get(py, v, "key_validity"))
+                    .transpose()?;
+                Some((d, kb, valid))
+            }
+            _ => {
+                return Err(PyValueError::new_err(
+                    "key_data and key_offsets go together: give both or neither",
+                ))
+            }
+        };
+        let times = match timestamps {
+            None => None,
+            Some(t) => {
+                let t = ByteView::get(py, t, "timestamps")?;
+                if t.bytes().len() != n * 8 {
+                    return Err(PyValueError::new_err(format!(
+                        "timestamps holds {} bytes; {n} values need {} (int64 each)",
+                        t.bytes().len(),
+                        n * 8
+                    )));
+                }
+                Some(t)
+            }
+        };
+        let values = data.bytes();
+        let span = |b: &[i64], i: usize, buf: &[u8], what: &str| -> PyResult<(usize, usize)> {
+            let (a, z) = (b[i], b[i + 1]);
+            match (usize::try_from(a), usize::try_from(z)) {
+                (Ok(a), Ok(z)) if a <= z && z <= buf.len() => Ok((a, z)),
+                _ => Err(PyValueError::new_err(format!(
+                    "{what} must be non-decreasing and within the {}-byte data buffer, \
+                     got [{a}, {z})",
+                    buf.len()
+                ))),
+            }
+        };
+        let now = crate::meta::now_ms();
+        let none: &[(&str, &[u8])] = &[];
+        let mut batch = Batch::with_capacity(n, values.len() + n * crate::meta::PLAIN_LEN);
+        for i in 0..n {
+            let (a, z) = span(&bounds, i, values, "offsets")?;
+            let ts = match &times {
+                Some(t) => {
+                    let raw: [u8; 8] = t.bytes()[i * 8..i * 8 + 8].try_into().expect("8 bytes");
+                    let v = i64::from_ne_bytes(raw);
+                    u64::try_from(v).map_err(|_| {
+                        PyValueError::new_err(format!("timestamps[{i}] is negative ({v})"))
+                    })?
+                }
+                None => now,
+            };
+            let key = match &keys {
+                None => None,
+                Some((kd, kb, valid)) => {
+                    let has = valid.as_ref().is_none_or(|v| {
+                        let bit = key_bit_offset + i;
+                        v.bytes()
+                            .get(bit / 8)
+                            .is_some_and(|b| b & (1 << (bit % 8)) != 0)
+                    });
+                    if has {
+                        let (ka, kz) = span(kb, i, kd.bytes(), "key_offsets")?;
+                        Some(&kd.bytes()[ka..kz])
+                    } else {
+                        None
+                    }
+                }
+            };
+            batch.push_body(ts, key, none, &values[a..z]);
         }
-        let bounds = raw.chunks_exact(width).map(|c| match c.try_into() {
-            Ok(b) => i64::from_ne_bytes(b),
-            Err(_) => i64::from(i32::from_ne_bytes(c.try_into().expect("width is 4"))),
-        });
-        let batch = Batch::from_offsets(values, bounds).map_err(PyValueError::new_err)?;
-        drop((data, offs));
+        drop((data, offs, keys, times));
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
         py.detach(|| self.inner.send_batch_with(batch, t, check_signals))
     }
@@ -699,6 +904,13 @@ impl PyProducer {
 ///     Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
 ///     it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
 ///     (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
+/// start_time : int or datetime or str or None, default None
+///     Start every partition the stores hold at its first record at or after this time (ms
+///     since the epoch, a ``datetime``, or an ISO 8601 str such as ``"2026-11-27T09:00"``, naive
+///     times being local), as ``offsets_for_times`` finds it (the constructor waits for it), and
+///     every other partition at its start (``offset_reset`` is then ``"earliest"``);
+///     ``start_offsets`` still wins for the partitions it lists. Raises ``FetchTimeoutError``
+///     when no store answers within 10 seconds.
 ///
 /// Raises
 /// ------
@@ -722,6 +934,8 @@ impl PyProducer {
 struct PyConsumer {
     inner: Consumer,
     names: PartitionNames,
+    /// The node settings, for the time queries of `seek_to_time`.
+    node: crate::node::NodeConfig,
 }
 
 impl PyConsumer {
@@ -761,7 +975,7 @@ impl PyConsumer {
         bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
         beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
         rcvhwm = DEFAULT.node.rcvhwm, advertise_host = None,
-        cert = None, trust = None
+        cert = None, trust = None, start_time = None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -788,7 +1002,11 @@ impl PyConsumer {
         advertise_host: Option<String>,
         cert: Option<std::path::PathBuf>,
         trust: Option<std::path::PathBuf>,
+        start_time: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let start_time = start_time
+            .map(|t| crate::python::time::time_ms(py, t, "start_time"))
+            .transpose()?;
         let mut starts = Vec::new();
         for (p, off) in start_offsets.unwrap_or_default() {
             let off = unsigned(&format!("start_offsets[{p:?}]"), off)?;
@@ -827,11 +1045,65 @@ impl PyConsumer {
             idle_after: seconds("idle_after", idle_after)?,
             forget_after: opt_seconds("forget_after", forget_after)?,
         };
+        let mut cfg = cfg;
+        if let Some(t) = start_time {
+            // Where each partition the stores hold reaches the time; the
+            // others (none of their records stored yet) from their start.
+            let given: std::collections::HashSet<String> =
+                cfg.start_offsets.iter().map(|(p, _)| p.clone()).collect();
+            for topic in &topics {
+                let got = py.detach(|| time_offsets(&cfg.node, topic, t))?;
+                cfg.start_offsets
+                    .extend(got.into_iter().filter(|(p, _)| !given.contains(p)));
+            }
+            cfg.offset_reset = crate::node::OffsetReset::Earliest;
+        }
+        let node = cfg.node.clone();
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
         Ok(Self {
             inner,
             names: PartitionNames::default(),
+            node,
         })
+    }
+
+    /// Moves ``partition`` (every partition of this consumer's topics the
+    /// stores hold, when None) to the first offset at or after
+    /// ``timestamp`` (ms since the epoch, a ``datetime`` or an ISO 8601 str):
+    /// asks the stores as :func:`offsets_for_times` does, then seeks. Returns
+    /// ``{partition: offset}`` as sought; raises FetchTimeoutError when no
+    /// store answers within 10 seconds, and UnknownPartitionError (a
+    /// LookupError) when ``partition`` is not among what the stores hold.
+    #[pyo3(signature = (partition, timestamp))]
+    fn seek_to_time(
+        &self,
+        py: Python<'_>,
+        partition: Option<&str>,
+        timestamp: &Bound<'_, PyAny>,
+    ) -> PyResult<HashMap<String, u64>> {
+        let t = crate::python::time::time_ms(py, timestamp, "timestamp")?;
+        let mut found = Vec::new();
+        for topic in self.inner.topics() {
+            found.extend(py.detach(|| time_offsets(&self.node, topic, t))?);
+        }
+        let chosen: Vec<(String, u64)> = match partition {
+            None => found,
+            Some(p) => {
+                let hit: Vec<_> = found.into_iter().filter(|(q, _)| q == p).collect();
+                if hit.is_empty() {
+                    return Err(crate::python::errors::Exc::UnknownPartition.err(format!(
+                        "no store of topics {:?} holds partition {p:?}: seek_to_time needs \
+                         a partition the stores hold (or None for all)",
+                        self.inner.topics()
+                    )));
+                }
+                hit
+            }
+        };
+        for (p, off) in &chosen {
+            self.inner.seek(p, *off)?;
+        }
+        Ok(chosen.into_iter().collect())
     }
 
     /// The next record, waiting up to ``timeout`` seconds (None = until one
@@ -966,6 +1238,52 @@ impl PyConsumer {
 /// A record value: ``bytes`` (the fast path), or any bytes-like object
 /// (``bytearray``, ``memoryview``, ``pyarrow.Buffer``...). A ``str`` gets a
 /// TypeError that says to encode it.
+/// The `n + 1` offsets of an Arrow binary array from their raw buffer.
+fn arrow_offsets(raw: &[u8], large: bool, what: &str) -> PyResult<Vec<i64>> {
+    let width = if large { 8 } else { 4 };
+    if raw.len() % width != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} holds {} bytes, not a whole number of {width}-byte offsets \
+             (large={large})",
+            raw.len()
+        )));
+    }
+    Ok(raw
+        .chunks_exact(width)
+        .map(|c| match c.try_into() {
+            Ok(b) => i64::from_ne_bytes(b),
+            Err(_) => i64::from(i32::from_ne_bytes(c.try_into().expect("width is 4"))),
+        })
+        .collect())
+}
+
+/// The offsets of `topic`'s partitions at time `t` (ms), as the stores
+/// answer a TIME-QUERY (10 s to find one, 0.5 s to settle).
+fn time_offsets(
+    node: &crate::node::NodeConfig,
+    topic: &str,
+    t: u64,
+) -> PyResult<Vec<(String, u64)>> {
+    let got = crate::node::fetcher::offsets_for_time::<PyErr>(
+        node,
+        topic,
+        t,
+        Duration::from_secs(10),
+        Duration::from_millis(500),
+        check_signals,
+    )?;
+    Ok(got.into_iter().collect())
+}
+
+/// A record's key as Python gives it: None, or bytes (any bytes-like object).
+fn key_arg(py: Python<'_>, key: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<u8>>> {
+    match key {
+        None => Ok(None),
+        Some(k) if k.is_none() => Ok(None),
+        Some(k) => value_bytes(py, k, "key").map(Some),
+    }
+}
+
 fn value_bytes(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     with_value(py, v, what, <[u8]>::to_vec)
 }

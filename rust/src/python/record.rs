@@ -8,10 +8,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use pyo3::basic::CompareOp;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::meta::{self, MetaRef, TimeType};
 use crate::node::Delivery;
 use crate::python::{opt_unsigned, unsigned};
 
@@ -20,8 +22,12 @@ use crate::python::{opt_unsigned, unsigned};
 /// ``topic`` is the topic name (bytes that are not UTF-8 are kept as surrogate
 /// escapes, so ``topic.encode("utf-8", "surrogateescape")`` gives them back),
 /// ``partition`` the partition's name (the producer's address), ``offset`` its
-/// position in the partition, ``value`` its content, and ``timestamp`` the time
-/// a store appended it, in ms since the epoch, when known.
+/// position in the partition, ``value`` its content, ``key`` its key (None
+/// without one), ``headers`` its headers (a list of ``(name, value)`` pairs, in
+/// order, repeats allowed), ``timestamp`` its time in ms since the epoch (None
+/// when not known) and ``timestamp_type`` what that time is:
+/// ``TIMESTAMP_CREATE`` (0, set by the producer) or ``TIMESTAMP_LOG_APPEND``
+/// (1, a store's append time, for a record that came without one).
 #[pyclass(module = "dafka", name = "Record", frozen)]
 pub(super) struct PyRecord {
     /// The topic name (surrogate escapes for bytes that are not UTF-8).
@@ -36,9 +42,15 @@ pub(super) struct PyRecord {
     /// The record's content.
     #[pyo3(get)]
     value: Py<PyBytes>,
-    /// When a store appended the record, in ms since the epoch (None when not known).
+    /// The record's time in ms since the epoch (None when not known).
     #[pyo3(get)]
     timestamp: Option<u64>,
+    /// 0 (create time, set by the producer), 1 (a store's append time), or
+    /// None without a timestamp.
+    #[pyo3(get)]
+    timestamp_type: Option<i32>,
+    /// The encoded key and headers ([`crate::meta`]), when it has either.
+    extra: Option<Box<[u8]>>,
 }
 
 impl PyRecord {
@@ -56,18 +68,73 @@ impl PyRecord {
             offset,
             value,
             timestamp: None,
+            timestamp_type: None,
+            extra: None,
         }
     }
 
+    /// A record of a body's value with its metadata.
+    pub(super) fn from_body(
+        py: Python<'_>,
+        topic: Py<PyString>,
+        partition: Py<PyString>,
+        offset: u64,
+        m: &MetaRef<'_>,
+        value: &[u8],
+    ) -> Self {
+        let value = PyBytes::new(py, value).unbind();
+        let mut r = Self::from_parts(topic, partition, offset, value);
+        r.set_meta(m);
+        r
+    }
+
+    fn set_meta(&mut self, m: &MetaRef<'_>) {
+        if let Some((t, kind)) = m.timestamp() {
+            self.timestamp = Some(t);
+            self.timestamp_type = Some(kind.code());
+        }
+        if m.key.is_some() || m.header_count > 0 {
+            self.extra = Some(m.raw.into());
+        }
+    }
+
+    fn meta(&self) -> Option<MetaRef<'_>> {
+        self.extra
+            .as_deref()
+            .and_then(|raw| meta::parse(raw).ok())
+            .map(|(m, _)| m)
+    }
+
     /// Every field, in the constructor's order.
-    fn fields<'py>(&self, py: Python<'py>) -> PyResult<[Bound<'py, PyAny>; 5]> {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<[Bound<'py, PyAny>; 8]> {
+        let headers = PyTuple::new(py, self.header_tuples(py)?)?;
         Ok([
             self.topic.bind(py).clone().into_any(),
             self.partition.bind(py).clone().into_any(),
             self.offset.into_pyobject(py)?.into_any(),
             self.value.bind(py).clone().into_any(),
             self.timestamp.into_pyobject(py)?.into_any(),
+            self.key(py).into_bound(py),
+            headers.into_any(),
+            self.timestamp_type.into_pyobject(py)?.into_any(),
         ])
+    }
+
+    fn header_tuples<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let Some(m) = self.meta() else {
+            return Ok(Vec::new());
+        };
+        m.headers()
+            .map(|(n, v)| {
+                PyTuple::new(
+                    py,
+                    [
+                        PyString::new(py, n).into_any(),
+                        PyBytes::new(py, v).into_any(),
+                    ],
+                )
+            })
+            .collect()
     }
 
     fn same(&self, py: Python<'_>, o: &Self) -> PyResult<bool> {
@@ -76,6 +143,8 @@ impl PyRecord {
         };
         Ok(self.offset == o.offset
             && self.timestamp == o.timestamp
+            && self.timestamp_type == o.timestamp_type
+            && self.extra == o.extra
             && self.value.bind(py).as_bytes() == o.value.bind(py).as_bytes()
             && text_eq(&self.partition, &o.partition)?
             && text_eq(&self.topic, &o.topic)?)
@@ -85,18 +154,64 @@ impl PyRecord {
 #[pymethods]
 impl PyRecord {
     #[new]
-    #[pyo3(signature = (topic, partition, offset, value, *, timestamp = None))]
+    #[pyo3(signature = (topic, partition, offset, value, *, timestamp = None, key = None, headers = None, timestamp_type = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         topic: Py<PyString>,
         partition: Py<PyString>,
         offset: i128,
         value: Py<PyBytes>,
         timestamp: Option<i128>,
+        key: Option<Vec<u8>>,
+        headers: Option<&Bound<'_, PyAny>>,
+        timestamp_type: Option<i32>,
     ) -> PyResult<Self> {
+        let timestamp = opt_unsigned("timestamp", timestamp)?;
+        let timestamp_type = match (timestamp, timestamp_type) {
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "timestamp_type without a timestamp: give both, or neither",
+                ))
+            }
+            (Some(_), None) => Some(TimeType::Create.code()),
+            (Some(_), Some(t @ (0 | 1))) => Some(t),
+            (Some(_), Some(t)) => {
+                return Err(PyValueError::new_err(format!(
+                    "timestamp_type must be 0 (create time) or 1 (log-append time), got {t}"
+                )))
+            }
+        };
+        let headers = match headers {
+            Some(h) => headers_arg(h)?,
+            None => Vec::new(),
+        };
+        let extra = (key.is_some() || !headers.is_empty()).then(|| {
+            let mut raw = Vec::new();
+            meta::encode(&mut raw, 0, key.as_deref(), &headers);
+            raw.into_boxed_slice()
+        });
         Ok(Self {
-            timestamp: opt_unsigned("timestamp", timestamp)?,
+            timestamp,
+            timestamp_type,
+            extra,
             ..Self::from_parts(topic, partition, unsigned("offset", offset)?, value)
         })
+    }
+
+    /// The record's key (None without one).
+    #[getter]
+    fn key(&self, py: Python<'_>) -> Py<PyAny> {
+        match self.meta().and_then(|m| m.key) {
+            Some(k) => PyBytes::new(py, k).into_any().unbind(),
+            None => py.None(),
+        }
+    }
+
+    /// The record's headers: ``(name, value)`` pairs in order (a new list each time).
+    #[getter]
+    fn headers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.header_tuples(py)?)
     }
 
     #[classattr]
@@ -105,15 +220,27 @@ impl PyRecord {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "Record(topic={}, partition={}, offset={}, value={}, timestamp={})",
+        let mut s = format!(
+            "Record(topic={}, partition={}, offset={}, value={}, timestamp={}",
             self.topic.bind(py).repr()?,
             self.partition.bind(py).repr()?,
             self.offset,
             self.value.bind(py).repr()?,
             self.timestamp
                 .map_or_else(|| "None".to_string(), |t| t.to_string()),
-        ))
+        );
+        if let Some(t) = self.timestamp_type {
+            s.push_str(&format!(", timestamp_type={t}"));
+        }
+        if self.extra.is_some() {
+            s.push_str(&format!(
+                ", key={}, headers={}",
+                self.key(py).bind(py).repr()?,
+                self.headers(py)?.repr()?
+            ));
+        }
+        s.push(')');
+        Ok(s)
     }
 
     /// Equal when every field is equal; other types are not comparable.
@@ -140,18 +267,22 @@ impl PyRecord {
     }
 
     /// Pickles as a constructor call (every protocol): `Record(*args)`, or
-    /// `copyreg.__newobj_ex__(Record, args, {"timestamp": ...})` with a timestamp.
+    /// `copyreg.__newobj_ex__(Record, args, kwargs)` with a timestamp, key or headers.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let me = slf.get();
         let cls = slf.get_type().into_any();
-        let [topic, partition, offset, value, timestamp] = me.fields(py)?;
+        let [topic, partition, offset, value, timestamp, key, headers, timestamp_type] =
+            me.fields(py)?;
         let args = PyTuple::new(py, [topic, partition, offset, value])?.into_any();
-        if me.timestamp.is_none() {
+        if me.timestamp.is_none() && me.extra.is_none() {
             return PyTuple::new(py, [cls, args]);
         }
         let kwargs = PyDict::new(py);
         kwargs.set_item(intern!(py, "timestamp"), timestamp)?;
+        kwargs.set_item(intern!(py, "timestamp_type"), timestamp_type)?;
+        kwargs.set_item(intern!(py, "key"), key)?;
+        kwargs.set_item(intern!(py, "headers"), headers)?;
         let newobj = py
             .import(intern!(py, "copyreg"))?
             .getattr(intern!(py, "__newobj_ex__"))?;
@@ -217,14 +348,54 @@ impl PartitionNames {
                     (t, p)
                 }
             };
-            let value = PyBytes::new(py, &d.value).unbind();
-            let rec = PyRecord::from_parts(topic, partition, d.offset, value);
+            let (m, value) = d.parts();
+            let rec = PyRecord::from_body(py, topic, partition, d.offset, &m, value);
             out.push(Py::new(py, rec)?);
         }
         Ok(out)
     }
 }
 
+/// `headers` as Python gives them: an iterable of `(str, bytes-like)` pairs.
+pub(super) fn headers_arg(h: &Bound<'_, PyAny>) -> PyResult<Vec<(String, Vec<u8>)>> {
+    if h.is_instance_of::<PyString>()
+        || h.is_instance_of::<PyBytes>()
+        || h.is_instance_of::<PyDict>()
+    {
+        return Err(PyTypeError::new_err(
+            "headers must be a list of (name, value) pairs, e.g. [(\"trace\", b\"42\")] \
+             (a dict cannot hold repeated names)",
+        ));
+    }
+    let mut out = Vec::new();
+    for item in h.try_iter()? {
+        let item = item?;
+        let pair: (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "each header must be a (name, value) pair of str and bytes, got {}",
+                item.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ))
+        })?;
+        let name: String = pair.0.extract().map_err(|_| {
+            PyTypeError::new_err("a header name must be a str (Kafka's header keys are strings)")
+        })?;
+        let value: Vec<u8> = if pair.1.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!(
+                "header {name:?}: the value must be bytes, not str (encode it)"
+            )));
+        } else {
+            pair.1.extract().map_err(|_| {
+                PyTypeError::new_err(format!("header {name:?}: the value must be bytes"))
+            })?
+        };
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyRecord>()
+    m.add_class::<PyRecord>()?;
+    m.add("TIMESTAMP_CREATE", TimeType::Create.code())?;
+    m.add("TIMESTAMP_LOG_APPEND", TimeType::LogAppend.code())?;
+    Ok(())
 }

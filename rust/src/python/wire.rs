@@ -74,6 +74,8 @@ fn wire_encode<'py>(
         }),
         Kind::Head => Message::Head(head),
         Kind::DirectHead => Message::DirectHead(head),
+        Kind::TimeQuery => Message::TimeQuery(head),
+        Kind::TimeOffset => Message::TimeOffset(head),
         Kind::GetHeads => Message::GetHeads(GetHeads {
             topic,
             address: addr,
@@ -87,7 +89,10 @@ fn wire_encode<'py>(
             topic,
             address: addr,
         }),
-        Kind::RecordBatch | Kind::DirectRecordBatch => {
+        Kind::RecordBatch
+        | Kind::DirectRecordBatch
+        | Kind::MetaRecordBatch
+        | Kind::DirectMetaRecordBatch => {
             let count =
                 RecordBatch::put_values(&mut values, subjects.iter().map(|s| s.as_bytes()))?;
             let b = RecordBatch {
@@ -98,10 +103,11 @@ fn wire_encode<'py>(
                 count,
                 values: &values,
             };
-            if kind == Kind::RecordBatch {
-                Message::RecordBatch(b)
-            } else {
-                Message::DirectRecordBatch(b)
+            match kind {
+                Kind::RecordBatch => Message::RecordBatch(b),
+                Kind::DirectRecordBatch => Message::DirectRecordBatch(b),
+                Kind::MetaRecordBatch => Message::MetaRecordBatch(b),
+                _ => Message::DirectMetaRecordBatch(b),
             }
         }
     };
@@ -195,14 +201,20 @@ fn wire_decode(py: Python<'_>, frames: Vec<Bound<'_, PyBytes>>) -> PyResult<Deco
             d.subject = Some(b(a.subject));
             d.sequence = Some(a.sequence);
         }
-        Message::Head(h) | Message::DirectHead(h) => {
+        Message::Head(h)
+        | Message::DirectHead(h)
+        | Message::TimeQuery(h)
+        | Message::TimeOffset(h) => {
             d.address = Some(b(h.address));
             d.subject = Some(b(h.subject));
             d.sequence = Some(h.sequence);
         }
         Message::GetHeads(g) => d.address = Some(b(g.address)),
         Message::StoreHello(s) => d.address = Some(b(s.address)),
-        Message::RecordBatch(r) | Message::DirectRecordBatch(r) => {
+        Message::RecordBatch(r)
+        | Message::DirectRecordBatch(r)
+        | Message::MetaRecordBatch(r)
+        | Message::DirectMetaRecordBatch(r) => {
             d.address = Some(b(r.address));
             d.subject = Some(b(r.subject));
             d.sequence = Some(r.sequence);

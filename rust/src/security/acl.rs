@@ -134,10 +134,15 @@ pub const KEY_PREFIX: usize = 8;
 /// authenticated its sender ([`address_matches_key`]); nodes sharing a
 /// certificate (a Spark job's tasks) still get addresses of their own.
 pub fn address_for_key(public: &[u8; 32]) -> String {
-    let random = uuid::Uuid::new_v4();
+    address_for_key_with(public, uuid::Uuid::new_v4().as_bytes())
+}
+
+/// [`address_for_key`] with its last 8 bytes taken from `rest` (a seeded
+/// address: the same `rest`, the same address).
+pub fn address_for_key_with(public: &[u8; 32], rest: &[u8; 16]) -> String {
     let mut raw = [0u8; 16];
     raw[..KEY_PREFIX].copy_from_slice(&public[..KEY_PREFIX]);
-    raw[KEY_PREFIX..].copy_from_slice(&random.as_bytes()[..16 - KEY_PREFIX]);
+    raw[KEY_PREFIX..].copy_from_slice(&rest[..16 - KEY_PREFIX]);
     raw.iter().map(|b| format!("{b:02X}")).collect()
 }
 
@@ -221,6 +226,10 @@ impl Peer<'_> {
 /// - FETCH, GET-HEADS: a consumer or a store asking as itself (answers go to
 ///   the requester's address), for a topic it may read; a producer asks
 ///   nothing.
+/// - META-RECORD-BATCH as RECORD-BATCH, DIRECT-META-RECORD-BATCH as
+///   DIRECT-RECORD-BATCH.
+/// - TIME-QUERY: a consumer or a store asking as itself, for a topic it may
+///   read. TIME-OFFSET: a store, for a topic it may use.
 /// - CONSUMER-HELLO: a consumer (or a store's read client) as itself, every
 ///   subject one it may read. STORE-HELLO: a store as itself.
 pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<(), Denied> {
@@ -232,7 +241,7 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
             from.own(r.address, "a RECORD's partition")?;
             from.topic(r.subject)
         }
-        M::RecordBatch(b) => {
+        M::RecordBatch(b) | M::MetaRecordBatch(b) => {
             from.roles(&[Producer], "RECORD-BATCH")?;
             from.own(b.address, "a RECORD-BATCH's partition")?;
             from.topic(b.subject)
@@ -248,7 +257,7 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
             }
             from.topic(r.subject)
         }
-        M::DirectRecordBatch(b) => {
+        M::DirectRecordBatch(b) | M::DirectMetaRecordBatch(b) => {
             if from.roles(&[Producer, Store], "DIRECT-RECORD-BATCH")? == Producer {
                 from.own(b.address, "a DIRECT-RECORD-BATCH's partition")?;
             }
@@ -291,6 +300,15 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
             from.roles(&[Store], "STORE-HELLO")?;
             from.own(s.address, "a STORE-HELLO's store")
         }
+        M::TimeQuery(q) => {
+            from.roles(&[Consumer, Store], "TIME-QUERY")?;
+            from.own(q.address, "a TIME-QUERY's requester")?;
+            from.topic(q.subject)
+        }
+        M::TimeOffset(o) => {
+            from.roles(&[Store], "TIME-OFFSET")?;
+            from.topic(o.subject)
+        }
     }
 }
 
@@ -331,6 +349,16 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> 
         b'M' => read("a subscription to RECORDs"),
         b'H' => read("a subscription to HEADs"),
         b'R' => read("a subscription to RECORD-BATCHes"),
+        b'X' => read("a subscription to META-RECORD-BATCHes"),
+        // TIME-QUERYs (every topic): what stores answer.
+        b'T' => {
+            from.roles(&[Store], "a subscription to TIME-QUERYs")?;
+            if key.is_empty() {
+                Ok(())
+            } else {
+                from.topic(key)
+            }
+        }
         // GET-HEADS by topic: what producers and stores answer.
         b'G' => {
             from.roles(&[Producer, Store], "a subscription to GET-HEADS")?;
@@ -342,7 +370,7 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> 
             }
         }
         // Answers and hellos addressed to a node: its own.
-        b'D' | b'E' | b'L' | b'Q' | b'W' => {
+        b'D' | b'E' | b'L' | b'Q' | b'W' | b'Y' | b'O' => {
             from.roles(&[Producer, Consumer, Store], "an addressed subscription")?;
             from.own(key, "an addressed subscription")
         }

@@ -119,7 +119,10 @@ impl Message<'_> {
                 put_string(out, "subject", a.subject)?;
                 out.extend_from_slice(&a.sequence.to_be_bytes());
             }
-            Message::Head(h) | Message::DirectHead(h) => {
+            Message::Head(h)
+            | Message::DirectHead(h)
+            | Message::TimeQuery(h)
+            | Message::TimeOffset(h) => {
                 put_string(out, "address", h.address)?;
                 put_string(out, "subject", h.subject)?;
                 out.extend_from_slice(&h.sequence.to_be_bytes());
@@ -134,10 +137,14 @@ impl Message<'_> {
                 }
             }
             Message::StoreHello(s) => put_string(out, "address", s.address)?,
-            Message::RecordBatch(b) | Message::DirectRecordBatch(b) => {
+            Message::RecordBatch(b)
+            | Message::DirectRecordBatch(b)
+            | Message::MetaRecordBatch(b)
+            | Message::DirectMetaRecordBatch(b) => {
                 // Frames as the receiver counts them: the body, then the values.
                 let body = usize::from(dialect == Dialect::Rfc);
-                check_batch(b.values, b.count, b.sequence, body, body + 1)?;
+                let bodies = self.kind().has_meta();
+                check_batch(b.values, b.count, b.sequence, body, body + 1, bodies)?;
                 put_string(out, "address", b.address)?;
                 put_string(out, "subject", b.subject)?;
                 out.extend_from_slice(&b.sequence.to_be_bytes());
@@ -246,12 +253,15 @@ impl<'a> Reader<'a> {
 /// `longstr` values, at least one, and its last offset is below 2^64 - 1 (no
 /// record can stand there: the next would overflow). `body` is the frame of
 /// the other fields.
+/// With `bodies` (the META batches) every value is a body whose metadata
+/// parses ([`crate::meta::parse`]).
 fn check_batch(
     values: &[u8],
     count: u32,
     sequence: u64,
     body: usize,
     frame: usize,
+    bodies: bool,
 ) -> Result<(), WireError> {
     if count == 0 {
         return Err(WireError::BadField {
@@ -270,7 +280,16 @@ fn check_batch(
     }
     let mut r = Reader::new(values, 0, frame);
     for _ in 0..count {
-        r.longstr("values[]")?;
+        let v = r.longstr("values[]")?;
+        if bodies {
+            if let Err(e) = crate::meta::parse(v) {
+                return Err(WireError::BadField {
+                    field: "values[]",
+                    frame,
+                    reason: e.0,
+                });
+            }
+        }
     }
     r.finish()
 }
@@ -421,17 +440,18 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             subject: r.string("subject")?,
             sequence: r.u64("sequence")?,
         }),
-        Kind::Head | Kind::DirectHead => {
+        Kind::Head | Kind::DirectHead | Kind::TimeQuery | Kind::TimeOffset => {
             let h = Head {
                 topic,
                 address: r.string("address")?,
                 subject: r.string("subject")?,
                 sequence: r.u64("sequence")?,
             };
-            if kind == Kind::Head {
-                Message::Head(h)
-            } else {
-                Message::DirectHead(h)
+            match kind {
+                Kind::Head => Message::Head(h),
+                Kind::DirectHead => Message::DirectHead(h),
+                Kind::TimeQuery => Message::TimeQuery(h),
+                _ => Message::TimeOffset(h),
             }
         }
         Kind::GetHeads => Message::GetHeads(GetHeads {
@@ -459,12 +479,16 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             topic,
             address: r.string("address")?,
         }),
-        Kind::RecordBatch | Kind::DirectRecordBatch => {
+        Kind::RecordBatch
+        | Kind::DirectRecordBatch
+        | Kind::MetaRecordBatch
+        | Kind::DirectMetaRecordBatch => {
             let address = r.string("address")?;
             let subject = r.string("subject")?;
             let sequence = r.u64("sequence")?;
             let count = r.u32("count")?;
-            check_batch(content, count, sequence, r.frame, frames.len() - 1)?;
+            let bodies = kind.has_meta();
+            check_batch(content, count, sequence, r.frame, frames.len() - 1, bodies)?;
             let b = RecordBatch {
                 topic,
                 address,
@@ -473,10 +497,11 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
                 count,
                 values: content,
             };
-            if kind == Kind::RecordBatch {
-                Message::RecordBatch(b)
-            } else {
-                Message::DirectRecordBatch(b)
+            match kind {
+                Kind::RecordBatch => Message::RecordBatch(b),
+                Kind::DirectRecordBatch => Message::DirectRecordBatch(b),
+                Kind::MetaRecordBatch => Message::MetaRecordBatch(b),
+                _ => Message::DirectMetaRecordBatch(b),
             }
         }
     };

@@ -31,6 +31,10 @@
 //! | RECORD-BATCH   | `R` | topic               | address, subject, sequence, count, [values] |
 //! | DIRECT-RECORD-BATCH | `Q` | requester address | address, subject, sequence, count, [values] |
 //! | ADDRESSED-ACK  | `A` | partition           | address, subject, sequence              |
+//! | META-RECORD-BATCH | `X` | topic            | as RECORD-BATCH; values are bodies      |
+//! | DIRECT-META-RECORD-BATCH | `Y` | requester address | as DIRECT-RECORD-BATCH, bodies  |
+//! | TIME-QUERY     | `T` | topic               | address (requester), subject, sequence (time) |
+//! | TIME-OFFSET    | `O` | requester address   | address (partition), subject, sequence (offset) |
 //!
 //! A receiver accepts both dialects, told apart by frame count ([`decode`]).
 //! The first nine rows are RFC 46; a C-reference node never receives the
@@ -57,6 +61,15 @@
 //! consumers, stores and read clients subscribe `Q` + their own address beside
 //! `D`, and a producer or store that saw that subscription on its XPUB answers
 //! their FETCHes in batches; everyone else gets DIRECT-RECORDs.
+//!
+//! META-RECORD-BATCH and DIRECT-META-RECORD-BATCH are the two batches whose
+//! values are *bodies*: each record's key, headers and timestamp
+//! ([`crate::meta`]) in front of its value. Only this project's nodes
+//! subscribe `X` (stores), `X` + topic (consumers) and `Y` + their address;
+//! everyone else gets the plain values in the RFC messages. TIME-QUERY asks
+//! the stores (which subscribe `T`) for each partition's first offset at or
+//! after a time; each answers one TIME-OFFSET per partition it holds, keyed by
+//! the requester's address (`O` + address).
 //!
 //! ADDRESSED-ACK is an ACK that names its store in both dialects (a zproto
 //! ACK has no address field, so a producer could not tell two stores'
@@ -132,11 +145,21 @@ pub enum Kind {
     DirectRecordBatch,
     /// This project's extension: an ACK that names its store in both dialects.
     AddressedAck,
+    /// This project's extension: a RECORD-BATCH whose values are bodies
+    /// (metadata + value, [`crate::meta`]).
+    MetaRecordBatch,
+    /// This project's extension: a DIRECT-RECORD-BATCH of bodies.
+    DirectMetaRecordBatch,
+    /// This project's extension: "the first offset at or after this time",
+    /// asked of the stores for a topic.
+    TimeQuery,
+    /// This project's extension: a store's answer to a TIME-QUERY, per partition.
+    TimeOffset,
 }
 
 impl Kind {
     /// The nine RFC 46 messages, then the extensions.
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Record,
         Kind::DirectRecord,
         Kind::Fetch,
@@ -149,6 +172,10 @@ impl Kind {
         Kind::RecordBatch,
         Kind::DirectRecordBatch,
         Kind::AddressedAck,
+        Kind::MetaRecordBatch,
+        Kind::DirectMetaRecordBatch,
+        Kind::TimeQuery,
+        Kind::TimeOffset,
     ];
 
     pub const fn id(self) -> u8 {
@@ -165,6 +192,10 @@ impl Kind {
             Kind::RecordBatch => b'R',
             Kind::DirectRecordBatch => b'Q',
             Kind::AddressedAck => b'A',
+            Kind::MetaRecordBatch => b'X',
+            Kind::DirectMetaRecordBatch => b'Y',
+            Kind::TimeQuery => b'T',
+            Kind::TimeOffset => b'O',
         }
     }
 
@@ -182,6 +213,10 @@ impl Kind {
             b'R' => Kind::RecordBatch,
             b'Q' => Kind::DirectRecordBatch,
             b'A' => Kind::AddressedAck,
+            b'X' => Kind::MetaRecordBatch,
+            b'Y' => Kind::DirectMetaRecordBatch,
+            b'T' => Kind::TimeQuery,
+            b'O' => Kind::TimeOffset,
             _ => return None,
         })
     }
@@ -201,6 +236,10 @@ impl Kind {
             Kind::RecordBatch => "RECORD-BATCH",
             Kind::DirectRecordBatch => "DIRECT-RECORD-BATCH",
             Kind::AddressedAck => "ADDRESSED-ACK",
+            Kind::MetaRecordBatch => "META-RECORD-BATCH",
+            Kind::DirectMetaRecordBatch => "DIRECT-META-RECORD-BATCH",
+            Kind::TimeQuery => "TIME-QUERY",
+            Kind::TimeOffset => "TIME-OFFSET",
         }
     }
 
@@ -208,12 +247,22 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
-    /// RECORD, DIRECT-RECORD and the two batches carry a content frame.
+    /// RECORD, DIRECT-RECORD and the four batches carry a content frame.
     pub const fn has_content(self) -> bool {
         matches!(
             self,
-            Kind::Record | Kind::DirectRecord | Kind::RecordBatch | Kind::DirectRecordBatch
+            Kind::Record
+                | Kind::DirectRecord
+                | Kind::RecordBatch
+                | Kind::DirectRecordBatch
+                | Kind::MetaRecordBatch
+                | Kind::DirectMetaRecordBatch
         )
+    }
+
+    /// The two batches whose values are bodies (metadata + value).
+    pub const fn has_meta(self) -> bool {
+        matches!(self, Kind::MetaRecordBatch | Kind::DirectMetaRecordBatch)
     }
 }
 
@@ -495,6 +544,15 @@ pub enum Message<'a> {
     RecordBatch(RecordBatch<'a>),
     DirectRecordBatch(RecordBatch<'a>),
     AddressedAck(Ack<'a>),
+    /// A RECORD-BATCH of bodies: `values` are [`crate::meta`] bodies.
+    MetaRecordBatch(RecordBatch<'a>),
+    /// A DIRECT-RECORD-BATCH of bodies.
+    DirectMetaRecordBatch(RecordBatch<'a>),
+    /// `topic` = the topic, `address` the requester, `sequence` the time (ms).
+    TimeQuery(Head<'a>),
+    /// `topic` = the requester, `address` the partition, `sequence` the first
+    /// offset at or after the time asked (the next offset if none).
+    TimeOffset(Head<'a>),
 }
 
 impl<'a> Message<'a> {
@@ -512,6 +570,10 @@ impl<'a> Message<'a> {
             Message::RecordBatch(_) => Kind::RecordBatch,
             Message::DirectRecordBatch(_) => Kind::DirectRecordBatch,
             Message::AddressedAck(_) => Kind::AddressedAck,
+            Message::MetaRecordBatch(_) => Kind::MetaRecordBatch,
+            Message::DirectMetaRecordBatch(_) => Kind::DirectMetaRecordBatch,
+            Message::TimeQuery(_) => Kind::TimeQuery,
+            Message::TimeOffset(_) => Kind::TimeOffset,
         }
     }
 
@@ -521,11 +583,17 @@ impl<'a> Message<'a> {
             Message::Record(m) | Message::DirectRecord(m) => m.topic,
             Message::Fetch(m) => m.topic,
             Message::Ack(m) | Message::AddressedAck(m) => m.topic,
-            Message::Head(m) | Message::DirectHead(m) => m.topic,
+            Message::Head(m)
+            | Message::DirectHead(m)
+            | Message::TimeQuery(m)
+            | Message::TimeOffset(m) => m.topic,
             Message::GetHeads(m) => m.topic,
             Message::ConsumerHello(m) => m.topic,
             Message::StoreHello(m) => m.topic,
-            Message::RecordBatch(m) | Message::DirectRecordBatch(m) => m.topic,
+            Message::RecordBatch(m)
+            | Message::DirectRecordBatch(m)
+            | Message::MetaRecordBatch(m)
+            | Message::DirectMetaRecordBatch(m) => m.topic,
         }
     }
 
@@ -533,7 +601,10 @@ impl<'a> Message<'a> {
     pub fn content(&self) -> Option<&'a [u8]> {
         match self {
             Message::Record(m) | Message::DirectRecord(m) => Some(m.content),
-            Message::RecordBatch(m) | Message::DirectRecordBatch(m) => Some(m.values),
+            Message::RecordBatch(m)
+            | Message::DirectRecordBatch(m)
+            | Message::MetaRecordBatch(m)
+            | Message::DirectMetaRecordBatch(m) => Some(m.values),
             _ => None,
         }
     }

@@ -74,11 +74,14 @@ fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
 ///   project's extension: ADDRESSED-ACK for its partition, first, so a store
 ///   knows it before the plain ACK subscription.
 /// - Consumer: DIRECT-RECORD, DIRECT-HEAD and STORE-HELLO to itself; RECORD and
-///   HEAD per topic; this project's extensions: RECORD-BATCH per topic and
-///   DIRECT-RECORD-BATCH to itself.
+///   HEAD per topic; this project's extensions: RECORD-BATCH and
+///   META-RECORD-BATCH per topic (the latter before RECORD, so that a
+///   producer counts it first), DIRECT-RECORD-BATCH,
+///   DIRECT-META-RECORD-BATCH and TIME-OFFSET to itself.
 /// - Store: every RECORD, HEAD, FETCH and GET-HEADS; DIRECT-RECORD and
-///   CONSUMER-HELLO addressed to itself; every RECORD-BATCH, and
-///   DIRECT-RECORD-BATCH to itself.
+///   CONSUMER-HELLO addressed to itself; this project's extensions: every
+///   META-RECORD-BATCH (first), RECORD-BATCH and TIME-QUERY;
+///   DIRECT-RECORD-BATCH and DIRECT-META-RECORD-BATCH to itself.
 pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Vec<u8>> {
     match node {
         NodeType::Producer => {
@@ -96,8 +99,11 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
                 prefix(Kind::DirectHead, address),
                 prefix(Kind::StoreHello, address),
                 prefix(Kind::DirectRecordBatch, address),
+                prefix(Kind::DirectMetaRecordBatch, address),
+                prefix(Kind::TimeOffset, address),
             ];
             for t in topics {
+                v.push(prefix(Kind::MetaRecordBatch, t));
                 v.push(prefix(Kind::Record, t));
                 v.push(prefix(Kind::Head, t));
                 v.push(prefix(Kind::RecordBatch, t));
@@ -107,6 +113,7 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
         // DIRECT-HEAD to itself: other stores' answers to its GET-HEADS
         // (stores compare heads to replicate what no producer offers any more).
         NodeType::Store => vec![
+            prefix(Kind::MetaRecordBatch, b""),
             prefix(Kind::Record, b""),
             prefix(Kind::Head, b""),
             prefix(Kind::DirectRecord, address),
@@ -116,6 +123,8 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             prefix(Kind::DirectHead, address),
             prefix(Kind::RecordBatch, b""),
             prefix(Kind::DirectRecordBatch, address),
+            prefix(Kind::DirectMetaRecordBatch, address),
+            prefix(Kind::TimeQuery, b""),
         ],
     }
 }

@@ -29,6 +29,68 @@ fn text(v: &Value, key: &str) -> Vec<u8> {
 }
 
 #[test]
+fn meta_batches_carry_bodies_and_refuse_values_that_are_not() {
+    let mut body = Vec::new();
+    crate::meta::encode(&mut body, 7, Some(b"k"), &[("h", b"v")]);
+    body.extend_from_slice(b"value");
+    let mut values = Vec::new();
+    let count = RecordBatch::put_values(&mut values, [body.as_slice()]).unwrap();
+    for dialect in [Dialect::Rfc, Dialect::Zproto] {
+        let b = RecordBatch {
+            topic: b"logs",
+            address: b"P",
+            subject: b"logs",
+            sequence: 3,
+            count,
+            values: &values,
+        };
+        let frames = Message::MetaRecordBatch(b).to_frames(dialect).unwrap();
+        assert_eq!(frames[0][0], b'X');
+        let (back, _) = decode(&frames).unwrap();
+        let Message::MetaRecordBatch(got) = back else {
+            panic!("{back:?}")
+        };
+        let (m, v) = crate::meta::split(got.values().next().unwrap()).unwrap();
+        assert_eq!((m.key, v), (Some(&b"k"[..]), &b"value"[..]));
+        // A plain value where a body must be: malformed, both ways.
+        let mut plain = Vec::new();
+        RecordBatch::put_values(&mut plain, [&b"\xff\x00"[..]]).unwrap();
+        let bad = RecordBatch {
+            values: &plain,
+            ..b
+        };
+        assert!(Message::MetaRecordBatch(bad).to_frames(dialect).is_err());
+        let mut frames = frames.clone();
+        *frames.last_mut().unwrap() = plain.clone();
+        assert!(decode(&frames).is_err());
+        // The same values as a RECORD-BATCH are fine: values are anything.
+        frames[0][0] = b'R';
+        if dialect == Dialect::Rfc {
+            frames[1][2] = b'R';
+        }
+        assert!(matches!(decode(&frames), Ok((Message::RecordBatch(_), _))));
+    }
+    // TIME-QUERY and TIME-OFFSET round trip.
+    let q = Message::TimeQuery(Head {
+        topic: b"logs",
+        address: b"C",
+        subject: b"logs",
+        sequence: 1_700_000_000_000,
+    });
+    let o = Message::TimeOffset(Head {
+        topic: b"C",
+        address: b"P",
+        subject: b"logs",
+        sequence: 42,
+    });
+    for m in [q, o] {
+        for dialect in [Dialect::Rfc, Dialect::Zproto] {
+            assert_eq!(decode(&m.to_frames(dialect).unwrap()).unwrap().0, m);
+        }
+    }
+}
+
+#[test]
 fn golden_messages_decode_and_reencode_byte_exact() {
     let mut checked = 0;
     for v in vectors() {
@@ -69,6 +131,10 @@ fn golden_messages_decode_and_reencode_byte_exact() {
                 assert_eq!(h.subject, text(d, "subject"));
                 assert_eq!(Some(h.sequence), seq);
             }
+            Message::MetaRecordBatch(_)
+            | Message::DirectMetaRecordBatch(_)
+            | Message::TimeQuery(_)
+            | Message::TimeOffset(_) => panic!("{ty}: no golden vector of an extension"),
             Message::GetHeads(g) => assert_eq!(g.address, text(d, "address")),
             Message::StoreHello(s) => assert_eq!(s.address, text(d, "address")),
             Message::ConsumerHello(c) => {
@@ -323,8 +389,8 @@ fn malformed_inputs_name_what_and_where() {
         Err(WireError::Truncated { field: "id", .. })
     ));
     assert!(matches!(
-        decode(&[b"Xt".as_slice(), b"".as_slice()]),
-        Err(WireError::UnknownId { id: b'X', .. })
+        decode(&[b"Zt".as_slice(), b"".as_slice()]),
+        Err(WireError::UnknownId { id: b'Z', .. })
     ));
 
     let mut sig = good.clone();
@@ -455,6 +521,9 @@ fn subscriptions_per_node_type() {
             b"EC1".to_vec(),
             b"LC1".to_vec(),
             b"QC1".to_vec(),
+            b"YC1".to_vec(),
+            b"OC1".to_vec(),
+            b"Xhello".to_vec(),
             b"Mhello".to_vec(),
             b"Hhello".to_vec(),
             b"Rhello".to_vec()
@@ -474,6 +543,7 @@ fn subscriptions_per_node_type() {
     assert_eq!(
         subs,
         vec![
+            b"X".to_vec(),
             b"M".to_vec(),
             b"H".to_vec(),
             b"DS1".to_vec(),
@@ -482,7 +552,9 @@ fn subscriptions_per_node_type() {
             b"WS1".to_vec(),
             b"ES1".to_vec(),
             b"R".to_vec(),
-            b"QS1".to_vec()
+            b"QS1".to_vec(),
+            b"YS1".to_vec(),
+            b"T".to_vec()
         ]
     );
     assert!(topic_matches(b"hello", b"hello"));
@@ -592,6 +664,8 @@ impl Owned {
             }),
             Kind::Head => Message::Head(head),
             Kind::DirectHead => Message::DirectHead(head),
+            Kind::TimeQuery => Message::TimeQuery(head),
+            Kind::TimeOffset => Message::TimeOffset(head),
             Kind::GetHeads => Message::GetHeads(GetHeads {
                 topic: &self.topic,
                 address: &self.address,
@@ -605,7 +679,10 @@ impl Owned {
                 topic: &self.topic,
                 address: &self.address,
             }),
-            Kind::RecordBatch | Kind::DirectRecordBatch => {
+            Kind::RecordBatch
+            | Kind::DirectRecordBatch
+            | Kind::MetaRecordBatch
+            | Kind::DirectMetaRecordBatch => {
                 let b = RecordBatch {
                     topic: &self.topic,
                     address: &self.address,
@@ -614,10 +691,11 @@ impl Owned {
                     count: self.count,
                     values: &self.values,
                 };
-                if self.kind == Kind::RecordBatch {
-                    Message::RecordBatch(b)
-                } else {
-                    Message::DirectRecordBatch(b)
+                match self.kind {
+                    Kind::RecordBatch => Message::RecordBatch(b),
+                    Kind::DirectRecordBatch => Message::DirectRecordBatch(b),
+                    Kind::MetaRecordBatch => Message::MetaRecordBatch(b),
+                    _ => Message::DirectMetaRecordBatch(b),
                 }
             }
         }
@@ -644,6 +722,22 @@ fn arb_owned() -> impl Strategy<Value = Owned> {
                     let mut vals: Vec<&[u8]> = subjects.iter().map(Vec::as_slice).collect();
                     vals.push(&content);
                     count = RecordBatch::put_values(&mut values, vals).unwrap();
+                    sequence = sequence.min(u64::MAX - 1 - u64::from(count));
+                }
+                if kind.has_meta() {
+                    // Bodies: metadata (some with a key and headers) + value.
+                    let mut bodies = Vec::new();
+                    for (i, v) in subjects.iter().chain([&content]).enumerate() {
+                        let mut b = Vec::new();
+                        let hs = [("h", &v[..v.len().min(3)])];
+                        let key = (i % 2 == 1).then_some(&v[..v.len().min(5)]);
+                        let headers: &[(&str, &[u8])] = if i % 3 == 0 { &hs } else { &[] };
+                        crate::meta::encode(&mut b, sequence ^ i as u64, key, headers);
+                        b.extend_from_slice(v);
+                        bodies.push(b);
+                    }
+                    count = RecordBatch::put_values(&mut values, bodies.iter().map(Vec::as_slice))
+                        .unwrap();
                     sequence = sequence.min(u64::MAX - 1 - u64::from(count));
                 }
                 Owned {

@@ -55,7 +55,7 @@ impl ConsumerShared {
         if n == 0 {
             return;
         }
-        let bytes = dels.iter().map(|d| d.value.len()).sum();
+        let bytes = dels.iter().map(|d| d.body.len()).sum();
         self.buffered_bytes.fetch_add(bytes, SeqCst);
         self.buffered.fetch_add(n, SeqCst);
         Stats::add(&self.stats.delivered, n as u64);
@@ -229,7 +229,7 @@ impl Consumer {
         // positions first, and have them moved back by these.
         let got = into.len() - start;
         if got > 0 {
-            let bytes = into[start..].iter().map(|d| d.value.len()).sum();
+            let bytes = into[start..].iter().map(|d| d.body.len()).sum();
             self.shared.buffered_bytes.fetch_sub(bytes, SeqCst);
             self.shared.buffered.fetch_sub(got, SeqCst);
             // Held across the epoch check, as `seek` holds it: a seek lands

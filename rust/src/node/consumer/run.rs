@@ -7,6 +7,7 @@ use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use crate::error::Result;
+use crate::meta;
 use crate::node::actor::{Inbox, Ready};
 use crate::node::config::ConsumerConfig;
 use crate::node::out::poll_timeout;
@@ -41,6 +42,8 @@ pub(super) fn run(
     // Whether the application was behind at the last turn (for `pauses`).
     let mut was_full = false;
     core.emit_all(&st.get_heads())?;
+    // Bodies made of records that came without metadata.
+    let mut body = Vec::new();
     loop {
         if inbox.terminated() {
             return Ok(());
@@ -128,18 +131,40 @@ pub(super) fn run(
                         | Message::DirectHead(Head { sequence, .. }),
                         _,
                     )) if sequence == u64::MAX => Stats::add(&stats.malformed, 1),
-                    Ok((Message::Record(r), _)) => {
-                        Stats::add(&stats.records_received, 1);
-                        st.on_record(&r, false, now, &mut dels, &mut outs);
+                    // Records with metadata: their bodies as they came.
+                    Ok((
+                        m @ (Message::MetaRecordBatch(b) | Message::DirectMetaRecordBatch(b)),
+                        _,
+                    )) => {
+                        let direct = matches!(m, Message::DirectMetaRecordBatch(_));
+                        Stats::add(&stats.records_received, u64::from(b.count));
+                        for r in b.records() {
+                            st.on_record(&r, direct, now, &mut dels, &mut outs);
+                        }
                     }
-                    Ok((Message::DirectRecord(r), _)) => {
+                    // Records without (from a node that knows no metadata):
+                    // bodies with no timestamp.
+                    Ok((m @ (Message::Record(r) | Message::DirectRecord(r)), _)) => {
+                        let direct = matches!(m, Message::DirectRecord(_));
                         Stats::add(&stats.records_received, 1);
-                        st.on_record(&r, true, now, &mut dels, &mut outs);
+                        body.clear();
+                        meta::wrap(&mut body, None, r.content);
+                        let r = Record {
+                            content: &body,
+                            ..r
+                        };
+                        st.on_record(&r, direct, now, &mut dels, &mut outs);
                     }
                     Ok((m @ (Message::RecordBatch(b) | Message::DirectRecordBatch(b)), _)) => {
                         let direct = matches!(m, Message::DirectRecordBatch(_));
                         Stats::add(&stats.records_received, u64::from(b.count));
                         for r in b.records() {
+                            body.clear();
+                            meta::wrap(&mut body, None, r.content);
+                            let r = Record {
+                                content: &body,
+                                ..r
+                            };
                             st.on_record(&r, direct, now, &mut dels, &mut outs);
                         }
                     }

@@ -34,9 +34,26 @@ pub struct Delivery {
     pub topic: Arc<str>,
     pub partition: Arc<str>,
     pub offset: u64,
-    pub value: Vec<u8>,
+    /// The record's body: its metadata, then its value ([`crate::meta`]).
+    pub body: Vec<u8>,
     /// Seek generation of the partition when delivered (stale ones are skipped).
     pub epoch: u64,
+}
+
+impl Delivery {
+    /// The record's metadata and value (a body the consumer checked or
+    /// made: it parses).
+    pub fn parts(&self) -> (crate::meta::MetaRef<'_>, &[u8]) {
+        match crate::meta::split(&self.body) {
+            Ok(p) => p,
+            Err(e) => unreachable!("a delivered body does not parse: {e}"),
+        }
+    }
+
+    /// The record's value.
+    pub fn value(&self) -> &[u8] {
+        self.parts().1
+    }
 }
 
 #[derive(Debug)]
@@ -158,7 +175,7 @@ impl Part {
                 topic: self.topic.clone(),
                 partition: self.name.clone(),
                 offset: self.next,
-                value: v,
+                body: v,
                 epoch: self.epoch,
             });
             self.next += 1;
@@ -477,7 +494,7 @@ impl ConsumerState {
                 topic: p.topic.clone(),
                 partition: p.name.clone(),
                 offset: seq,
-                value: r.content.to_vec(),
+                body: r.content.to_vec(),
                 epoch: p.epoch,
             });
             p.next += 1;

@@ -5,6 +5,7 @@
 //! [`ProducerState`] in [`state`]; `run.rs` is the event loop over its sockets,
 //! which publishes RECORDs.
 
+mod routes;
 mod run;
 pub mod state;
 
@@ -108,16 +109,44 @@ pub struct Producer {
 
 const SLICE: Duration = Duration::from_millis(100);
 
+/// What a record carries beside its value: a key, headers (in order,
+/// repeats allowed) and its create time (ms since the Unix epoch; None: the
+/// time it is sent).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra<'a> {
+    pub key: Option<&'a [u8]>,
+    pub headers: &'a [(&'a str, &'a [u8])],
+    pub timestamp: Option<u64>,
+}
+
+impl Extra<'_> {
+    /// The bytes a record of `value` with this takes (its body).
+    pub fn body_len(&self, value: &[u8]) -> usize {
+        crate::meta::encoded_len(self.key, self.headers) + value.len()
+    }
+}
+
+/// The size `max_record_bytes` bounds: the value, the key and the headers
+/// (as encoded), not the fixed flags and timestamp every record has.
+pub fn record_size(body_len: usize) -> usize {
+    body_len.saturating_sub(crate::meta::PLAIN_LEN)
+}
+
 impl Producer {
     /// Starts the node thread; returns once the XPUB is bound.
     pub fn new(topic: &str, cfg: ProducerConfig) -> Result<Self> {
         cfg.validate()?;
         crate::node::config::check_name("topic", topic)?;
-        let address = cfg.node.new_address()?;
+        let address = match &cfg.address_seed {
+            Some(seed) => cfg.node.seeded_address(seed)?,
+            None => cfg.node.new_address()?,
+        };
+        let first = cfg.first_offset;
         let shared = Arc::new(ProducerShared {
-            acked: AtomicI64::new(-1),
+            acked: AtomicI64::new(i64::try_from(first).unwrap_or(i64::MAX) - 1),
             ..Default::default()
         });
+        shared.pending().next = first;
         let ctx = zmq::Context::new();
         let (t, a, sh) = (topic.to_string(), address.clone(), shared.clone());
         let (max_bytes, max_record) = (cfg.max_unacked_bytes, cfg.max_record_bytes);
@@ -236,17 +265,32 @@ impl Producer {
         }
     }
 
-    /// Publishes one record; returns its offset. Blocks while the buffer is
-    /// full, up to `timeout` (None = forever), calling `check` every 100 ms.
+    /// Publishes one record (neither key nor headers, created now); returns
+    /// its offset. Blocks while the buffer is full, up to `timeout` (None =
+    /// forever), calling `check` every 100 ms.
     pub fn send_with<E: From<Error>>(
         &self,
         value: &[u8],
         timeout: Option<Duration>,
+        check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        self.send_record_with(value, &Extra::default(), timeout, check)
+    }
+
+    /// [`Producer::send_with`] of a record with a key, headers or a create
+    /// time of its own ([`Extra`]). The key and headers count against
+    /// `max_record_bytes` with the value.
+    pub fn send_record_with<E: From<Error>>(
+        &self,
+        value: &[u8],
+        extra: &Extra<'_>,
+        timeout: Option<Duration>,
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
-        self.check_size(value.len())?;
-        self.reserve(value.len(), timeout, &mut check)?;
-        Ok(self.push(value)?)
+        let n = extra.body_len(value);
+        self.check_size(record_size(n))?;
+        self.reserve(n, timeout, &mut check)?;
+        Ok(self.push(value, extra, n)?)
     }
 
     /// Refuses a value over `max_record_bytes`, saying what to do.
@@ -263,33 +307,41 @@ impl Producer {
     /// Publishes one record if the buffer has room: `Ok(None)` when it is
     /// full (then wait with [`Producer::send_with`]).
     pub fn try_send(&self, value: &[u8]) -> Result<Option<u64>> {
-        self.check_size(value.len())?;
-        if !self.try_reserve(value.len()) {
+        self.try_send_record(value, &Extra::default())
+    }
+
+    /// [`Producer::try_send`] of a record with [`Extra`] metadata.
+    pub fn try_send_record(&self, value: &[u8], extra: &Extra<'_>) -> Result<Option<u64>> {
+        let n = extra.body_len(value);
+        self.check_size(record_size(n))?;
+        if !self.try_reserve(n) {
             self.actor.check()?;
             return Ok(None);
         }
-        self.push(value).map(Some)
+        self.push(value, extra, n).map(Some)
     }
 
     /// Adds a reserved record to the pending batch: hands the batch over
     /// first if the value does not fit in it, starts a new one (and wakes
     /// the node thread to take it) if it is empty. A batch never grows past
     /// the room it started with, unless for one larger value.
-    fn push(&self, value: &[u8]) -> Result<u64> {
+    fn push(&self, value: &[u8], extra: &Extra<'_>, body_len: usize) -> Result<u64> {
+        let create_time = extra.timestamp.unwrap_or_else(crate::meta::now_ms);
         let mut p = self.shared.pending();
         if p.closed {
             return Err(Error::Closed);
         }
         let off = p.next;
-        if !p.batch.is_empty() && p.batch.bytes() + value.len() > COALESCE {
+        if !p.batch.is_empty() && p.batch.bytes() + body_len > COALESCE {
             let b = p.hand_over();
             self.actor.send(Cmd::Many(b))?;
         }
         if p.batch.is_empty() {
-            p.batch = Batch::with_capacity(0, COALESCE.max(value.len()));
+            p.batch = Batch::with_capacity(0, COALESCE.max(body_len));
             self.actor.send(Cmd::Take(p.gen))?;
         }
-        p.batch.push(value);
+        p.batch
+            .push_body(create_time, extra.key, extra.headers, value);
         p.next += 1;
         Ok(off)
     }
@@ -299,7 +351,8 @@ impl Producer {
         self.send_with(value.as_ref(), timeout, || Ok::<(), Error>(()))
     }
 
-    /// Publishes a batch; returns the offsets of its first and last records
+    /// Publishes a batch of bodies ([`crate::meta`]: [`Batch::push_body`]);
+    /// returns the offsets of its first and last records
     /// (None for an empty batch). A batch larger than the buffer
     /// (`max_unacked_bytes`) goes in buffer-sized pieces, each reserved in
     /// turn: records another thread sends meanwhile may take offsets between
@@ -311,7 +364,9 @@ impl Producer {
         mut check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<Option<(u64, u64)>, E> {
         // All or nothing: no record of a batch is sent if one is too large.
-        self.check_size(batch.iter().map(<[u8]>::len).max().unwrap_or(0))?;
+        self.check_size(record_size(
+            batch.iter().map(<[u8]>::len).max().unwrap_or(0),
+        ))?;
         let mut range: Option<(u64, u64)> = None;
         for piece in batch.split(self.max_bytes) {
             if piece.is_empty() {
@@ -341,7 +396,7 @@ impl Producer {
         values: Vec<Vec<u8>>,
         timeout: Option<Duration>,
     ) -> Result<Option<u64>> {
-        let batch = values.iter().collect();
+        let batch = Batch::plain_bodies(&values, crate::meta::now_ms());
         let range = self.send_batch_with(batch, timeout, || Ok::<(), Error>(()))?;
         Ok(range.map(|(_, last)| last))
     }

@@ -11,10 +11,11 @@ use crate::node::actor::{Inbox, Ready};
 use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
 use crate::node::out::poll_timeout;
-use crate::node::socket::{Core, Dest, Frames, Takers};
+use crate::node::socket::{AnswerForms, Core, Dest, Form, Frames};
 use crate::node::stats::Stats;
 use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
+use super::routes::Routes;
 use super::state::{AckReach, ProducerState};
 use super::{Cmd, ProducerShared};
 
@@ -32,13 +33,16 @@ pub(super) fn run(
     let tb = topic.as_bytes();
     let node = cfg.socket_config();
     let mut core = Core::open(ctx, &node, NodeType::Producer, address, &[tb])?;
-    // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
-    let mut takers = Takers::batches();
+    // How each requester's FETCHes are answered.
+    let mut forms = AnswerForms::default();
+    // Who hears our records live, and in which messages.
+    let mut routes = Routes::new(tb);
     // Every unsubscription too, also when one of several stores leaves: the
     // count of stores connected goes down again.
     core.set_xpub_option(zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
     ready.send(core.endpoint.clone());
     let mut st = ProducerState::new(tb, address.as_bytes(), cfg.min_acks, cfg.head_interval);
+    st.start_at(cfg.first_offset);
     let stats = &shared.stats;
     let mut frames = Frames::default();
     let mut outs = Vec::new();
@@ -50,7 +54,7 @@ pub(super) fn run(
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
                     sent += b.len();
-                    publish(&mut core, &mut st, cfg.record_batches, b)?;
+                    publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
                 }
             }
             Stats::add(&stats.records_sent, sent as u64);
@@ -68,7 +72,7 @@ pub(super) fn run(
                 Some(cmd) => {
                     if let Some(b) = command_batch(cmd, shared) {
                         sent += b.len();
-                        freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                        freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
                     }
                 }
                 None => break,
@@ -95,7 +99,8 @@ pub(super) fn run(
         if core.take_rebound() {
             // Bound again (a key revoked): every peer subscribes anew.
             st.forget_peers();
-            takers = Takers::batches();
+            forms = AnswerForms::default();
+            routes.reset();
             shared.stores_seen.store(st.countable_stores(), SeqCst);
         }
         if xpub_in {
@@ -108,7 +113,11 @@ pub(super) fn run(
                     break;
                 }
                 let (s, n) = frames.slices();
-                match Subscription::decode(s[0]) {
+                let decoded = Subscription::decode(s[0]);
+                if let (Ok(sub), 1) = (&decoded, n) {
+                    routes.on_subscription(sub.prefix, sub.subscribe);
+                }
+                match decoded {
                     Ok(sub) if n == 1 && st.on_store_subscription(sub.prefix, sub.subscribe) => {
                         // A store connecting: what we published before its
                         // subscription arrived never reached it, and stores'
@@ -124,7 +133,7 @@ pub(super) fn run(
                         shared.notify();
                     }
                     Ok(sub) if n == 1 => {
-                        takers.on_subscription(sub.prefix, sub.subscribe);
+                        forms.on_subscription(sub.prefix, sub.subscribe);
                         if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
                             core.emit(&h)?;
                         }
@@ -182,8 +191,8 @@ pub(super) fn run(
                             partition: address.as_bytes(),
                             topic: tb,
                         };
-                        let batches = takers.takes(f.address);
-                        let sent = core.send_records(dest, range.start, values, batches)?;
+                        let form = forms.form(f.address);
+                        let sent = core.send_records(dest, range.start, values, form)?;
                         Stats::add(&stats.direct_records_sent, sent as u64);
                     }
                     Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
@@ -227,12 +236,25 @@ fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
     }
 }
 
-/// Publishes a batch from the next offset on and holds it; returns the
-/// bytes released at once. In RECORD-BATCHes if `batches`
-/// (`record_batches`), else as one RECORD per record.
-fn publish(core: &mut Core, st: &mut ProducerState, batches: bool, b: Batch) -> Result<usize> {
+/// Publishes a batch of bodies from the next offset on and holds it;
+/// returns the bytes released at once. In META-RECORD-BATCHes if this
+/// project's nodes listen, and also as one RECORD per record if a node that
+/// knows no metadata does, unless `batches` (`record_batches`: it FETCHes).
+fn publish(
+    core: &mut Core,
+    st: &mut ProducerState,
+    routes: &Routes,
+    batches: bool,
+    b: Batch,
+) -> Result<usize> {
     let dest = Dest::Live { topic: &st.topic };
-    core.send_records(dest, st.next_offset(), b.iter(), batches)?;
+    let first = st.next_offset();
+    if routes.meta() {
+        core.send_records(dest, first, b.iter(), Form::Bodies)?;
+    }
+    if routes.plain() && !batches {
+        core.send_records(dest, first, b.iter(), Form::Records)?;
+    }
     Ok(st.append_batch(b).1)
 }
 

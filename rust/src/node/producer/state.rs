@@ -155,6 +155,15 @@ impl ProducerState {
         None
     }
 
+    /// Starts the partition at `first` (nothing held, everything below it
+    /// released): a producer going on where an earlier one of the same
+    /// address stopped.
+    pub fn start_at(&mut self, first: u64) {
+        debug_assert!(self.held.is_empty());
+        self.base = first;
+        self.next = first;
+    }
+
     /// The offset the next record gets.
     pub fn next_offset(&self) -> u64 {
         self.next

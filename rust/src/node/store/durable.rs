@@ -459,6 +459,25 @@ impl StoreLog for DurableLog {
             Err(e) => Err(e),
         }
     }
+    fn offset_for_time(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        ts: u64,
+    ) -> std::result::Result<Option<u64>, LogError> {
+        let Some(p) = part_name(partition) else {
+            return Ok(None);
+        };
+        // Records gathered but not yet written count too.
+        self.flush_pending()?;
+        match self.log.as_ref() {
+            Some(log) => match log.offset_for_time(topic, p, ts) {
+                Err(LogError::UnknownPartition { .. }) => Ok(None),
+                r => r,
+            },
+            None => Ok(None),
+        }
+    }
     fn skip_to(
         &mut self,
         topic: &[u8],

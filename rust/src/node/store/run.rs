@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::meta;
 use crate::node::actor::{Inbox, Ready};
 use crate::node::config::NodeConfig;
 use crate::node::out::{poll_timeout, Out};
-use crate::node::socket::{set_int_option, Core, Dest, Frames, Takers};
+use crate::node::socket::{set_int_option, AnswerForms, Core, Dest, Frames};
 use crate::node::stats::Stats;
-use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
+use crate::wire::{decode, topic_matches, Message, NodeType, RecordBatch, Subscription};
 
 use super::state::{ReplySlice, StoreLog, StoreState, StoreStateConfig};
 use super::{Cmd, StoreShared};
@@ -117,13 +118,29 @@ fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
 /// Sends a slice of FETCH answers until the requester's queue is full:
 /// how many went out. In DIRECT-RECORD-BATCHes to a requester that takes
 /// them.
-fn send_slice(core: &mut Core, slice: &ReplySlice, takers: &Takers) -> Result<usize> {
+fn send_slice(core: &mut Core, slice: &ReplySlice, forms: &AnswerForms) -> Result<usize> {
     let dest = Dest::Direct {
         to: &slice.to,
         partition: &slice.partition,
         topic: &slice.topic,
     };
-    core.send_records(dest, slice.first, slice.contents(), takers.takes(&slice.to))
+    core.send_records(dest, slice.first, slice.contents(), forms.form(&slice.to))
+}
+
+/// The bodies of records that came without metadata (from a node that
+/// knows none, e.g. a C-reference producer), stamped with their append
+/// time `now_ms`, as a batch's values frame in `out`. False if one is too
+/// long to be framed (a value of nearly 4 GiB: the message is malformed).
+fn wrap_values<'v>(out: &mut Vec<u8>, values: impl Iterator<Item = &'v [u8]>, now_ms: u64) -> bool {
+    out.clear();
+    for v in values {
+        let Ok(n) = u32::try_from(meta::PLAIN_LEN + v.len()) else {
+            return false;
+        };
+        out.extend_from_slice(&n.to_be_bytes());
+        meta::wrap(out, Some(now_ms), v);
+    }
+    true
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -147,8 +164,10 @@ pub(super) fn run<L: StoreLog>(
     st.log_mut().set_waker(inbox.waker());
     let stats = &shared.stats;
     let mut frames = Frames::default();
-    // Requesters whose FETCHes we answer in DIRECT-RECORD-BATCHes.
-    let mut takers = Takers::batches();
+    // How each requester's FETCHes are answered.
+    let mut forms = AnswerForms::default();
+    // Bodies made of records that came without metadata.
+    let mut wrapped = Vec::new();
     let mut slice = ReplySlice::default();
     let mut sync_error: Option<String> = None;
     let mut error_mark = 0u64;
@@ -196,7 +215,7 @@ pub(super) fn run<L: StoreLog>(
 
         if core.take_rebound() {
             // Bound again (a key revoked): every peer subscribes anew.
-            takers = Takers::batches();
+            forms = AnswerForms::default();
         }
         if xpub_in {
             // Bounded per turn, as the SUB: a flood of subscriptions must not
@@ -208,7 +227,7 @@ pub(super) fn run<L: StoreLog>(
                 let (s, n) = frames.slices();
                 match Subscription::decode(s[0]) {
                     Ok(sub) if n == 1 => {
-                        takers.on_subscription(sub.prefix, sub.subscribe);
+                        forms.on_subscription(sub.prefix, sub.subscribe);
                         core.addressed_acks
                             .on_subscription(sub.prefix, sub.subscribe);
                         if !sub.subscribe {
@@ -240,16 +259,14 @@ pub(super) fn run<L: StoreLog>(
                 if core.refuse(from, &decoded, stats) {
                     continue;
                 }
+                // Records without metadata get bodies stamped now.
+                let stamp = meta::now_ms();
                 let outs = match decoded {
-                    Ok((Message::Record(r), _)) if r.topic == r.subject => {
-                        Stats::add(&stats.records_received, 1);
-                        st.on_record(r.subject, r.address, r.sequence, r.content, now)
-                    }
-                    Ok((Message::RecordBatch(b), _)) if b.topic == b.subject => {
+                    Ok((Message::MetaRecordBatch(b), _)) if b.topic == b.subject => {
                         Stats::add(&stats.records_received, u64::from(b.count));
                         st.on_record_batch(&b, now)
                     }
-                    Ok((Message::DirectRecordBatch(b), _)) if topic_matches(&own, b.topic) => {
+                    Ok((Message::DirectMetaRecordBatch(b), _)) if topic_matches(&own, b.topic) => {
                         Stats::add(&stats.records_received, u64::from(b.count));
                         let mut outs = Vec::new();
                         for r in b.records() {
@@ -259,10 +276,47 @@ pub(super) fn run<L: StoreLog>(
                         }
                         outs
                     }
+                    Ok((Message::Record(r), _)) if r.topic == r.subject => {
+                        Stats::add(&stats.records_received, 1);
+                        wrapped.clear();
+                        meta::wrap(&mut wrapped, Some(stamp), r.content);
+                        st.on_record(r.subject, r.address, r.sequence, &wrapped, now)
+                    }
+                    Ok((Message::RecordBatch(b), _)) if b.topic == b.subject => {
+                        Stats::add(&stats.records_received, u64::from(b.count));
+                        if wrap_values(&mut wrapped, b.values(), stamp) {
+                            st.on_record_batch(
+                                &RecordBatch {
+                                    values: &wrapped,
+                                    ..b
+                                },
+                                now,
+                            )
+                        } else {
+                            Stats::add(&stats.malformed, 1);
+                            Vec::new()
+                        }
+                    }
+                    Ok((Message::DirectRecordBatch(b), _)) if topic_matches(&own, b.topic) => {
+                        Stats::add(&stats.records_received, u64::from(b.count));
+                        let mut outs = Vec::new();
+                        let mut body = Vec::new();
+                        for r in b.records() {
+                            body.clear();
+                            meta::wrap(&mut body, Some(stamp), r.content);
+                            outs.extend(
+                                st.on_direct_record(r.subject, r.address, r.sequence, &body, now),
+                            );
+                        }
+                        outs
+                    }
                     Ok((Message::DirectRecord(r), _)) if topic_matches(&own, r.topic) => {
                         Stats::add(&stats.records_received, 1);
-                        st.on_direct_record(r.subject, r.address, r.sequence, r.content, now)
+                        wrapped.clear();
+                        meta::wrap(&mut wrapped, Some(stamp), r.content);
+                        st.on_direct_record(r.subject, r.address, r.sequence, &wrapped, now)
                     }
+                    Ok((Message::TimeQuery(q), _)) => st.on_time_query(&q),
                     Ok((Message::Head(h), _)) if h.topic == h.subject => st.on_head(&h, now),
                     Ok((Message::Fetch(f), _)) => {
                         Stats::add(&stats.fetches_received, 1);
@@ -366,7 +420,7 @@ pub(super) fn run<L: StoreLog>(
                 if records >= BATCH || !st.next_reply_slice(&mut slice, now) {
                     break;
                 }
-                let sent = send_slice(&mut core, &slice, &takers)?;
+                let sent = send_slice(&mut core, &slice, &forms)?;
                 records += sent;
                 if sent < slice.len() {
                     st.requeue_slice(&slice, sent, now);

@@ -122,6 +122,16 @@ pub trait StoreLog {
     /// Every (topic, partition) held, optionally for one topic (partitions
     /// with no record left may be left out: they have no head to tell).
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey>;
+    /// The first offset of the partition whose record time (its timestamp,
+    /// else its append time) is at or after `ts` (ms), considering the
+    /// highest time so far at each offset (Kafka's rule for out-of-order
+    /// create times); `None` if no record is that late.
+    fn offset_for_time(
+        &mut self,
+        topic: &[u8],
+        partition: &[u8],
+        ts: u64,
+    ) -> Result<Option<u64>, Self::Error>;
     /// Drops every record of a partition and continues it at `offset`, past
     /// its next offset: the records between are gone from every peer.
     fn skip_to(&mut self, topic: &[u8], partition: &[u8], offset: u64) -> Result<(), Self::Error>;
@@ -577,7 +587,8 @@ impl<L: StoreLog> StoreState<L> {
     fn append_live_batch(&mut self, b: &RecordBatch<'_>, now: Instant) -> Option<Vec<Out>> {
         let (topic, partition) = (b.subject, b.address);
         let max = self.cfg.max_record_bytes;
-        if !valid_partition(partition) || b.values().any(|v| v.len() > max) {
+        let size = crate::node::producer::record_size;
+        if !valid_partition(partition) || b.values().any(|v| size(v.len()) > max) {
             return None;
         }
         if self.log.next_offset(topic, partition) != Some(b.sequence) {
@@ -626,7 +637,8 @@ impl<L: StoreLog> StoreState<L> {
         now: Instant,
     ) -> Vec<Out> {
         let mut out = Vec::new();
-        if content.len() > self.cfg.max_record_bytes {
+        // Bodies: the value, key and headers count, not the fixed metadata.
+        if crate::node::producer::record_size(content.len()) > self.cfg.max_record_bytes {
             self.counters.dropped_oversize += 1;
             // The partition cannot go on past it here: say so, a few times.
             if self.counters.dropped_oversize.is_power_of_two() {
@@ -1127,6 +1139,36 @@ impl<L: StoreLog> StoreState<L> {
                 });
             }
         }
+    }
+
+    /// TIME-QUERY: for each partition of the topic held here, a TIME-OFFSET
+    /// to the requester: the first offset at or after the time asked, or the
+    /// partition's next offset if no record is that late. A partition the
+    /// log cannot answer for (an error) is left out; another store may.
+    pub fn on_time_query(&mut self, q: &Head<'_>) -> Vec<Out> {
+        let mut out = Vec::new();
+        if q.topic != q.subject || q.address == self.address.as_slice() {
+            return out;
+        }
+        for (t, p) in self.log.partitions(Some(q.subject)) {
+            let Some(next) = self.log.next_offset(&t, &p) else {
+                continue;
+            };
+            match self.log.offset_for_time(&t, &p, q.sequence) {
+                Ok(found) => out.push(Out::TimeOffset {
+                    to: q.address.to_vec(),
+                    partition: p,
+                    subject: t,
+                    sequence: found.unwrap_or(next),
+                }),
+                Err(e) => tracing::warn!(
+                    "store: TIME-QUERY of {}/{}: {e}",
+                    String::from_utf8_lossy(&t),
+                    String::from_utf8_lossy(&p)
+                ),
+            }
+        }
+        out
     }
 
     /// A subscription arrived on the XPUB: `L` + consumer address → STORE-HELLO.

@@ -299,7 +299,7 @@ fn earliest_record_one_fetches_zero() {
     dr.topic = ME;
     st.on_record(&dr, true, t0, &mut d, &mut o);
     assert_eq!(offsets(&d), vec![0, 1]);
-    assert_eq!(d[0].value, b"A");
+    assert_eq!(d[0].body, b"A");
     assert!(o.is_empty());
     // Replays are duplicates.
     st.on_record(&rec(1, b"B"), false, t0, &mut d, &mut o);

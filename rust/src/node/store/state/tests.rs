@@ -78,6 +78,20 @@ impl StoreLog for MemLog {
         }
         Ok((!out.is_empty()).then_some(from))
     }
+    fn offset_for_time(&mut self, t: &[u8], p: &[u8], ts: u64) -> Result<Option<u64>, String> {
+        let Some((first, recs, _)) = self.parts.get(&(t.to_vec(), p.to_vec())) else {
+            return Ok(None);
+        };
+        let mut max = 0;
+        for (i, body) in recs.iter().enumerate() {
+            let (m, _) = crate::meta::split(body).map_err(|e| e.to_string())?;
+            max = max.max(m.time_or(0));
+            if max >= ts {
+                return Ok(Some(first + i as u64));
+            }
+        }
+        Ok(None)
+    }
     fn skip_to(&mut self, t: &[u8], p: &[u8], offset: u64) -> Result<(), String> {
         let e = self.parts.get_mut(&(t.to_vec(), p.to_vec())).expect("held");
         assert!(offset > e.0 + e.1.len() as u64, "skips forward");
