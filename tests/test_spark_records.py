@@ -203,10 +203,10 @@ def test_starting_offsets_in_kafka_json_shape(spark: Any, cluster: tuple[Tower, 
     tower, _ = cluster
     parts = produce_at_times(tower, "ko")
     a, b, c = parts
-    start = json.dumps({"ko": {a: 25, b: -2, c: -1}})
-    end = json.dumps({"ko": {a: -1, b: 3}})
+    start = json.dumps({"ko": {a: 25, b: -2}})  # c: not named, the default (earliest)
+    end = json.dumps({"ko": {a: -1, b: 3, c: 6}})
     got = by_partition(read(spark, tower, "ko", startingOffsets=start, endingOffsets=end))
-    assert got == {a: [25, 26, 27, 28, 29], b: [0, 1, 2]}
+    assert got == {a: [25, 26, 27, 28, 29], b: [0, 1, 2], c: list(range(6))}
     with pytest.raises(Exception, match="names topic 'other'"):
         read(spark, tower, "ko", startingOffsets=json.dumps({"other": {a: 1}}))
 
