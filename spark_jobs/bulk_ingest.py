@@ -1,14 +1,19 @@
-"""Bulk ingest: a generated (or file-backed) DataFrame of N rows into a dafka topic.
+"""Bulk ingest: a generated (or file-backed) DataFrame of N rows into a dafka topic,
+each record with a key and its event time.
 
     python spark_jobs/bulk_ingest.py --rows 1000000 --topic events
     python spark_jobs/bulk_ingest.py --towers tcp://HOST:5556,5557 --input data.parquet \\
-        --column payload --topic events --mode foreach
+        --column payload --key-column device_id --time-column event_time --mode datasource
 
-Without ``--towers`` a local tower + store is started for the run. ``--mode arrow``
-(default) hands whole Arrow batches to Rust (mapInArrow); ``--mode foreach`` uses
-one producer per task through foreachPartition. Progress (tasks done) is printed
-while the job runs; each task is its own dafka partition, and a retried task
-re-sends into a new partition (at-least-once).
+Generated rows are events of ``--keys`` devices (key ``device-NNNNN``), one a
+millisecond from the job's start (the record's create time). Without ``--towers`` a
+local tower + store is started for the run. ``--mode arrow`` (default) hands whole
+Arrow batches to Rust (mapInArrow); ``--mode datasource`` writes with the ``dafka``
+data source (exactly-once: a retried task rewrites the same offsets); ``--mode
+foreach`` uses one producer per task through foreachPartition. Progress (tasks done)
+is printed while the job runs; each task is its own dafka partition, and with
+``arrow`` and ``foreach`` a retried task re-sends into a new partition
+(at-least-once).
 """
 
 from __future__ import annotations
@@ -19,25 +24,40 @@ import threading
 import time
 from typing import Any
 
+from dafka import fetch_range
 from dafka.spark import (
     ProducerSettings,
     add_cluster_args,
     foreach_partition_writer,
     local_cluster,
     local_session,
+    node_options,
     produce_arrow,
 )
 
 
 def source(spark: Any, args: argparse.Namespace) -> Any:
+    """``value`` (binary), ``key`` (binary, or null) and ``timestamp`` columns."""
     from pyspark.sql import functions as F
 
     if args.input:
         df = spark.read.format(args.input_format or "parquet").load(args.input)
-        return df.select(F.col(args.column).cast("binary").alias("value"))
-    # Generated rows: a zero-padded id, padded to --value-bytes.
+        key = F.col(args.key_column).cast("binary") if args.key_column else F.lit(None)
+        when = F.col(args.time_column) if args.time_column else F.current_timestamp()
+        return df.select(
+            F.col(args.column).cast("binary").alias("value"),
+            key.cast("binary").alias("key"),
+            when.cast("timestamp").alias("timestamp"),
+        )
+    # Generated rows: a zero-padded id, padded to --value-bytes; an event of device
+    # id % --keys, at the job's start plus id ms.
+    start = int(time.time() * 1000)
+    key = F.format_string("device-%05d", F.col("id") % args.keys) if args.keys else F.lit(None)
+    value = F.rpad(F.format_string("%012d:", "id"), args.value_bytes, "x")
     return spark.range(0, args.rows, 1, args.partitions).select(
-        F.rpad(F.format_string("%012d:", "id"), args.value_bytes, "x").cast("binary").alias("value")
+        value.cast("binary").alias("value"),
+        key.cast("binary").alias("key"),
+        F.timestamp_millis(F.col("id") + F.lit(start)).alias("timestamp"),
     )
 
 
@@ -64,7 +84,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", help="read rows from this path instead of generating them")
     ap.add_argument("--input-format", help="format of --input (default parquet)")
     ap.add_argument("--column", default="value", help="column of --input to send")
-    ap.add_argument("--mode", choices=["arrow", "foreach"], default="arrow")
+    ap.add_argument("--key-column", help="column of --input holding each record's key")
+    ap.add_argument(
+        "--time-column", help="column of --input holding each record's time (default: now)"
+    )
+    ap.add_argument(
+        "--keys", type=int, default=1000, help="distinct keys of generated rows (0: keyless)"
+    )
+    ap.add_argument("--mode", choices=["arrow", "datasource", "foreach"], default="arrow")
     ap.add_argument("--min-acks", type=int, default=1)
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--progress-every", type=float, default=2.0, help="seconds")
@@ -93,13 +120,27 @@ def main(argv: list[str] | None = None) -> int:
         start = time.monotonic()
         try:
             if args.mode == "arrow":
-                rows = produce_arrow(df, settings).collect()
+                rows = produce_arrow(df, settings, key="key", timestamp="timestamp").collect()
                 n = sum(r["count"] for r in rows)
                 for r in rows:
                     first, last = r["first_offset"], r["last_offset"]
                     print(f"  partition {r['partition']}: offsets {first}..{last}")
+            elif args.mode == "datasource":
+                (
+                    df.write.format("dafka")
+                    .option("topic", args.topic)
+                    .option("towers", ";".join(towers))
+                    .option("minAcks", str(args.min_acks))
+                    .option("beaconInterval", "0.2")
+                    .options(**node_options(args))
+                    .mode("append")
+                    .save()
+                )
+                n = args.rows if not args.input else df.count()
             else:
-                df.foreachPartition(foreach_partition_writer(settings))
+                df.foreachPartition(
+                    foreach_partition_writer(settings, key="key", timestamp="timestamp")
+                )
                 n = args.rows if not args.input else df.count()
         finally:
             stop.set()
@@ -114,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"the local store holds {held} records of {args.topic!r} in {len(parts)} partitions"
             )
+            (records, _lost) = fetch_range(
+                args.topic, parts[0].partition, 0, 1, towers=towers, with_meta=True
+            )
+            r = records[0]
+            print(f"  e.g. offset 0 of {r.partition}: key={r.key!r}, timestamp={r.timestamp} ms")
     spark.stop()
     return 0
 

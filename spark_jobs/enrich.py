@@ -4,9 +4,12 @@
         --checkpoint out/enrich-ckpt
 
 The transform wraps each value in JSON with its source partition, offset and
-length: ``{"partition": ..., "offset": ..., "length": ..., "value": "..."}``.
-Without ``--towers`` a local tower + store is started, ``--demo`` records go into
-the source topic first, and the enriched records are read back and counted.
+length: ``{"partition": ..., "offset": ..., "length": ..., "value": "..."}``; each
+enriched record keeps its source record's key and time (its timestamp), as a
+Kafka Streams map would. The sink is exactly-once: a retried micro-batch rewrites
+the same offsets. Without ``--towers`` a local tower + store is started, ``--demo``
+records (keyed by sensor) go into the source topic first, and the enriched records
+are read back and counted.
 """
 
 from __future__ import annotations
@@ -53,7 +56,10 @@ def main(argv: list[str] | None = None) -> int:
             tower, _store = stack.enter_context(local_cluster())
             towers = [tower.endpoint]
             with Producer(args.source, towers=towers, beacon_interval=0.2) as p:
-                p.send_many([b"reading %d" % i for i in range(args.demo)])
+                p.send_many(
+                    [b"reading %d" % i for i in range(args.demo)],
+                    keys=[b"sensor-%d" % (i % 10) for i in range(args.demo)],
+                )
                 left = p.flush(60.0)
             if left:
                 raise SystemExit(f"enrich: {left} demo records were not stored within 60 s")
@@ -70,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             .load()
         )
         out = src.select(
+            "key",
+            "timestamp",
             F.to_json(
                 F.struct(
                     "partition",
@@ -77,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                     F.length("value").alias("length"),
                     F.col("value").cast("string").alias("value"),
                 )
-            ).alias("value")
+            ).alias("value"),
         )
         w = (
             out.writeStream.format("dafka")
@@ -109,14 +117,18 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(p["numInputRows"] for p in q.recentProgress)
         print(f"enriched {n} records from {args.source!r} into {args.sink!r}")
         if not args.towers:
-            got = 0
+            got = []
             with Consumer(
                 [args.sink], towers=towers, offset_reset="earliest", beacon_interval=0.2
             ) as c:
                 deadline = time.monotonic() + 60
-                while got < n and time.monotonic() < deadline:
-                    got += len(c.poll_many(timeout=0.5))
-            print(f"read back {got} enriched records from {args.sink!r}")
+                while len(got) < n and time.monotonic() < deadline:
+                    got.extend(c.poll_many(timeout=0.5))
+            keys = {r.key for r in got}
+            print(
+                f"read back {len(got)} enriched records from {args.sink!r}, "
+                f"{len(keys)} distinct keys"
+            )
     spark.stop()
     return 0
 

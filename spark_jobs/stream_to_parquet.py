@@ -1,16 +1,22 @@
 """A dafka topic to Parquet, with checkpointing (restarts resume where they left off).
 
     python spark_jobs/stream_to_parquet.py --towers tcp://HOST:5556,5557 --topic events \\
-        --output out/events --checkpoint out/ckpt --trigger available-now
+        --output out/events --checkpoint out/ckpt --trigger available-now \\
+        --starting-time 2026-11-27T09:00:00+00:00
 
-Without ``--towers`` a local tower + store is started and ``--demo`` records are
-produced into the topic first, so the job has something to write.
+The Parquet files hold the source's columns: key, value, topic, partition, offset,
+timestamp, timestampType (and headers with ``--headers``), partitioned by the day
+of each record's timestamp. ``--starting-time`` (ms since the epoch or ISO 8601)
+starts a new query at the first record of each partition at or after that time.
+Without ``--towers`` a local tower + store is started and ``--demo`` records (keyed
+by sensor) are produced into the topic first, so the job has something to write.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 from typing import Any
 
 from dafka import Producer
@@ -24,6 +30,21 @@ from dafka.spark import (
 )
 
 
+def time_arg(text: str) -> int:
+    """An argparse ``type=`` for a time: ms since the epoch, or ISO 8601 with a zone."""
+    if text.strip().isdigit():
+        return int(text)
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"must be ms since the epoch or an ISO 8601 time with a zone, got {text!r}"
+        )
+    return round(when.timestamp() * 1000)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--topic", default="events")
@@ -31,6 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", default="out/parquet", help="Parquet directory")
     ap.add_argument("--checkpoint", default="out/checkpoint", help="checkpoint directory")
     ap.add_argument("--starting-offsets", default="earliest", help="earliest|latest|JSON")
+    ap.add_argument(
+        "--starting-time",
+        type=time_arg,
+        help="start at this time instead (ms since the epoch, or ISO 8601 with a zone)",
+    )
+    ap.add_argument("--headers", action="store_true", help="add the headers column")
     ap.add_argument("--max-offsets-per-trigger", type=int)
     ap.add_argument(
         "--trigger",
@@ -49,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
             tower, _store = stack.enter_context(local_cluster())
             towers = [tower.endpoint]
             with Producer(args.topic, towers=towers, beacon_interval=0.2) as p:
-                p.send_many([b"demo record %d" % i for i in range(args.demo)])
+                p.send_many(
+                    [b"demo record %d" % i for i in range(args.demo)],
+                    keys=[b"sensor-%d" % (i % 10) for i in range(args.demo)],
+                )
                 left = p.flush(60.0)
             if left:
                 raise SystemExit(
@@ -60,16 +90,24 @@ def main(argv: list[str] | None = None) -> int:
             spark.readStream.format("dafka")
             .option("subscribe", args.topic)
             .option("towers", ";".join(towers))
-            .option("startingOffsets", args.starting_offsets)
+            .option("includeHeaders", str(args.headers).lower())
             .options(**node_options(args))
         )
+        if args.starting_time is not None:
+            r = r.option("startingTimestamp", str(args.starting_time))
+        else:
+            r = r.option("startingOffsets", args.starting_offsets)
         if not args.towers:
             r = r.option("beaconInterval", "0.2")
         if args.max_offsets_per_trigger:
             r = r.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+        from pyspark.sql import functions as F
+
         w = (
             r.load()
+            .withColumn("day", F.to_date("timestamp"))
             .writeStream.format("parquet")
+            .partitionBy("day")
             .option("path", args.output)
             .option("checkpointLocation", args.checkpoint)
         )

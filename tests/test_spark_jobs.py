@@ -5,6 +5,7 @@ session's `stop` disabled, so the jobs' own `local_session` reuses it."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,7 @@ def test_job_help(name: str) -> None:
         ("enrich", ["--trigger", "5s"], "available-now"),
         ("stream_to_parquet", ["--trigger", "-1"], "available-now"),
         ("bulk_ingest", ["--towers", " ; "], "no tower endpoint"),
+        ("stream_to_parquet", ["--starting-time", "09:00"], "ISO 8601 time with a zone"),
     ],
 )
 def test_job_arguments_are_checked_before_anything_starts(
@@ -69,13 +71,15 @@ def test_job_arguments_are_checked_before_anything_starts(
     assert says in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
-@pytest.mark.parametrize("mode", ["arrow", "foreach"])
+@pytest.mark.parametrize("mode", ["arrow", "datasource", "foreach"])
 def test_bulk_ingest_job(shared: Any, mode: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--rows", "20000", "--partitions", "2", "--mode", mode, "--topic", f"bulk-{mode}"]
     assert job("bulk_ingest").main(argv) == 0
     out = capsys.readouterr().out
     assert "sent 20000 records" in out, out
     assert f"the local store holds 20000 records of 'bulk-{mode}' in 2 partitions" in out, out
+    # Keyed by device, timed from the job's start (offset 0 is row 0 or row 10000).
+    assert re.search(r"offset 0 of \w+: key=b'device-00(000|010)', timestamp=\d{13} ms", out), out
 
 
 def test_stream_to_parquet_job(
@@ -92,6 +96,9 @@ def test_stream_to_parquet_job(
         b"demo record %d" % i for i in range(3000)
     )
     assert set(table.column("topic").to_pylist()) == {"events"}
+    assert set(table.column("key").to_pylist()) == {b"sensor-%d" % i for i in range(10)}
+    assert set(table.column("timestampType").to_pylist()) == {0}  # create times
+    assert list(output.glob("day=*")), "partitioned by the day of its records"
 
 
 def test_enrich_job(shared: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,4 +106,5 @@ def test_enrich_job(shared: Any, tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert job("enrich").main(argv) == 0
     out = capsys.readouterr().out
     assert "enriched 2000 records from 'raw' into 'enriched'" in out, out
-    assert "read back 2000 enriched records" in out, out
+    # The sink kept the source records' keys (and times).
+    assert "read back 2000 enriched records from 'enriched', 10 distinct keys" in out, out

@@ -1,5 +1,6 @@
-"""The ``dafka`` data source write side: batch writes, a streaming sink fed by a
-file stream and by the rate source, and a task that fails once and is retried."""
+"""The ``dafka`` data source write side: batch writes and a streaming sink fed by a
+file stream and by the rate source. Retries, speculation, routing by topic:
+test_spark_exactly_once.py and test_spark_speculation.py."""
 
 from __future__ import annotations
 
@@ -172,42 +173,6 @@ def test_stream_sink_from_rate_source(
     # Every committed batch arrived; a batch cut by stop() may have arrived too.
     assert all(values[i] >= 1 for i in range(done)), "records of committed batches are missing"
     assert max(values.values()) == 1
-    # Two tasks per batch, but tasks reuse their Python worker's producer: a few
-    # partitions (one per worker), not one per task and batch.
-    tasks = 2 * len(batches)
-    assert len(store.partitions("rate")) <= tasks // 3, (len(store.partitions("rate")), tasks)
-
-
-def test_failed_task_is_retried_without_loss(
-    spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
-) -> None:
-    """The first attempt of one task dies half-way through its rows; Spark
-    retries it (local[2,4] allows retries) into a new partition: every record
-    arrives (what the failed attempt sent may arrive twice: at-least-once)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.functions import udf
-
-    tower, store = cluster
-    marker = str(tmp_path / "failed-once")
-
-    @udf("string")
-    def fail_first_attempt(v):  # type: ignore[no-untyped-def]  # no hints: a plain UDF
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        assert ctx is not None
-        if ctx.partitionId() == 0 and ctx.attemptNumber() == 0 and v == "2000":
-            Path(marker).touch()
-            raise RuntimeError("injected failure")
-        return v
-
-    df = spark.range(0, 8000, 1, 2).select(
-        fail_first_attempt(F.col("id").cast("string")).alias("value")
-    )
-    sink(df.write, tower, "retry").mode("append").save()
-    got = consume(tower, "retry", 8000, every=True)
-    values = Counter(int(r.value) for r in got)
-    assert Path(marker).exists(), "the injected failure did not happen"
-    assert set(values) == set(range(8000))
-    # Two tasks, plus the failed attempt's partition if it got anything acknowledged.
-    assert len(store.partitions("retry")) in (2, 3)
+    # Two tasks per batch, each continuing the partition of its Spark partition id:
+    # two partitions, not one per task and batch.
+    assert len(store.partitions("rate")) == 2

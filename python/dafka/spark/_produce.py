@@ -451,6 +451,28 @@ def encode_value(value: Any, encoder: Encoder, *, schema: Any = None) -> bytes:
     )
 
 
+def _row_key(v: Any) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, bytearray | memoryview):
+        return bytes(v)
+    raise TypeError(f"a record key must be bytes or str, got {type(v).__name__}")
+
+
+def _row_time(v: Any) -> int | None:
+    """A record time from a row: a datetime (naive: local time, as Spark gives
+    timestamps to Python) or an int of ms since the epoch."""
+    if v is None:
+        return None
+    if isinstance(v, datetime.datetime):
+        return round(v.timestamp() * 1000)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    raise TypeError(f"a record time must be a datetime or int ms, got {type(v).__name__}")
+
+
 def produce_rows(
     rows: Iterable[Any],
     settings: ProducerSettings,
@@ -459,10 +481,14 @@ def produce_rows(
     encoder: Encoder = "bytes",
     batch: int = 10000,
     schema: Any = None,
+    key: str | None = None,
+    timestamp: str | None = None,
 ) -> TaskResult:
     """Sends every row of one task through its producer (:func:`task_producer`) and
     flushes. ``column`` picks a field of each Row (None: the whole row goes to the
-    encoder); ``schema`` is what the ``arrow`` encoder gets (see :func:`encode_value`)."""
+    encoder); ``schema`` is what the ``arrow`` encoder gets (see :func:`encode_value`).
+    ``key`` names a field of record keys (bytes or str; None: no key), ``timestamp``
+    one of record create times (a datetime or int ms; None: when sent)."""
     if batch < 1:
         raise ValueError("batch must be >= 1")
     check_encoder(encoder)
@@ -471,22 +497,35 @@ def produce_rows(
         first: int | None = None
         count = 0
         buf: list[bytes] = []
+        keys: list[bytes | None] = []
+        times: list[int | None] = []
+
+        def send() -> None:
+            nonlocal first, count, buf, keys, times
+            extra: dict[str, Any] = {}
+            if key is not None:
+                extra["keys"] = keys
+            if timestamp is not None:
+                extra["timestamps"] = times
+            last = p.send_many(buf, **extra)
+            if first is None and last is not None:
+                first = last - len(buf) + 1
+            count += len(buf)
+            buf, keys, times = [], [], []
+
         for row in rows:
             v = row if column is None else row[column]
             if v is None:
                 raise ValueError(f"column {column!r} is null in a row: filter nulls first")
             buf.append(encode_value(v, encoder, schema=schema))
+            if key is not None:
+                keys.append(_row_key(row[key]))
+            if timestamp is not None:
+                times.append(_row_time(row[timestamp]))
             if len(buf) >= batch:
-                last = p.send_many(buf)
-                if first is None and last is not None:
-                    first = last - len(buf) + 1
-                count += len(buf)
-                buf = []
+                send()
         if buf:
-            last = p.send_many(buf)
-            if first is None and last is not None:
-                first = last - len(buf) + 1
-            count += len(buf)
+            send()
         return finish(p, settings, first, count)
 
 
@@ -514,20 +553,83 @@ def _value_array(batch: pa.RecordBatch, column: str) -> pa.Array:
     return arr
 
 
-def send_arrow(p: Producer, arr: pa.Array) -> tuple[int, int] | None:
-    """Sends an Arrow binary/string array from its buffers (no per-row Python)."""
-    n = len(arr)
-    if n == 0:
-        return None
+def _binary_buffers(arr: pa.Array) -> tuple[Any, Any, bool]:
+    """``(data, offsets, large)`` of a binary/string array: its value buffer and
+    the ``n + 1`` offsets of its slice, as ``Producer.send_buffers`` takes them."""
     import pyarrow as pa
 
     _validity, offsets, data = arr.buffers()
     large = pa.types.is_large_binary(arr.type) or pa.types.is_large_string(arr.type)
     width = 8 if large else 4
-    offs = offsets.slice(arr.offset * width, (n + 1) * width)
-    if data is None:  # every value empty
-        data = b""
-    return p.send_buffers(data, offs, large=large)
+    offs = offsets.slice(arr.offset * width, (len(arr) + 1) * width)
+    return (b"" if data is None else data), offs, large  # data None: every value empty
+
+
+def timestamps_ms(col: pa.Array) -> pa.Array:
+    """A column of record times as int64 ms since the epoch: a timestamp column (any
+    unit and zone: instants), or integers taken as ms. Nulls stay null; a time
+    before 1970 raises."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_timestamp(col.type):
+        micros = pc.cast(col.cast(pa.timestamp("us", col.type.tz)), pa.int64())
+        least = pc.min(micros).as_py()
+        ms = pc.divide(micros, 1000)  # integers: truncated, the same as floor from 0 on
+        if least is not None and least < 0:
+            ms = pc.subtract(ms, 1)  # reported below as before 1970
+    elif pa.types.is_integer(col.type):
+        ms = pc.cast(col, pa.int64())
+    else:
+        raise TypeError(f"record times must be a timestamp or integer (ms) column, not {col.type}")
+    least = pc.min(ms).as_py()
+    if least is not None and least < 0:
+        raise ValueError("a record time is before 1970 (dafka times are ms since the epoch, >= 0)")
+    return ms
+
+
+def _key_array(batch: pa.RecordBatch, column: str) -> pa.Array:
+    import pyarrow as pa
+
+    arr = batch.column(column)
+    t = arr.type
+    if not (
+        pa.types.is_binary(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_binary(t)
+        or pa.types.is_large_string(t)
+    ):
+        raise TypeError(f"key column {column!r} is {t}, not binary or string: cast it")
+    return arr
+
+
+def send_arrow(
+    p: Producer, arr: pa.Array, *, keys: pa.Array | None = None, times: pa.Array | None = None
+) -> tuple[int, int] | None:
+    """Sends an Arrow binary/string array from its buffers (no per-row Python), with
+    ``keys`` (a binary/string array of the same length, nulls: no key) and ``times``
+    (int64 ms, nulls: now) when given."""
+    n = len(arr)
+    if n == 0:
+        return None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    data, offs, large = _binary_buffers(arr)
+    extra: dict[str, Any] = {}
+    if keys is not None:
+        kdata, koffs, klarge = _binary_buffers(keys)
+        extra.update(key_data=kdata, key_offsets=koffs, key_large=klarge)
+        if keys.null_count:
+            extra.update(key_validity=keys.buffers()[0], key_bit_offset=keys.offset)
+    if times is not None:
+        if times.null_count:
+            import time
+
+            times = pc.fill_null(times, int(time.time() * 1000))
+        times = times.cast(pa.int64())
+        extra["timestamps"] = times.buffers()[1].slice(times.offset * 8, n * 8)
+    return p.send_buffers(data, offs, large=large, **extra)
 
 
 def produce_arrow_batches(
@@ -535,9 +637,12 @@ def produce_arrow_batches(
     settings: ProducerSettings,
     *,
     column: str = "value",
+    key: str | None = None,
+    timestamp: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function body: one producer for the task, every batch's
-    ``column`` sent from its buffers, then a flush; yields one row
+    ``column`` sent from its buffers (with the ``key`` column's keys and the
+    ``timestamp`` column's times when given), then a flush; yields one row
     ``(partition, first_offset, last_offset, count)``."""
     import pyarrow as pa
 
@@ -545,7 +650,9 @@ def produce_arrow_batches(
         first: int | None = None
         count = 0
         for b in batches:
-            got = send_arrow(p, _value_array(b, column))
+            keys = None if key is None else _key_array(b, key)
+            times = None if timestamp is None else timestamps_ms(b.column(timestamp))
+            got = send_arrow(p, _value_array(b, column), keys=keys, times=times)
             if got is not None:
                 if first is None:
                     first = got[0]

@@ -56,7 +56,7 @@ from pyspark.sql.datasource import (
 )
 
 from dafka._native import Producer, check_node
-from dafka.spark._produce import DeliveryError, ProducerSettings, send_arrow
+from dafka.spark._produce import DeliveryError, ProducerSettings, send_arrow, timestamps_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -378,21 +378,6 @@ class _TopicProducer:
         return TopicWrite(s.topic, p.address, self.first, last, self.count)
 
 
-def _timestamps_ms(col: pa.Array) -> list[int | None]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_timestamp(col.type):
-        micros = pc.cast(col.cast(pa.timestamp("us", col.type.tz)), pa.int64())
-        ms = pc.divide(micros, 1000)
-    else:
-        ms = pc.cast(col, pa.int64())
-    if pc.min(ms).as_py() is not None and pc.min(ms).as_py() < 0:
-        raise ValueError("the dafka sink's 'timestamp' column holds a time before 1970")
-    out: list[int | None] = ms.to_pylist()
-    return out
-
-
 def _bytes_list(col: pa.Array) -> list[bytes | None]:
     import pyarrow as pa
 
@@ -480,8 +465,11 @@ class _Task:
         tp = self.producer(topic)
         p = tp.producer
         c = self.s.columns
-        if not (c.key or c.headers or c.timestamp or self.epoch is not None):
-            got = send_arrow(p, values)
+        times = timestamps_ms(rows.column("timestamp")) if c.timestamp else None
+        if not (c.headers or self.epoch is not None):
+            # From the Arrow buffers: no Python per row.
+            keys = rows.column("key") if c.key else None
+            got = send_arrow(p, values, keys=keys, times=times)
             assert got is not None
             tp.sent(got[0], n)
             return
@@ -494,9 +482,9 @@ class _Task:
             headers = [[*h, mark] for h in headers] if headers else [[mark]] * n
         if headers is not None:
             extra["headers"] = headers
-        if c.timestamp:
-            extra["timestamps"] = _timestamps_ms(rows.column("timestamp"))
-        last = p.send_many(_bytes_list(values), **extra)
+        if times is not None:
+            extra["timestamps"] = times.to_pylist()
+        last = p.send_many(_bytes_list(values), **extra)  # type: ignore[arg-type]  # no nulls
         assert last is not None
         tp.sent(last - n + 1, n)
 

@@ -29,13 +29,17 @@ def foreach_partition_writer(
     column: str | None = "value",
     encoder: Encoder = "bytes",
     schema: Any = None,
+    key: str | None = None,
+    timestamp: str | None = None,
 ) -> Callable[[Iterable[Any]], None]:
     """A function for ``df.foreachPartition(fn)`` (or ``rdd.foreachPartition``):
     each task opens a producer (its own dafka partition), sends ``column`` of every
     row encoded by ``encoder`` (``"bytes"``, ``"str"``, ``"json"``, ``"arrow"`` or a
-    function; with ``column=None`` the encoder gets the whole Row), flushes until
-    ``settings.min_acks`` stores ACKed, and raises :class:`DeliveryError` otherwise
-    so Spark retries the task. A retry is a new partition: at-least-once.
+    function; with ``column=None`` the encoder gets the whole Row), with the ``key``
+    column's record keys and the ``timestamp`` column's create times when given,
+    flushes until ``settings.min_acks`` stores ACKed, and raises
+    :class:`DeliveryError` otherwise so Spark retries the task. A retry is a new
+    partition: at-least-once (the data source's sink is exactly-once).
 
     With ``encoder="arrow"`` pass ``schema`` (``df.schema``, or the struct's type
     when ``column`` names a struct) so that every record carries the DataFrame's
@@ -45,29 +49,54 @@ def foreach_partition_writer(
         _arrow_schema(schema)  # a bad schema fails here, on the driver
 
     def write(rows: Iterable[Any]) -> None:
-        produce_rows(rows, settings, column=column, encoder=encoder, schema=schema)
+        produce_rows(
+            rows,
+            settings,
+            column=column,
+            encoder=encoder,
+            schema=schema,
+            key=key,
+            timestamp=timestamp,
+        )
 
     return write
 
 
-def produce_arrow(df: DataFrame, settings: ProducerSettings, *, column: str = "value") -> DataFrame:
+def produce_arrow(
+    df: DataFrame,
+    settings: ProducerSettings,
+    *,
+    column: str = "value",
+    key: str | None = None,
+    timestamp: str | None = None,
+) -> DataFrame:
     """The columnar bulk path: ``df.mapInArrow`` hands each task's Arrow batches to
     Rust (``Producer.send_buffers``, no Python call per row). ``column`` must be
-    binary or string without nulls. Returns a DataFrame with one row per task,
-    ``partition string, first_offset long, last_offset long, count long``; nothing
-    runs until an action (e.g. ``.collect()``) is called on it."""
-    if column not in df.columns:
-        raise KeyError(f"no column {column!r} in {df.columns}")
-
-    # Quoted: a name holding a dot is a column of its own, not a struct's field;
-    # and renamed then, as mapInArrow resolves its input columns by plain name.
-    name = "value" if "." in column or "`" in column else column
+    binary or string without nulls; ``key`` names a binary or string column of
+    record keys (null: no key) and ``timestamp`` a timestamp column (or long ms) of
+    record create times (null: when sent). Returns a DataFrame with one row per
+    task, ``partition string, first_offset long, last_offset long, count long``;
+    nothing runs until an action (e.g. ``.collect()``) is called on it."""
+    wanted = {"value": column, "key": key, "timestamp": timestamp}
+    for c in wanted.values():
+        if c is not None and c not in df.columns:
+            raise KeyError(f"no column {c!r} in {df.columns}")
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return produce_arrow_batches(batches, settings, column=name)
+        return produce_arrow_batches(
+            batches,
+            settings,
+            column="value",
+            key=None if key is None else "key",
+            timestamp=None if timestamp is None else "timestamp",
+        )
 
-    quoted = "`" + column.replace("`", "``") + "`"
-    return df.selectExpr(f"{quoted} AS `{name}`").mapInArrow(run, OFFSETS_SCHEMA)
+    # Quoted: a name holding a dot is a column of its own, not a struct's field;
+    # renamed, as mapInArrow resolves its input columns by plain name.
+    picked = [
+        "`" + c.replace("`", "``") + f"` AS `{as_}`" for as_, c in wanted.items() if c is not None
+    ]
+    return df.selectExpr(*picked).mapInArrow(run, OFFSETS_SCHEMA)
 
 
 def json_value(*cols: str | Column) -> Column:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -270,7 +270,7 @@ class ReadSettings:
     min_partitions: int | None = None
 
     @classmethod
-    def from_options(cls, options: dict[str, str], kind: str = READ) -> ReadSettings:
+    def from_options(cls, options: Mapping[str, str], kind: str = READ) -> ReadSettings:
         options = check_options(options, kind)
         topics = tuple(t.strip() for t in options.get("subscribe", "").split(",") if t.strip())
         if not topics:
@@ -373,7 +373,7 @@ class ReadSettings:
     def times(self, topic: str, ts: int) -> dict[str, int]:
         """``{partition: offset}`` of ``topic``: the first offset whose time is at or
         after ``ts`` (ms), or the partition's next offset when none is."""
-        from dafka._native import offsets_for_times  # type: ignore[attr-defined]
+        from dafka._native import offsets_for_times
 
         got: dict[str, int] = offsets_for_times(
             topic, ts, **self.client_args(), timeout=self.heads_timeout, settle=self.heads_settle
@@ -567,7 +567,7 @@ class _Reads:
     """What batch and streaming reads share: the settings, the starting position
     (offsets or times) and its resolution."""
 
-    def __init__(self, options: dict[str, str], kind: str) -> None:
+    def __init__(self, options: Mapping[str, str], kind: str) -> None:
         self.settings = ReadSettings.from_options(options, kind)
         opts = Options(options)
         default = "earliest" if kind == BATCH_READ else "latest"
@@ -634,10 +634,10 @@ def times_to_offsets(
             wanted.setdefault((t, spec.every), []).append(p)
     else:
         for p, ts in spec.by_partition.items():
-            t = spec.topics.get(p) or (hs[p][0] if p in hs else None)
-            if t is None:
+            topic = spec.topics.get(p) or (hs[p][0] if p in hs else None)
+            if topic is None:
                 continue  # neither seen nor placed in a topic: nothing to read there
-            wanted.setdefault((t, ts), []).append(p)
+            wanted.setdefault((topic, ts), []).append(p)
     out: dict[str, int] = {}
     for (t, ts), parts in sorted(wanted.items()):
         got = settings.times(t, ts)
@@ -653,7 +653,7 @@ class DafkaBatchReader(DataSourceReader):
     planned) or the times ``endingTimestamp`` / ``endingOffsetsByTimestamp``
     give (exclusive: records before that time)."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str]) -> None:
         self.reads = _Reads(options, BATCH_READ)
         self.settings = self.reads.settings
         self.ending = self.reads.ending
@@ -681,7 +681,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     to ``maxTriggerDelay``). With ``trigger(availableNow=True)`` the heads at
     query start are the target."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str]) -> None:
         self.reads = _Reads(options, STREAM_READ)
         self.settings = self.reads.settings
         self.starting = self.reads.starting
