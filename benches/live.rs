@@ -131,18 +131,47 @@ fn pair() -> (Producer, Consumer) {
     (p, c)
 }
 
-fn live(n: usize, size: usize, batched: bool) -> f64 {
+/// The key and headers of a keyed record (issue 31's bench): a 16 B key and
+/// two small headers.
+const KEY: &[u8; 16] = b"customer-0000042";
+const HEADERS: [(&str, &[u8]); 2] = [("trace", b"0af7651916cd43dd"), ("src", b"web")];
+
+fn live(n: usize, size: usize, batched: bool, keyed: bool) -> f64 {
     let (p, c) = pair();
     let content = vec![0x5Au8; size];
     let start = Instant::now();
     let tx = std::thread::spawn(move || {
-        if batched {
-            for _ in 0..n / 1000 {
-                p.send_many(vec![content.clone(); 1000], None).unwrap();
+        let extra = _native::node::producer::Extra {
+            key: Some(KEY),
+            headers: &HEADERS,
+            timestamp: None,
+        };
+        let ok = || Ok::<(), _native::error::Error>(());
+        match (batched, keyed) {
+            (true, false) => {
+                for _ in 0..n / 1000 {
+                    p.send_many(vec![content.clone(); 1000], None).unwrap();
+                }
             }
-        } else {
-            for _ in 0..n {
-                p.send(content.clone(), None).unwrap();
+            (true, true) => {
+                for _ in 0..n / 1000 {
+                    let mut b = _native::node::Batch::with_capacity(1000, 1000 * (size + 64));
+                    let now = _native::meta::now_ms();
+                    for _ in 0..1000 {
+                        b.push_body(now, Some(KEY), &HEADERS, &content);
+                    }
+                    p.send_batch_with(b, None, ok).unwrap();
+                }
+            }
+            (false, false) => {
+                for _ in 0..n {
+                    p.send(content.clone(), None).unwrap();
+                }
+            }
+            (false, true) => {
+                for _ in 0..n {
+                    p.send_record_with(&content, &extra, None, ok).unwrap();
+                }
             }
         }
         p
@@ -226,8 +255,16 @@ fn main() {
             100.0 * raw1 / raw
         );
         println!("| raw zmq PUB→SUB (3 frames), two contexts | {size} B | {n} | {raw:.0} | 100% |");
-        for (name, batched) in [("live send_many(1000)", true), ("live send", false)] {
-            let r = live(n, size, batched);
+        for (name, batched, keyed) in [
+            ("live send_many(1000)", true, false),
+            ("live send", false, false),
+            ("live send_many(1000), keyed", true, true),
+            ("live send, keyed", false, true),
+        ] {
+            if keyed && size > 100 {
+                continue;
+            }
+            let r = live(n, size, batched, keyed);
             println!(
                 "| {name} → poll | {size} B | {n} | {r:.0} | {:.0}% ({:.0}% of one context) |",
                 100.0 * r / raw,

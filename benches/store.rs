@@ -474,6 +474,25 @@ fn durable_throughput_two(dir: &Path, n: u64, size: usize) -> Rate {
     rate
 }
 
+/// Sends `n` keyed records of `size` bytes (a 16 B key, two small headers),
+/// 1000 at a time.
+fn send_n_keyed(p: &Producer, n: u64, size: usize) {
+    let value = vec![9u8; size];
+    let headers: [(&str, &[u8]); 2] = [("trace", b"0af7651916cd43dd"), ("src", b"web")];
+    let mut sent = 0;
+    while sent < n {
+        let k = 1000.min(n - sent);
+        let mut b = _native::node::Batch::with_capacity(k as usize, k as usize * (size + 64));
+        let now = _native::meta::now_ms();
+        for _ in 0..k {
+            b.push_body(now, Some(b"customer-0000042"), &headers, &value);
+        }
+        p.send_batch_with(b, None, || Ok::<(), _native::error::Error>(()))
+            .unwrap();
+        sent += k;
+    }
+}
+
 /// Sends `n` records of `size` bytes with `send_many` of 1000 at a time.
 fn send_n(p: &Producer, n: u64, size: usize) {
     let value = vec![9u8; size];
@@ -489,13 +508,22 @@ fn send_n(p: &Producer, n: u64, size: usize) {
 /// Producer → store, until everything is durably ACKed; in RECORD-BATCHes
 /// if `batches`.
 fn durable_throughput(dir: &Path, n: u64, size: usize, batches: bool) -> Rate {
+    durable_throughput_of(dir, n, size, batches, false)
+}
+
+/// [`durable_throughput`], of keyed records if `keyed`.
+fn durable_throughput_of(dir: &Path, n: u64, size: usize, batches: bool, keyed: bool) -> Rate {
     let mut cfg = StoreConfig::default();
     cfg.log.flush_interval_ms = flush_ms();
     let s = Store::open(dir, cfg).unwrap();
     let p = add_producer_with(&s, batches);
     let before = thread_cpu();
     let rate = Rate::measure(n, || {
-        send_n(&p, n, size);
+        if keyed {
+            send_n_keyed(&p, n, size);
+        } else {
+            send_n(&p, n, size);
+        }
         let left = p.flush(Duration::from_secs(300)).unwrap();
         assert_eq!(left, 0, "store stats {:?}", s.shared().stats.snapshot());
     });
@@ -790,6 +818,22 @@ fn main() {
             st.cpu_us,
             100.0 * st.per_sec / d
         );
+    }
+    if part("keyed") {
+        // Issue 31: keyed 100 B records (16 B key, two headers) next to
+        // unkeyed ones, alternated, in one sitting; target >= 70%.
+        let n = 2_000_000 / scale;
+        for round in 0..2 {
+            let plain = durable_throughput_of(&bench_dir(&format!("kp{round}")), n, 100, true, false);
+            let keyed = durable_throughput_of(&bench_dir(&format!("kk{round}")), n, 100, true, true);
+            println!(
+                "durable ACKed   100 B, producer batches: unkeyed {:.2}M rec/s, keyed {:.2}M \
+                 rec/s | keyed {:.0}% of unkeyed",
+                plain.per_sec / 1e6,
+                keyed.per_sec / 1e6,
+                100.0 * keyed.per_sec / plain.per_sec
+            );
+        }
     }
     if part("tput") {
         let n = 2_000_000 / scale;

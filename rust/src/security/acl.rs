@@ -669,5 +669,106 @@ mod tests {
             assert!(check_subscription(&consumer, b"Zx").is_err());
             assert_eq!(check_subscription(&consumer, b"B"), Ok(()));
         }
+
+        /// Issue 31's messages, as an attacker would send them.
+        #[test]
+        fn record_metadata_and_time_queries_keep_their_roles() {
+            use crate::wire::RecordBatch;
+            let logs: TopicPatterns = "logs".parse().unwrap();
+            let all = TopicPatterns::all();
+            let (c, s, p) = (key(10), key(11), key(12));
+            let consumer = Peer {
+                key: &c,
+                role: Some(Role::Consumer),
+                topics: &logs,
+            };
+            let store = Peer {
+                key: &s,
+                role: Some(Role::Store),
+                topics: &all,
+            };
+            let producer = Peer {
+                key: &p,
+                role: Some(Role::Producer),
+                topics: &logs,
+            };
+            let (cme, sme, pme) = (address_for_key(&c), address_for_key(&s), address_for_key(&p));
+            let batch = |address: &str, subject: &'static [u8]| RecordBatch {
+                topic: subject,
+                address: &address.as_bytes().to_vec().leak()[..],
+                subject,
+                sequence: 0,
+                count: 1,
+                values: b"",
+            };
+            // Records with metadata: the partition's own producer, its topics.
+            let own = Message::MetaRecordBatch(batch(&pme, b"logs"));
+            assert_eq!(check_message(&producer, &own), Ok(()));
+            let forged = Message::MetaRecordBatch(batch(&pme, b"logs"));
+            assert!(matches!(
+                check_message(&consumer, &forged),
+                Err(Denied::Role { .. })
+            ));
+            assert!(matches!(
+                check_message(&producer, &Message::MetaRecordBatch(batch(&sme, b"logs"))),
+                Err(Denied::Address { .. })
+            ));
+            assert!(matches!(
+                check_message(&producer, &Message::MetaRecordBatch(batch(&pme, b"secrets"))),
+                Err(Denied::Topic { .. })
+            ));
+            // FETCH answers with metadata: a store, or the partition's producer.
+            let answer = Message::DirectMetaRecordBatch(batch(&pme, b"logs"));
+            assert_eq!(check_message(&store, &answer), Ok(()));
+            assert_eq!(check_message(&producer, &answer), Ok(()));
+            assert!(check_message(&consumer, &answer).is_err());
+            // TIME-QUERY: a reader, as itself, for a topic it may read.
+            let query = |address: &str, subject: &'static [u8]| {
+                Message::TimeQuery(Head {
+                    topic: subject,
+                    address: &address.as_bytes().to_vec().leak()[..],
+                    subject,
+                    sequence: 5,
+                })
+            };
+            assert_eq!(check_message(&consumer, &query(&cme, b"logs")), Ok(()));
+            assert!(matches!(
+                check_message(&consumer, &query(&sme, b"logs")),
+                Err(Denied::Address { .. })
+            ));
+            assert!(matches!(
+                check_message(&consumer, &query(&cme, b"secrets")),
+                Err(Denied::Topic { .. })
+            ));
+            assert!(check_message(&producer, &query(&pme, b"logs")).is_err());
+            // TIME-OFFSET: a store's answer; a consumer or producer forging one
+            // (to move a reader's start) is refused.
+            let offset = Message::TimeOffset(Head {
+                topic: b"C",
+                address: b"P",
+                subject: b"logs",
+                sequence: 0,
+            });
+            assert_eq!(check_message(&store, &offset), Ok(()));
+            assert!(matches!(
+                check_message(&consumer, &offset),
+                Err(Denied::Role { .. })
+            ));
+            assert!(check_message(&producer, &offset).is_err());
+            // Subscriptions: `X` + a readable topic; `X` and `T` (every topic)
+            // stores only; `Y` and `O` + one's own address.
+            let with = |id: u8, key: &str| [&[id], key.as_bytes()].concat();
+            assert_eq!(check_subscription(&consumer, b"Xlogs"), Ok(()));
+            assert!(check_subscription(&consumer, b"Xsecrets").is_err());
+            assert!(check_subscription(&consumer, b"X").is_err());
+            assert_eq!(check_subscription(&store, b"X"), Ok(()));
+            assert_eq!(check_subscription(&store, b"T"), Ok(()));
+            assert!(check_subscription(&consumer, b"T").is_err(), "stores answer");
+            assert!(check_subscription(&consumer, b"Tlogs").is_err());
+            for id in [b'Y', b'O'] {
+                assert_eq!(check_subscription(&consumer, &with(id, &cme)), Ok(()));
+                assert!(check_subscription(&consumer, &with(id, &sme)).is_err());
+            }
+        }
     }
 }
