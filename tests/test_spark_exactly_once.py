@@ -193,7 +193,7 @@ def test_write_id_makes_a_rerun_idempotent(
 def rate_query(spark: Any, tower: Tower, topic: str, ckpt: Path, fail: Any) -> Any:
     stream = (
         spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", 4000)
+        .option("rowsPerBatch", 20_000)
         .option("numPartitions", 2)
         .load()
     )
@@ -228,12 +228,12 @@ def run_batches(spark: Any, start: Any, last: int) -> Any:
 def test_stream_task_failing_mid_batch_is_rewritten_and_partitions_stay_few(
     spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
 ) -> None:
-    """A streaming write: micro-batch 2's first task fails at its 1,800th row, once
-    500 of its records are stored; the retry finds the partition's last record is of batch 2 and
-    rewrites from where batch 2 began. Two Spark partitions make two dafka
-    partitions over every batch, and over a restart from the checkpoint (the batch
-    stop() cut is run again and rewritten too). Every row of a committed batch is
-    in the topic once."""
+    """A streaming write: micro-batch 2's first task fails at its 8,000th row (of
+    10,000), once 2,000 of its records are stored; the retry finds the partition's
+    last record is of batch 2 and rewrites from where batch 2 began. Two Spark
+    partitions make two dafka partitions over every batch, and over a restart from
+    the checkpoint (the batch stop() cut is run again and rewritten too). Every row
+    of a committed batch is in the topic once."""
     from pyspark.sql import functions as F
     from pyspark.sql.functions import udf
 
@@ -261,32 +261,33 @@ def test_stream_task_failing_mid_batch_is_rewritten_and_partitions_stay_few(
             if seen[0] == 0:
                 seen.append(d.heads("xs", towers=[endpoint], beacon_interval=0.2).get(me, 0))
             seen[0] += 1
-            if seen[0] == 1800:
+            if seen[0] == 8000:
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:
                     heads = d.heads("xs", towers=[endpoint], beacon_interval=0.2, settle=0.1)
-                    if heads.get(me, 0) >= seen[1] + 500:
+                    if heads.get(me, 0) >= seen[1] + 2000:
                         break
                 Path(marker).touch()
                 raise RuntimeError("injected failure")
-        # 100 bytes a row: the UDF's Python worker hands its results back in 64 KiB
-        # writes, so the first 1,800 rows reach the sink before the failure.
+        # 100 bytes a row: a UDF's results reach the rest of the task in large
+        # pieces, and the sink must have stored some before the failure.
         return f"{v:0100d}"
 
     ckpt = tmp_path / "ckpt"
     with sql_conf(spark, **{"spark.sql.execution.arrow.maxRecordsPerBatch": "500"}):
-        q = run_batches(spark, lambda: rate_query(spark, tower, "xs", ckpt, fail_once), 4)
+        q = run_batches(spark, lambda: rate_query(spark, tower, "xs", ckpt, fail_once), 3)
     assert Path(marker).exists(), "the injected failure did not happen"
-    committed = 4000 * (q.lastProgress["batchId"] + 1)
+    committed = 20_000 * (q.lastProgress["batchId"] + 1)
     got = held(store, tower, "xs")
     assert len(got) == 2, "one dafka partition per Spark partition, over every batch"
     counts = Counter(int(v) for vs in got.values() for v in vs)
     assert max(counts.values()) == 1, "a row written twice"
     assert all(counts[i] == 1 for i in range(committed)), "rows of committed batches missing"
-    assert store.stats()["store_duplicates"] >= 500, store.stats()
+    assert store.stats()["store_duplicates"] >= 2000, store.stats()
     # Restarted from its checkpoint: the same query, the same two partitions.
-    q = run_batches(spark, lambda: rate_query(spark, tower, "xs", ckpt, F.udf(str)), 6)
-    committed = 4000 * (q.lastProgress["batchId"] + 1)
+    plain = F.udf(lambda v: f"{v:0100d}", "string")
+    q = run_batches(spark, lambda: rate_query(spark, tower, "xs", ckpt, plain), 4)
+    committed = 20_000 * (q.lastProgress["batchId"] + 1)
     got = held(store, tower, "xs")
     assert len(got) == 2
     counts = Counter(int(v) for vs in got.values() for v in vs)

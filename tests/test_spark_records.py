@@ -130,6 +130,49 @@ def write_and_read_records(spark: Any, tower: Tower, wire: str) -> None:
             assert r.ms == T1 + i, i
 
 
+def test_keys_and_times_from_arrow_buffers(spark: Any, cluster: tuple[Tower, Store]) -> None:
+    """Without a headers column the sink sends keys and times straight from Spark's
+    Arrow buffers (``Producer.send_buffers``), as ``produce_arrow(key=, timestamp=)``
+    does: the same records come back. Null keys are no key; a null time is the time
+    of sending; a long column is taken as ms."""
+    tower, _ = cluster
+    df = spark.range(0, 3000, 1, 2).selectExpr(
+        "cast(id AS string) AS value",
+        "IF(id % 5 = 0, NULL, cast(concat('k', id % 7) AS binary)) AS key",
+        f"IF(id % 9 = 0, NULL, timestamp_millis({T1} + id)) AS timestamp",
+        f"{T2} + id AS ms",
+    )
+    before = int(time.time() * 1000)
+    (
+        df.drop("ms")
+        .write.format("dafka")
+        .option("topic", "fast")
+        .option("towers", tower.endpoint)
+        .option("beaconInterval", "0.2")
+        .mode("append")
+        .save()
+    )
+    settings = dafka.spark.ProducerSettings(
+        "fast2", towers=[tower.endpoint], beacon_interval=0.2, beacon_timeout=3.0
+    )
+    rows = dafka.spark.produce_arrow(df, settings, key="key", timestamp="ms").collect()
+    assert sum(r["count"] for r in rows) == 3000
+    after = int(time.time() * 1000)
+    for topic, times in [
+        ("fast", lambda i: None if i % 9 == 0 else T1 + i),
+        ("fast2", lambda i: T2 + i),
+    ]:
+        got = read(spark, tower, topic).selectExpr("value", "key", "unix_millis(timestamp) AS ms")
+        seen = {int(r.value): r for r in got.collect()}
+        assert sorted(seen) == list(range(3000))
+        for i, r in seen.items():
+            assert (None if r.key is None else bytes(r.key)) == (
+                None if i % 5 == 0 else b"k%d" % (i % 7)
+            ), (topic, i)
+            want = times(i)
+            assert (before <= r.ms <= after) if want is None else r.ms == want, (topic, i)
+
+
 def produce_at_times(tower: Tower, topic: str) -> dict[str, list[int]]:
     """Three partitions written across three times: A 10 records at each of T1, T2,
     T3; B 5 at T1 and 7 at T3; C 8 at T1. Returns each partition's record times."""

@@ -95,3 +95,56 @@ def test_spark_writes_and_reads_a_secure_cluster(spark: Any, secure: Secure) -> 
             .load()
             .collect()
         )
+
+
+def test_spark_streams_into_a_secure_cluster(spark: Any, secure: Secure, tmp_path: Path) -> None:
+    """A streaming write reads where each task's partition stands (exactly-once): in
+    secure mode with a consumer-role ``readCert`` beside its producer-role ``cert``;
+    without one the query fails as it starts, saying so."""
+    import json
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in range(2):
+        lines = [json.dumps({"value": f"f{f}-{i}"}) for i in range(500)]
+        (src / f"part-{f}.json").write_text("\n".join(lines) + "\n")
+    stream = spark.readStream.schema("value string").option("maxFilesPerTrigger", 1).json(str(src))
+
+    def start(ckpt: str, **extra: str) -> Any:
+        w = (
+            stream.writeStream.format("dafka")
+            .option("topic", "sec-stream")
+            .option("towers", secure.tower.endpoint)
+            .option("cert", secure.of("writer")["cert"])
+            .option("trust", secure.of("writer")["trust"])
+            .option("beaconInterval", "0.2")
+            .option("flushTimeout", "60")
+            .option("checkpointLocation", str(tmp_path / ckpt))
+            .trigger(availableNow=True)
+        )
+        for k, v in extra.items():
+            w = w.option(k, v)
+        return w.start()
+
+    with pytest.raises(Exception, match="needs option\\('readCert', PATH\\)"):
+        dafka.spark.run_query(lambda: start("c1"), timeout=240)
+    q = dafka.spark.run_query(
+        lambda: start("c2", readCert=secure.of("reader")["cert"]), timeout=240
+    )
+    assert q.exception() is None
+    assert len([p for p in q.recentProgress if p["numInputRows"]]) == 2
+    # One Spark partition a batch: one dafka partition, continued by the second batch.
+    (info,) = secure.store.partitions("sec-stream")
+    assert info.next_offset == 1000
+    got = (
+        spark.read.format("dafka")
+        .option("subscribe", "sec-stream")
+        .option("towers", secure.tower.endpoint)
+        .option("cert", secure.of("reader")["cert"])
+        .option("trust", secure.of("reader")["trust"])
+        .option("beaconInterval", "0.2")
+        .load()
+        .collect()
+    )
+    want = Counter(f"f{f}-{i}".encode() for f in range(2) for i in range(500))
+    assert Counter(bytes(r.value) for r in got) == want

@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 FAST = {"beacon_interval": 0.2, "beacon_timeout": 3.0}
 IPV4 = "-Djava.net.preferIPv4Stack=true"
 ROWS = 40_000  # a batch write's rows, over two Spark partitions
-PER_BATCH = 4_000  # a micro-batch's rows, over two Spark partitions
+PER_BATCH = 20_000  # a micro-batch's rows, over two Spark partitions
 
 
 def test_speculative_copies_write_every_row_once(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_speculative_copies_write_every_row_once(tmp_path: Path) -> None:
         counts = Counter(int(v) for vs in got.values() for v in vs)
         assert max(counts.values()) == 1
         assert all(counts[i] == 1 for i in range(result["stream_committed"]))
-        assert store.stats()["store_duplicates"] >= 2 * 1000, store.stats()
+        assert store.stats()["store_duplicates"] >= 2 * 2000, store.stats()
 
 
 def free_port() -> int:
@@ -77,11 +77,11 @@ def slow_original(
     tower: str, topic: str, seed_of: Any, run: str, batch: str | None, rows: int
 ) -> Any:
     """A UDF under which partition 0's first attempt (of micro-batch ``batch``, for a
-    stream) stalls at its 1,500th row, once 1,000 of its records are stored, until a
+    stream) stalls at its 8,000th row, once 2,000 of its records are stored, until a
     copy of it has seen all its ``rows`` rows (so that Spark copies it, and the copy
     rewrites what the original stored before either ends); the copy leaves a mark
-    then. Each row becomes 100 bytes: the UDF's Python worker hands its results back
-    in 64 KiB writes, and the rows before the stall must reach the sink."""
+    then. Each row becomes 100 bytes: a UDF's results reach the rest of the task in
+    large pieces, and the rows before the stall must reach the sink."""
     from pyspark.sql.functions import udf
 
     count = [0]
@@ -107,11 +107,11 @@ def slow_original(
             return f"{v:0100d}"
         if count[0] == 1:
             count.append(dafka.heads(topic, towers=[tower], beacon_interval=0.2).get(me, 0))
-        if count[0] == 1500:
+        if count[0] == 8000:
             deadline = time.monotonic() + 240
             while time.monotonic() < deadline:
                 heads = dafka.heads(topic, towers=[tower], beacon_interval=0.2, settle=0.1)
-                if heads.get(me, 0) >= count[1] + 1000:
+                if heads.get(me, 0) >= count[1] + 2000:
                     break
             while time.monotonic() < deadline and not Path(run, f"copy-{topic}").exists():
                 time.sleep(0.1)
