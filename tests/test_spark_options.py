@@ -50,6 +50,8 @@ def test_unknown_and_misplaced_options_raise_naming_them_and_the_valid_ones() ->
     with pytest.raises(ValueError, match="option reuseProducer is not a dafka option") as e:
         _options.check_options({**WRITE, "reuseProducer": "true"}, _options.STREAM_WRITE)
     assert "exactly-once" in str(e.value)
+    with pytest.raises(ValueError, match="option subscribePattern is not a dafka option"):
+        _options.check_options({**READ, "subscribePattern": "t.*"}, STREAM_READ)
     with pytest.raises(ValueError, match="option path is not a dafka option"):
         _options.check_options({**WRITE, "path": "/tmp/x"}, _options.BATCH_WRITE)
     # Spark's own, given to writeStream: accepted there, and nowhere else.

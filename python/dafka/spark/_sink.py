@@ -44,6 +44,7 @@ that held a partition's last records is unreachable when a streaming task asks.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -388,13 +389,29 @@ def _bytes_list(col: pa.Array) -> list[bytes | None]:
 
 
 def _headers(col: pa.Array) -> list[list[tuple[str, bytes]]]:
-    out = []
-    for row in col.to_pylist():
-        hs = []
-        for h in row or ():
-            v = h["value"]
-            hs.append((h["key"], v.encode() if isinstance(v, str) else (v or b"")))
-        out.append(hs)
+    """The ``headers`` column as ``send_many`` takes them, a list of ``(key, value)``
+    per row (a null list: none; a null value: empty), built from the column's
+    flattened children rather than row by row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = col.offsets.to_pylist()
+    base = offsets[0]
+    # The children's range the offsets index (flatten() would skip null rows').
+    flat = col.values.slice(base, offsets[-1] - base)
+    keys, values = flat.field("key"), flat.field("value")
+    if keys.null_count:
+        raise ValueError("the dafka sink's 'headers' column holds a header with a null key")
+    if not pa.types.is_binary(values.type):
+        values = values.cast(pa.binary())
+    if values.null_count:
+        values = pc.fill_null(values, b"")
+    pairs = list(zip(keys.to_pylist(), values.to_pylist(), strict=True))
+    out = [pairs[a - base : b - base] for a, b in itertools.pairwise(offsets)]
+    if col.null_count:
+        for i, valid in enumerate(col.is_valid().to_pylist()):
+            if not valid:
+                out[i] = []
     return out
 
 

@@ -408,6 +408,7 @@ def arrow_batch(
 ) -> pa.RecordBatch:
     """Records of one partition (:class:`dafka.Record`) as an Arrow batch of ``schema``."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     n = len(records)
     ts = pa.array([r.timestamp for r in records], pa.int64())
@@ -417,7 +418,7 @@ def arrow_batch(
         pa.array([topic] * n, pa.string()),
         pa.array([partition] * n, pa.string()),
         pa.array([r.offset for r in records], pa.int64()),
-        pa.compute.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC")),
+        pc.multiply(ts, 1000).cast(pa.timestamp("us", tz="UTC")),
         pa.array([r.timestamp_type for r in records], pa.int32()),
     ]
     if len(schema) > len(cols):
