@@ -447,7 +447,8 @@ impl StoreLog for DurableLog {
         let mut first = None;
         let r = log.read_with(topic, p, start, max_records, max_bytes, |offset, _, v| {
             first.get_or_insert(offset);
-            out.push(v);
+            // `v` is a body (metadata, value): this store still serves values.
+            out.push(crate::meta::value_of(v).unwrap_or(v));
         });
         match r {
             Ok(_) => Ok(first),
