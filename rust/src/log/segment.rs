@@ -412,11 +412,16 @@ impl Active {
         let mut written = 0u64;
         // A batch shares its append time: the CRC of it (and of the metadata
         // that wraps plain values) is computed once.
-        let mut prefix = Vec::new();
-        if records.wrap {
-            meta::wrap(&mut prefix, Some(ts), b"");
-        }
-        let pre_crc = crc32c::crc32c_append(crc32c::crc32c(&ts.to_be_bytes()), &prefix);
+        let mut wrapping = [0u8; meta::PLAIN_LEN];
+        wrapping[0] = meta::FLAG_LOG_APPEND;
+        wrapping[1..].copy_from_slice(&ts.to_be_bytes());
+        debug_assert!({
+            let mut w = Vec::new();
+            meta::wrap(&mut w, Some(ts), b"");
+            w == wrapping
+        });
+        let prefix: &[u8] = if records.wrap { &wrapping } else { &[] };
+        let pre_crc = crc32c::crc32c_append(crc32c::crc32c(&ts.to_be_bytes()), prefix);
         for (i, v) in records.items.iter().enumerate() {
             let offset = first + i as u64;
             let pos = t.size + written;
@@ -438,7 +443,7 @@ impl Active {
             let len = prefix.len() + v.len();
             let crc = crc32c::crc32c_append(pre_crc, v);
             encode_record_header(buf, offset, len as u32, crc, ts);
-            buf.extend_from_slice(&prefix);
+            buf.extend_from_slice(prefix);
             if v.len() < COPY_BELOW {
                 buf.extend_from_slice(v);
             } else {
