@@ -295,3 +295,21 @@ def test_record_objects_compare_hash_pickle_and_check_their_arguments() -> None:
         Record("t", "p", 1, b"v", timestamp=5, timestamp_type=2)
     with pytest.raises(ValueError, match="without a timestamp"):
         Record("t", "p", 1, b"v", timestamp_type=0)
+
+
+def test_a_store_drops_and_counts_a_record_whose_key_and_headers_pass_its_bound(
+    tmp_path: Path,
+) -> None:
+    """The value alone fits the store's ``max_record_bytes``, the key and headers with
+    it do not: dropped and counted, never stored (and a producer with the same bound
+    would have refused it at ``send``)."""
+    with (
+        Store(tmp_path / "s", max_record_bytes=64) as s,
+        Producer("meta", peers=[s.endpoint], min_acks=0) as p,
+    ):
+        s.connect(p.endpoint)
+        wait_for(lambda: p.stores_seen >= 1, "the store connected")
+        p.send(b"v" * 60, key=b"k" * 100)
+        p.send(b"v" * 60, headers=[("h", b"x" * 100)])
+        wait_for(lambda: s.stats()["dropped_oversize"] >= 2, "both dropped")
+        assert all(info.next_offset == 0 for info in s.partitions("meta"))
