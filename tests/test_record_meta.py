@@ -254,7 +254,8 @@ def test_a_malformed_meta_batch_is_dropped_and_counted() -> None:
             )
             bad_flags[0] = b"X" + bad_flags[0][1:]
             bad_flags[1] = bad_flags[1][:2] + b"X" + bad_flags[1][3:]
-            lying = bytearray(b"\x02" + bytes(8) + (1000).to_bytes(4, "big") + b"\x00" * 8)
+            # Headers flag, a count of 1000 (varint) and 8 bytes: a lie.
+            lying = bytearray(b"\x02" + bytes(8) + b"\xe8\x07" + b"\x00" * 8)
             bad_headers = list(bad_flags)
             bad_headers[2] = len(lying).to_bytes(4, "big") + bytes(lying)
             for frames in (bad_flags, bad_headers):

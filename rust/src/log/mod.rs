@@ -503,6 +503,23 @@ impl Log {
         self.append_records(topic, partition, first_offset, &refs, false)
     }
 
+    /// [`Log::append_bodies`] of bodies the caller has already checked (a
+    /// store's: the wire decoder parsed every body it received, and the store
+    /// made the others): no second parse on the store's per-record path. A
+    /// body that does not parse would be stored as it is and reported as
+    /// corruption when read.
+    pub fn append_checked_bodies<V: AsRef<[u8]>>(
+        &mut self,
+        topic: &[u8],
+        partition: &str,
+        first_offset: u64,
+        bodies: &[V],
+    ) -> Result<()> {
+        let refs: Vec<&[u8]> = bodies.iter().map(AsRef::as_ref).collect();
+        debug_assert!(refs.iter().all(|b| crate::meta::parse(b).is_ok()));
+        self.append_records(topic, partition, first_offset, &refs, false)
+    }
+
     /// The log's clock, ms since the Unix epoch: what appends are stamped with.
     pub fn now(&self) -> u64 {
         self.cfg.now()

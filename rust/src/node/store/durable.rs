@@ -263,7 +263,7 @@ impl DurableLog {
             values.clear();
             values.extend(b.values.iter());
             let r = match self.log.as_mut() {
-                Some(log) => log.append_bodies(&b.topic, &b.partition, b.first, &values),
+                Some(log) => log.append_checked_bodies(&b.topic, &b.partition, b.first, &values),
                 None => Err(self.closed()),
             };
             if let Err(e) = r {
