@@ -824,8 +824,10 @@ fn main() {
         // unkeyed ones, alternated, in one sitting; target >= 70%.
         let n = 2_000_000 / scale;
         for round in 0..2 {
-            let plain = durable_throughput_of(&bench_dir(&format!("kp{round}")), n, 100, true, false);
-            let keyed = durable_throughput_of(&bench_dir(&format!("kk{round}")), n, 100, true, true);
+            let plain =
+                durable_throughput_of(&bench_dir(&format!("kp{round}")), n, 100, true, false);
+            let keyed =
+                durable_throughput_of(&bench_dir(&format!("kk{round}")), n, 100, true, true);
             println!(
                 "durable ACKed   100 B, producer batches: unkeyed {:.2}M rec/s, keyed {:.2}M \
                  rec/s | keyed {:.0}% of unkeyed",

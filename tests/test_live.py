@@ -145,7 +145,10 @@ def test_in_process_tower_producer_two_consumers(tower: Tower, wire: str) -> Non
         for c in (c1, c2):
             got = drain(c, 5000)
             assert [r.offset for r in got] == list(range(5000))
-            assert got[0] == Record("t", p.address, 0, b"first")
+            # Stamped at `send`: its create time.
+            ts = got[0].timestamp
+            assert ts is not None and got[0].timestamp_type == dafka.TIMESTAMP_CREATE
+            assert got[0] == Record("t", p.address, 0, b"first", timestamp=ts)
             assert type(got[0]) is Record
             # One str object per partition, shared by its records across calls.
             assert all(r.topic is got[0].topic and r.partition is got[0].partition for r in got)

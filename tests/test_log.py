@@ -16,6 +16,7 @@ import pytest
 
 import dafka
 from dafka.cli import main
+from dafka.log import StoredRecord
 
 P = "85E3C6EBDC7B4156AD9C43611EBC09CE"
 
@@ -32,7 +33,8 @@ def test_append_read_reopen(tmp_path: Path) -> None:
         assert log.first_offset("weather", P) == 5
         recs = log.read("weather", P, 5, max_records=3)
         assert [r.offset for r in recs] == [5, 6, 7]
-        assert recs[0] == dafka.Record("weather", P, 5, b"first", timestamp=recs[0].timestamp)
+        assert recs[0] == StoredRecord("weather", P, 5, b"first", recs[0].timestamp)
+        assert (recs[0].key, recs[0].headers, recs[0].create_time) == (None, [], None)
         assert isinstance(recs[0].timestamp, int) and recs[0].timestamp > 1_600_000_000_000
         assert len(log.read("weather", P, 6, max_bytes=1)) == 1
         log.flush()
@@ -54,8 +56,8 @@ def test_append_read_reopen(tmp_path: Path) -> None:
         found = log.offset_for_time("weather", P, when)
         assert found is not None and found <= 16
         stamps = {r.offset: r.timestamp for r in log.read("weather", P, 5, max_records=100)}
-        assert all(stamps[o] < when for o in range(5, found))  # type: ignore[operator]
-        assert stamps[found] >= when  # type: ignore[operator]
+        assert all(stamps[o] < when for o in range(5, found))
+        assert stamps[found] >= when
         assert log.offset_for_time("weather", P, when + 10**9) is None
 
 
@@ -94,7 +96,7 @@ def test_non_utf8_topics_round_trip(tmp_path: Path) -> None:
         assert topic.encode("utf-8", "surrogateescape") == raw
         (rec,) = log.read(topic, P, 0)
         assert rec.value == b"v" and rec.topic.encode("utf-8", "surrogateescape") == raw
-        assert rec == dafka.Record(topic, P, 0, b"v", timestamp=rec.timestamp)
+        assert rec == StoredRecord(topic, P, 0, b"v", rec.timestamp)
 
 
 def test_cli_inspect_and_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

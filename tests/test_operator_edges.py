@@ -114,7 +114,7 @@ def test_log_dump_of_a_healthy_partition_works_beside_a_damaged_one(tmp_path: Pa
     assert "DAMAGED bad/P2" in inspected.stderr and "good" in inspected.stdout
     dumped = run("log", "dump", str(root), "good", "P1", "--count", "3")
     assert dumped.returncode == 0, dumped.stderr
-    assert [line.split("\t")[2] for line in dumped.stdout.splitlines()] == [
+    assert [line.split("\t")[-1] for line in dumped.stdout.splitlines()] == [
         "good-000",
         "good-001",
         "good-002",

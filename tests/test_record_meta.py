@@ -254,7 +254,8 @@ def test_a_malformed_meta_batch_is_dropped_and_counted() -> None:
             )
             bad_flags[0] = b"X" + bad_flags[0][1:]
             bad_flags[1] = bad_flags[1][:2] + b"X" + bad_flags[1][3:]
-            lying = bytearray(b"\x02" + bytes(8) + (1000).to_bytes(4, "big") + b"\x00" * 8)
+            # Headers flag, a count of 1000 (varint) and 8 bytes: a lie.
+            lying = bytearray(b"\x02" + bytes(8) + b"\xe8\x07" + b"\x00" * 8)
             bad_headers = list(bad_flags)
             bad_headers[2] = len(lying).to_bytes(4, "big") + bytes(lying)
             for frames in (bad_flags, bad_headers):
@@ -295,3 +296,21 @@ def test_record_objects_compare_hash_pickle_and_check_their_arguments() -> None:
         Record("t", "p", 1, b"v", timestamp=5, timestamp_type=2)
     with pytest.raises(ValueError, match="without a timestamp"):
         Record("t", "p", 1, b"v", timestamp_type=0)
+
+
+def test_a_store_drops_and_counts_a_record_whose_key_and_headers_pass_its_bound(
+    tmp_path: Path,
+) -> None:
+    """The value alone fits the store's ``max_record_bytes``, the key and headers with
+    it do not: dropped and counted, never stored (and a producer with the same bound
+    would have refused it at ``send``)."""
+    with (
+        Store(tmp_path / "s", max_record_bytes=64) as s,
+        Producer("meta", peers=[s.endpoint], min_acks=0) as p,
+    ):
+        s.connect(p.endpoint)
+        wait_for(lambda: p.stores_seen >= 1, "the store connected")
+        p.send(b"v" * 60, key=b"k" * 100)
+        p.send(b"v" * 60, headers=[("h", b"x" * 100)])
+        wait_for(lambda: s.stats()["dropped_oversize"] >= 2, "both dropped")
+        assert all(info.next_offset == 0 for info in s.partitions("meta"))

@@ -114,7 +114,8 @@ def test_fetch_after_partial_ack_is_byte_identical(
         ack = wire.Ack(topic=part, address=store, subject=b"acks", sequence=39)
         xpub.send_multipart(wire.encode(ack, dialect))
         wait_for(lambda: p.acked_offset == 39, "the ACK to release 0..39")
-        assert p.unacked_bytes == sum(len(v) for v in values[40:])
+        # Each record held is its body: 9 bytes of metadata (flags, create time) + value.
+        assert p.unacked_bytes == sum(9 + len(v) for v in values[40:])
 
         # FETCH 30..69: 30..39 are released, so exactly 40..69 come back, in order.
         fetch = wire.encode(

@@ -99,7 +99,7 @@ def test_consumer_start_time_and_seek_to_time(cluster: tuple[Tower, dict[str, in
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "dafka", *args],
+        [sys.executable, "-m", "dafka.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

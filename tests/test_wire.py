@@ -138,7 +138,7 @@ def test_zproto_ack_drops_address() -> None:
     [
         ([], "frame count"),
         ([b""], "truncated id"),
-        ([b"Xt", b""], "unknown message id"),
+        ([b"Zt", b""], "unknown message id"),
         ([b"Ht", b"\xaa\xa0H\x01"], "bad signature"),
         ([b"Ht", b"\xaa\xa5H\x30"], "bad version"),
         ([b"Ht", b"\xaa\xa5H\x01\x01"], "truncated address"),

@@ -952,17 +952,40 @@ class NativeLog:
         isolate_damaged: bool = False,
         forget_parked_hours: int | None = 720,
     ) -> NativeLog: ...
-    def append(self, topic: bytes, partition: str, offset: int, value: bytes) -> None:
-        """Appends one record at ``offset``, the partition's next one."""
-    def append_many(
-        self, topic: bytes, partition: str, first_offset: int, values: list[bytes]
+    def append(
+        self,
+        topic: bytes,
+        partition: str,
+        offset: int,
+        value: bytes,
+        *,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+        timestamp: int | None = None,
     ) -> None:
-        """Appends records at ``first_offset``, ``first_offset + 1``, ... in one write."""
+        """Appends one record at ``offset``, the partition's next one, with its key,
+        headers (``(name, value)`` pairs) and create time (ms since the epoch);
+        without any of them, a plain value."""
+    def append_many(
+        self,
+        topic: bytes,
+        partition: str,
+        first_offset: int,
+        values: list[bytes],
+        *,
+        keys: list[bytes | None] | None = None,
+        headers: list[list[tuple[str, bytes]] | None] | None = None,
+        timestamps: list[int | None] | None = None,
+    ) -> None:
+        """Appends records at ``first_offset``, ``first_offset + 1``, ... in one write;
+        ``keys``, ``headers`` and ``timestamps``, when given, hold one entry per value
+        (None for none)."""
     def read(
         self, topic: bytes, partition: str, start: int, max_records: int, max_bytes: int
-    ) -> list[tuple[int, int, bytes]]:
-        """``(offset, timestamp, value)`` of the records from ``start`` on, at most
-        ``max_records`` and ``max_bytes`` of values (at least one record)."""
+    ) -> list[tuple[int, int, bytes, bytes | None, list[tuple[str, bytes]], int | None]]:
+        """``(offset, append_time, value, key, headers, create_time)`` of the records
+        from ``start`` on, at most ``max_records`` and ``max_bytes`` of bodies (at
+        least one record); ``create_time`` is None for a plain value."""
     def partitions(
         self, topic: bytes | None = None
     ) -> list[tuple[bytes, str, int, int, int, int, int]]:
@@ -974,10 +997,11 @@ class NativeLog:
     def topics(self) -> list[bytes]:
         """The topics held."""
     def offset_for_time(self, topic: bytes, partition: str, timestamp: int) -> int | None:
-        """The first offset appended at or after ``timestamp`` (ms since the epoch)."""
+        """The first offset whose time (its create time, else its append time) is at or
+        after ``timestamp`` (ms since the epoch)."""
     def verify(self, topic: bytes, partition: str) -> int:
-        """Reads every record of the partition checking its CRC and offset; returns how
-        many it holds (0 for a parked one)."""
+        """Reads every record of the partition checking its CRC, offset and metadata;
+        returns how many it holds (0 for a parked one)."""
     def next_offset(self, topic: bytes, partition: str) -> int | None:
         """The partition's next offset (None for a partition not held)."""
     def first_offset(self, topic: bytes, partition: str) -> int | None:

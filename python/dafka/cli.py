@@ -13,8 +13,8 @@ the topic from the store to a late consumer.
 checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on hex frames.
 ``dafka log inspect PATH`` lists the partitions of a log directory (and, on stderr with
 exit status 1, those whose damage recovery refuses; ``--verify`` reads every record
-too) and ``dafka log dump PATH TOPIC PARTITION --from N`` prints records; both open the
-log read-only.
+too) and ``dafka log dump PATH TOPIC PARTITION --from N`` prints records (offset, append
+time, create time, key, headers, value); both open the log read-only.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from dafka._native import (
     run_tower_cli,
 )
 from dafka.exceptions import CorruptionError, DafkaError
-from dafka.log import Log
+from dafka.log import Log, StoredRecord
 
 _DEMO_PARTITION = b"85E3C6EBDC7B4156AD9C43611EBC09CE"
 _DEMO_NODE = b"9E51FBAE55A649C1A50C0B360F3FF7AE"
@@ -580,6 +580,24 @@ def _cmd_log_inspect(args: argparse.Namespace) -> int:
     return 1 if damaged else 0
 
 
+def _dump_line(r: StoredRecord, as_hex: bool) -> str:
+    """One record of ``dafka log dump``: tab-separated offset, append time, create
+    time, key, headers and value; ``-`` for a create time, key or headers the record
+    has none of (an empty key prints as nothing). Headers are a JSON list of
+    ``[name, value]`` pairs. Values (and keys, header values) print as text, bytes
+    that are not UTF-8 as backslash escapes, or as hex with ``--hex``."""
+
+    def show(b: bytes) -> str:
+        return b.hex() if as_hex else b.decode(errors="backslashreplace")
+
+    create = "-" if r.create_time is None else str(r.create_time)
+    key = "-" if r.key is None else show(r.key)
+    headers = (
+        json.dumps([[n, show(v)] for n, v in r.headers], ensure_ascii=False) if r.headers else "-"
+    )
+    return f"{r.offset}\t{r.timestamp}\t{create}\t{key}\t{headers}\t{show(r.value)}"
+
+
 def _cmd_log_dump(args: argparse.Namespace) -> int:
     topic = args.topic.encode("utf-8", "surrogateescape")
     remaining = args.count
@@ -598,8 +616,7 @@ def _cmd_log_dump(args: argparse.Namespace) -> int:
             if not records:
                 break
             for r in records:
-                value = r.value.hex() if args.hex else r.value.decode(errors="backslashreplace")
-                print(f"{r.offset}\t{r.timestamp}\t{value}")
+                print(_dump_line(r, args.hex))
             start = records[-1].offset + 1
             if remaining is not None:
                 remaining -= len(records)
@@ -760,13 +777,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="read every record and check its CRC (opening checks only each segment's tail)",
     )
     ins.set_defaults(func=_cmd_log_inspect)
-    dump = lsub.add_parser("dump", help="print records: offset, timestamp (ms), value")
+    dump = lsub.add_parser(
+        "dump",
+        help="print records, one a line, tab-separated: offset, append time (ms), create "
+        "time (ms), key, headers (JSON [name, value] pairs), value; - where a record has none",
+    )
     dump.add_argument("path")
     dump.add_argument("topic")
     dump.add_argument("partition")
     dump.add_argument("--from", dest="start", type=_offset, help="first offset (default: first)")
     dump.add_argument("--count", type=_count, help="at most this many records")
-    dump.add_argument("--hex", action="store_true", help="print values as hex")
+    dump.add_argument(
+        "--hex", action="store_true", help="print values, keys and header values as hex"
+    )
     dump.set_defaults(func=_cmd_log_dump)
     return parser
 

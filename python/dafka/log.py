@@ -3,34 +3,39 @@
 A directory of topics, each a set of partitions, each an append-only sequence of
 segment files. Offsets are contiguous: every append must carry the partition's
 next offset (:class:`~dafka.exceptions.OffsetError` otherwise); a new partition
-starts at whatever offset its first append carries.
+starts at whatever offset its first append carries. A record has a value and,
+optionally, a key, headers and a create time; the log stamps each with its append
+time (:class:`StoredRecord`).
 
 >>> with dafka.Log("data/log", fsync="always") as log:  # doctest: +SKIP
 ...     log.append("weather", "85E3C6EBDC7B4156AD9C43611EBC09CE", 0, b"21.5")
+...     log.append("weather", "85E3C6EBDC7B4156AD9C43611EBC09CE", 1, b"22.0",
+...                key=b"paris", headers=[("unit", b"C")], timestamp=1_795_000_000_000)
 ...     log.read("weather", "85E3C6EBDC7B4156AD9C43611EBC09CE", 0)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from dafka._native import NativeLog
 from dafka.exceptions import LogValueError
-from dafka.record import Record
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-__all__ = ["FsyncPolicy", "Log", "PartitionInfo", "RecoveryPolicy"]
+__all__ = ["FsyncPolicy", "Log", "PartitionInfo", "RecoveryPolicy", "StoredRecord"]
 
 FsyncPolicy = Literal["always", "interval", "never"]
 RecoveryPolicy = Literal["tolerate_tail_corruption", "absolute_consistency"]
 
 MiB = 1024 * 1024
+
+_T = TypeVar("_T")
 
 
 def _topic_bytes(topic: str | bytes) -> bytes:
@@ -59,6 +64,48 @@ def _value_bytes(value: Buffer, what: str) -> bytes:
         return view.tobytes()
 
 
+def _key_bytes(key: Buffer | None, what: str) -> bytes | None:
+    return None if key is None else _value_bytes(key, f"{what} (key)")
+
+
+def _headers(
+    headers: Iterable[tuple[str, Buffer]] | None, what: str
+) -> list[tuple[str, bytes]] | None:
+    """Headers as the native log takes them: a list of ``(str, bytes)`` pairs."""
+    if headers is None:
+        return None
+    if isinstance(headers, (str, bytes, bytearray, memoryview, dict)):
+        raise TypeError(
+            f'{what} takes headers as a list of (name, value) pairs, e.g. [("unit", b"C")], '
+            f"got {type(headers).__name__}"
+        )
+    out = []
+    try:
+        pairs = list(headers)
+    except TypeError:
+        raise TypeError(
+            f"{what} takes headers as a list of (name, value) pairs, got {type(headers).__name__}"
+        ) from None
+    for h in pairs:
+        if not isinstance(h, (tuple, list)) or len(h) != 2:
+            raise TypeError(f"{what}: each header is a (name, value) pair, got {h!r}")
+        name, value = h
+        if not isinstance(name, str):
+            raise TypeError(f"{what}: a header name is a str, got {type(name).__name__}")
+        out.append((name, _value_bytes(value, f"{what} (header {name!r})")))
+    return out
+
+
+def _per_value(v: Iterable[_T] | None, name: str) -> list[_T] | None:
+    """``keys``/``headers``/``timestamps`` of append_many as a list (one entry per
+    value; the native call checks the length)."""
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"append_many takes {name} as a list with one entry per value")
+    return list(v)
+
+
 def _topic_str(topic: bytes) -> str:
     return topic.decode("utf-8", "surrogateescape")
 
@@ -83,6 +130,33 @@ def _writable(partition: str) -> str:
             f"partition name {partition!r} may hold only ASCII letters, digits, '-' and '_'"
         )
     return partition
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One record read from a :class:`Log`: where it is, its value, its metadata
+    and its times. Immutable; compared by all fields; hashed by all but ``headers``."""
+
+    topic: str
+    """The topic name (surrogate escapes for bytes that are not UTF-8)."""
+    partition: str
+    offset: int
+    value: bytes
+    timestamp: int
+    """The append time: when the log appended the record, ms since the epoch (also
+    :attr:`append_time`)."""
+    key: bytes | None = None
+    """The record's key (None without one; it may be empty)."""
+    headers: list[tuple[str, bytes]] = field(default_factory=list, hash=False)
+    """The record's headers, ``(name, value)`` pairs in order (repeats allowed)."""
+    create_time: int | None = None
+    """The producer's create time, ms since the epoch; None for a record without one
+    (a plain value, or one a log of the first format holds)."""
+
+    @property
+    def append_time(self) -> int:
+        """When the log appended the record, ms since the epoch."""
+        return self.timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,18 +228,47 @@ class Log:
             forget_parked_hours,
         )
 
-    def append(self, topic: str | bytes, partition: str, offset: int, value: Buffer) -> None:
+    def append(
+        self,
+        topic: str | bytes,
+        partition: str,
+        offset: int,
+        value: Buffer,
+        *,
+        key: Buffer | None = None,
+        headers: Iterable[tuple[str, Buffer]] | None = None,
+        timestamp: int | None = None,
+    ) -> None:
         """Appends one record; ``offset`` must be the partition's next offset.
-        ``value`` is bytes or any bytes-like object (bytearray, memoryview...)."""
+        ``value`` (and ``key``) is bytes or any bytes-like object (bytearray,
+        memoryview...); ``headers`` a list of ``(name, value)`` pairs (str, bytes;
+        repeats allowed); ``timestamp`` the record's create time in ms since the
+        epoch (None: the record has none, its time is its append time)."""
         self._log.append(
-            _topic_bytes(topic), _writable(partition), offset, _value_bytes(value, "append")
+            _topic_bytes(topic),
+            _writable(partition),
+            offset,
+            _value_bytes(value, "append"),
+            key=_key_bytes(key, "append"),
+            headers=_headers(headers, "append"),
+            timestamp=timestamp,
         )
 
     def append_many(
-        self, topic: str | bytes, partition: str, first_offset: int, values: Iterable[Buffer]
+        self,
+        topic: str | bytes,
+        partition: str,
+        first_offset: int,
+        values: Iterable[Buffer],
+        *,
+        keys: Sequence[Buffer | None] | None = None,
+        headers: Sequence[Iterable[tuple[str, Buffer]] | None] | None = None,
+        timestamps: Sequence[int | None] | None = None,
     ) -> None:
         """Appends records at ``first_offset``, ``first_offset + 1``, ... in one call
-        (one write, at most one fdatasync). On error a prefix may be stored:
+        (one write, at most one fdatasync). ``keys``, ``headers`` and ``timestamps``,
+        when given, hold one entry per value, None for a record without (as
+        :meth:`append` takes them). On error a prefix may be stored:
         :meth:`next_offset` says where the partition stands."""
         topic = _topic_bytes(topic)
         if isinstance(values, (str, bytes, bytearray, memoryview)):
@@ -184,7 +287,21 @@ class Log:
             v if type(v) is bytes else _value_bytes(v, f"append_many (value {i})")
             for i, v in enumerate(it)
         ]
-        self._log.append_many(topic, _writable(partition), first_offset, batch)
+        key_list = _per_value(keys, "keys")
+        header_list = _per_value(headers, "headers")
+        self._log.append_many(
+            topic,
+            _writable(partition),
+            first_offset,
+            batch,
+            keys=None
+            if key_list is None
+            else [_key_bytes(k, f"append_many (record {i})") for i, k in enumerate(key_list)],
+            headers=None
+            if header_list is None
+            else [_headers(h, f"append_many (record {i})") for i, h in enumerate(header_list)],
+            timestamps=_per_value(timestamps, "timestamps"),
+        )
 
     def read(
         self,
@@ -194,14 +311,18 @@ class Log:
         *,
         max_records: int = 1000,
         max_bytes: int = 1 * MiB,
-    ) -> list[Record]:
+    ) -> list[StoredRecord]:
         """Records from ``start`` on, at most ``max_records`` and ``max_bytes`` of
-        values (one record is returned even if it alone is larger)."""
+        records (each counts its value, key, headers and 9 bytes; one record is
+        returned even if it alone is larger), with their metadata and times."""
         name = _topic_str(_topic_bytes(topic))
         rows = self._log.read(
             _topic_bytes(topic), _writable(partition), start, max_records, max_bytes
         )
-        return [Record(name, partition, o, v, timestamp=ts) for o, ts, v in rows]
+        return [
+            StoredRecord(name, partition, o, v, ts, key, headers, create)
+            for o, ts, v, key, headers, create in rows
+        ]
 
     def damaged(self) -> list[tuple[str, str, str]]:
         """Partitions set aside at open (``isolate_damaged``): (topic, partition, why).
@@ -221,14 +342,17 @@ class Log:
         return [_topic_str(t) for t in self._log.topics()]
 
     def offset_for_time(self, topic: str | bytes, partition: str, timestamp: int) -> int | None:
-        """The first offset appended at or after ``timestamp`` (ms since the epoch)."""
+        """The first offset whose time is at or after ``timestamp`` (ms since the
+        epoch): a record's time is its create time, else its append time. With create
+        times out of order, the first whose newest time so far reaches it (Kafka's
+        ``offsetsForTimes``). None if no record is that recent."""
         if not _utf8(partition):
             return None
         return self._log.offset_for_time(_topic_bytes(topic), partition, timestamp)
 
     def verify(self, topic: str | bytes, partition: str) -> int:
-        """Reads every record of the partition, checking each one's CRC and offset,
-        and returns how many it holds. Opening a log checks only each segment's tail;
+        """Reads every record of the partition, checking each one's CRC, offset and
+        metadata, and returns how many it holds. Opening a log checks only each segment's tail;
         this finds damage in the middle of a segment (a :class:`CorruptionError`).
         ``dafka log inspect --verify`` runs it on every partition."""
         return self._log.verify(_topic_bytes(topic), _writable(partition))

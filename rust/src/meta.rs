@@ -11,9 +11,11 @@
 //!            no create time), bit 3 no timestamp at all (the field is 0);
 //!            others 0, bits 2 and 3 not both
 //! timestamp= 8 octets, ms since the Unix epoch: the create time (bits 2, 3 clear)
-//! key      = longstr (4-octet length + bytes)
-//! headers  = count (4 octets, at least 1) + count * (name value)
-//! name     = longstr, UTF-8      value = longstr
+//! key      = bytes
+//! headers  = varint count (at least 1) + count * (name value)
+//! name     = bytes, UTF-8        value = bytes
+//! bytes    = varint length + that many octets
+//! varint   = unsigned LEB128, 1 to 5 octets, at most 2^32 - 1 (as Kafka's records)
 //! ```
 //!
 //! A record with neither key nor headers costs [`PLAIN_LEN`] (9) bytes.
@@ -119,34 +121,57 @@ pub fn encode<N: AsRef<str>, V: AsRef<[u8]>>(
     out.push(flags);
     out.extend_from_slice(&create_time.to_be_bytes());
     if let Some(k) = key {
-        put_longstr(out, k);
+        put_bytes(out, k);
     }
     if !headers.is_empty() {
-        out.extend_from_slice(&(headers.len() as u32).to_be_bytes());
+        put_varint(out, headers.len());
         for (n, v) in headers {
-            put_longstr(out, n.as_ref().as_bytes());
-            put_longstr(out, v.as_ref());
+            put_bytes(out, n.as_ref().as_bytes());
+            put_bytes(out, v.as_ref());
         }
     }
 }
 
 /// The encoded length of [`encode`]'s output, without encoding.
 pub fn encoded_len<N: AsRef<str>, V: AsRef<[u8]>>(key: Option<&[u8]>, headers: &[(N, V)]) -> usize {
+    let bytes = |b: usize| varint_len(b) + b;
     let mut n = PLAIN_LEN;
     if let Some(k) = key {
-        n += 4 + k.len();
+        n += bytes(k.len());
     }
     if !headers.is_empty() {
-        n += 4;
+        n += varint_len(headers.len());
         for (h, v) in headers {
-            n += 8 + h.as_ref().len() + v.as_ref().len();
+            n += bytes(h.as_ref().len()) + bytes(v.as_ref().len());
         }
     }
     n
 }
 
-fn put_longstr(out: &mut Vec<u8>, b: &[u8]) {
-    out.extend_from_slice(&(b.len() as u32).to_be_bytes());
+/// Octets of `n` as a varint.
+fn varint_len(n: usize) -> usize {
+    match n {
+        0..=0x7f => 1,
+        0x80..=0x3fff => 2,
+        0x4000..=0x1f_ffff => 3,
+        0x20_0000..=0xfff_ffff => 4,
+        _ => 5,
+    }
+}
+
+/// Appends `n` (below 2^32: callers bound records far below that) as an
+/// unsigned LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, n: usize) {
+    let mut n = n as u32;
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len());
     out.extend_from_slice(b);
 }
 
@@ -223,8 +248,8 @@ impl<'a> Iterator for Headers<'a> {
         }
         self.left -= 1;
         // Checked by `parse`: these cannot fail.
-        let (n, rest) = take_longstr(self.rest).ok()?;
-        let (v, rest) = take_longstr(rest).ok()?;
+        let (n, rest) = take_bytes(self.rest).ok()?;
+        let (v, rest) = take_bytes(rest).ok()?;
         self.rest = rest;
         Some((std::str::from_utf8(n).ok()?, v))
     }
@@ -248,17 +273,27 @@ impl Meta {
     }
 }
 
-fn take_u32(b: &[u8]) -> Result<(u32, &[u8]), MetaError> {
-    if b.len() < 4 {
-        return Err(MetaError("truncated length"));
+/// A varint at the start of `b`: at most 5 octets and 2^32 - 1.
+fn take_varint(b: &[u8]) -> Result<(usize, &[u8]), MetaError> {
+    let mut n: u64 = 0;
+    for (i, &byte) in b.iter().take(5).enumerate() {
+        n |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            if n > u64::from(u32::MAX) {
+                return Err(MetaError("a length over 2^32 - 1"));
+            }
+            return Ok((n as usize, &b[i + 1..]));
+        }
     }
-    let (n, rest) = b.split_at(4);
-    Ok((u32::from_be_bytes(n.try_into().expect("4 bytes")), rest))
+    Err(MetaError(if b.len() < 5 {
+        "truncated length"
+    } else {
+        "a length of more than 5 octets"
+    }))
 }
 
-fn take_longstr(b: &[u8]) -> Result<(&[u8], &[u8]), MetaError> {
-    let (n, rest) = take_u32(b)?;
-    let n = n as usize;
+fn take_bytes(b: &[u8]) -> Result<(&[u8], &[u8]), MetaError> {
+    let (n, rest) = take_varint(b)?;
     if rest.len() < n {
         return Err(MetaError("a length runs past the end"));
     }
@@ -283,7 +318,7 @@ pub fn parse(b: &[u8]) -> Result<(MetaRef<'_>, &[u8]), MetaError> {
     }
     let mut rest = &b[PLAIN_LEN..];
     let key = if flags & FLAG_KEY != 0 {
-        let (k, r) = take_longstr(rest)?;
+        let (k, r) = take_bytes(rest)?;
         rest = r;
         Some(k)
     } else {
@@ -292,25 +327,25 @@ pub fn parse(b: &[u8]) -> Result<(MetaRef<'_>, &[u8]), MetaError> {
     let mut header_count = 0;
     let start = rest;
     if flags & FLAG_HEADERS != 0 {
-        let (n, mut r) = take_u32(rest)?;
+        let (n, mut r) = take_varint(rest)?;
         if n == 0 {
             return Err(MetaError("headers flag with no header"));
         }
-        // Each header takes at least 8 bytes: a count beyond that is a lie,
+        // Each header takes at least 2 bytes: a count beyond that is a lie,
         // refused before walking it.
-        if (n as usize) > r.len() / 8 {
+        if n > r.len() / 2 {
             return Err(MetaError("more headers than bytes"));
         }
         let headers_start = r;
         for _ in 0..n {
-            let (name, r2) = take_longstr(r)?;
+            let (name, r2) = take_bytes(r)?;
             if std::str::from_utf8(name).is_err() {
                 return Err(MetaError("a header name is not UTF-8"));
             }
-            let (_, r3) = take_longstr(r2)?;
+            let (_, r3) = take_bytes(r2)?;
             r = r3;
         }
-        header_count = n;
+        header_count = n as u32;
         let used = headers_start.len() - r.len();
         let meta_len = b.len() - r.len();
         let meta = MetaRef {
@@ -425,27 +460,59 @@ mod tests {
             "no time and append time"
         );
         assert!(
-            parse(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9]).is_err(),
+            parse(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 9]).is_err(),
             "key runs past"
         );
-        let mut h = vec![2, 0, 0, 0, 0, 0, 0, 0, 0];
-        h.extend_from_slice(&0u32.to_be_bytes());
-        assert!(parse(&h).is_err(), "headers flag with none");
-        let mut h = vec![2, 0, 0, 0, 0, 0, 0, 0, 0];
-        h.extend_from_slice(&u32::MAX.to_be_bytes());
-        assert!(parse(&h).is_err(), "a huge count");
-        let mut h = vec![2, 0, 0, 0, 0, 0, 0, 0, 0];
-        h.extend_from_slice(&1u32.to_be_bytes());
-        h.extend_from_slice(&1u32.to_be_bytes());
-        h.push(0xff);
-        h.extend_from_slice(&0u32.to_be_bytes());
-        assert!(parse(&h).is_err(), "a name that is not UTF-8");
+        let truncated = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0x80];
+        assert!(parse(&truncated).is_err(), "truncated length");
+        let six = [
+            1, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00,
+        ];
+        assert!(parse(&six).is_err(), "a varint of 6 octets");
+        let big = [1, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        assert!(parse(&big).is_err(), "over 2^32 - 1");
+        let none = [2, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(parse(&none).is_err(), "headers flag with none");
+        let huge = [
+            2, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0,
+        ];
+        assert!(parse(&huge).is_err(), "a huge count");
+        let not_utf8 = [2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0xff, 0];
+        assert!(parse(&not_utf8).is_err(), "a name that is not UTF-8");
+        assert!(parse(&[2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, b'a', 0]).is_ok());
         let mut two = Vec::new();
         encode_plain(&mut two, 1);
         encode_plain(&mut two, 2);
         assert!(parse_all(&two, 2, |_| {}).is_ok());
         assert!(parse_all(&two, 1, |_| {}).is_err(), "left over");
         assert!(parse_all(&two, 3, |_| {}).is_err(), "too few");
+    }
+
+    #[test]
+    fn lengths_are_varints() {
+        for n in [
+            0usize,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            1 << 21,
+            (1 << 28) - 1,
+            1 << 28,
+            u32::MAX as usize,
+        ] {
+            let mut b = Vec::new();
+            put_varint(&mut b, n);
+            assert_eq!(b.len(), varint_len(n), "{n}");
+            assert_eq!(take_varint(&b).unwrap(), (n, &[][..]), "{n}");
+        }
+        // A 16 B key and two small headers: 27 bytes of lengths fewer than longstrs.
+        let hs = [("trace", &b"0af7651916cd43dd"[..]), ("src", b"web")];
+        assert_eq!(
+            encoded_len(Some(&[0u8; 16][..]), &hs),
+            9 + 17 + 1 + 6 + 17 + 4 + 4
+        );
     }
 
     #[test]

@@ -774,7 +774,8 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
         .records
         .iter()
         .enumerate()
-        .all(|(i, (o, v))| *o == 100 + i as u64 && *v == value(100 + i as u32)));
+        .all(|(i, (o, b))| *o == 100 + i as u64
+            && _native::meta::value_of(b).unwrap() == value(100 + i as u32)));
     let empty = fetch_range(&node, "t", &part, 7, 7, secs(1), true, ok).unwrap();
     assert!(empty.records.is_empty());
     s.close().unwrap();
@@ -917,10 +918,15 @@ fn interleaved_partitions_are_gathered_per_partition() {
         b"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
         b"BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
     );
+    // The store's log holds bodies (metadata, value).
+    let body = |v: String| {
+        let mut out = Vec::new();
+        _native::meta::wrap(&mut out, Some(1), v.as_bytes());
+        out
+    };
     for i in 0..100u64 {
-        log.append(b"t", a, i, format!("a{i}").as_bytes()).unwrap();
-        log.append(b"t", b, 7 + i, format!("b{i}").as_bytes())
-            .unwrap();
+        log.append(b"t", a, i, &body(format!("a{i}"))).unwrap();
+        log.append(b"t", b, 7 + i, &body(format!("b{i}"))).unwrap();
         assert_eq!(log.next_offset(b"t", a), Some(i + 1));
         assert_eq!(log.next_offset(b"t", b), Some(8 + i));
     }
@@ -932,8 +938,8 @@ fn interleaved_partitions_are_gathered_per_partition() {
         vec![(b"t".to_vec(), a.to_vec()), (b"t".to_vec(), b.to_vec())]
     );
     // Out of order for one partition: refused, nothing gathered is lost.
-    assert!(log.append(b"t", a, 50, b"x").is_err());
-    log.append(b"t", a, 100, b"a100").unwrap();
+    assert!(log.append(b"t", a, 50, &body("x".into())).is_err());
+    log.append(b"t", a, 100, &body("a100".into())).unwrap();
     log.sync_all().unwrap();
     let read = |p: &[u8], from| log.read(b"t", p, from, 1000, 1 << 20).unwrap();
     let ra = read(a, 0);
@@ -941,13 +947,13 @@ fn interleaved_partitions_are_gathered_per_partition() {
     assert!(ra
         .iter()
         .enumerate()
-        .all(|(i, (o, v))| *o == i as u64 && *v == format!("a{i}").into_bytes()));
+        .all(|(i, (o, v))| *o == i as u64 && *v == body(format!("a{i}"))));
     let rb = read(b, 7);
     assert_eq!(rb.len(), 100);
     assert!(rb
         .iter()
         .enumerate()
-        .all(|(i, (o, v))| *o == 7 + i as u64 && *v == format!("b{i}").into_bytes()));
+        .all(|(i, (o, v))| *o == 7 + i as u64 && *v == body(format!("b{i}"))));
     assert_eq!(log.durable_next(b"t", a), Some(101));
     assert_eq!(log.durable_next(b"t", b), Some(107));
 }

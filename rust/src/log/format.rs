@@ -6,15 +6,22 @@
 pub const LOG_MAGIC: [u8; 8] = *b"DAFKALOG";
 /// First 8 bytes of every index file.
 pub const INDEX_MAGIC: [u8; 8] = *b"DAFKAIDX";
-/// Format version written into both file headers; readers refuse other versions.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version of the segments (and their indexes) written now: a record's
+/// bytes are its *body*, its metadata (create time, key, headers: see
+/// [`crate::meta`]) followed by its value.
+pub const FORMAT_VERSION: u32 = 2;
+/// The first format version: a record's bytes are its value alone. Still
+/// read and recovered; never appended to (a partition whose last segment is
+/// in this format rolls a new one at its first append).
+pub const FORMAT_V1: u32 = 1;
 /// File header: magic (8) | version u32 | reserved u32 (0) | base offset u64.
 pub const FILE_HEADER_LEN: usize = 24;
 /// Record header: offset u64 | length u32 | crc32c u32 | timestamp u64 (ms).
 pub const RECORD_HEADER_LEN: usize = 24;
 /// Index entry: relative offset u32 | file position u32 | max timestamp so far u64.
 pub const INDEX_ENTRY_LEN: usize = 16;
-/// Largest value a record may carry (1 GiB).
+/// Largest record a segment takes (1 GiB): its body (metadata and value) in
+/// format 2.
 pub const MAX_VALUE_LEN: usize = 1 << 30;
 /// Largest `segment_bytes` (positions in the index are 32-bit).
 pub const MAX_SEGMENT_BYTES: u64 = 1 << 31;
@@ -26,17 +33,18 @@ pub const LOG_EXT: &str = "log";
 /// File extension of index files.
 pub const INDEX_EXT: &str = "index";
 
-/// Encodes a file header for a segment or index file.
-pub fn encode_file_header(magic: &[u8; 8], base: u64) -> [u8; FILE_HEADER_LEN] {
+/// Encodes a file header for a segment or index file of format `version`.
+pub fn encode_file_header(magic: &[u8; 8], version: u32, base: u64) -> [u8; FILE_HEADER_LEN] {
     let mut h = [0u8; FILE_HEADER_LEN];
     h[..8].copy_from_slice(magic);
-    h[8..12].copy_from_slice(&FORMAT_VERSION.to_be_bytes());
+    h[8..12].copy_from_slice(&version.to_be_bytes());
     h[16..24].copy_from_slice(&base.to_be_bytes());
     h
 }
 
-/// Checks a file header; returns the base offset it names or what is wrong.
-pub fn decode_file_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
+/// Checks a file header; returns the base offset and the format version
+/// ([`FORMAT_V1`] or [`FORMAT_VERSION`]) it names, or what is wrong.
+pub fn decode_file_header(h: &[u8], magic: &[u8; 8]) -> Result<(u64, u32), String> {
     if h.len() < FILE_HEADER_LEN {
         return Err(format!(
             "file header is {} bytes, need {FILE_HEADER_LEN}",
@@ -51,12 +59,13 @@ pub fn decode_file_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
         ));
     }
     let version = u32::from_be_bytes(h[8..12].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
+    if version != FORMAT_V1 && version != FORMAT_VERSION {
         return Err(format!(
-            "format version {version}, this build reads version {FORMAT_VERSION}"
+            "format version {version}, this build reads versions {FORMAT_V1} and {FORMAT_VERSION}"
         ));
     }
-    Ok(u64::from_be_bytes(h[16..24].try_into().expect("8 bytes")))
+    let base = u64::from_be_bytes(h[16..24].try_into().expect("8 bytes"));
+    Ok((base, version))
 }
 
 /// A decoded record header.
@@ -64,9 +73,10 @@ pub fn decode_file_header(h: &[u8], magic: &[u8; 8]) -> Result<u64, String> {
 pub struct RecordHeader {
     /// The record's offset in its partition.
     pub offset: u64,
-    /// Length of the value that follows the header.
+    /// Length of the record's bytes that follow the header (its body in
+    /// format 2, its value in format 1).
     pub len: u32,
-    /// CRC32C (Castagnoli) over timestamp and value.
+    /// CRC32C (Castagnoli) over timestamp and the record's bytes.
     pub crc: u32,
     /// Append time, ms since the Unix epoch.
     pub timestamp: u64,
@@ -89,38 +99,48 @@ impl RecordHeader {
     }
 }
 
-/// The CRC a record carries: CRC32C over the timestamp bytes then the value.
-pub fn record_crc(timestamp: u64, value: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&timestamp.to_be_bytes()), value)
+/// The CRC a record carries: CRC32C over the timestamp bytes then the
+/// record's bytes (the same in both formats).
+pub fn record_crc(timestamp: u64, bytes: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&timestamp.to_be_bytes()), bytes)
 }
 
-/// Appends one encoded record to `out`.
-pub fn encode_record(out: &mut Vec<u8>, offset: u64, timestamp: u64, value: &[u8]) {
-    encode_record_header(out, offset, timestamp, value);
-    out.extend_from_slice(value);
+/// Appends one encoded record carrying `bytes` (a body in format 2) to `out`.
+pub fn encode_record(out: &mut Vec<u8>, offset: u64, timestamp: u64, bytes: &[u8]) {
+    encode_record_header(
+        out,
+        offset,
+        bytes.len() as u32,
+        record_crc(timestamp, bytes),
+        timestamp,
+    );
+    out.extend_from_slice(bytes);
 }
 
-/// Appends the 24-byte header of a record carrying `value` (not the value).
-pub fn encode_record_header(out: &mut Vec<u8>, offset: u64, timestamp: u64, value: &[u8]) {
-    let ts_crc = crc32c::crc32c(&timestamp.to_be_bytes());
-    encode_record_header_with(out, offset, timestamp, ts_crc, value);
-}
-
-/// [`encode_record_header`] given `ts_crc = crc32c(timestamp bytes)`, computed once
-/// for a batch that shares one timestamp.
-pub fn encode_record_header_with(
-    out: &mut Vec<u8>,
-    offset: u64,
-    timestamp: u64,
-    ts_crc: u32,
-    value: &[u8],
-) {
+/// Appends a 24-byte record header.
+pub fn encode_record_header(out: &mut Vec<u8>, offset: u64, len: u32, crc: u32, timestamp: u64) {
     let mut h = [0u8; RECORD_HEADER_LEN];
     h[0..8].copy_from_slice(&offset.to_be_bytes());
-    h[8..12].copy_from_slice(&(value.len() as u32).to_be_bytes());
-    h[12..16].copy_from_slice(&crc32c::crc32c_append(ts_crc, value).to_be_bytes());
+    h[8..12].copy_from_slice(&len.to_be_bytes());
+    h[12..16].copy_from_slice(&crc.to_be_bytes());
     h[16..24].copy_from_slice(&timestamp.to_be_bytes());
     out.extend_from_slice(&h);
+}
+
+/// A record's time, what positioning by time goes by: the timestamp of its
+/// metadata (a create time, or the append time a store gave a plain value),
+/// else its append time `append_ts` (format 1, whose records have no
+/// metadata, or a body without a timestamp). `bytes` are the record's bytes
+/// as stored in a segment of format `version`; a body too short to hold
+/// metadata (never written by this log: appends check) counts as having none.
+pub fn record_time(version: u32, append_ts: u64, bytes: &[u8]) -> u64 {
+    if version == FORMAT_V1 || bytes.len() < crate::meta::PLAIN_LEN {
+        return append_ts;
+    }
+    if bytes[0] & crate::meta::FLAG_NO_TIME != 0 {
+        return append_ts;
+    }
+    u64::from_be_bytes(bytes[1..9].try_into().expect("8 bytes"))
 }
 
 /// `{base:020}.{ext}`.
@@ -267,15 +287,36 @@ mod tests {
 
     #[test]
     fn headers_round_trip() {
-        let h = encode_file_header(&LOG_MAGIC, 7);
-        assert_eq!(decode_file_header(&h, &LOG_MAGIC), Ok(7));
+        let h = encode_file_header(&LOG_MAGIC, FORMAT_VERSION, 7);
+        assert_eq!(decode_file_header(&h, &LOG_MAGIC), Ok((7, FORMAT_VERSION)));
         assert!(decode_file_header(&h, &INDEX_MAGIC).is_err());
+        let h = encode_file_header(&INDEX_MAGIC, FORMAT_V1, 7);
+        assert_eq!(decode_file_header(&h, &INDEX_MAGIC), Ok((7, FORMAT_V1)));
+        let h = encode_file_header(&LOG_MAGIC, 3, 7);
+        let e = decode_file_header(&h, &LOG_MAGIC).unwrap_err();
+        assert!(e.contains("format version 3"), "{e}");
         let mut buf = Vec::new();
         encode_record(&mut buf, 9, 1234, b"hello");
         let rh = RecordHeader::decode(&buf);
         assert_eq!((rh.offset, rh.len, rh.timestamp), (9, 5, 1234));
         assert_eq!(rh.crc, record_crc(1234, b"hello"));
         assert_eq!(rh.record_len() as usize, buf.len());
+    }
+
+    #[test]
+    fn record_time_is_the_metadata_s_else_the_append_time() {
+        let mut body = Vec::new();
+        crate::meta::encode_plain(&mut body, 1234);
+        body.extend_from_slice(b"v");
+        assert_eq!(record_time(FORMAT_VERSION, 99, &body), 1234);
+        assert_eq!(record_time(FORMAT_V1, 99, &body), 99, "format 1: a value");
+        body.clear();
+        crate::meta::wrap(&mut body, Some(7), b"v");
+        assert_eq!(record_time(FORMAT_VERSION, 99, &body), 7);
+        body.clear();
+        crate::meta::wrap(&mut body, None, b"v");
+        assert_eq!(record_time(FORMAT_VERSION, 99, &body), 99, "no time");
+        assert_eq!(record_time(FORMAT_VERSION, 99, b"short"), 99);
     }
 
     proptest! {

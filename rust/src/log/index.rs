@@ -1,5 +1,5 @@
 //! The sparse offset index of one segment: fixed-width entries (relative offset,
-//! file position, newest timestamp so far), one per `index_interval_bytes` of
+//! file position, newest record time so far), one per `index_interval_bytes` of
 //! records plus one for the last record of a sealed segment. Lookups binary-search
 //! the file with positioned reads; only the few entries not yet written (at most
 //! [`PENDING_MAX`]) are held in memory. The index is a cache: recovery rebuilds it
@@ -25,7 +25,9 @@ pub struct IndexEntry {
     pub rel: u32,
     /// Byte position of the record in the segment file.
     pub pos: u32,
-    /// Newest append timestamp among the segment's records up to this one.
+    /// Newest record time (see [`super::format::record_time`]: the create
+    /// time, else the append time) among the segment's records up to this
+    /// one.
     pub max_ts: u64,
 }
 
@@ -62,10 +64,17 @@ fn entry_pos(i: u64) -> u64 {
 }
 
 impl Index {
-    /// Creates an empty index file (replacing any) for the segment at `base`.
-    pub fn create(cfg: &LogConfig, path: &Path, base: u64) -> Result<Index> {
+    /// Creates an empty index file (replacing any) for the segment at `base`,
+    /// of format `version` (its segment's: the entries are alike in both).
+    pub fn create(cfg: &LogConfig, path: &Path, base: u64, version: u32) -> Result<Index> {
         let f = io::create(cfg, path)?;
-        io::write_at(cfg, &f, path, &encode_file_header(&INDEX_MAGIC, base), 0)?;
+        io::write_at(
+            cfg,
+            &f,
+            path,
+            &encode_file_header(&INDEX_MAGIC, version, base),
+            0,
+        )?;
         Ok(Index {
             path: Box::from(path),
             on_file: 0,
@@ -94,7 +103,8 @@ impl Index {
         let len = f.metadata().map_err(|e| format!("cannot stat: {e}"))?.len();
         let mut h = [0u8; FILE_HEADER_LEN];
         io::read_at(&f, path, &mut h, 0).map_err(|e| e.to_string())?;
-        let b = decode_file_header(&h, &INDEX_MAGIC)?;
+        // Either version: the entries are alike.
+        let (b, _) = decode_file_header(&h, &INDEX_MAGIC)?;
         if b != base {
             return Err(format!("index names base offset {b}, its segment {base}"));
         }
@@ -223,8 +233,8 @@ impl Index {
         Ok(self.search(|e| u64::from(e.rel) <= rel)?.map(|(_, e)| e))
     }
 
-    /// The last entry whose newest timestamp is before `ts`: every record up to and
-    /// including it is older than `ts`.
+    /// The last entry whose newest record time is before `ts`: every record up
+    /// to and including it is older than `ts`.
     pub fn lookup_time(&self, ts: u64) -> Result<Option<IndexEntry>> {
         Ok(self.search(|e| e.max_ts < ts)?.map(|(_, e)| e))
     }

@@ -25,23 +25,41 @@
 //! +----------+-------------+--------------+-------------+
 //! | "DAFKALOG" | version u32 | reserved u32 | base u64  |   file header, 24 bytes
 //! +----------+-------------+--------------+-------------+
-//! | offset u64 | length u32 | crc32c u32 | timestamp u64 | value (length bytes) |
+//! | offset u64 | length u32 | crc32c u32 | timestamp u64 | body (length bytes)  |
 //! +------------+------------+------------+---------------+----------------------+
 //! | ...next record                                                              |
 //! ```
 //!
 //! The CRC32C (Castagnoli, as Kafka's RecordBatch) covers what follows it:
-//! timestamp and value. The timestamp is the store's append time in ms since the
+//! timestamp and body. The timestamp is the store's append time in ms since the
 //! epoch. Offsets are contiguous within a partition.
+//!
+//! Format version 2 (written now): a record's bytes are its *body*, the
+//! record's metadata then its value ([`crate::meta`]: flags, an 8-byte
+//! timestamp, an optional key, optional headers; 9 bytes for a record with
+//! neither key nor headers). A plain value ([`Log::append_batch`]) is stored
+//! as `meta::wrap(Some(append time), value)`: flagged as having no create
+//! time. Version 1 (older builds): a record's bytes are its value alone.
+//! Version 1 segments are still opened, read and recovered (readers get each
+//! record as the body a plain value would have); a file never mixes the two:
+//! the first append after opening a partition whose last segment is of
+//! version 1 rolls a new segment (an empty one has its header rewritten).
+//!
+//! A record's *time*, what positioning by time goes by, is its metadata's
+//! timestamp (the producer's create time, or the append time a plain value
+//! was wrapped with), else its append time.
 //!
 //! # Index file (`.index`)
 //!
 //! A file header with magic `"DAFKAIDX"`, then fixed-width 16-byte entries
-//! `relative offset u32 | position u32 | newest timestamp so far u64`, one each
+//! `relative offset u32 | position u32 | newest record time so far u64`, one each
 //! `index_interval_bytes` of records and one for the last record of a sealed
-//! segment. Reads binary-search it and scan a little; `offset_for_time` uses the
-//! monotonic "newest so far" timestamps the same way. It is a cache: recovery
-//! rebuilds it from the segment when it is missing or does not match.
+//! segment; its header's version is its segment's (both are read, the entries
+//! are alike). Reads binary-search it and scan a little; `offset_for_time` uses
+//! the monotonic "newest so far" times the same way (create times may come out
+//! of order: the answer is the first record whose time is at or after the one
+//! asked, as Kafka's). It is a cache: recovery rebuilds it from the segment
+//! when it is missing or does not match.
 //!
 //! # Offsets
 //!
@@ -65,7 +83,8 @@
 //! # Retention
 //!
 //! Every `retention_check_ms`, [`Log::tick`] deletes the sealed segments past
-//! `retain_hours` or `retain_bytes` and parks the partitions left without a
+//! `retain_hours` (by their newest append time, never by producers' create
+//! times) or `retain_bytes` and parks the partitions left without a
 //! record (see [`parked`]), a batch at a time. The code is `retention.rs`.
 //!
 //! # Recovery
@@ -98,8 +117,8 @@
 //!
 //! # API
 //!
-//! [`Log::open`], [`Log::append`], [`Log::append_batch`], [`Log::read`],
-//! [`Log::sync`], [`Log::tick`], [`Log::next_deadline`], [`Log::durable_next`],
+//! [`Log::open`], [`Log::append`], [`Log::append_batch`], [`Log::append_bodies`],
+//! [`Log::read`], [`Log::read_with`], [`Log::sync`], [`Log::tick`], [`Log::next_deadline`], [`Log::durable_next`],
 //! [`Log::next_offset`], [`Log::first_offset`], [`Log::offset_for_time`],
 //! [`Log::enforce_retention`], [`Log::partitions`], [`Log::topics`],
 //! [`Log::close`]. Appends take `&mut self`, reads `&self`.
@@ -149,6 +168,7 @@ use damage::{damaged_error, set_aside_at_open, Damaged};
 use format::{check_partition_name, escape_name, unescape_name};
 use partition::Partition;
 use retention::open_parked;
+use segment::Records;
 use sync::{leave_clean_mark, sync_opened, take_clean_mark};
 
 /// A scratch buffer larger than this is released after an append.
@@ -430,7 +450,8 @@ impl Log {
         })
     }
 
-    /// Appends one record at `offset`, which must be the partition's next offset.
+    /// Appends one plain value at `offset`, which must be the partition's next
+    /// offset (see [`Log::append_batch`]).
     pub fn append(
         &mut self,
         topic: &[u8],
@@ -441,9 +462,11 @@ impl Log {
         self.append_batch(topic, partition, offset, &[value])
     }
 
-    /// Appends records at `first_offset, first_offset + 1, ...` (one write per
-    /// segment touched, one fdatasync at most). On error a prefix may be stored:
-    /// [`Log::next_offset`] says where the partition stands.
+    /// Appends plain values at `first_offset, first_offset + 1, ...` (one write
+    /// per segment touched, one fdatasync at most), each stored as the body
+    /// `meta::wrap(Some(append time), value)`: a record with no create time,
+    /// key or headers. On error a prefix may be stored: [`Log::next_offset`]
+    /// says where the partition stands.
     pub fn append_batch<V: AsRef<[u8]>>(
         &mut self,
         topic: &[u8],
@@ -451,13 +474,74 @@ impl Log {
         first_offset: u64,
         values: &[V],
     ) -> Result<()> {
+        let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
+        self.append_records(topic, partition, first_offset, &refs, true)
+    }
+
+    /// Appends records given as bodies (metadata then value, see
+    /// [`crate::meta`]) at `first_offset, first_offset + 1, ...`, as
+    /// [`Log::append_batch`] does values: what a store appends. Every body
+    /// must parse ([`crate::meta::parse`]), else nothing is appended and the
+    /// error is [`LogError::Invalid`].
+    pub fn append_bodies<V: AsRef<[u8]>>(
+        &mut self,
+        topic: &[u8],
+        partition: &str,
+        first_offset: u64,
+        bodies: &[V],
+    ) -> Result<()> {
+        let refs: Vec<&[u8]> = bodies.iter().map(AsRef::as_ref).collect();
+        for (i, b) in refs.iter().enumerate() {
+            if let Err(e) = crate::meta::parse(b) {
+                return Err(LogError::Invalid(format!(
+                    "append to {}/{partition}: record {i} of the batch (offset {}): {e}",
+                    lossy(topic),
+                    first_offset.saturating_add(i as u64)
+                )));
+            }
+        }
+        self.append_records(topic, partition, first_offset, &refs, false)
+    }
+
+    /// [`Log::append_bodies`] of bodies the caller has already checked (a
+    /// store's: the wire decoder parsed every body it received, and the store
+    /// made the others): no second parse on the store's per-record path. A
+    /// body that does not parse would be stored as it is and reported as
+    /// corruption when read.
+    pub fn append_checked_bodies<V: AsRef<[u8]>>(
+        &mut self,
+        topic: &[u8],
+        partition: &str,
+        first_offset: u64,
+        bodies: &[V],
+    ) -> Result<()> {
+        let refs: Vec<&[u8]> = bodies.iter().map(AsRef::as_ref).collect();
+        debug_assert!(refs.iter().all(|b| crate::meta::parse(b).is_ok()));
+        self.append_records(topic, partition, first_offset, &refs, false)
+    }
+
+    /// The log's clock, ms since the Unix epoch: what appends are stamped with.
+    pub fn now(&self) -> u64 {
+        self.cfg.now()
+    }
+
+    /// [`Log::append_batch`] (`wrap`: `items` are values) and
+    /// [`Log::append_bodies`] (bodies, checked).
+    fn append_records(
+        &mut self,
+        topic: &[u8],
+        partition: &str,
+        first_offset: u64,
+        items: &[&[u8]],
+        wrap: bool,
+    ) -> Result<()> {
         if self.cfg.read_only {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
-        if first_offset.checked_add(values.len() as u64).is_none() {
+        if first_offset.checked_add(items.len() as u64).is_none() {
             return Err(LogError::Invalid(format!(
                 "offsets {first_offset} + {} records overflow 64 bits",
-                values.len()
+                items.len()
             )));
         }
         let key = (topic.to_vec(), partition.to_owned());
@@ -477,7 +561,7 @@ impl Log {
                     });
                 }
             }
-            if values.is_empty() {
+            if items.is_empty() {
                 return Ok(());
             }
             check_partition_name(partition).map_err(LogError::Invalid)?;
@@ -497,12 +581,16 @@ impl Log {
             self.parked.remove(topic, partition);
             self.parts.insert(key.clone(), Box::new(p));
         }
-        let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
         let now = self.cfg.now();
         self.uses += 1;
         let p = self.parts.get_mut(&key).expect("inserted above");
         p.last_used = self.uses;
-        let r = p.append(&mut self.scratch, first_offset, &refs, now);
+        let r = p.append(
+            &mut self.scratch,
+            first_offset,
+            Records { items, wrap },
+            now,
+        );
         list_dirty(&mut self.dirty, &key, p);
         if self.scratch.capacity() > SCRATCH_KEEP {
             self.scratch = Vec::new();
@@ -606,8 +694,9 @@ impl Log {
         }
     }
 
-    /// Reads from `start`: at most `max_records` records and `max_bytes` of values
-    /// (but always one record if one is available).
+    /// Reads from `start`: at most `max_records` records and `max_bytes` of
+    /// bodies (but always one record if one is available), each with its
+    /// metadata ([`StoredRecord`]).
     pub fn read(
         &self,
         topic: &[u8],
@@ -622,8 +711,13 @@ impl Log {
         }
     }
 
-    /// [`Log::read`] without building records: `f(offset, timestamp, value)`
-    /// sees each record in order, the value borrowed. Returns how many.
+    /// [`Log::read`] without building records: `f(offset, append time, body)`
+    /// sees each record in order, its body (metadata then value, see
+    /// [`crate::meta`]; `meta::value_of` gives the value) borrowed from the
+    /// read buffer, with no allocation per record. A record of a format 1
+    /// segment is handed over as the body `meta::wrap(Some(append time),
+    /// value)`, made in a scratch buffer. `max_bytes` counts bodies. Returns
+    /// how many records `f` saw.
     pub fn read_with(
         &self,
         topic: &[u8],
@@ -726,7 +820,10 @@ impl Log {
             .fold(retention, u64::min)
     }
 
-    /// The first offset appended at or after `ts` (ms since the epoch), if any.
+    /// The first offset whose record time (its create time, else its append
+    /// time) is at or after `ts` (ms since the epoch), if any: with create
+    /// times out of order, the first offset whose newest record time so far
+    /// reaches `ts`, as Kafka's `offsetsForTimes`.
     pub fn offset_for_time(&self, topic: &[u8], partition: &str, ts: u64) -> Result<Option<u64>> {
         match self.find(topic, partition)? {
             Found::Open(p) => p.offset_for_time(ts),

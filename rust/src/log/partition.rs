@@ -1,7 +1,8 @@
 //! One partition's log: a directory holding one active segment and a `BTreeMap` of
 //! sealed ones by base offset. Owns the offset rule (appends must equal the next
-//! offset), rolling, group commit and the durable high-water offset, reads across
-//! segments, lookup by time and retention.
+//! offset), rolling (never mixing segment formats in one file), group commit and
+//! the durable high-water offset, reads across segments, lookup by time and
+//! retention.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -12,22 +13,57 @@ use std::sync::Arc;
 use super::config::{FsyncPolicy, LogConfig};
 use super::error::{LogError, Result};
 use super::format::{
-    parse_segment_file_name, FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
+    parse_segment_file_name, record_time, FILE_HEADER_LEN, FORMAT_V1, FORMAT_VERSION, INDEX_EXT,
+    LOG_EXT, MAX_VALUE_LEN, RECORD_HEADER_LEN,
 };
 use super::index::IndexEntry;
 use super::io::{self, Gauge};
 use super::recovery::{self, Sealed};
-use super::segment::{finish_index, paths, Active, Next, Segment, SegmentReader};
+use super::segment::{finish_index, paths, Active, Next, Records, Segment, SegmentReader};
+use crate::meta::{self, MetaError, TimeType};
 
 /// One record read back from the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredRecord {
     /// Offset in the partition.
     pub offset: u64,
-    /// Append time, ms since the Unix epoch.
+    /// Append time: when the log appended it, ms since the Unix epoch.
     pub timestamp: u64,
+    /// The producer's create time, ms since the Unix epoch; None for a record
+    /// that has none (a plain value: appended by [`crate::log::Log::append_batch`],
+    /// or stored in format 1).
+    pub create_time: Option<u64>,
+    /// The record's key, if it has one (it may be empty).
+    pub key: Option<Vec<u8>>,
+    /// The record's headers in order (repeats allowed).
+    pub headers: Vec<(String, Vec<u8>)>,
     /// The record's content.
     pub value: Vec<u8>,
+}
+
+impl StoredRecord {
+    /// The record at `offset` appended at `timestamp` whose body is `body`.
+    pub fn from_body(
+        offset: u64,
+        timestamp: u64,
+        body: &[u8],
+    ) -> std::result::Result<StoredRecord, MetaError> {
+        let (m, value) = meta::split(body)?;
+        Ok(StoredRecord {
+            offset,
+            timestamp,
+            create_time: match m.timestamp() {
+                Some((t, TimeType::Create)) => Some(t),
+                _ => None,
+            },
+            key: m.key.map(<[u8]>::to_vec),
+            headers: m
+                .headers()
+                .map(|(n, v)| (n.to_owned(), v.to_vec()))
+                .collect(),
+            value: value.to_vec(),
+        })
+    }
 }
 
 /// What the listing API reports about a partition.
@@ -271,14 +307,18 @@ impl Partition {
         }
     }
 
-    /// Appends `values` at offsets `first, first + 1, ...`, rolling segments as
+    /// Appends `records` at offsets `first, first + 1, ...`, rolling segments as
     /// needed, then syncs as the fsync policy says. On an error a prefix of the
     /// batch may be stored (see [`Partition::next_offset`]); no partial record is.
+    ///
+    /// A segment holds records of one format: the first append after opening
+    /// a partition whose last segment an older build wrote (format 1) rolls a
+    /// new segment (or, when that one holds no record, rewrites its header).
     pub(crate) fn append(
         &mut self,
         scratch: &mut Vec<u8>,
         first: u64,
-        values: &[&[u8]],
+        records: Records<'_>,
         now: u64,
     ) -> Result<()> {
         self.check_usable()?;
@@ -291,19 +331,24 @@ impl Partition {
                 got: first,
             });
         }
-        if let Some(v) = values.iter().find(|v| v.len() > MAX_VALUE_LEN) {
+        if let Some(len) = (0..records.len())
+            .map(|i| records.stored_len(i))
+            .find(|&len| len > MAX_VALUE_LEN)
+        {
             return Err(LogError::Invalid(format!(
-                "record of {} bytes is over the {MAX_VALUE_LEN}-byte limit",
-                v.len()
+                "record of {len} bytes is over the {MAX_VALUE_LEN}-byte limit"
             )));
+        }
+        if !records.is_empty() && self.active.seg.version != FORMAT_VERSION {
+            self.upgrade_active()?;
         }
         let limit = self.cfg.segment_bytes;
         let mut i = 0;
-        while i < values.len() {
+        while i < records.len() {
             let mut size = self.active.seg.tail.size;
             let mut j = i;
-            while j < values.len() {
-                let rl = (RECORD_HEADER_LEN + values[j].len()) as u64;
+            while j < records.len() {
+                let rl = (RECORD_HEADER_LEN + records.stored_len(j)) as u64;
                 if (self.active.seg.records() > 0 || j > i) && size + rl > limit {
                     break;
                 }
@@ -314,7 +359,7 @@ impl Partition {
                 self.roll()?;
                 continue;
             }
-            self.write_chunk(scratch, first + i as u64, now, &values[i..j])?;
+            self.write_chunk(scratch, first + i as u64, now, records.slice(i, j))?;
             i = j;
         }
         match self.cfg.fsync {
@@ -324,17 +369,46 @@ impl Partition {
         }
     }
 
+    /// Makes the active segment one of the current format, before the first
+    /// append to a partition whose last segment is of format 1: a new segment
+    /// after it, or, when it holds no record, its header rewritten. A failure
+    /// leaves the partition unusable until reopen (the header may be half
+    /// written, or not synced).
+    fn upgrade_active(&mut self) -> Result<()> {
+        let r = if self.active.seg.records() > 0 {
+            self.roll()
+        } else {
+            let r = self.active.upgrade_empty(&self.cfg);
+            if let Err(e) = &r {
+                self.failed = Some(format!(
+                    "rewriting the empty segment {} in format {FORMAT_VERSION}: {e}",
+                    self.active.seg.log_path.display()
+                ));
+            }
+            r
+        };
+        if r.is_ok() {
+            tracing::info!(
+                "{}/{}: appending in segment format {FORMAT_VERSION} from offset {}",
+                self.topic_lossy(),
+                self.name,
+                self.next_offset()
+            );
+        }
+        r
+    }
+
     fn write_chunk(
         &mut self,
         scratch: &mut Vec<u8>,
         first: u64,
         now: u64,
-        values: &[&[u8]],
+        records: Records<'_>,
     ) -> Result<()> {
         let old = self.active.seg.tail.size;
         // Reopened first if it was closed: failing here wrote nothing.
         self.active.file(self.cfg.read_only)?;
-        if let Err(e) = self.active.write(&self.cfg, scratch, first, now, values) {
+        if let Err(e) = self.active.write(&self.cfg, scratch, first, now, records) {
             let path = self.active.seg.log_path.clone();
             let undo = self
                 .active
@@ -345,7 +419,7 @@ impl Partition {
             }
             return Err(e);
         }
-        self.unsynced_messages += values.len() as u64;
+        self.unsynced_messages += records.len() as u64;
         Ok(())
     }
 
@@ -523,7 +597,7 @@ impl Partition {
             || self
                 .cfg
                 .retain_ms()
-                .is_some_and(|r| now.saturating_sub(self.active.seg.tail.max_ts) > r)
+                .is_some_and(|r| now.saturating_sub(self.active.seg.tail.max_append) > r)
     }
 
     /// Whether nothing keeps the partition from being parked once it holds
@@ -585,8 +659,10 @@ impl Partition {
     }
 
     /// Reads records from `start` on: at most `max_records`, and no more than
-    /// `max_bytes` of values except that one record is always returned if any is
-    /// available. `start` equal to the next offset returns nothing.
+    /// `max_bytes` of bodies except that one record is always returned if any is
+    /// available. `start` equal to the next offset returns nothing. A body
+    /// that does not parse (never appended by this log) is a
+    /// [`LogError::Corruption`].
     pub fn read(
         &self,
         start: u64,
@@ -594,23 +670,41 @@ impl Partition {
         max_bytes: usize,
     ) -> Result<Vec<StoredRecord>> {
         let mut out = Vec::new();
-        self.read_with(start, max_records, max_bytes, |offset, timestamp, value| {
-            out.push(StoredRecord {
-                offset,
-                timestamp,
-                value: value.to_vec(),
-            })
-        })?;
-        Ok(out)
+        let mut bad = None;
+        self.read_located(
+            start,
+            max_records,
+            max_bytes,
+            |seg, pos, offset, timestamp, body| {
+                if bad.is_some() {
+                    return;
+                }
+                match StoredRecord::from_body(offset, timestamp, body) {
+                    Ok(r) => out.push(r),
+                    Err(e) => bad = Some(malformed(seg, pos, offset, e)),
+                }
+            },
+        )?;
+        bad.map_or(Ok(out), Err)
     }
 
-    /// Reads every record held, checking each one's CRC and offset; returns
-    /// how many there are. Opening checks only each segment's tail, so this
-    /// is what finds damage in the middle of a segment.
+    /// Reads every record held, checking each one's CRC, offset and (format
+    /// 2) metadata; returns how many there are. Opening checks only each
+    /// segment's tail, so this is what finds damage in the middle of a segment.
     pub fn verify(&self) -> Result<u64> {
         let (mut at, next) = (self.first_offset(), self.next_offset());
         while at < next {
-            let n = self.read_with(at, 1 << 16, 8 << 20, |_, _, _| {})?;
+            let mut bad = None;
+            let n = self.read_located(at, 1 << 16, 8 << 20, |seg, pos, offset, _, body| {
+                if bad.is_none() && seg.version != FORMAT_V1 {
+                    if let Err(e) = meta::parse(body) {
+                        bad = Some(malformed(seg, pos, offset, e));
+                    }
+                }
+            })?;
+            if let Some(e) = bad {
+                return Err(e);
+            }
             if n == 0 {
                 // Every segment is walked until its end: not reached.
                 return Err(LogError::Corruption {
@@ -625,15 +719,32 @@ impl Partition {
         Ok(at - self.first_offset())
     }
 
-    /// [`Partition::read`] without building records: `f(offset, timestamp,
-    /// value)` sees each record in order, the value borrowed from the read
-    /// buffer. Returns how many records it saw.
+    /// [`Partition::read`] without building records: `f(offset, append time,
+    /// body)` sees each record in order, its body (metadata and value, see
+    /// [`crate::meta`]) borrowed from the read buffer. A record of a format 1
+    /// segment (a value alone) is handed over as the body
+    /// `meta::wrap(Some(append time), value)`, made in a buffer of this call.
+    /// `max_bytes` counts bodies. Returns how many records it saw.
     pub fn read_with(
         &self,
         start: u64,
         max_records: usize,
         max_bytes: usize,
         mut f: impl FnMut(u64, u64, &[u8]),
+    ) -> Result<usize> {
+        self.read_located(start, max_records, max_bytes, |_, _, offset, ts, body| {
+            f(offset, ts, body)
+        })
+    }
+
+    /// [`Partition::read_with`] telling `f` also the segment and the byte
+    /// position of each record: `f(segment, position, offset, append time, body)`.
+    fn read_located(
+        &self,
+        start: u64,
+        max_records: usize,
+        max_bytes: usize,
+        mut f: impl FnMut(&Segment, u64, u64, u64, &[u8]),
     ) -> Result<usize> {
         let (first, next) = (self.first_offset(), self.next_offset());
         if start < first || start > next {
@@ -659,20 +770,30 @@ impl Partition {
             .saturating_add(2 * RECORD_HEADER_LEN);
         let mut cur = start;
         let mut bytes = 0usize;
+        // Format 1 records are wrapped here (allocated at the first one).
+        let mut wrapped = Vec::new();
         for seg in self.segments().filter(|s| s.base >= seg_start) {
             if seg.tail.next <= cur {
                 continue;
             }
+            let v1 = seg.version == FORMAT_V1;
             let hint = seg.index.lookup_offset(cur - seg.base)?;
-            let stop = self.walk_segment(seg, hint, chunk, |offset, timestamp, value| {
+            let stop = self.walk_segment(seg, hint, chunk, |pos, offset, timestamp, stored| {
                 if offset < cur {
                     return ControlFlow::Continue(());
                 }
-                if count > 0 && bytes + value.len() > max_bytes {
+                let body: &[u8] = if v1 {
+                    wrapped.clear();
+                    meta::wrap(&mut wrapped, Some(timestamp), stored);
+                    &wrapped
+                } else {
+                    stored
+                };
+                if count > 0 && bytes + body.len() > max_bytes {
                     return ControlFlow::Break(());
                 }
-                bytes += value.len();
-                f(offset, timestamp, value);
+                bytes += body.len();
+                f(seg, pos, offset, timestamp, body);
                 count += 1;
                 cur += 1;
                 // Done without reading (and checking) the record after.
@@ -690,8 +811,9 @@ impl Partition {
     }
 
     /// Reads `seg`'s records in order, from `hint`'s position (the segment's
-    /// start for None), handing each `(offset, timestamp, value)` to `visit`
-    /// until it breaks; returns what it broke with (None: the segment ended).
+    /// start for None), handing each `(position, offset, append time, bytes as
+    /// stored)` to `visit` until it breaks; returns what it broke with (None:
+    /// the segment ended).
     ///
     /// An index is a cache, never synced: an entry damaged in the middle (a
     /// page not written back before a power loss) passes the checks at open.
@@ -702,7 +824,7 @@ impl Partition {
         seg: &Segment,
         mut hint: Option<IndexEntry>,
         chunk: usize,
-        mut visit: impl FnMut(u64, u64, &[u8]) -> ControlFlow<R>,
+        mut visit: impl FnMut(u64, u64, u64, &[u8]) -> ControlFlow<R>,
     ) -> Result<Option<R>> {
         let mut owned = None;
         let file = self.segment_file(seg, &mut owned)?;
@@ -716,10 +838,11 @@ impl Partition {
             let mut first = true;
             loop {
                 let (pos, reason) = match reader.next()? {
-                    Next::Record { header, value, .. } if header.offset == expected => {
+                    Next::Record { pos, header, bytes } if header.offset == expected => {
                         first = false;
                         expected += 1;
-                        if let ControlFlow::Break(r) = visit(header.offset, header.timestamp, value)
+                        if let ControlFlow::Break(r) =
+                            visit(pos, header.offset, header.timestamp, bytes)
                         {
                             return Ok(Some(r));
                         }
@@ -754,15 +877,19 @@ impl Partition {
         }
     }
 
-    /// The first offset whose append time is at or after `ts`, if any.
+    /// The first offset whose record time (the create time, else the append
+    /// time: [`record_time`]) is at or after `ts`, if any: the first whose
+    /// newest record time so far is, as Kafka's `offsetsForTimes` answers
+    /// with create times out of order.
     pub fn offset_for_time(&self, ts: u64) -> Result<Option<u64>> {
         for seg in self.segments() {
             if seg.records() == 0 || seg.tail.max_ts < ts {
                 continue;
             }
             let hint = seg.index.lookup_time(ts)?;
-            let found = self.walk_segment(seg, hint, 64 * 1024, |offset, timestamp, _| {
-                if timestamp >= ts {
+            let version = seg.version;
+            let found = self.walk_segment(seg, hint, 64 * 1024, |_, offset, append, bytes| {
+                if record_time(version, append, bytes) >= ts {
                     ControlFlow::Break(offset)
                 } else {
                     ControlFlow::Continue(())
@@ -795,7 +922,7 @@ impl Partition {
             if *budget == 0 {
                 return Ok(n);
             }
-            let old = retain_ms.is_some_and(|r| now.saturating_sub(seg.tail.max_ts) > r);
+            let old = retain_ms.is_some_and(|r| now.saturating_sub(seg.tail.max_append) > r);
             let big = retain_bytes.is_some_and(|b| total > b);
             if !old && !big {
                 break;
@@ -818,7 +945,7 @@ impl Partition {
         // partition keeps its place: no store fetches it again) and delete
         // the old one. Size retention leaves the active segment alone.
         let tail = &self.active.seg.tail;
-        let expired = retain_ms.is_some_and(|r| now.saturating_sub(tail.max_ts) > r);
+        let expired = retain_ms.is_some_and(|r| now.saturating_sub(tail.max_append) > r);
         let due = self.sealed.is_empty() && tail.next > self.active.seg.base && expired;
         if roll_expired && due && *budget > 0 {
             self.roll()?;
@@ -868,6 +995,17 @@ impl Partition {
         }
         finish_index(&self.cfg, &mut self.active.seg);
         self.sync(self.cfg.now())
+    }
+}
+
+/// The error for a record whose body does not parse (its CRC is good: the
+/// writer was at fault, not the disk).
+fn malformed(seg: &Segment, pos: u64, offset: u64, e: MetaError) -> LogError {
+    LogError::Corruption {
+        path: seg.log_path.to_path_buf(),
+        position: pos,
+        offset,
+        reason: format!("{e}, in a record whose CRC is good"),
     }
 }
 

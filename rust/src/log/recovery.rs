@@ -10,6 +10,11 @@
 //! nothing after it was reported durable. Recovery then truncates it, deletes the
 //! segment after it and appends to it again (not in a read-only open, which
 //! reports the damage instead).
+//!
+//! Segments of both format versions recover alike (the record framing and its
+//! CRC are the same in both); a rebuilt index takes its segment's version, and
+//! the newest record time is taken from each record's body in format 2 (its
+//! metadata's timestamp) and from its append time in format 1.
 
 use std::fs::File;
 use std::path::Path;
@@ -17,7 +22,8 @@ use std::path::Path;
 use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::format::{
-    decode_file_header, record_crc, RecordHeader, FILE_HEADER_LEN, LOG_MAGIC, RECORD_HEADER_LEN,
+    decode_file_header, record_crc, record_time, RecordHeader, FILE_HEADER_LEN, FORMAT_V1,
+    FORMAT_VERSION, LOG_MAGIC, RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
 use super::io::{self, Gauge};
@@ -62,13 +68,15 @@ struct Scan {
     damage: Option<Damage>,
 }
 
-/// Validates records from `start` (an index entry, or the first record) to `end`,
-/// adding index entries as it goes.
+/// Validates records from `start` (an index entry, or the first record) to `end`
+/// of a segment of format `version`, adding index entries as it goes.
+#[allow(clippy::too_many_arguments)]
 fn scan(
     cfg: &LogConfig,
     file: &File,
     path: &Path,
     base: u64,
+    version: u32,
     start: Option<IndexEntry>,
     end: u64,
     index: &mut Index,
@@ -82,11 +90,16 @@ fn scan(
         ),
         None => (FILE_HEADER_LEN as u64, base, 0, None),
     };
+    // Format 1 records' times are their append times, so the entry's newest
+    // time is the newest append time too; a format 2 entry's is not, and the
+    // records from the entry on (the last one's append time is the newest,
+    // unless the clock stepped back) tell it.
+    let mut max_append = if version == FORMAT_V1 { max_ts } else { 0 };
     let mut last_pos = None;
     let mut reader = SegmentReader::new(file, path, pos, end);
     let damage = loop {
         match reader.next()? {
-            Next::Record { pos, header, .. } => {
+            Next::Record { pos, header, bytes } => {
                 if header.offset != expected {
                     break Some(Damage {
                         pos,
@@ -97,7 +110,8 @@ fn scan(
                         ),
                     });
                 }
-                max_ts = max_ts.max(header.timestamp);
+                max_ts = max_ts.max(record_time(version, header.timestamp, bytes));
+                max_append = max_append.max(header.timestamp);
                 if index_due(last_indexed, pos, cfg) {
                     push_index(
                         cfg,
@@ -136,6 +150,7 @@ fn scan(
             next: expected,
             size,
             max_ts,
+            max_append,
             last_pos,
             last_indexed,
         },
@@ -143,7 +158,8 @@ fn scan(
     })
 }
 
-fn check_header(file: &File, path: &Path, base: u64, len: u64) -> Result<()> {
+/// Checks a segment's file header; returns its format version.
+fn check_header(file: &File, path: &Path, base: u64, len: u64) -> Result<u32> {
     let corrupt = |reason: String| LogError::Corruption {
         path: path.to_path_buf(),
         position: 0,
@@ -157,13 +173,13 @@ fn check_header(file: &File, path: &Path, base: u64, len: u64) -> Result<()> {
     }
     let mut h = [0u8; FILE_HEADER_LEN];
     io::read_at(file, path, &mut h, 0)?;
-    let b = decode_file_header(&h, &LOG_MAGIC).map_err(corrupt)?;
+    let (b, version) = decode_file_header(&h, &LOG_MAGIC).map_err(corrupt)?;
     if b != base {
         return Err(corrupt(format!(
             "header names base offset {b}, the file name {base}"
         )));
     }
-    Ok(())
+    Ok(version)
 }
 
 fn file_len(file: &File, path: &Path) -> Result<u64> {
@@ -173,11 +189,11 @@ fn file_len(file: &File, path: &Path) -> Result<u64> {
         .len())
 }
 
-fn fresh_index(cfg: &LogConfig, path: &Path, base: u64) -> Result<Index> {
+fn fresh_index(cfg: &LogConfig, path: &Path, base: u64, version: u32) -> Result<Index> {
     if cfg.read_only {
         Ok(Index::unusable(path))
     } else {
-        Index::create(cfg, path, base)
+        Index::create(cfg, path, base, version)
     }
 }
 
@@ -202,25 +218,35 @@ pub(crate) fn open_sealed(
     let (log_path, index_path) = paths(dir, base);
     let file = io::open(&log_path, true)?;
     let len = file_len(&file, &log_path)?;
-    check_header(&file, &log_path, base, len)?;
+    let version = check_header(&file, &log_path, base, len)?;
     if let Ok(index) = Index::load(&index_path, base, len) {
         if let Some(last) = index.last() {
             let mut reader = SegmentReader::new(&file, &log_path, u64::from(last.pos), len)
                 .with_chunk(RECORD_HEADER_LEN);
-            if let Next::Record { header, .. } = reader.next()? {
+            if let Next::Record { header, bytes, .. } = reader.next()? {
+                let time = record_time(version, header.timestamp, bytes);
                 let fits = Some(header.offset) == base.checked_add(u64::from(last.rel))
                     && header.offset.checked_add(1) == Some(next_base)
                     && reader.pos() == len;
                 if fits {
+                    // The last record's append time is the newest (exactly so
+                    // in format 1, whose entries track append times).
+                    let max_append = if version == FORMAT_V1 {
+                        last.max_ts.max(header.timestamp)
+                    } else {
+                        header.timestamp
+                    };
                     let tail = Tail {
                         next: next_base,
                         size: len,
-                        max_ts: last.max_ts.max(header.timestamp),
+                        max_ts: last.max_ts.max(time),
+                        max_append,
                         last_pos: Some(u64::from(last.pos)),
                         last_indexed: Some(u64::from(last.pos)),
                     };
                     return Ok(Sealed::Whole(Segment {
                         base,
+                        version,
                         log_path: log_path.into_boxed_path(),
                         index,
                         tail,
@@ -230,8 +256,8 @@ pub(crate) fn open_sealed(
         }
     }
     tracing::info!("rebuilding the index of {}", log_path.display());
-    let mut index = fresh_index(cfg, &index_path, base)?;
-    let s = scan(cfg, &file, &log_path, base, None, len, &mut index)?;
+    let mut index = fresh_index(cfg, &index_path, base, version)?;
+    let s = scan(cfg, &file, &log_path, base, version, None, len, &mut index)?;
     if let Some(d) = s.damage {
         let zeros = all_zero(&file, &log_path, d.pos, len)?;
         if d.torn && !zeros {
@@ -284,6 +310,7 @@ pub(crate) fn open_sealed(
     }
     let mut seg = Segment {
         base,
+        version,
         log_path: log_path.into_boxed_path(),
         index,
         tail: s.tail,
@@ -370,19 +397,20 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge)
         }
         let seg = Segment {
             base,
+            version: FORMAT_VERSION,
             log_path: log_path.into_boxed_path(),
             index,
             tail: Tail::empty(base),
         };
         return Ok(Active::new(seg, file, gauge));
     }
-    check_header(&file, &log_path, base, len)?;
+    let version = check_header(&file, &log_path, base, len)?;
 
     let mut attempt = None;
     match Index::load(&index_path, base, len) {
         Ok(mut index) => {
             let start = index.last();
-            let s = scan(cfg, &file, &log_path, base, start, len, &mut index)?;
+            let s = scan(cfg, &file, &log_path, base, version, start, len, &mut index)?;
             let bad_start =
                 matches!((&s.damage, start), (Some(d), Some(e)) if d.pos == u64::from(e.pos));
             if !bad_start {
@@ -394,8 +422,8 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge)
     let (mut index, s) = match attempt {
         Some(a) => a,
         None => {
-            let mut index = fresh_index(cfg, &index_path, base)?;
-            let s = scan(cfg, &file, &log_path, base, None, len, &mut index)?;
+            let mut index = fresh_index(cfg, &index_path, base, version)?;
+            let s = scan(cfg, &file, &log_path, base, version, None, len, &mut index)?;
             (index, s)
         }
     };
@@ -437,6 +465,7 @@ pub(crate) fn open_active(cfg: &LogConfig, dir: &Path, base: u64, gauge: &Gauge)
     }
     let seg = Segment {
         base,
+        version,
         log_path: log_path.into_boxed_path(),
         index,
         tail: s.tail,

@@ -1,6 +1,8 @@
 //! One segment: a `{base:020}.log` file of records after a file header, and its
 //! index. [`SegmentReader`] walks records with positioned reads through a bounded
-//! buffer (never the whole file); [`Active`] is the segment being appended to.
+//! buffer (never the whole file); [`Active`] is the segment being appended to,
+//! always of the current [`FORMAT_VERSION`] (records are bodies: metadata and
+//! value); sealed segments may be of [`super::format::FORMAT_V1`] (values).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -8,11 +10,13 @@ use std::path::{Path, PathBuf};
 use super::config::LogConfig;
 use super::error::{LogError, Result};
 use super::format::{
-    encode_file_header, encode_record_header_with, record_crc, segment_file_name, RecordHeader,
-    FILE_HEADER_LEN, INDEX_EXT, LOG_EXT, LOG_MAGIC, RECORD_HEADER_LEN,
+    encode_file_header, encode_record_header, record_crc, record_time, segment_file_name,
+    RecordHeader, FILE_HEADER_LEN, FORMAT_VERSION, INDEX_EXT, LOG_EXT, LOG_MAGIC,
+    RECORD_HEADER_LEN,
 };
 use super::index::{Index, IndexEntry};
 use super::io::{self, CountedFile, Gauge};
+use crate::meta;
 
 /// Bytes a reader fetches per positioned read (records larger than this are read
 /// whole).
@@ -25,8 +29,15 @@ pub struct Tail {
     pub next: u64,
     /// Valid bytes in the file (header included).
     pub size: u64,
-    /// Newest timestamp of the segment's records (0 when empty).
+    /// Newest record time of the segment's records (the create time, else the
+    /// append time: [`record_time`]; 0 when empty): what positioning by time
+    /// goes by.
     pub max_ts: u64,
+    /// Newest append time of the segment's records (0 when empty): what
+    /// retention goes by, so that a producer's clock (or an old record a
+    /// store fetches late) never decides when stored data is deleted. A
+    /// sealed segment opened from its index takes its last record's.
+    pub max_append: u64,
     /// Position of the last record.
     pub last_pos: Option<u64>,
     /// Position of the record the last index entry points at.
@@ -40,6 +51,7 @@ impl Tail {
             next: base,
             size: FILE_HEADER_LEN as u64,
             max_ts: 0,
+            max_append: 0,
             last_pos: None,
             last_indexed: None,
         }
@@ -51,6 +63,9 @@ impl Tail {
 pub struct Segment {
     /// Offset of the first record.
     pub base: u64,
+    /// Format version of the file ([`FORMAT_VERSION`], or
+    /// [`super::format::FORMAT_V1`] for a segment an older build wrote).
+    pub version: u32,
     /// The `.log` file.
     pub log_path: Box<Path>,
     /// The index.
@@ -83,8 +98,9 @@ pub enum Next<'a> {
         pos: u64,
         /// Its header.
         header: RecordHeader,
-        /// Its value, borrowed from the reader's buffer.
-        value: &'a [u8],
+        /// Its bytes (a body in format 2, a value in format 1), borrowed
+        /// from the reader's buffer.
+        bytes: &'a [u8],
     },
     /// The end of the valid bytes.
     End,
@@ -206,7 +222,7 @@ impl<'f> SegmentReader<'f> {
         Ok(Next::Record {
             pos,
             header,
-            value: self.slice(value_start, u64::from(header.len)),
+            bytes: self.slice(value_start, u64::from(header.len)),
         })
     }
 }
@@ -218,6 +234,41 @@ const COPY_BELOW: usize = 512;
 enum Part {
     Buf(usize, usize),
     Value(usize),
+}
+
+/// What an append writes: bodies as they are, or plain values each stored
+/// as the body `meta::wrap(Some(append time), value)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Records<'a> {
+    /// The bodies or values.
+    pub items: &'a [&'a [u8]],
+    /// Whether `items` are plain values, to wrap.
+    pub wrap: bool,
+}
+
+impl<'a> Records<'a> {
+    /// Bytes record `i` takes in a segment after its header.
+    pub fn stored_len(&self, i: usize) -> usize {
+        self.items[i].len() + if self.wrap { meta::PLAIN_LEN } else { 0 }
+    }
+
+    /// Records `i..j`.
+    pub fn slice(&self, i: usize, j: usize) -> Records<'a> {
+        Records {
+            items: &self.items[i..j],
+            wrap: self.wrap,
+        }
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
 }
 
 /// The segment being appended to, with its file while that is open.
@@ -244,10 +295,10 @@ pub(crate) fn start_segment(
         cfg,
         file,
         log_path,
-        &encode_file_header(&LOG_MAGIC, base),
+        &encode_file_header(&LOG_MAGIC, FORMAT_VERSION, base),
         0,
     )?;
-    Index::create(cfg, index_path, base)
+    Index::create(cfg, index_path, base, FORMAT_VERSION)
 }
 
 impl Active {
@@ -282,6 +333,7 @@ impl Active {
         Ok(Active {
             seg: Segment {
                 base,
+                version: FORMAT_VERSION,
                 log_path: log_path.into_boxed_path(),
                 index,
                 tail: Tail::empty(base),
@@ -318,29 +370,67 @@ impl Active {
         self.file = None;
     }
 
+    /// Rewrites the file header of an empty segment of an older format as the
+    /// current one (and its index), synced at once, so that it takes records
+    /// of the current format: a file never mixes formats.
+    pub fn upgrade_empty(&mut self, cfg: &LogConfig) -> Result<()> {
+        debug_assert_eq!(self.seg.records(), 0);
+        let base = self.seg.base;
+        let file = Self::reopen(&mut self.file, &self.gauge, &self.seg.log_path, false)?;
+        let header = encode_file_header(&LOG_MAGIC, FORMAT_VERSION, base);
+        io::write_at(cfg, file, &self.seg.log_path, &header, 0)?;
+        // Durable before any record of the new format can be.
+        io::sync_data(cfg, file, &self.seg.log_path)?;
+        self.seg.version = FORMAT_VERSION;
+        let index_path = self.seg.index.path().to_path_buf();
+        match Index::create(cfg, &index_path, base, FORMAT_VERSION) {
+            Ok(index) => self.seg.index = index,
+            Err(e) => disable_index(&mut self.seg.index, &e),
+        }
+        Ok(())
+    }
+
     /// Appends records `first, first + 1, ...` with one write. On error nothing of
     /// the batch is counted: the caller truncates the file back to `tail.size`.
+    /// The segment is of the current format (see [`Active::upgrade_empty`]).
     pub fn write(
         &mut self,
         cfg: &LogConfig,
         buf: &mut Vec<u8>,
         first: u64,
         ts: u64,
-        values: &[&[u8]],
+        records: Records<'_>,
     ) -> Result<()> {
+        debug_assert_eq!(self.seg.version, FORMAT_VERSION);
         buf.clear();
         let mut t = self.seg.tail;
         let mut entries = Vec::new();
-        // Headers and small values are copied into `buf`; large values are
-        // written from where they are (pwritev), saving a copy.
+        // Headers, wrapping metadata and small values are copied into `buf`;
+        // large values are written from where they are (pwritev), saving a copy.
         let mut parts: Vec<Part> = Vec::new();
         let mut run_start = 0usize;
         let mut written = 0u64;
-        let ts_crc = crc32c::crc32c(&ts.to_be_bytes());
-        for (i, v) in values.iter().enumerate() {
+        // A batch shares its append time: the CRC of it (and of the metadata
+        // that wraps plain values) is computed once.
+        let mut wrapping = [0u8; meta::PLAIN_LEN];
+        wrapping[0] = meta::FLAG_LOG_APPEND;
+        wrapping[1..].copy_from_slice(&ts.to_be_bytes());
+        debug_assert!({
+            let mut w = Vec::new();
+            meta::wrap(&mut w, Some(ts), b"");
+            w == wrapping
+        });
+        let prefix: &[u8] = if records.wrap { &wrapping } else { &[] };
+        let pre_crc = crc32c::crc32c_append(crc32c::crc32c(&ts.to_be_bytes()), prefix);
+        for (i, v) in records.items.iter().enumerate() {
             let offset = first + i as u64;
             let pos = t.size + written;
-            let max_ts = t.max_ts.max(ts);
+            let time = if records.wrap {
+                ts
+            } else {
+                record_time(FORMAT_VERSION, ts, v)
+            };
+            let max_ts = t.max_ts.max(time);
             let due = index_due(t.last_indexed, pos, cfg);
             if due {
                 entries.push(IndexEntry {
@@ -350,7 +440,10 @@ impl Active {
                 });
                 t.last_indexed = Some(pos);
             }
-            encode_record_header_with(buf, offset, ts, ts_crc, v);
+            let len = prefix.len() + v.len();
+            let crc = crc32c::crc32c_append(pre_crc, v);
+            encode_record_header(buf, offset, len as u32, crc, ts);
+            buf.extend_from_slice(prefix);
             if v.len() < COPY_BELOW {
                 buf.extend_from_slice(v);
             } else {
@@ -358,8 +451,9 @@ impl Active {
                 parts.push(Part::Value(i));
                 run_start = buf.len();
             }
-            written += (RECORD_HEADER_LEN + v.len()) as u64;
+            written += (RECORD_HEADER_LEN + len) as u64;
             t.max_ts = max_ts;
+            t.max_append = t.max_append.max(ts);
             t.last_pos = Some(pos);
             t.next = offset + 1;
         }
@@ -368,7 +462,7 @@ impl Active {
             .iter()
             .map(|p| match *p {
                 Part::Buf(a, b) => &buf[a..b],
-                Part::Value(i) => values[i],
+                Part::Value(i) => records.items[i],
             })
             .filter(|s| !s.is_empty())
             .collect();

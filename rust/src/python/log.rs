@@ -9,9 +9,57 @@ use pyo3::types::PyBytes;
 use super::defaults::DEFAULT;
 use super::errors::Exc;
 use crate::log::{FsyncPolicy, Log, LogConfig, PartitionInfo, RecoveryPolicy};
+use crate::meta;
 use crate::python::{opt_unsigned, unsigned};
 
 type InfoTuple = (Vec<u8>, String, u64, u64, u64, u64, usize);
+
+/// Headers as Python passes them: `(name, value)` pairs.
+type Headers = Vec<(String, Vec<u8>)>;
+
+/// What `read` returns per record: offset, append time, value, key, headers,
+/// create time.
+type ReadRow<'py> = (
+    u64,
+    u64,
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+    Vec<(String, Bound<'py, PyBytes>)>,
+    Option<u64>,
+);
+
+/// Appends the body of a record to `out`: its metadata (the create time
+/// `create`; without one, the time `now` flagged as the log's append time,
+/// as a plain value gets) then `value`.
+fn put_body(
+    out: &mut Vec<u8>,
+    now: u64,
+    create: Option<u64>,
+    key: Option<&[u8]>,
+    headers: &[(String, Vec<u8>)],
+    value: &[u8],
+) {
+    match create {
+        Some(t) => meta::encode(out, t, key, headers),
+        None => {
+            let at = out.len();
+            meta::encode(out, now, key, headers);
+            out[at] |= meta::FLAG_LOG_APPEND;
+        }
+    }
+    out.extend_from_slice(value);
+}
+
+/// `v`, checked to hold one entry per value.
+fn per_value<T>(name: &str, v: Option<Vec<T>>, n: usize) -> PyResult<Option<Vec<T>>> {
+    match v {
+        Some(v) if v.len() != n => Err(Exc::LogValue.err(format!(
+            "{name} has {} entries for {n} values: give one per value (None for none)",
+            v.len()
+        ))),
+        v => Ok(v),
+    }
+}
 
 fn info_tuple(i: PartitionInfo) -> InfoTuple {
     (
@@ -95,7 +143,11 @@ impl NativeLog {
         })
     }
 
-    /// Appends one record at ``offset``, the partition's next one.
+    /// Appends one record at ``offset``, the partition's next one, with its key,
+    /// headers (``(name, value)`` pairs) and create time (ms since the epoch);
+    /// without any of them, a plain value.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (topic, partition, offset, value, *, key=None, headers=None, timestamp=None))]
     fn append(
         &self,
         py: Python<'_>,
@@ -103,12 +155,28 @@ impl NativeLog {
         partition: &str,
         offset: i128,
         value: &[u8],
+        key: Option<&[u8]>,
+        headers: Option<Headers>,
+        timestamp: Option<i128>,
     ) -> PyResult<()> {
         let offset = unsigned("offset", offset)?;
-        self.with(py, |l| l.append(topic, partition, offset, value))
+        let create = opt_unsigned("timestamp", timestamp)?;
+        let headers = headers.unwrap_or_default();
+        if key.is_none() && headers.is_empty() && create.is_none() {
+            return self.with(py, |l| l.append(topic, partition, offset, value));
+        }
+        self.with(py, |l| {
+            let mut body = Vec::new();
+            put_body(&mut body, l.now(), create, key, &headers, value);
+            l.append_bodies(topic, partition, offset, &[body])
+        })
     }
 
-    /// Appends records at ``first_offset``, ``first_offset + 1``, ... in one write.
+    /// Appends records at ``first_offset``, ``first_offset + 1``, ... in one write;
+    /// ``keys``, ``headers`` and ``timestamps``, when given, hold one entry per value
+    /// (None for none).
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (topic, partition, first_offset, values, *, keys=None, headers=None, timestamps=None))]
     fn append_many(
         &self,
         py: Python<'_>,
@@ -116,16 +184,51 @@ impl NativeLog {
         partition: &str,
         first_offset: i128,
         values: Vec<Bound<'_, PyBytes>>,
+        keys: Option<Vec<Option<Vec<u8>>>>,
+        headers: Option<Vec<Option<Headers>>>,
+        timestamps: Option<Vec<Option<i128>>>,
     ) -> PyResult<()> {
         let first_offset = unsigned("first_offset", first_offset)?;
+        let n = values.len();
+        let keys = per_value("keys", keys, n)?;
+        let headers = per_value("headers", headers, n)?;
+        let timestamps = per_value("timestamps", timestamps, n)?
+            .map(|ts| {
+                ts.into_iter()
+                    .map(|t| opt_unsigned::<u64>("timestamps", t))
+                    .collect::<PyResult<Vec<_>>>()
+            })
+            .transpose()?;
         let slices: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
+        if keys.is_none() && headers.is_none() && timestamps.is_none() {
+            return self.with(py, |l| {
+                l.append_batch(topic, partition, first_offset, &slices)
+            });
+        }
         self.with(py, |l| {
-            l.append_batch(topic, partition, first_offset, &slices)
+            let now = l.now();
+            let bodies: Vec<Vec<u8>> = slices
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let mut body = Vec::new();
+                    let key = keys.as_ref().and_then(|k| k[i].as_deref());
+                    let hs = headers
+                        .as_ref()
+                        .and_then(|h| h[i].as_deref())
+                        .unwrap_or(&[]);
+                    let create = timestamps.as_ref().and_then(|t| t[i]);
+                    put_body(&mut body, now, create, key, hs, v);
+                    body
+                })
+                .collect();
+            l.append_bodies(topic, partition, first_offset, &bodies)
         })
     }
 
-    /// ``(offset, timestamp, value)`` of the records from ``start`` on, at most
-    /// ``max_records`` and ``max_bytes`` of values (at least one record).
+    /// ``(offset, append_time, value, key, headers, create_time)`` of the records
+    /// from ``start`` on, at most ``max_records`` and ``max_bytes`` of bodies (at
+    /// least one record); ``create_time`` is None for a plain value.
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -134,7 +237,7 @@ impl NativeLog {
         start: i128,
         max_records: i128,
         max_bytes: i128,
-    ) -> PyResult<Vec<(u64, u64, Bound<'py, PyBytes>)>> {
+    ) -> PyResult<Vec<ReadRow<'py>>> {
         let (start, max_records, max_bytes): (u64, usize, usize) = (
             unsigned("start", start)?,
             unsigned("max_records", max_records)?,
@@ -145,7 +248,19 @@ impl NativeLog {
         })?;
         Ok(recs
             .into_iter()
-            .map(|r| (r.offset, r.timestamp, PyBytes::new(py, &r.value)))
+            .map(|r| {
+                (
+                    r.offset,
+                    r.timestamp,
+                    PyBytes::new(py, &r.value),
+                    r.key.map(|k| PyBytes::new(py, &k)),
+                    r.headers
+                        .into_iter()
+                        .map(|(n, v)| (n, PyBytes::new(py, &v)))
+                        .collect(),
+                    r.create_time,
+                )
+            })
             .collect())
     }
 
@@ -169,7 +284,8 @@ impl NativeLog {
         self.with(py, |l| Ok(l.topics()))
     }
 
-    /// The first offset appended at or after ``timestamp`` (ms since the epoch).
+    /// The first offset whose time (its create time, else its append time) is at or
+    /// after ``timestamp`` (ms since the epoch).
     fn offset_for_time(
         &self,
         py: Python<'_>,
@@ -181,8 +297,8 @@ impl NativeLog {
         self.with(py, |l| l.offset_for_time(topic, partition, timestamp))
     }
 
-    /// Reads every record of the partition checking its CRC and offset; returns how
-    /// many it holds (0 for a parked one).
+    /// Reads every record of the partition checking its CRC, offset and metadata;
+    /// returns how many it holds (0 for a parked one).
     fn verify(&self, py: Python<'_>, topic: &[u8], partition: &str) -> PyResult<u64> {
         self.with(py, |l| l.verify(topic, partition))
     }

@@ -692,7 +692,11 @@ mod tests {
                 role: Some(Role::Producer),
                 topics: &logs,
             };
-            let (cme, sme, pme) = (address_for_key(&c), address_for_key(&s), address_for_key(&p));
+            let (cme, sme, pme) = (
+                address_for_key(&c),
+                address_for_key(&s),
+                address_for_key(&p),
+            );
             let batch = |address: &str, subject: &'static [u8]| RecordBatch {
                 topic: subject,
                 address: &address.as_bytes().to_vec().leak()[..],
@@ -714,7 +718,10 @@ mod tests {
                 Err(Denied::Address { .. })
             ));
             assert!(matches!(
-                check_message(&producer, &Message::MetaRecordBatch(batch(&pme, b"secrets"))),
+                check_message(
+                    &producer,
+                    &Message::MetaRecordBatch(batch(&pme, b"secrets"))
+                ),
                 Err(Denied::Topic { .. })
             ));
             // FETCH answers with metadata: a store, or the partition's producer.
@@ -763,7 +770,10 @@ mod tests {
             assert!(check_subscription(&consumer, b"X").is_err());
             assert_eq!(check_subscription(&store, b"X"), Ok(()));
             assert_eq!(check_subscription(&store, b"T"), Ok(()));
-            assert!(check_subscription(&consumer, b"T").is_err(), "stores answer");
+            assert!(
+                check_subscription(&consumer, b"T").is_err(),
+                "stores answer"
+            );
             assert!(check_subscription(&consumer, b"Tlogs").is_err());
             for id in [b'Y', b'O'] {
                 assert_eq!(check_subscription(&consumer, &with(id, &cme)), Ok(()));

@@ -3,6 +3,7 @@
 //! the paths and records of the test partition.
 
 mod damage;
+mod format2;
 mod io_errors;
 mod model;
 mod read_append;
@@ -19,6 +20,8 @@ use super::format::{FILE_HEADER_LEN, RECORD_HEADER_LEN};
 use super::*;
 
 const T: &[u8] = b"weather";
+/// Bytes a plain value's body adds to it (format 2 stores bodies).
+const W: usize = crate::meta::PLAIN_LEN;
 const P: &str = "85E3C6EBDC7B4156AD9C43611EBC09CE";
 
 struct Clock(Arc<AtomicU64>);
@@ -100,7 +103,7 @@ fn build(dir: &Path, n: u64) -> (PathBuf, u64, Vec<(u64, Vec<u8>)>) {
     log.close().unwrap();
     let seg = seg_files(&pdir(dir), "log").pop().unwrap();
     let len = fs::metadata(&seg).unwrap().len();
-    let last = len - (RECORD_HEADER_LEN + value(n - 1).len()) as u64;
+    let last = len - (RECORD_HEADER_LEN + W + value(n - 1).len()) as u64;
     (seg, last, all)
 }
 
@@ -120,4 +123,18 @@ fn read_all_from(root: &Path) -> Vec<(u64, Vec<u8>)> {
 /// The base offset of a segment file, from its name.
 fn seg_base(p: &Path) -> u64 {
     p.file_stem().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+/// Copies a directory tree.
+fn copy_dir(from: &Path, to: &Path) {
+    for e in fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            fs::create_dir_all(&dst).unwrap();
+            copy_dir(&e.path(), &dst);
+        } else {
+            fs::copy(e.path(), dst).unwrap();
+        }
+    }
 }

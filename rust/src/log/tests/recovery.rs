@@ -8,19 +8,6 @@ use std::os::unix::fs::FileExt;
 
 use super::*;
 
-fn copy_dir(from: &Path, to: &Path) {
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            fs::create_dir_all(&dst).unwrap();
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
 #[test]
 fn torn_tail_at_every_byte_of_the_last_record_is_truncated() {
     let golden = tempfile::tempdir().unwrap();
@@ -121,7 +108,7 @@ fn damage_followed_by_valid_records_is_an_error_not_a_truncation() {
         .unwrap();
     let mut pos = FILE_HEADER_LEN as u64;
     for i in 0..20 {
-        pos += (RECORD_HEADER_LEN + value(i).len()) as u64;
+        pos += (RECORD_HEADER_LEN + W + value(i).len()) as u64;
     }
     f.write_all_at(b"#", pos + RECORD_HEADER_LEN as u64 + 2)
         .unwrap();
@@ -295,7 +282,7 @@ fn a_torn_last_sealed_segment_is_recovered_as_the_active_one() {
     for cut in [
         len - 1,
         len - 10,
-        len - (RECORD_HEADER_LEN as u64 + value(base_after - 1).len() as u64),
+        len - ((RECORD_HEADER_LEN + W) as u64 + value(base_after - 1).len() as u64),
     ] {
         let dir = tempfile::tempdir().unwrap();
         copy_dir(golden.path(), dir.path());
@@ -380,7 +367,7 @@ fn damage_before_valid_records_near_u64_max_is_refused_not_panicked_or_truncated
     let seg = seg_files(&pdir(dir.path()), "log").pop().unwrap();
     let len = fs::metadata(&seg).unwrap().len();
     // Damage the value of the 5th record; records 5..10 stay valid.
-    let pos = FILE_HEADER_LEN as u64 + 4 * (RECORD_HEADER_LEN as u64 + 2000);
+    let pos = FILE_HEADER_LEN as u64 + 4 * ((RECORD_HEADER_LEN + W) as u64 + 2000);
     let f = OpenOptions::new().write(true).open(&seg).unwrap();
     f.write_all_at(b"#", pos + RECORD_HEADER_LEN as u64 + 7)
         .unwrap();

@@ -49,7 +49,7 @@ pub struct DurableLog {
 }
 
 /// Appends gathered during a loop turn, one batch per partition, each
-/// written with one `append_batch` (one write call instead of one per record)
+/// written with one `append_bodies` (one write call instead of one per record)
 /// before the turn syncs, ACKs or reads. Per partition, so records of
 /// several producers arriving interleaved still make one write each.
 #[derive(Default)]
@@ -263,7 +263,7 @@ impl DurableLog {
             values.clear();
             values.extend(b.values.iter());
             let r = match self.log.as_mut() {
-                Some(log) => log.append_batch(&b.topic, &b.partition, b.first, &values),
+                Some(log) => log.append_checked_bodies(&b.topic, &b.partition, b.first, &values),
                 None => Err(self.closed()),
             };
             if let Err(e) = r {
@@ -447,6 +447,7 @@ impl StoreLog for DurableLog {
         let mut first = None;
         let r = log.read_with(topic, p, start, max_records, max_bytes, |offset, _, v| {
             first.get_or_insert(offset);
+            // A body (metadata, value), as the store holds and serves records.
             out.push(v);
         });
         match r {
@@ -656,16 +657,22 @@ mod tests {
         let log = DurableLog::open(dir.path().join("log"), cfg).unwrap();
         let mut s = StoreState::new(ME.to_vec(), log, StoreStateConfig::default());
         let t0 = Instant::now();
-        s.on_record(T, B, 0, b"b0", t0);
-        s.on_record(T, P, 0, b"r0", t0);
+        // The store holds bodies (metadata, value).
+        let body = |v: &[u8]| {
+            let mut b = Vec::new();
+            crate::meta::wrap(&mut b, Some(1), v);
+            b
+        };
+        s.on_record(T, B, 0, &body(b"b0"), t0);
+        s.on_record(T, P, 0, &body(b"r0"), t0);
         // 2 and 4 arrive before 1 and 3: held, 1 fetched.
-        let big = vec![7u8; 4 << 20];
+        let big = body(&vec![7u8; 4 << 20]);
         assert_eq!(fetch_of(&s.on_record(T, P, 2, &big, t0)), vec![(1, 1)]);
-        s.on_record(T, P, 4, b"r4", t0);
+        s.on_record(T, P, 4, &body(b"r4"), t0);
         // B's disk fails; the answer 1 comes: 1 and the held 2 are appended, and
         // 2's append flushes the pending appends, where B's fails.
         failing.store(true, SeqCst);
-        s.on_direct_record(T, P, 1, b"r1", t0);
+        s.on_direct_record(T, P, 1, &body(b"r1"), t0);
         failing.store(false, SeqCst);
         assert!(s.last_error().is_some());
         assert_eq!(s.log().next_offset(T, P), Some(3), "0..=2 were written");

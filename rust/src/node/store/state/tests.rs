@@ -919,7 +919,8 @@ fn oversized_records_and_full_hold_buffer_are_counted() {
         },
     );
     let now = Instant::now();
-    s.on_record(T, P, 0, b"too long", now);
+    // Bodies: the fixed 9 bytes of metadata do not count, the rest does.
+    s.on_record(T, P, 0, b"too long: over 4 + 9", now);
     assert_eq!(s.counters().dropped_oversize, 1);
     rec(&mut s, 5, now);
     rec(&mut s, 6, now);
