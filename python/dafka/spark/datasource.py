@@ -387,9 +387,13 @@ class ReadSettings:
 
         if isinstance(p, PackedRanges):
             ranges = p.ranges
-        else:
-            assert isinstance(p, RangePartition), p
+        elif isinstance(p, RangePartition):
             ranges = (p,)
+        else:
+            # Spark reads one InputPartition(None) when a read plans none: nothing
+            # to read (every range empty).
+            assert p.value is None, p
+            return
         schema = to_arrow_schema(source_schema(self.include_headers), timezone="UTC")
         got = fetch_ranges(
             [(r.topic, r.partition, r.start, r.end) for r in ranges],
