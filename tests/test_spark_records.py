@@ -225,6 +225,11 @@ def test_positioning_by_time_in_every_partition(
     assert got == {a: list(range(20)), b: list(range(5)), c: list(range(8))}
     got = by_partition(read(spark, tower, "tm", startingTimestamp=str(T2), endingTimestamp=str(T3)))
     assert got == {a: list(range(10, 20))}
+    # Ending times by partition; the others end as endingOffsets says.
+    by_ts = json.dumps({"tm": {a: T2}})
+    ends = json.dumps({b: 3})
+    got = by_partition(read(spark, tower, "tm", endingOffsetsByTimestamp=by_ts, endingOffsets=ends))
+    assert got == {a: list(range(10)), b: [0, 1, 2], c: list(range(8))}
     # A streaming query starts where the time says too, then reads what comes.
     q = dafka.spark.run_query(
         lambda: (
