@@ -202,6 +202,7 @@ class FakeStores:
     forget_absent_after = 3600.0
     max_records_per_task, min_records_per_task, fail_on_data_loss = 1000, 1, True
     min_partitions = None
+    topics = ("t",)
 
     def __init__(self) -> None:
         self.heads: dict[str, int] = {}

@@ -5,6 +5,7 @@ failOnDataLoss), each against a tower and a store on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -284,6 +285,7 @@ def test_stream_offsets_forget_partitions_no_store_announced_for_a_while() -> No
         forget_absent_after = 60.0
         max_records_per_task, min_records_per_task, fail_on_data_loss = 1000, 1, True
         min_partitions = None
+        topics = ("t",)
 
         def __init__(self) -> None:
             self.heads: dict[str, int] = {}
@@ -478,3 +480,38 @@ def test_stream_reader_plans_through_one_client_kept_across_batches(cluster: Clu
     r.stop()
     with pytest.raises(dafka.ClosedError):
         watch.offsets()
+
+
+def test_stream_of_a_topic_nobody_wrote_yet_waits_for_its_records(
+    spark: Any, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Micro-batches planned while no store holds a record of the topic find
+    nothing (stores holding nothing of a topic do not answer, and a planning round
+    must not wait for them until ``headsTimeout``), and the query reads the records
+    once they come."""
+    got: list[int] = []
+
+    def start() -> Any:
+        return (
+            reader(spark, cluster, "later", True, headsTimeout="3")
+            .writeStream.foreachBatch(lambda df, _id: got.append(df.count()))
+            .option("checkpointLocation", str(tmp_path / "ckpt"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
+
+    q, restarts = start(), 0
+    try:
+        # Several planning rounds of an empty topic: each makes no batch.
+        wait_for(lambda: len(q.recentProgress) >= 1 or q.exception() is not None, "a trigger")
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            if dafka.spark.died_starting(q) and restarts < 2:
+                q, restarts = start(), restarts + 1
+            assert q.exception() is None, q.exception()
+            time.sleep(0.2)
+        cluster.produce("later", vals("l", 10))
+        wait_for(lambda: sum(got) == 10 or q.exception() is not None, "the records", 120)
+        assert q.exception() is None, q.exception()
+    finally:
+        q.stop()

@@ -349,7 +349,7 @@ class ReadSettings:
         """:meth:`heads`, and the first offset still held (where ``earliest``
         begins) of the partitions in ``only`` (every one for None; none for an
         empty collection) that are not in ``exclude``, asked in the same round;
-        through ``watches[topic]`` when given, else by a one-off client."""
+        through ``watches[topic]`` when there is one, else by a one-off client."""
         out: dict[str, tuple[str, int]] = {}
         firsts: dict[str, int] = {}
         wanted = None if only is None else set(only)
@@ -360,7 +360,7 @@ class ReadSettings:
             "settle": self.heads_settle,
         }
         for t in self.topics:
-            if watches is not None:
+            if watches is not None and t in watches:
                 got = watches[t].offsets(**round_args)
             else:
                 got = offsets(t, **self.client_args(), **round_args)
@@ -731,6 +731,8 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Partitions in the offsets that no store announced, since when
         # (``forgetPartitionsAfter``; a restarted query starts counting again).
         self.absent_since: dict[str, float] = {}
+        # Topics the last planning round found no partition of (see _watches).
+        self._empty: set[str] = set()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -758,9 +760,18 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return gone
 
     def _watches(self) -> dict[str, HeadsWatch]:
+        """The read clients the next round goes through: one per topic, but none
+        for a topic whose last round found no partition (a :class:`HeadsWatch`
+        round after one no store answered waits for answers that do not come, as
+        stores holding nothing of a topic say nothing: a one-off round, which
+        ``headsSettle`` ends, asks instead until a partition appears)."""
         if self._watch_clients is None:
             self._watch_clients = {t: self.settings.watch(t) for t in self.settings.topics}
-        return self._watch_clients
+        return {t: w for t, w in self._watch_clients.items() if t not in self._empty}
+
+    def _found(self, hs: dict[str, tuple[str, int]]) -> None:
+        """Notes which topics a round found no partition of."""
+        self._empty = set(self.settings.topics) - {t for t, _ in hs.values()}
 
     def prepareForTriggerAvailableNow(self) -> None:
         # A full round by a new client: the target must be everything stores
@@ -768,7 +779,11 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target = self.settings.heads()
 
     def _heads(self) -> dict[str, tuple[str, int]]:
-        hs = self.target if self.target is not None else self.settings.heads(self._watches())
+        if self.target is not None:
+            hs = self.target
+        else:
+            hs = self.settings.heads(self._watches())
+            self._found(hs)
         self.topics.update({p: t for p, (t, _) in hs.items()})
         return hs
 
@@ -776,6 +791,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not needs_firsts(self.starting, EARLIEST):
             return self.reads.start_at(self._heads(), {})
         hs, firsts = self.settings.offsets(None, watches=self._watches())
+        self._found(hs)
         if self.target is not None:
             hs = self.target
         self.topics.update({p: t for p, (t, _) in hs.items()})
@@ -825,6 +841,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             # The heads, and in the same round where partitions new to the
             # query begin: they are read from their first record held.
             hs, firsts = self.settings.offsets(None, exclude=start.keys(), watches=self._watches())
+            self._found(hs)
             self.topics.update({p: t for p, (t, _) in hs.items()})
             self.firsts.update(firsts)
         else:
