@@ -328,11 +328,23 @@ def epoch_start(s: SinkSettings, topic: str, partition: str, epoch: int) -> int:
     )
     if head == 0:
         return 0
-    (records, _lost) = fetch_range(
-        topic, partition, head - 1, head, timeout=s.lookup_timeout, with_meta=True, **s.read_args()
-    )
-    last = records[-1] if records else None
-    got = None if last is None else parse_epoch(last)
+    got = None
+    for _ in range(3):
+        (records, _lost) = fetch_range(
+            topic,
+            partition,
+            head - 1,
+            head,
+            timeout=s.lookup_timeout,
+            with_meta=True,
+            **s.read_args(),
+        )
+        last = records[-1] if records else None
+        got = None if last is None else parse_epoch(last)
+        # A record whose time is unknown came without its metadata (a store that
+        # answered before it learnt this client takes metadata): ask again.
+        if got is not None or (last is not None and last.timestamp is not None):
+            break
     if got is None:
         raise RuntimeError(
             f"the last record of partition {partition} (topic {topic!r}, offset {head - 1}) "
