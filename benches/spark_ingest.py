@@ -9,7 +9,8 @@ Paths: ``noop`` (the DataFrame generated and discarded), ``arrow-discard``
 (mapInArrow with a function that only counts rows: what moving the batches to
 Python workers costs, without dafka), ``arrow`` (mapInArrow,
 whole Arrow batches to Rust with Producer.send_buffers, published as RECORD-BATCHes
-unless ``--record-batches off``), ``foreach``
+unless ``--record-batches off``), ``arrow-keyed`` (the same with a 16 B key per row
+from a key column), ``foreach``
 (foreachPartition, send_many of Python bytes). Each dafka path ends when every
 task's records are acknowledged. ``arrow-nostore`` is the Arrow path with no
 store (``min_acks=0``, nobody subscribed, so ZeroMQ drops each record at the
@@ -45,7 +46,9 @@ def frame(spark: Any, rows: int, size: int, parts: int) -> Any:
     from pyspark.sql import functions as F
 
     return spark.range(0, rows, 1, parts).select(
-        F.rpad(F.format_string("%012d:", "id"), size, "x").cast("binary").alias("value")
+        F.rpad(F.format_string("%012d:", "id"), size, "x").cast("binary").alias("value"),
+        # A 16 B key per row, for the keyed path.
+        F.format_string("customer-%06d", F.col("id") % 100000).cast("binary").alias("key"),
     )
 
 
@@ -180,7 +183,8 @@ def main() -> int:
         args.master,
         **{"spark.sql.execution.arrow.maxRecordsPerBatch": str(args.arrow_batch)},
     )
-    df = frame(spark, args.rows, args.value_bytes, args.partitions)
+    full = frame(spark, args.rows, args.value_bytes, args.partitions)
+    df = full.select("value")
     mb = args.rows * args.value_bytes / 1e6
     print(
         f"# {args.rows:,} rows x {args.value_bytes} B = {mb:,.0f} MB, "
@@ -221,6 +225,9 @@ def main() -> int:
                 elif path == "arrow":
                     got = produce_arrow(df, settings).collect()
                     assert sum(r["count"] for r in got) == args.rows, got
+                elif path == "arrow-keyed":
+                    got = produce_arrow(full, settings, key="key").collect()
+                    assert sum(r["count"] for r in got) == args.rows, got
                 elif path == "arrow-nostore":
                     got = produce_arrow(df, replace(settings, min_acks=0)).collect()
                     assert sum(r["count"] for r in got) == args.rows, got
@@ -228,13 +235,14 @@ def main() -> int:
                     df.foreachPartition(foreach_partition_writer(settings))
                 else:
                     raise SystemExit(
-                        f"unknown path {path!r}: noop, arrow-discard, arrow-nostore, arrow, foreach"
+                        f"unknown path {path!r}: noop, arrow-discard, arrow-nostore, arrow, "
+                        "arrow-keyed, foreach"
                     )
                 took = time.monotonic() - start
                 if args.cpu:  # before the store's threads end
                     busy = machine_busy() - busy0
                     print_after = cpu_by_thread()
-                if store is not None and path in ("arrow", "foreach"):
+                if store is not None and path in ("arrow", "arrow-keyed", "foreach"):
                     held = sum(i.next_offset for i in store.partitions(f"bench-{path}"))
                     assert held == args.rows, (held, args.rows)
         finally:

@@ -35,6 +35,7 @@ NODE_ENTRIES = [
     "fetch_ranges",
     "check_node",
     "offsets_for_times",
+    "topics",
 ]
 
 
@@ -134,6 +135,7 @@ def test_signed_functions_stay_what_they_were() -> None:
         "fetch_ranges",
         "check_node",
         "offsets_for_times",
+        "topics",
     ]:
         f = getattr(_native, name)
         assert f.__name__ == name and f.__module__ == "dafka._native"

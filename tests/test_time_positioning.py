@@ -153,3 +153,10 @@ def test_a_store_restarted_answers_from_its_log(tmp_path: Path) -> None:
         with Store(tmp_path / "s", towers=towers, **FAST):
             assert dafka.offsets_for_times("again", T2, towers=towers, **FAST) == {part: 2}
             assert dafka.offsets_for_times("again", T3 + 1, towers=towers, **FAST) == {part: 4}
+
+
+def test_topics_lists_what_the_stores_hold(cluster: tuple[Tower, dict[str, int]]) -> None:
+    t, _ = cluster
+    assert "timed" in dafka.topics(towers=[t.endpoint], **FAST)
+    with pytest.raises(dafka.FetchTimeoutError):
+        dafka.topics(peers=[], timeout=0.3)

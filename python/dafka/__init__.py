@@ -26,6 +26,7 @@ from dafka._native import (
     heads,
     offsets,
     offsets_for_times,
+    topics,
 )
 from dafka.exceptions import (
     BufferFullError,
@@ -85,5 +86,6 @@ __all__ = [
     "offsets",
     "offsets_for_times",
     "read_certificate",
+    "topics",
     "wire",
 ]

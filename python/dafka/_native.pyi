@@ -39,6 +39,7 @@ __all__ = [
     "read_certificate",
     "run_store_cli",
     "run_tower_cli",
+    "topics",
     "wire_decode",
     "wire_encode",
 ]
@@ -211,6 +212,28 @@ def fetch_range(
     (with ``with_meta``, of ``Record``s, with keys, headers and timestamps)
     and ``lost`` the ``(from, to)`` ranges retention removed (raises
     DataLossError instead when ``fail_on_loss``).
+    """
+
+def topics(
+    *,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    timeout: float = 10.0,
+    settle: float = 0.5,
+    bind: str = "tcp://127.0.0.1:*",
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
+) -> list[str]:
+    """The topics the stores hold records of, sorted (names that are not UTF-8
+    with surrogate escapes). Asks every store that connects within
+    ``timeout`` for every partition it holds, and ends ``settle`` seconds after
+    the first one with no new store or topic since; raises FetchTimeoutError
+    when none connects. Not in secure clusters: only a store's key may ask for
+    every topic.
     """
 
 def offsets_for_times(

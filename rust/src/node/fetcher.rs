@@ -276,6 +276,67 @@ pub fn offsets_for_time<E: From<Error>>(
     }
 }
 
+/// The topics the stores hold records of, by name: a GET-HEADS for every
+/// topic (the empty one, as stores ask each other) once a store connected,
+/// the DIRECT-HEADs' subjects collected until `settle` passed with no new
+/// store or topic. Fails with [`Error::Timeout`] when no store connected
+/// within `timeout`. In a secure cluster only a store's key may ask for every
+/// topic: a reader's question is refused and this finds none.
+pub fn topics<E: From<Error>>(
+    cfg: &NodeConfig,
+    timeout: Duration,
+    settle: Duration,
+    mut check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<std::collections::BTreeSet<Vec<u8>>, E> {
+    let mut c = Client::open(cfg)?;
+    let own = c.core.address.clone();
+    let deadline = Instant::now() + timeout;
+    let mut got = std::collections::BTreeSet::new();
+    let mut changed: Option<Instant> = None;
+    let mut next_ask: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        match changed {
+            Some(t) if now.duration_since(t) >= settle => return Ok(got),
+            None if now >= deadline => {
+                return Err(Error::Timeout {
+                    topic: String::new(),
+                    unanswered: Unanswered::Topic,
+                    waited: timeout,
+                }
+                .into())
+            }
+            _ => {}
+        }
+        if next_ask.is_some_and(|t| now >= t) {
+            c.core.emit(&Out::GetHeads { topic: Vec::new() })?;
+            next_ask = Some(now + RETRY);
+        }
+        let until = changed.map_or(deadline, |t| t + settle);
+        let (mut joined, mut new) = (false, false);
+        c.step(
+            until,
+            &mut |kind, key| joined |= kind == Kind::GetHeads && key.is_empty(),
+            &mut |m| {
+                if let Message::DirectHead(h) = m {
+                    if h.topic == own.as_slice() {
+                        new |= got.insert(h.subject.to_vec());
+                    }
+                }
+            },
+        )?;
+        let now = Instant::now();
+        if joined {
+            // A store connected: ask it now, and give it a settle period.
+            next_ask = Some(now);
+            changed = Some(now);
+        } else if new && changed.is_some() {
+            changed = Some(now);
+        }
+        check()?;
+    }
+}
+
 /// What [`offsets`] found of one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Offsets {

@@ -315,17 +315,18 @@ const CLASSES: [(&str, &str); 6] = [
 ];
 
 /// The read-client functions [`sign`] gives a signature with the defaults.
-const FUNCTIONS: [&str; 6] = [
+const FUNCTIONS: [&str; 7] = [
     "heads",
     "offsets",
     "fetch_range",
     "fetch_ranges",
     "check_node",
     "offsets_for_times",
+    "topics",
 ];
 
 /// The PyO3 functions the signed ones forward to, by their index in [`FUNCTIONS`].
-static TARGETS: [PyOnceLock<Py<PyAny>>; 6] = [const { PyOnceLock::new() }; 6];
+static TARGETS: [PyOnceLock<Py<PyAny>>; 7] = [const { PyOnceLock::new() }; 7];
 
 /// The body of a signed function: calls its PyO3 function with the same
 /// arguments.
@@ -351,13 +352,14 @@ unsafe extern "C" fn forward<const I: usize>(
     }
 }
 
-const FORWARDERS: [ffi::PyCFunctionWithKeywords; 6] = [
+const FORWARDERS: [ffi::PyCFunctionWithKeywords; 7] = [
     forward::<0>,
     forward::<1>,
     forward::<2>,
     forward::<3>,
     forward::<4>,
     forward::<5>,
+    forward::<6>,
 ];
 
 /// A `'static` C string, made once per process for a function's name and doc.

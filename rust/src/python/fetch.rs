@@ -210,6 +210,56 @@ fn to_py<'py>(
     Ok((records, got.lost))
 }
 
+/// The topics the stores hold records of, sorted (names that are not UTF-8
+/// with surrogate escapes). Asks every store that connects within
+/// ``timeout`` for every partition it holds, and ends ``settle`` seconds after
+/// the first one with no new store or topic since; raises FetchTimeoutError
+/// when none connects. Not in secure clusters: only a store's key may ask for
+/// every topic.
+#[pyfunction]
+#[pyo3(signature = (
+    *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5,
+    bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
+    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None, cert = None, trust = None
+))]
+#[allow(clippy::too_many_arguments)]
+fn topics(
+    py: Python<'_>,
+    towers: Option<StrList>,
+    peers: Option<StrList>,
+    wire: &str,
+    timeout: f64,
+    settle: f64,
+    bind: String,
+    beacon_interval: f64,
+    beacon_timeout: f64,
+    advertise_host: Option<String>,
+    cert: Option<PathBuf>,
+    trust: Option<PathBuf>,
+) -> PyResult<Vec<String>> {
+    let cfg = Discovery {
+        towers,
+        peers,
+        wire,
+        bind,
+        beacon_interval,
+        beacon_timeout,
+        advertise_host,
+        cert,
+        trust,
+    }
+    .read_config(Role::Consumer)?;
+    let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
+    let got = py.detach(|| fetcher::topics::<PyErr>(&cfg, t, s, check_signals))?;
+    Ok(got
+        .into_iter()
+        .map(|t| match String::from_utf8(t) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+        .collect())
+}
+
 /// For each partition of ``topic`` that stores hold, the first offset whose
 /// time (its timestamp, else the time a store appended it) is at or after
 /// ``timestamp``, or the partition's next offset when no record is that
@@ -490,6 +540,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(offsets, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_range, m)?)?;
     m.add_function(wrap_pyfunction!(offsets_for_times, m)?)?;
+    m.add_function(wrap_pyfunction!(topics, m)?)?;
     m.add_function(wrap_pyfunction!(fetch_ranges, m)?)?;
     Ok(())
 }
