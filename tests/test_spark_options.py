@@ -50,8 +50,17 @@ def test_unknown_and_misplaced_options_raise_naming_them_and_the_valid_ones() ->
     with pytest.raises(ValueError, match="option reuseProducer is not a dafka option") as e:
         _options.check_options({**WRITE, "reuseProducer": "true"}, _options.STREAM_WRITE)
     assert "exactly-once" in str(e.value)
-    with pytest.raises(ValueError, match="option subscribePattern is not a dafka option"):
-        _options.check_options({**READ, "subscribePattern": "t.*"}, STREAM_READ)
+    with pytest.raises(ValueError, match="option subscribePattern must be a regular expression"):
+        _options.check_options({**READ, "subscribePattern": "t(.*"}, STREAM_READ)
+    with pytest.raises(ValueError, match="one of options subscribe and subscribePattern"):
+        ReadSettings.from_options({**READ, "subscribePattern": "t.*"})
+    with pytest.raises(ValueError, match="subscribePattern is not available in secure mode"):
+        ReadSettings.from_options(
+            {"subscribePattern": "t.*", "towers": TOWER, "cert": "c", "trust": "t"}
+        )
+    s = ReadSettings.from_options({"subscribePattern": r"ev\.[a-z]+", "towers": TOWER})
+    assert s.subscribes("ev.click") and not s.subscribes("ev.click2")  # the whole name
+    assert not s.subscribes("xev.click")
     with pytest.raises(ValueError, match="option path is not a dafka option"):
         _options.check_options({**WRITE, "path": "/tmp/x"}, _options.BATCH_WRITE)
     # Spark's own, given to writeStream: accepted there, and nowhere else.
@@ -202,13 +211,13 @@ class FakeStores:
     forget_absent_after = 3600.0
     max_records_per_task, min_records_per_task, fail_on_data_loss = 1000, 1, True
     min_partitions = None
-    topics = ("t",)
+    topics, pattern = ("t",), None
 
     def __init__(self) -> None:
         self.heads: dict[str, int] = {}
 
     def offsets(
-        self, only: Any, exclude: Any = (), watches: Any = None
+        self, only: Any, exclude: Any = (), watches: Any = None, topics: Any = None
     ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
         return {p: ("t", h) for p, h in self.heads.items()}, {}
 

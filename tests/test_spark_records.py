@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,61 @@ def test_starting_offsets_in_kafka_json_shape(spark: Any, cluster: tuple[Tower, 
     assert got == {a: [25, 26, 27, 28, 29], b: [0, 1, 2], c: list(range(6))}
     with pytest.raises(Exception, match="names topic 'other'"):
         read(spark, tower, "ko", startingOffsets=json.dumps({"other": {a: 1}}))
+
+
+def test_subscribe_pattern_reads_the_topics_it_matches(
+    spark: Any, cluster: tuple[Tower, Store], tmp_path: Path
+) -> None:
+    """subscribePattern: every topic the stores hold whose whole name matches (Kafka's
+    Java regex and Python's agree on such patterns), found when the read is planned;
+    a Kafka-shaped JSON must name a topic it matches."""
+    tower, _ = cluster
+
+    def produce(topic: str, n: int) -> str:
+        with Producer(topic, towers=[tower.endpoint], **FAST) as p:
+            p.send_many([topic.encode()] * n)
+            assert p.flush(60.0) == 0
+            return p.address
+
+    for topic, n in [("pat.x", 3), ("pat.y", 4), ("pat.y2", 2), ("other", 5)]:
+        produce(topic, n)
+
+    def topics_read(df: Any) -> Counter[str]:
+        return Counter(r.topic for r in df.select("topic").collect())
+
+    pattern = {"subscribePattern": r"pat\.[a-z]"}
+    assert topics_read(read_pattern(spark, tower, **pattern)) == {"pat.x": 3, "pat.y": 4}
+    with pytest.raises(Exception, match="names topic 'other'"):
+        read_pattern(spark, tower, startingOffsets=json.dumps({"other": {"A" * 32: 0}}), **pattern)
+
+    def stream() -> Any:
+        return dafka.spark.run_query(
+            lambda: (
+                read_pattern(spark, tower, stream=True, startingOffsets="earliest", **pattern)
+                .writeStream.format("parquet")
+                .option("path", str(tmp_path / "out"))
+                .option("checkpointLocation", str(tmp_path / "ckpt"))
+                .trigger(availableNow=True)
+                .start()
+            ),
+            timeout=240,
+        )
+
+    stream()
+    assert topics_read(spark.read.parquet(str(tmp_path / "out"))) == {"pat.x": 3, "pat.y": 4}
+    # A topic that appears later is read too (a new partition: from its start).
+    produce("pat.z", 6)
+    stream()
+    got = topics_read(spark.read.parquet(str(tmp_path / "out")))
+    assert got == {"pat.x": 3, "pat.y": 4, "pat.z": 6}
+
+
+def read_pattern(spark: Any, tower: Tower, stream: bool = False, **options: str) -> Any:
+    r = spark.readStream if stream else spark.read
+    r = r.format("dafka").option("towers", tower.endpoint).option("beaconInterval", "0.2")
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
 
 
 def test_min_partitions_splits_reads_over_that_many_tasks(

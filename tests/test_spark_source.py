@@ -285,13 +285,13 @@ def test_stream_offsets_forget_partitions_no_store_announced_for_a_while() -> No
         forget_absent_after = 60.0
         max_records_per_task, min_records_per_task, fail_on_data_loss = 1000, 1, True
         min_partitions = None
-        topics = ("t",)
+        topics, pattern = ("t",), None
 
         def __init__(self) -> None:
             self.heads: dict[str, int] = {}
 
         def offsets(
-            self, only: Any, exclude: Any = (), watches: Any = None
+            self, only: Any, exclude: Any = (), watches: Any = None, topics: Any = None
         ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
             hs = {p: ("t", h) for p, h in self.heads.items()}
             return hs, {p: 3 for p in hs if only is None and p not in exclude}

@@ -85,6 +85,13 @@ def _choice(*choices: str) -> Check:
     return check
 
 
+def _pattern(name: str, value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as e:
+        raise ValueError(f"option {name} must be a regular expression: {e}") from None
+
+
 def timestamp_ms(name: str, value: str) -> int:
     """A time option: milliseconds since the epoch, an integer >= 0 (as Kafka's)."""
     try:
@@ -157,6 +164,7 @@ class Opt:
 OPTIONS: tuple[Opt, ...] = (
     # Reads.
     Opt("subscribe", _R, _nonempty),
+    Opt("subscribePattern", _R, _pattern),
     Opt("startingOffsets", _R, _any),
     Opt("startingTimestamp", _R, _timestamp),
     Opt("startingOffsetsByTimestamp", _R, _json_object),
@@ -205,10 +213,6 @@ _REFUSED = {
     "one, and name topics with option('subscribe', ...) or option('topic', ...)",
     "paths": "a dafka read has no paths: call load() without them, and name topics with "
     "option('subscribe', ...)",
-    "subscribepattern": "a read by topic pattern needs the cluster's topics, and no read "
-    "client lists them yet (stores answer a GET-HEADS with an empty topic with every "
-    "partition of every topic, but the read clients keep only the topic they asked): "
-    "name the topics with option('subscribe', 'a,b,c')",
     "reuseproducer": "the sink writes one dafka partition per Spark partition and write "
     "(streaming: per query), so that a retried task rewrites the same offsets "
     "(exactly-once); there is no producer to reuse across tasks",
@@ -240,9 +244,7 @@ def check_options(options: Mapping[str, str], kind: str) -> Options:
         value = opts[key]
         o = _BY_KEY.get(key)
         if key in _REFUSED:
-            name = {"reuseproducer": "reuseProducer", "subscribepattern": "subscribePattern"}.get(
-                key, key
-            )
+            name = "reuseProducer" if key == "reuseproducer" else key
             raise ValueError(f"option {name} is not a dafka option: {_REFUSED[key]}")
         if o is None:
             raise ValueError(

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,9 @@ __all__ = ["DafkaCommit", "DafkaDataSource"]
 EARLIEST, LATEST = -2, -1
 #: Rows per Arrow batch a read task hands to Spark.
 ARROW_ROWS = 10_000
+#: Seconds a streaming read by ``subscribePattern`` keeps its list of topics before
+#: it asks the stores again (Kafka's consumers refresh their metadata likewise).
+TOPICS_REFRESH = 30.0
 
 
 def source_schema(include_headers: bool) -> StructType:
@@ -124,12 +128,17 @@ class OffsetSpec:
     topics: dict[str, str] = field(default_factory=dict)
 
 
+#: The topics a read subscribes to: their names, or a test of a name (a pattern's).
+Subscribed = Collection[str] | Callable[[str], bool]
+
+
 def parse_partition_json(
-    spec: str, option: str, what: str, subscribed: Collection[str]
+    spec: str, option: str, what: str, subscribed: Subscribed
 ) -> tuple[dict[str, int], dict[str, str]]:
     """JSON ``{partition: N}`` or Kafka's ``{topic: {partition: N}}`` (``what``
     names N in errors): the values by partition, and the topics the Kafka shape
     names (each must be subscribed)."""
+    takes = subscribed if callable(subscribed) else subscribed.__contains__
     try:
         d = json.loads(spec)
     except json.JSONDecodeError as e:
@@ -149,10 +158,11 @@ def parse_partition_json(
 
     if all(isinstance(v, dict) for v in d.values()) and d:
         for topic, parts in d.items():
-            if topic not in subscribed:
+            if not takes(topic):
+                shown = "its pattern" if callable(subscribed) else ", ".join(sorted(subscribed))
                 raise ValueError(
                     f"option {option} names topic {topic!r}, which the read does not "
-                    f"subscribe to ({', '.join(sorted(subscribed))})"
+                    f"subscribe to ({shown})"
                 )
             for p, v in parts.items():
                 if p in out:
@@ -170,7 +180,7 @@ def parse_partition_json(
 
 
 def parse_offsets(
-    spec: str, option: str, subscribed: Collection[str] = (), kind: str = STREAM_READ
+    spec: str, option: str, subscribed: Subscribed = (), kind: str = STREAM_READ
 ) -> OffsetSpec:
     """``startingOffsets`` / ``endingOffsets`` (``option``) of a ``kind`` read.
     As Kafka's: a batch read may not start at ``latest`` (-1) nor end at
@@ -217,7 +227,7 @@ class TimeSpec:
 
 
 def parse_times(
-    options: Options, prefix: str, subscribed: Collection[str], others: Collection[str]
+    options: Options, prefix: str, subscribed: Subscribed, others: Collection[str]
 ) -> TimeSpec:
     """``{prefix}Timestamp`` (one time in ms) or ``{prefix}OffsetsByTimestamp``
     (JSON times by partition). ``{prefix}Timestamp`` takes precedence over both
@@ -268,13 +278,30 @@ class ReadSettings:
     include_headers: bool = False
     #: At least about this many Spark tasks per read (Kafka's ``minPartitions``).
     min_partitions: int | None = None
+    #: ``subscribePattern``: the topics are those stores hold whose whole name it
+    #: matches (``topics`` is empty then).
+    pattern: str | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str], kind: str = READ) -> ReadSettings:
         options = check_options(options, kind)
         topics = tuple(t.strip() for t in options.get("subscribe", "").split(",") if t.strip())
-        if not topics:
-            raise ValueError('reading dafka needs option("subscribe", "topic1,topic2")')
+        pattern = options.get("subscribePattern")
+        if pattern is not None and options.get("subscribe") is not None:
+            raise ValueError(
+                "give one of options subscribe and subscribePattern, not both (as with Kafka)"
+            )
+        if not topics and pattern is None:
+            raise ValueError(
+                'reading dafka needs option("subscribe", "topic1,topic2") or '
+                'option("subscribePattern", "regex")'
+            )
+        if pattern is not None and options.get("cert"):
+            raise ValueError(
+                "option subscribePattern is not available in secure mode: only a store may "
+                "ask stores for every topic they hold (dafka.topics); name the topics with "
+                "option('subscribe', ...)"
+            )
         towers = tuple(split_endpoints(options.get("towers", "")))
         peers = tuple(split_endpoints(options.get("peers", "")))
         if not towers:
@@ -302,6 +329,7 @@ class ReadSettings:
             wire=options.get("wire", WIRE).lower(),
             include_headers=flag(options, "includeHeaders", False),
             min_partitions=None if min_partitions is None else integer(options, "minPartitions", 1),
+            pattern=pattern,
         )
         # What every task's read client would refuse, said once by the driver.
         check_node(
@@ -330,9 +358,35 @@ class ReadSettings:
             "trust": self.trust,
         }
 
-    def heads(self, watches: dict[str, HeadsWatch] | None = None) -> dict[str, tuple[str, int]]:
-        """``{partition: (topic, next_offset)}`` over every subscribed topic."""
-        return self.offsets((), watches=watches)[0]
+    def subscribes(self, topic: str) -> bool:
+        """Whether the read takes ``topic``: it names it, or its pattern matches
+        the whole name (as Kafka's ``subscribePattern``)."""
+        if self.pattern is not None:
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.topics
+
+    @property
+    def subscribed(self) -> Subscribed:
+        return self.subscribes if self.pattern is not None else self.topics
+
+    def topic_names(self) -> tuple[str, ...]:
+        """The topics read now: those named, or those stores hold that the pattern
+        matches (asked of the stores, ``dafka.topics``)."""
+        if self.pattern is None:
+            return self.topics
+        from dafka._native import topics
+
+        held = topics(**self.client_args(), timeout=self.heads_timeout, settle=self.heads_settle)
+        return tuple(t for t in held if self.subscribes(t))
+
+    def heads(
+        self,
+        watches: dict[str, HeadsWatch] | None = None,
+        topics: Collection[str] | None = None,
+    ) -> dict[str, tuple[str, int]]:
+        """``{partition: (topic, next_offset)}`` over every subscribed topic (or
+        ``topics``)."""
+        return self.offsets((), watches=watches, topics=topics)[0]
 
     def watch(self, topic: str) -> HeadsWatch:
         """A read client kept across heads rounds of ``topic`` (see
@@ -345,11 +399,13 @@ class ReadSettings:
         only: Collection[str] | None,
         exclude: Collection[str] = (),
         watches: dict[str, HeadsWatch] | None = None,
+        topics: Collection[str] | None = None,
     ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
         """:meth:`heads`, and the first offset still held (where ``earliest``
         begins) of the partitions in ``only`` (every one for None; none for an
         empty collection) that are not in ``exclude``, asked in the same round;
-        through ``watches[topic]`` when there is one, else by a one-off client."""
+        through ``watches[topic]`` when there is one, else by a one-off client.
+        Over ``topics`` when given, else :meth:`topic_names`."""
         out: dict[str, tuple[str, int]] = {}
         firsts: dict[str, int] = {}
         wanted = None if only is None else set(only)
@@ -359,7 +415,7 @@ class ReadSettings:
             "timeout": self.heads_timeout,
             "settle": self.heads_settle,
         }
-        for t in self.topics:
+        for t in self.topic_names() if topics is None else topics:
             if watches is not None and t in watches:
                 got = watches[t].offsets(**round_args)
             else:
@@ -577,9 +633,11 @@ class _Reads:
         opts = Options(options)
         default = "earliest" if kind == BATCH_READ else "latest"
         self.starting = parse_offsets(
-            opts.get("startingOffsets", default), "startingOffsets", self.settings.topics, kind
+            opts.get("startingOffsets", default), "startingOffsets", self.settings.subscribed, kind
         )
-        self.start_times = parse_times(opts, "starting", self.settings.topics, ["startingOffsets"])
+        self.start_times = parse_times(
+            opts, "starting", self.settings.subscribed, ["startingOffsets"]
+        )
         self.strategy = _strategy(opts)
         if opts.get("startingOffsetsByTimestampStrategy") is not None and not self.start_times:
             raise ValueError(
@@ -593,10 +651,12 @@ class _Reads:
             self.ending = parse_offsets(
                 opts.get("endingOffsets", "latest"),
                 "endingOffsets",
-                self.settings.topics,
+                self.settings.subscribed,
                 BATCH_READ,
             )
-            self.end_times = parse_times(opts, "ending", self.settings.topics, ["endingOffsets"])
+            self.end_times = parse_times(
+                opts, "ending", self.settings.subscribed, ["endingOffsets"]
+            )
 
     def start_at(
         self,
@@ -733,6 +793,9 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.absent_since: dict[str, float] = {}
         # Topics the last planning round found no partition of (see _watches).
         self._empty: set[str] = set()
+        # The topics read (a pattern's: refreshed every TOPICS_REFRESH seconds).
+        self._names: tuple[str, ...] = self.settings.topics
+        self._names_at = -math.inf
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -759,6 +822,15 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.topics.pop(p, None)
         return gone
 
+    def _topic_names(self) -> tuple[str, ...]:
+        """The topics read: those named, or with ``subscribePattern`` those the
+        stores held that it matches when last asked (at most TOPICS_REFRESH ago)."""
+        if self.settings.pattern is not None:
+            now = self._clock()
+            if now - self._names_at >= TOPICS_REFRESH:
+                self._names, self._names_at = self.settings.topic_names(), now
+        return self._names
+
     def _watches(self) -> dict[str, HeadsWatch]:
         """The read clients the next round goes through: one per topic, but none
         for a topic whose last round found no partition (a :class:`HeadsWatch`
@@ -766,12 +838,24 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         stores holding nothing of a topic say nothing: a one-off round, which
         ``headsSettle`` ends, asks instead until a partition appears)."""
         if self._watch_clients is None:
-            self._watch_clients = {t: self.settings.watch(t) for t in self.settings.topics}
-        return {t: w for t, w in self._watch_clients.items() if t not in self._empty}
+            self._watch_clients = {}
+        names = self._topic_names()
+        for t in names:
+            if t not in self._watch_clients:
+                self._watch_clients[t] = self.settings.watch(t)
+        return {t: self._watch_clients[t] for t in names if t not in self._empty}
 
-    def _found(self, hs: dict[str, tuple[str, int]]) -> None:
-        """Notes which topics a round found no partition of."""
-        self._empty = set(self.settings.topics) - {t for t, _ in hs.values()}
+    def _round(
+        self, only: Collection[str] | None, exclude: Collection[str] = ()
+    ) -> tuple[dict[str, tuple[str, int]], dict[str, int]]:
+        """A planning round (``ReadSettings.offsets``) over the topics read, through
+        the kept clients; notes which topics it found no partition of."""
+        watches = self._watches()
+        hs, firsts = self.settings.offsets(
+            only, exclude=exclude, watches=watches, topics=self._topic_names()
+        )
+        self._empty = set(self._topic_names()) - {t for t, _ in hs.values()}
+        return hs, firsts
 
     def prepareForTriggerAvailableNow(self) -> None:
         # A full round by a new client: the target must be everything stores
@@ -779,19 +863,14 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.target = self.settings.heads()
 
     def _heads(self) -> dict[str, tuple[str, int]]:
-        if self.target is not None:
-            hs = self.target
-        else:
-            hs = self.settings.heads(self._watches())
-            self._found(hs)
+        hs = self.target if self.target is not None else self._round(())[0]
         self.topics.update({p: t for p, (t, _) in hs.items()})
         return hs
 
     def initialOffset(self) -> dict[str, int]:
         if not needs_firsts(self.starting, EARLIEST):
             return self.reads.start_at(self._heads(), {})
-        hs, firsts = self.settings.offsets(None, watches=self._watches())
-        self._found(hs)
+        hs, firsts = self._round(None)
         if self.target is not None:
             hs = self.target
         self.topics.update({p: t for p, (t, _) in hs.items()})
@@ -803,7 +882,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.firsts = {p: v for p, v in self.firsts.items() if p not in start}
         new = [p for p in parts if p not in start and p not in self.firsts]
         if new:
-            self.firsts.update(self.settings.offsets(new, watches=self._watches())[1])
+            self.firsts.update(self._round(new)[1])
         return {p: start[p] if p in start else self.firsts.get(p, 0) for p in parts}
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -840,8 +919,7 @@ class DafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.target is None:
             # The heads, and in the same round where partitions new to the
             # query begin: they are read from their first record held.
-            hs, firsts = self.settings.offsets(None, exclude=start.keys(), watches=self._watches())
-            self._found(hs)
+            hs, firsts = self._round(None, exclude=start.keys())
             self.topics.update({p: t for p, (t, _) in hs.items()})
             self.firsts.update(firsts)
         else:
