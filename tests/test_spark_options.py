@@ -213,6 +213,9 @@ class FakeStores:
     min_partitions = None
     topics, pattern = ("t",), None
 
+    def watch(self, topic: str) -> Any:
+        return object()  # a planning client: these answers need none
+
     def __init__(self) -> None:
         self.heads: dict[str, int] = {}
 

@@ -287,6 +287,9 @@ def test_stream_offsets_forget_partitions_no_store_announced_for_a_while() -> No
         min_partitions = None
         topics, pattern = ("t",), None
 
+        def watch(self, topic: str) -> Any:
+            return object()  # a planning client: these answers need none
+
         def __init__(self) -> None:
             self.heads: dict[str, int] = {}
 
