@@ -285,11 +285,13 @@ def test_spark_options_are_checked_as_a_node_would_on_the_driver() -> None:
     from dafka.spark import ProducerSettings
     from dafka.spark.datasource import ReadSettings
 
-    base = {"topic": "t", "subscribe": "t", "towers": "tcp://127.0.0.1:1,2"}
+    # A read's options and a write's (a read refuses a write's ``topic``).
+    write = {"topic": "t", "towers": "tcp://127.0.0.1:1,2"}
+    read = {"subscribe": "t", "towers": "tcp://127.0.0.1:1,2"}
     for key, value in (("bind", "udp://127.0.0.1:0"), ("advertiseHost", "*")):
         with pytest.raises(dafka.ConfigError):
-            ProducerSettings.from_options({**base, key: value})
+            ProducerSettings.from_options({**write, key: value})
         with pytest.raises(dafka.ConfigError):
-            ReadSettings.from_options({**base, key: value})
-    assert ProducerSettings.from_options({**base, "advertiseHost": "h1"}).advertise_host == "h1"
-    assert ReadSettings.from_options({**base, "advertiseHost": ""}).advertise_host == ""
+            ReadSettings.from_options({**read, key: value})
+    assert ProducerSettings.from_options({**write, "advertiseHost": "h1"}).advertise_host == "h1"
+    assert ReadSettings.from_options({**read, "advertiseHost": ""}).advertise_host == ""
