@@ -797,11 +797,18 @@ impl Takers {
 }
 
 /// How a requester gets FETCH answers: bodies if it subscribed `Y` + its
-/// address, batches of values if `Q` + it, else DIRECT-RECORDs.
+/// address, batches of values if `Q` + it, else DIRECT-RECORDs; and not
+/// before its `D` + address subscription was read. This project's nodes
+/// subscribe `Y` and `Q` before `D`, and libzmq lets an answer through as
+/// soon as its filter has `D`, which can be before this node read the
+/// subscriptions: an answer sent then in the form of a node that takes
+/// neither would strip a record's key, headers and timestamp. A requester
+/// not known yet FETCHes again.
 #[derive(Debug)]
 pub struct AnswerForms {
     bodies: Takers,
     batches: Takers,
+    direct: Takers,
 }
 
 impl Default for AnswerForms {
@@ -809,6 +816,10 @@ impl Default for AnswerForms {
         Self {
             bodies: Takers::bodies(),
             batches: Takers::batches(),
+            direct: Takers {
+                id: b'D',
+                who: Default::default(),
+            },
         }
     }
 }
@@ -818,17 +829,44 @@ impl AnswerForms {
     pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
         self.bodies.on_subscription(prefix, subscribe);
         self.batches.on_subscription(prefix, subscribe);
+        self.direct.on_subscription(prefix, subscribe);
     }
 
-    /// The form `who`'s FETCH answers take.
-    pub fn form(&self, who: &[u8]) -> Form {
+    /// The form `who`'s FETCH answers take; None while its `D` + address
+    /// subscription is not read yet (past [`MAX_TAKERS`] requesters known,
+    /// any is answered, as DIRECT-RECORDs if nothing else is known).
+    pub fn form(&self, who: &[u8]) -> Option<Form> {
         if self.bodies.takes(who) {
-            Form::Bodies
+            Some(Form::Bodies)
         } else if self.batches.takes(who) {
-            Form::Batches
+            Some(Form::Batches)
+        } else if self.direct.takes(who) || self.direct.who.len() >= MAX_TAKERS {
+            Some(Form::Records)
         } else {
-            Form::Records
+            None
         }
+    }
+}
+
+#[cfg(test)]
+mod answer_forms_tests {
+    use super::*;
+
+    #[test]
+    fn a_requester_is_answered_once_its_direct_subscription_is_read() {
+        let mut f = AnswerForms::default();
+        assert_eq!(f.form(b"C"), None, "nothing known: FETCH again");
+        f.on_subscription(b"DC", true);
+        assert_eq!(f.form(b"C"), Some(Form::Records), "a C-reference node");
+        f.on_subscription(b"QO", true);
+        f.on_subscription(b"DO", true);
+        assert_eq!(f.form(b"O"), Some(Form::Batches));
+        f.on_subscription(b"YN", true);
+        f.on_subscription(b"QN", true);
+        f.on_subscription(b"DN", true);
+        assert_eq!(f.form(b"N"), Some(Form::Bodies));
+        f.on_subscription(b"DC", false);
+        assert_eq!(f.form(b"C"), None, "gone");
     }
 }
 

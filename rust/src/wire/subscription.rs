@@ -94,12 +94,14 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             v
         }
         NodeType::Consumer => {
+            // The forms of FETCH answers before DIRECT-RECORD: a node that
+            // sees `D` + address has seen these first.
             let mut v = vec![
+                prefix(Kind::DirectMetaRecordBatch, address),
+                prefix(Kind::DirectRecordBatch, address),
                 prefix(Kind::DirectRecord, address),
                 prefix(Kind::DirectHead, address),
                 prefix(Kind::StoreHello, address),
-                prefix(Kind::DirectRecordBatch, address),
-                prefix(Kind::DirectMetaRecordBatch, address),
                 prefix(Kind::TimeOffset, address),
             ];
             for t in topics {
@@ -116,14 +118,14 @@ pub fn subscriptions(node: NodeType, address: &[u8], topics: &[&[u8]]) -> Vec<Ve
             prefix(Kind::MetaRecordBatch, b""),
             prefix(Kind::Record, b""),
             prefix(Kind::Head, b""),
+            prefix(Kind::DirectMetaRecordBatch, address),
+            prefix(Kind::DirectRecordBatch, address),
             prefix(Kind::DirectRecord, address),
             prefix(Kind::Fetch, b""),
             prefix(Kind::GetHeads, b""),
             prefix(Kind::ConsumerHello, address),
             prefix(Kind::DirectHead, address),
             prefix(Kind::RecordBatch, b""),
-            prefix(Kind::DirectRecordBatch, address),
-            prefix(Kind::DirectMetaRecordBatch, address),
             prefix(Kind::TimeQuery, b""),
         ],
     }

@@ -517,11 +517,11 @@ fn subscriptions_per_node_type() {
     assert_eq!(
         subs,
         vec![
+            b"YC1".to_vec(),
+            b"QC1".to_vec(),
             b"DC1".to_vec(),
             b"EC1".to_vec(),
             b"LC1".to_vec(),
-            b"QC1".to_vec(),
-            b"YC1".to_vec(),
             b"OC1".to_vec(),
             b"Xhello".to_vec(),
             b"Mhello".to_vec(),
@@ -546,14 +546,14 @@ fn subscriptions_per_node_type() {
             b"X".to_vec(),
             b"M".to_vec(),
             b"H".to_vec(),
+            b"YS1".to_vec(),
+            b"QS1".to_vec(),
             b"DS1".to_vec(),
             b"F".to_vec(),
             b"G".to_vec(),
             b"WS1".to_vec(),
             b"ES1".to_vec(),
             b"R".to_vec(),
-            b"QS1".to_vec(),
-            b"YS1".to_vec(),
             b"T".to_vec()
         ]
     );

@@ -45,6 +45,8 @@ pub(super) fn run(
     st.start_at(cfg.first_offset);
     let stats = &shared.stats;
     let mut frames = Frames::default();
+    // The XPUB's, apart: read while a FETCH (in `frames`) is being answered.
+    let mut subs = Frames::default();
     let mut outs = Vec::new();
     loop {
         if inbox.terminated() {
@@ -104,43 +106,14 @@ pub(super) fn run(
             shared.stores_seen.store(st.countable_stores(), SeqCst);
         }
         if xpub_in {
-            // Subscriptions: count the stores' (every RECORD, `M`) and know
-            // the consumers (`L` + address); who leaves unsubscribes.
-            // Bounded per turn, as the SUB: a flood of subscriptions must not
-            // keep the loop from everything else.
-            for _ in 0..BATCH {
-                if !core.recv_xpub(&mut frames, stats)? {
-                    break;
-                }
-                let (s, n) = frames.slices();
-                let decoded = Subscription::decode(s[0]);
-                if let (Ok(sub), 1) = (&decoded, n) {
-                    routes.on_subscription(sub.prefix, sub.subscribe);
-                }
-                match decoded {
-                    Ok(sub) if n == 1 && st.on_store_subscription(sub.prefix, sub.subscribe) => {
-                        // A store connecting: what we published before its
-                        // subscription arrived never reached it, and stores'
-                        // GET-HEADS never reach producers. Tell it now, not
-                        // a `head_interval` later.
-                        if sub.subscribe && sub.prefix == b"M" {
-                            if let Some(h) = st.head() {
-                                Stats::add(&stats.heads_sent, 1);
-                                core.emit(&h)?;
-                            }
-                        }
-                        shared.stores_seen.store(st.countable_stores(), SeqCst);
-                        shared.notify();
-                    }
-                    Ok(sub) if n == 1 => {
-                        forms.on_subscription(sub.prefix, sub.subscribe);
-                        if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
-                            core.emit(&h)?;
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            subscriptions(
+                &mut core,
+                &mut subs,
+                &mut st,
+                &mut routes,
+                &mut forms,
+                shared,
+            )?;
         }
         if sub_in {
             let mut freed = 0;
@@ -184,6 +157,14 @@ pub(super) fn run(
                     }
                     Ok((Message::Fetch(f), _)) => {
                         Stats::add(&stats.fetches_received, 1);
+                        subscriptions(
+                            &mut core,
+                            &mut subs,
+                            &mut st,
+                            &mut routes,
+                            &mut forms,
+                            shared,
+                        )?;
                         let range = st.fetch_range(&f);
                         let values = range.clone().map_while(|off| st.get(off));
                         let dest = Dest::Direct {
@@ -191,9 +172,11 @@ pub(super) fn run(
                             partition: address.as_bytes(),
                             topic: tb,
                         };
-                        let form = forms.form(f.address);
-                        let sent = core.send_records(dest, range.start, values, form)?;
-                        Stats::add(&stats.direct_records_sent, sent as u64);
+                        // A requester not known yet FETCHes again (AnswerForms).
+                        if let Some(form) = forms.form(f.address) {
+                            let sent = core.send_records(dest, range.start, values, form)?;
+                            Stats::add(&stats.direct_records_sent, sent as u64);
+                        }
                     }
                     Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
                         outs.clear();
@@ -220,6 +203,62 @@ pub(super) fn run(
             core.on_timer(now, stats)?;
         }
     }
+}
+
+/// Reads the subscriptions waiting on the XPUB (at most [`BATCH`]): counts
+/// the stores' (every RECORD, `M`), knows the consumers (`L` + address),
+/// who takes which messages ([`Routes`], [`AnswerForms`]); who leaves
+/// unsubscribes. Also right before a FETCH is answered: libzmq applies a
+/// requester's subscriptions to its filter as they arrive, before this loop
+/// reads them, so an answer could otherwise go out in the form of a
+/// requester whose `Y` subscription was not read yet.
+fn subscriptions(
+    core: &mut Core,
+    frames: &mut Frames,
+    st: &mut ProducerState,
+    routes: &mut Routes,
+    forms: &mut AnswerForms,
+    shared: &ProducerShared,
+) -> Result<()> {
+    let stats = &shared.stats;
+    // Subscriptions: count the stores' (every RECORD, `M`) and know
+    // the consumers (`L` + address); who leaves unsubscribes.
+    // Bounded per turn, as the SUB: a flood of subscriptions must not
+    // keep the loop from everything else.
+    for _ in 0..BATCH {
+        if !core.recv_xpub(frames, stats)? {
+            break;
+        }
+        let (s, n) = frames.slices();
+        let decoded = Subscription::decode(s[0]);
+        if let (Ok(sub), 1) = (&decoded, n) {
+            routes.on_subscription(sub.prefix, sub.subscribe);
+        }
+        match decoded {
+            Ok(sub) if n == 1 && st.on_store_subscription(sub.prefix, sub.subscribe) => {
+                // A store connecting: what we published before its
+                // subscription arrived never reached it, and stores'
+                // GET-HEADS never reach producers. Tell it now, not
+                // a `head_interval` later.
+                if sub.subscribe && sub.prefix == b"M" {
+                    if let Some(h) = st.head() {
+                        Stats::add(&stats.heads_sent, 1);
+                        core.emit(&h)?;
+                    }
+                }
+                shared.stores_seen.store(st.countable_stores(), SeqCst);
+                shared.notify();
+            }
+            Ok(sub) if n == 1 => {
+                forms.on_subscription(sub.prefix, sub.subscribe);
+                if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
+                    core.emit(&h)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The records a command brings: a [`Cmd::Many`]'s batch, or the pending

@@ -116,15 +116,20 @@ fn send_all(core: &mut Core, outs: &[Out]) -> Result<()> {
 }
 
 /// Sends a slice of FETCH answers until the requester's queue is full:
-/// how many went out. In DIRECT-RECORD-BATCHes to a requester that takes
-/// them.
+/// how many went out (to a requester whose subscriptions were not read yet,
+/// none, and the slice counts as done). In the form the requester takes.
 fn send_slice(core: &mut Core, slice: &ReplySlice, forms: &AnswerForms) -> Result<usize> {
     let dest = Dest::Direct {
         to: &slice.to,
         partition: &slice.partition,
         topic: &slice.topic,
     };
-    core.send_records(dest, slice.first, slice.contents(), forms.form(&slice.to))
+    match forms.form(&slice.to) {
+        Some(form) => core.send_records(dest, slice.first, slice.contents(), form),
+        // Not known yet (AnswerForms): nothing goes out, as libzmq drops an
+        // answer to a requester it does not know; the requester FETCHes again.
+        None => Ok(slice.len()),
+    }
 }
 
 /// The bodies of records that came without metadata (from a node that
@@ -141,6 +146,49 @@ fn wrap_values<'v>(out: &mut Vec<u8>, values: impl Iterator<Item = &'v [u8]>, no
         meta::wrap(out, Some(now_ms), v);
     }
     true
+}
+
+/// Reads the subscriptions waiting on the XPUB (at most [`BATCH`]): who
+/// takes which form of FETCH answers and ACKs, consumers saying hello
+/// (`L`), stores joining (`G`). Also right before FETCH answers go out:
+/// libzmq applies a requester's subscriptions to its filter as they arrive,
+/// before this loop reads them, so an answer could otherwise go out in the
+/// form of a requester whose `Y` subscription was not read yet (plain values
+/// to a node that takes metadata).
+fn subscriptions<L: StoreLog>(
+    core: &mut Core,
+    frames: &mut Frames,
+    st: &mut StoreState<L>,
+    forms: &mut AnswerForms,
+    peer_heads: &mut PeerHeads,
+    now: Instant,
+    stats: &Stats,
+) -> Result<()> {
+    for _ in 0..BATCH {
+        if !core.recv_xpub(frames, stats)? {
+            break;
+        }
+        let (s, n) = frames.slices();
+        match Subscription::decode(s[0]) {
+            Ok(sub) if n == 1 => {
+                forms.on_subscription(sub.prefix, sub.subscribe);
+                core.addressed_acks
+                    .on_subscription(sub.prefix, sub.subscribe);
+                if !sub.subscribe {
+                    continue;
+                }
+                if sub.prefix == b"G" {
+                    peer_heads.store_joined(now);
+                    st.store_joined();
+                }
+                let outs = st.on_subscribe(sub.prefix);
+                send_all(core, &outs)?;
+            }
+            Ok(_) => {}
+            Err(_) => Stats::add(&stats.malformed, 1),
+        }
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -218,32 +266,8 @@ pub(super) fn run<L: StoreLog>(
             forms = AnswerForms::default();
         }
         if xpub_in {
-            // Bounded per turn, as the SUB: a flood of subscriptions must not
-            // keep the loop from everything else.
-            for _ in 0..BATCH {
-                if !core.recv_xpub(&mut frames, stats)? {
-                    break;
-                }
-                let (s, n) = frames.slices();
-                match Subscription::decode(s[0]) {
-                    Ok(sub) if n == 1 => {
-                        forms.on_subscription(sub.prefix, sub.subscribe);
-                        core.addressed_acks
-                            .on_subscription(sub.prefix, sub.subscribe);
-                        if !sub.subscribe {
-                            continue;
-                        }
-                        if sub.prefix == b"G" {
-                            peer_heads.store_joined(now);
-                            st.store_joined();
-                        }
-                        let outs = st.on_subscribe(sub.prefix);
-                        send_all(&mut core, &outs)?;
-                    }
-                    Ok(_) => {}
-                    Err(_) => Stats::add(&stats.malformed, 1),
-                }
-            }
+            let ps = &mut peer_heads;
+            subscriptions(&mut core, &mut frames, &mut st, &mut forms, ps, now, stats)?;
         }
         if sub_in {
             for _ in 0..BATCH {
@@ -415,6 +439,9 @@ pub(super) fn run<L: StoreLog>(
         // A requester whose queue is full waits (backing off) with its jobs,
         // and the others' answers go on.
         if st.next_reply_at(now).is_some_and(|t| t <= now) {
+            // Who takes which form, as of now (see `subscriptions`).
+            let ps = &mut peer_heads;
+            subscriptions(&mut core, &mut frames, &mut st, &mut forms, ps, now, stats)?;
             let mut records = 0;
             for _ in 0..REPLY_SLICES {
                 if records >= BATCH || !st.next_reply_slice(&mut slice, now) {
