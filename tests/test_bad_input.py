@@ -351,7 +351,12 @@ def test_a_zproto_producer_drops_an_answer_its_dialect_cannot_carry(
     xpub = ctx.socket(zmq.XPUB)
     xpub.bind("tcp://127.0.0.1:*")
     ep = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
+    # The requester subscribes its answers: a producer answers only a requester
+    # whose `D` + address subscription it has read.
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"DRE\x00Q")
     with Producer("pz", peers=[ep], wire="zproto") as p:  # min_acks=1: it keeps them
+        sub.connect(p.endpoint)
         wait_sub(xpub, b"Gpz")
         p.send_many([b"a", b"b"])
         part = p.address.encode()

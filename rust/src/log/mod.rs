@@ -490,9 +490,8 @@ impl Log {
         first_offset: u64,
         bodies: &[V],
     ) -> Result<()> {
-        let refs: Vec<&[u8]> = bodies.iter().map(AsRef::as_ref).collect();
-        for (i, b) in refs.iter().enumerate() {
-            if let Err(e) = crate::meta::parse(b) {
+        for (i, b) in bodies.iter().enumerate() {
+            if let Err(e) = crate::meta::parse(b.as_ref()) {
                 return Err(LogError::Invalid(format!(
                     "append to {}/{partition}: record {i} of the batch (offset {}): {e}",
                     lossy(topic),
@@ -500,7 +499,7 @@ impl Log {
                 )));
             }
         }
-        self.append_records(topic, partition, first_offset, &refs, false)
+        self.append_checked_bodies(topic, partition, first_offset, bodies)
     }
 
     /// [`Log::append_bodies`] of bodies the caller has already checked (a
