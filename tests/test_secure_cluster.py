@@ -19,40 +19,14 @@ import pytest
 import zmq
 import zmq.auth
 from nodes_util import drain, wait_for
+from secure_util import CLUSTER, FAST, Keys, secure_tower, split
 
 import dafka
 from dafka import wire
 
 pytestmark = pytest.mark.timeout(180)
 
-LOCAL = "tcp://127.0.0.1:0"
-FAST = {"beacon_interval": 0.1, "beacon_timeout": 1.0}
 SECRET = b"SECRET-PAYLOAD-7f3a9c"
-
-
-class Keys:
-    """A trust directory with one certificate per name, and the secret files."""
-
-    def __init__(self, root: Path, names: dict[str, str]) -> None:
-        self.trust = root / "trust"
-        self.secret = root / "secret"
-        self.trust.mkdir(parents=True)
-        for name, role in names.items():
-            public, _ = dafka.keygen(self.secret, name, role=role)
-            public.rename(self.trust / public.name)
-
-    def of(self, name: str) -> dict[str, str]:
-        return {"cert": str(self.secret / f"{name}.key_secret"), "trust": str(self.trust)}
-
-    def z85(self, name: str) -> tuple[bytes, bytes]:
-        public, secret = zmq.auth.load_certificate(self.secret / f"{name}.key_secret")
-        assert secret is not None
-        return public, secret
-
-
-def split(endpoint: str) -> tuple[str, bytes]:
-    ep, key = endpoint.split(";curve=")
-    return ep, key.encode()
 
 
 class Sniffer:
@@ -106,22 +80,12 @@ class Sniffer:
 
 @pytest.fixture
 def keys(tmp_path: Path) -> Keys:
-    return Keys(
-        tmp_path / "keys",
-        {
-            "tower": "tower",
-            "s1": "store",
-            "s2": "store",
-            "p": "producer",
-            "c": "consumer",
-            "mallory": "consumer",
-        },
-    )
+    return Keys(tmp_path / "keys", CLUSTER)
 
 
 @pytest.fixture
 def tower(keys: Keys) -> Iterator[dafka.Tower]:
-    with dafka.Tower(beacon_in=LOCAL, beacon_out=LOCAL, **keys.of("tower")) as t:
+    with secure_tower(keys) as t:
         yield t
 
 

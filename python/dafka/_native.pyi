@@ -485,7 +485,9 @@ class Tower:
         127.0.0.1)."""
     def stats(self) -> dict[str, int]:
         """Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
-        knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers).
+        knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers);
+        in secure mode ``auth_refused`` (connections refused at the handshake) and
+        ``identity_refused`` (beacons for a node that is not the sender key's).
         """
     def close(self) -> None:
         """Stops the tower (idempotent)."""
@@ -696,7 +698,8 @@ class Producer:
         """Waits (GIL released) until ``n`` stores have connected to this producer
         (subscribed to its records), up to ``timeout`` seconds; returns how many
         have, counted as ``min_acks`` counts them (``stores_seen``): each dafka
-        store, plus one for all C-reference stores together. Records sent before
+        store, plus one for all C-reference stores together; in a secure cluster
+        each store key once. Records sent before
         a store connects are not lost (it fetches them from this producer's
         buffer) but cross the wire twice: wait before a burst.
         """
@@ -704,7 +707,8 @@ class Producer:
     def stores_seen(self) -> int:
         """Stores connected now whose ACKs can be counted apart (one that left no
         longer counts): each dafka store, plus one for all C-reference stores
-        together (their zproto ACKs carry no address).
+        together (their zproto ACKs carry no address). In a secure cluster,
+        each store key once (ACKs count by key there).
         """
     def poll(self, timeout: float = 0.0) -> int:
         """Waits up to ``timeout`` seconds for delivery progress, calls

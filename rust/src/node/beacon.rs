@@ -62,6 +62,11 @@ pub struct PeerTable {
     expiry: Option<Instant>,
     /// Beacons of new peers ignored because `cap` peers were known.
     pub refused: u64,
+    /// Secure mode ([`PeerTable::bind_keys`]): a peer's UUID must be made
+    /// from the key in its endpoint, and a known peer keeps its key.
+    keyed: bool,
+    /// Beacons refused for naming a node that is not their key's.
+    pub identity_refused: u64,
 }
 
 /// Discovered peers a node knows at once (static peers are not counted).
@@ -83,7 +88,32 @@ impl PeerTable {
             cap,
             expiry: None,
             refused: 0,
+            keyed: false,
+            identity_refused: 0,
         }
+    }
+
+    /// Secure mode: binds every peer's identity to its key. A beacon is
+    /// taken only if its UUID (the node's address) is made from the key in
+    /// its endpoint ([`crate::security::address_matches_key`]), and a known
+    /// peer's endpoint is never replaced by one of another key: an insider
+    /// cannot beacon another node's UUID to take its place. (Nodes that
+    /// share a certificate share a key, and can.)
+    pub fn bind_keys(&mut self) {
+        self.keyed = true;
+    }
+
+    /// Whether a beacon of `uuid` at `endpoint` may be taken (secure mode).
+    fn owns(&self, uuid: &[u8], endpoint: &str) -> bool {
+        let key = |ep: &str| crate::security::split_keyed(ep).ok().and_then(|(_, k)| k);
+        let Some(k) = key(endpoint) else {
+            return false;
+        };
+        crate::security::address_matches_key(uuid, &k)
+            && self
+                .peers
+                .get(uuid)
+                .is_none_or(|(known, _)| key(known) == Some(k))
     }
 
     /// One more peer names `ep`: connect if it is the first.
@@ -111,6 +141,10 @@ impl PeerTable {
     pub fn on_beacon(&mut self, uuid: &[u8], endpoint: &str, now: Instant) -> Vec<PeerEvent> {
         if uuid == self.own.as_slice() || !endpoint.starts_with("tcp://") || endpoint.contains('\0')
         {
+            return Vec::new();
+        }
+        if self.keyed && !self.owns(uuid, endpoint) {
+            self.identity_refused += 1;
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -225,6 +259,7 @@ pub struct Discovery {
     key: Option<Vec<u8>>,
     /// Secure mode: beacons ignored (no key, or a key not trusted).
     pub untrusted: u64,
+    said: crate::security::said::Said,
 }
 
 impl Discovery {
@@ -281,7 +316,14 @@ impl Discovery {
             interval,
             next_beacon: now,
             last_on_subscribe: None,
-            table: PeerTable::new(uuid, timeout),
+            table: {
+                let mut t = PeerTable::new(uuid, timeout);
+                if secure.is_some() {
+                    t.bind_keys();
+                }
+                t
+            },
+            said: crate::security::said::Said::default(),
             malformed: 0,
             key: secure
                 .as_ref()
@@ -356,7 +398,19 @@ impl Discovery {
                 Ok(Beacon::Tower { uuid, endpoint }) => match std::str::from_utf8(endpoint) {
                     Ok(ep) if connectable(ep) => {
                         if self.acceptable(ep) {
+                            let refused = self.table.identity_refused;
                             out.extend(self.table.on_beacon(uuid, ep, now));
+                            if self.table.identity_refused > refused {
+                                let uuid = String::from_utf8_lossy(uuid);
+                                let key = ep.split_once(";curve=").map_or("", |(_, k)| k);
+                                self.said.say(
+                                    key,
+                                    &format!(
+                                        "a beacon for node {uuid} at {ep}, which is not this \
+                                         key's node, refused"
+                                    ),
+                                );
+                            }
                         } else {
                             self.untrusted += 1;
                         }
@@ -758,5 +812,44 @@ mod tests {
         );
         assert!(t.is_empty());
         assert!(t.on_beacon(b"P2", "garbage", t0).is_empty());
+    }
+
+    /// Secure mode (issue 35): a trusted insider beaconed the producer's UUID
+    /// with its own endpoint and key, and every store dropped its
+    /// connection to the real producer. Now a UUID is taken only with the
+    /// key it was made from, and a known peer keeps its key.
+    #[test]
+    fn a_secure_peer_table_binds_uuids_to_keys() {
+        let t0 = Instant::now();
+        let (alice, mallory) = ([0xA1u8; 32], [0x3Au8; 32]);
+        let at = |port: u16, key: &[u8; 32]| {
+            crate::security::keyed(&format!("tcp://10.0.0.1:{port}"), key)
+        };
+        let uuid = crate::security::address_for_key(&alice);
+        let mut t = PeerTable::new(b"ME", Duration::from_secs(4));
+        t.bind_keys();
+        assert_eq!(
+            t.on_beacon(uuid.as_bytes(), &at(1, &alice), t0),
+            vec![PeerEvent::Connect(at(1, &alice))]
+        );
+        // Mallory beacons Alice's UUID: nothing moves, and it is counted.
+        assert!(t
+            .on_beacon(uuid.as_bytes(), &at(2, &mallory), t0)
+            .is_empty());
+        assert_eq!(t.identity_refused, 1);
+        // A UUID of its own key that Alice's node never had is Mallory's.
+        let own = crate::security::address_for_key(&mallory);
+        assert_eq!(t.on_beacon(own.as_bytes(), &at(2, &mallory), t0).len(), 1);
+        // Alice's node on another port (it restarted): same key, it moves.
+        assert_eq!(t.on_beacon(uuid.as_bytes(), &at(3, &alice), t0).len(), 2);
+        // A UUID of nobody's key, and an endpoint without a key.
+        assert!(t
+            .on_beacon(b"85E3C6EBDC7B4156AD9C43611EBC09CE", &at(4, &alice), t0)
+            .is_empty());
+        assert!(t
+            .on_beacon(uuid.as_bytes(), "tcp://10.0.0.1:5", t0)
+            .is_empty());
+        assert_eq!(t.identity_refused, 3);
+        assert_eq!(t.len(), 2);
     }
 }

@@ -35,6 +35,7 @@ pub mod config;
 pub mod consumer;
 pub mod fetcher;
 mod held;
+pub mod monitor;
 pub mod out;
 pub mod producer;
 pub mod secure;

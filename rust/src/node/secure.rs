@@ -19,11 +19,13 @@
 //! [`Core`]: crate::node::socket::Core
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::node::monitor::Monitor;
+use crate::security::conns::Conns;
+use crate::security::said::Said;
 use crate::security::{
-    check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer, Secure,
+    check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer, Role, Secure,
 };
 use crate::wire::{Message, Subscription};
 
@@ -44,14 +46,29 @@ pub enum Sender {
     Key([u8; 32]),
 }
 
-/// Refusals are logged once per sender and reason this often.
-const SAY_EVERY: Duration = Duration::from_secs(60);
+/// What [`SecureCore::on_subscription`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Apply it (to the connection it came by).
+    Apply,
+    /// Drop it (counted in `denied`).
+    Refused,
+}
 
 pub(crate) struct SecureCore {
     pub id: Arc<Secure>,
     // Closed after the sockets of `Core` (declared last there): libzmq asks
     // it about handshakes until they are gone.
     pub zap: ZapHandler,
+    /// The XPUB's monitor: handshakes refused before ZAP (a plaintext peer).
+    pub monitor: Monitor,
+    /// Handshakes the monitor saw refused.
+    pub handshakes_refused: u64,
+    /// The connections to our XPUB, with their keys: a revoked key's are cut.
+    pub conns: Conns,
+    /// A peer left (libzmq took back its subscriptions): forget the
+    /// connections that ended once the XPUB is read out.
+    pub prune_due: bool,
     pub peers: Vec<PeerSub>,
     /// Peers named (by discovery or `peers=[...]`) whose key is not trusted
     /// now: connected to if it becomes trusted (a key added to the trust
@@ -63,22 +80,32 @@ pub(crate) struct SecureCore {
     subscribe: Vec<Vec<u8>>,
     rcvhwm: i32,
     generation: u64,
-    said: std::collections::HashMap<String, Instant>,
+    said: Said,
 }
 
 impl SecureCore {
-    pub fn new(id: Arc<Secure>, zap: ZapHandler, subscribe: Vec<Vec<u8>>, rcvhwm: i32) -> Self {
+    pub fn new(
+        id: Arc<Secure>,
+        zap: ZapHandler,
+        monitor: Monitor,
+        subscribe: Vec<Vec<u8>>,
+        rcvhwm: i32,
+    ) -> Self {
         let generation = id.trust.generation();
         Self {
             id,
             zap,
+            monitor,
+            handshakes_refused: 0,
+            conns: Conns::default(),
+            prune_due: false,
             peers: Vec::new(),
             waiting: Vec::new(),
             next: 0,
             subscribe,
             rcvhwm,
             generation,
-            said: Default::default(),
+            said: Said::default(),
         }
     }
 
@@ -102,6 +129,14 @@ impl SecureCore {
             return Ok(());
         }
         self.waiting.retain(|w| w != endpoint);
+        if key == *self.id.public() && self.id.cert.role().ok().flatten() == Some(Role::Store) {
+            self.say(
+                endpoint,
+                "another node uses this store's certificate: producers count stores by \
+                 key, so the two count as one store toward min_acks; give every store a \
+                 key of its own (dafka keygen)",
+            );
+        }
         let sock = ctx.socket(zmq::XSUB)?;
         sock.set_rcvhwm(self.rcvhwm)?;
         sock.set_linger(0)?;
@@ -160,38 +195,60 @@ impl SecureCore {
         Some(denied)
     }
 
-    /// Whether the subscription `frame` (`01`/`00` + prefix) from the client
-    /// `user` (its `User-Id`: its key in Z85) may be applied.
-    pub fn allow_subscription(&mut self, user: Option<&str>, frame: &[u8]) -> bool {
+    /// What to do with the subscription `frame` (`01`/`00` + prefix) read
+    /// from the XPUB, which came by the connection `fd` of the client `user`
+    /// (its `User-Id`: its key in Z85). An applied subscription to every
+    /// RECORD-BATCH (`R`) marks the connection a store's.
+    pub fn on_subscription(
+        &mut self,
+        user: Option<&str>,
+        fd: Option<i32>,
+        frame: &[u8],
+    ) -> Verdict {
         let Ok(sub) = Subscription::decode(frame) else {
-            return false;
+            return Verdict::Refused;
         };
         let key = user.and_then(crate::security::cert::parse_key_z85);
         let Some(key) = key else {
-            return false;
+            return Verdict::Refused;
         };
         let snap = self.id.trust.snapshot();
         let Some(t) = snap.get(&key) else {
-            return false;
+            // Revoked since it connected, and still talking: cut it off.
+            if let Some(fd) = fd {
+                self.conns.cut_fd(fd);
+            }
+            let who = crate::security::cert::key_z85(&key);
+            self.say(&who, "a peer whose key was revoked: connection closed");
+            return Verdict::Refused;
         };
-        if !sub.subscribe {
-            // Taking back what it had is always fine.
-            return true;
-        }
-        let peer = Peer {
-            key: &key,
-            role: t.role,
-            topics: &t.topics,
-        };
-        match check_subscription(&peer, sub.prefix) {
-            Ok(()) => true,
-            Err(d) => {
+        if sub.subscribe {
+            let peer = Peer {
+                key: &key,
+                role: t.role,
+                topics: &t.topics,
+            };
+            if let Err(d) = check_subscription(&peer, sub.prefix) {
                 let who = crate::security::cert::key_z85(&key);
                 let prefix = String::from_utf8_lossy(sub.prefix).into_owned();
                 self.say(&who, &format!("subscription {prefix:?} refused: {d}"));
-                false
+                return Verdict::Refused;
             }
         }
+        // Taking back what it had is always fine.
+        if let Some(c) = fd.and_then(|fd| self.conns.seen(fd, &key)) {
+            if sub.prefix == b"R" {
+                c.store = sub.subscribe;
+            }
+        }
+        Verdict::Apply
+    }
+
+    /// Distinct store keys among the peers subscribed to every RECORD-BATCH
+    /// on our XPUB: a producer counts stores by them (two stores sharing a
+    /// certificate count as one).
+    pub fn store_keys(&self) -> usize {
+        self.conns.store_keys()
     }
 
     /// Whether the trusted keys changed since the last call; if so the
@@ -210,6 +267,13 @@ impl SecureCore {
             .into_iter()
             .partition(|p| snap.contains(&p.key));
         self.peers = kept;
+        for c in self.conns.cut(|k| snap.contains(k)) {
+            let who = crate::security::cert::key_z85(&c.key);
+            self.say(
+                &who,
+                &format!("key revoked: connection from {} closed", c.peer()),
+            );
+        }
         if self.peers.len() != before {
             tracing::info!(
                 "trust directory changed: {} peer connection(s) closed",
@@ -224,19 +288,7 @@ impl SecureCore {
     }
 
     fn say(&mut self, who: &str, what: &str) {
-        let now = Instant::now();
-        let k = format!("{who} {what}");
-        if self
-            .said
-            .get(&k)
-            .is_none_or(|t| now.duration_since(*t) >= SAY_EVERY)
-        {
-            tracing::warn!("{what} (peer {who})");
-            if self.said.len() > 10_000 {
-                self.said.clear();
-            }
-            self.said.insert(k, now);
-        }
+        self.said.say(who, what);
     }
 }
 

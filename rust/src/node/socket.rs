@@ -14,7 +14,7 @@ use crate::node::actor::Inbox;
 use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig, WIRE_BATCH_BYTES};
 use crate::node::out::Out;
-use crate::node::secure::{SecureCore, Sender};
+use crate::node::secure::{SecureCore, Sender, Verdict};
 use crate::node::stats::Stats;
 use crate::security::Role;
 use crate::wire::{subscriptions, Dialect, FrameBuf, Message, NodeType, Record, RecordBatch};
@@ -150,16 +150,18 @@ pub struct Core {
     /// it): [`Core::emit`] sends their [`Out::Ack`]s as such.
     pub addressed_acks: Takers,
     ctx: zmq::Context,
-    /// What the XPUB was bound to and set with, to bind it again.
-    bound: String,
-    sndhwm: i32,
-    xpub_options: Vec<(u32, i32)>,
-    /// Set when the XPUB was bound again (a key was revoked): every peer
-    /// reconnects and subscribes anew, so what a loop counted of the
-    /// subscriptions starts over ([`Core::take_rebound`]).
-    rebound: bool,
     /// Secure mode (last: its ZAP handler closes after the sockets above).
     secure: Option<SecureCore>,
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        // Before the XPUB closes: libzmq would block on a monitor event sent
+        // after its reading end closed.
+        if self.secure.is_some() {
+            crate::node::monitor::Monitor::stop(&mut self.xpub);
+        }
+    }
 }
 
 /// A secure node's certificate must allow what it does: a producer's or
@@ -283,7 +285,10 @@ impl Core {
             .map(|prefix| [&[1u8][..], &prefix].concat())
             .collect();
         let mut secure = match (id, zap) {
-            (Some(id), Some(zap)) => Some(SecureCore::new(id, zap, subscribe, cfg.rcvhwm)),
+            (Some(id), Some(zap)) => {
+                let monitor = crate::node::monitor::Monitor::watch(ctx, &xpub)?;
+                Some(SecureCore::new(id, zap, monitor, subscribe, cfg.rcvhwm))
+            }
             _ => {
                 for msg in &subscribe {
                     sub.send(msg.as_slice(), 0)?;
@@ -331,10 +336,6 @@ impl Core {
             unsendable: 0,
             addressed_acks: Takers::addressed_acks(),
             ctx: ctx.clone(),
-            bound,
-            sndhwm: cfg.sndhwm,
-            xpub_options: Vec::new(),
-            rebound: false,
             secure,
         })
     }
@@ -371,16 +372,24 @@ impl Core {
     /// The next subscription (or other message) on the XPUB, without
     /// blocking. In secure mode each subscription is applied here, only if
     /// the subscriber's role and topics allow it (refused ones are counted
-    /// in `denied` and not returned).
+    /// in `denied` and not returned), to the connection it came by (libzmq
+    /// patched so: third_party/zeromq-src/README.dafka.md).
     pub fn recv_xpub(&mut self, frames: &mut Frames, stats: &Stats) -> Result<bool> {
         loop {
             if !frames.recv(&self.xpub)? {
+                if let Some(sc) = &mut self.secure {
+                    if std::mem::take(&mut sc.prune_due) {
+                        sc.conns.prune();
+                    }
+                }
                 return Ok(false);
             }
             let Some(sc) = &mut self.secure else {
                 return Ok(true);
             };
-            let user = frames.first_mut().gets("User-Id").map(str::to_string);
+            let first = frames.first_mut();
+            let user = first.gets("User-Id").map(str::to_string);
+            let fd = crate::security::conns::fd_of(first);
             let (s, n) = frames.slices();
             let frame = s[0].to_vec();
             if n != 1 || frames.too_long() {
@@ -390,9 +399,10 @@ impl Core {
             // A peer's connection ended: libzmq takes back what it asked for
             // (no sender then, and nothing to apply).
             if user.is_none() && frame.first() == Some(&0) {
+                sc.prune_due = true;
                 return Ok(true);
             }
-            if !sc.allow_subscription(user.as_deref(), &frame) {
+            if sc.on_subscription(user.as_deref(), fd, &frame) != Verdict::Apply {
                 Stats::add(&stats.denied, 1);
                 continue;
             }
@@ -405,64 +415,26 @@ impl Core {
         }
     }
 
-    /// Whether the XPUB was bound again since the last call (then every
-    /// peer subscribes anew: forget what its subscriptions told).
-    pub fn take_rebound(&mut self) -> bool {
-        std::mem::take(&mut self.rebound)
+    /// Secure mode: the distinct store keys subscribed to every
+    /// RECORD-BATCH on our XPUB ([`SecureCore::store_keys`]); None in
+    /// insecure mode, where stores are counted by their subscriptions.
+    pub fn store_keys(&self) -> Option<usize> {
+        self.secure.as_ref().map(SecureCore::store_keys)
     }
 
     /// The peers of this node whose key is trusted no more lose their
-    /// connections: ours to them close, and the XPUB is bound again so that
-    /// theirs to us close too (every other peer reconnects through ZAP).
+    /// connections, and only they: ours to them close, and theirs to our
+    /// XPUB are shut down (`Conns::cut`). Adding a key reconnects no one.
     fn watch_trust(&mut self) -> Result<()> {
-        let Some(sc) = &mut self.secure else {
-            return Ok(());
-        };
-        if !sc.trust_changed(&self.ctx)? {
-            return Ok(());
+        if let Some(sc) = &mut self.secure {
+            sc.trust_changed(&self.ctx)?;
         }
-        // Close the old XPUB (its port frees as the close completes), then
-        // bind the same endpoint again: a few tries.
-        let old = std::mem::replace(&mut self.xpub, self.ctx.socket(zmq::XPUB)?);
-        old.set_linger(0)?;
-        drop(old);
-        let mut bound = false;
-        for _ in 0..100 {
-            match open_xpub(&self.ctx, &self.bound, self.sndhwm, Some(&sc.id)) {
-                Ok(x) => {
-                    self.xpub = x;
-                    bound = true;
-                    break;
-                }
-                Err(Error::Socket {
-                    source: zmq::Error::EADDRINUSE,
-                    ..
-                }) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                Err(e) => return Err(e),
-            }
-        }
-        if !bound {
-            return Err(Error::died(format!(
-                "could not bind {} again after the trust directory changed",
-                self.bound
-            )));
-        }
-        for (option, value) in self.xpub_options.clone() {
-            set_int_option(&mut self.xpub, option, value)?;
-        }
-        self.addressed_acks = Takers::addressed_acks();
-        self.rebound = true;
-        tracing::info!("trust directory changed: {} bound again", self.bound);
         Ok(())
     }
 
-    /// Sets an int option of the XPUB (`ZMQ_XPUB_NODROP`, ...) and keeps it
-    /// for when it is bound again.
+    /// Sets an int option of the XPUB (`ZMQ_XPUB_NODROP`, ...).
     pub fn set_xpub_option(&mut self, option: u32, value: i32) -> Result<()> {
-        set_int_option(&mut self.xpub, option, value)?;
-        self.xpub_options.retain(|(o, _)| *o != option);
-        self.xpub_options.push((option, value));
-        Ok(())
+        set_int_option(&mut self.xpub, option, value)
     }
 
     /// Applies discovery events to the SUB.
@@ -511,9 +483,14 @@ impl Core {
     /// Beacon SUB readable.
     pub fn on_beacons(&mut self, stats: &Stats) -> Result<()> {
         let (malformed, refused) = (self.disc.malformed, self.disc.table.refused);
+        let identity = self.disc.table.identity_refused;
         let ev = self.disc.on_readable(Instant::now())?;
         Stats::add(&stats.malformed, self.disc.malformed - malformed);
         Stats::add(&stats.beacons_refused, self.disc.table.refused - refused);
+        Stats::add(
+            &stats.identity_refused,
+            self.disc.table.identity_refused - identity,
+        );
         self.apply(ev, stats)
     }
 
@@ -529,15 +506,20 @@ impl Core {
         if self.unsendable > 0 {
             Stats::add(&stats.malformed, std::mem::take(&mut self.unsendable));
         }
-        if let Some(sc) = &self.secure {
+        if let Some(sc) = &mut self.secure {
+            match sc.monitor.drain() {
+                Ok(ev) => sc.handshakes_refused += ev.refused,
+                Err(e) => tracing::warn!("reading the XPUB's monitor: {e}"),
+            }
             let refused = sc
                 .zap
                 .stats
                 .refused
                 .load(std::sync::atomic::Ordering::Relaxed);
-            stats
-                .auth_refused
-                .store(refused, std::sync::atomic::Ordering::Relaxed);
+            stats.auth_refused.store(
+                refused + sc.handshakes_refused,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
     }
 

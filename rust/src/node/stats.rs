@@ -51,9 +51,14 @@ pub struct Stats {
     /// Secure mode: messages and subscriptions of authenticated peers that
     /// their role or topics do not allow, dropped.
     pub denied: AtomicU64,
-    /// Secure mode: connections refused at the handshake (a key not in the
-    /// trust directory, another mechanism).
+    /// Secure mode: connections refused at the handshake: a key not in the
+    /// trust directory (ZAP), another mechanism (a plaintext peer), a CURVE
+    /// handshake that failed or that the peer broke off.
     pub auth_refused: AtomicU64,
+    /// Secure mode: beacons naming a node (UUID) that does not belong to the
+    /// key that sent them, refused: an insider taking over another node's
+    /// identity in discovery (towers and nodes).
+    pub identity_refused: AtomicU64,
 }
 
 impl Stats {
@@ -88,6 +93,7 @@ impl Stats {
             ("min_acks_unreachable", g(&self.min_acks_unreachable)),
             ("denied", g(&self.denied)),
             ("auth_refused", g(&self.auth_refused)),
+            ("identity_refused", g(&self.identity_refused)),
         ]
     }
 }

@@ -21,7 +21,7 @@
 //! each one joining would be told, and would keep reconnecting to, the ones
 //! that just left.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,14 +31,30 @@ use crate::error::{Error, Result};
 use crate::node::actor::{Actor, Inbox, Ready};
 use crate::node::beacon::MAX_PEERS;
 use crate::node::config::{bind_spelling, split_tcp, TowerConfig};
+use crate::node::monitor::Monitor;
 use crate::node::socket::{Frames, MAX_CONTROL_FRAME};
 use crate::node::stats::Stats;
+use crate::security::cert::parse_key_z85;
+use crate::security::conns::{fd_of, Conns};
+use crate::security::said::Said;
 use crate::wire::{decode_beacon, Beacon, WELCOME};
 
+/// Why [`rewrite`] relays nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Not a node beacon, or not one this tower takes (a key in an insecure
+    /// cluster, none or another in a secure one, no host to fill in).
+    Malformed,
+    /// A secure node beaconed a UUID that does not belong to its key: an
+    /// insider taking over another node's identity in discovery.
+    Identity,
+}
+
 /// The pure rewrite: a node beacon and the peer address it came from →
-/// the tower beacon's frames; None for anything else. A secure tower
-/// (`user`: the key, Z85, that authenticated the beacon's connection) takes
-/// only beacons that carry that same key, and relays the key in the
+/// the tower beacon's frames. A secure tower (`user`: the key, Z85, that
+/// authenticated the beacon's connection) takes only beacons that carry
+/// that same key and a UUID (the node's address) made from it
+/// ([`crate::security::address_matches_key`]), and relays the key in the
 /// endpoint (`tcp://HOST:PORT;curve=KEY`); an insecure one only beacons
 /// without a key.
 pub fn rewrite(
@@ -46,39 +62,41 @@ pub fn rewrite(
     peer_address: Option<&str>,
     user: Option<&str>,
     secure: bool,
-) -> Option<Vec<Vec<u8>>> {
-    match decode_beacon(frames).ok()? {
-        Beacon::Node {
-            uuid,
-            host,
-            port,
-            key,
-        } => {
-            let host = if host.is_empty() {
-                peer_address?.as_bytes()
-            } else {
-                host
-            };
-            let host = std::str::from_utf8(host).ok()?;
-            let mut endpoint = format!("tcp://{host}:{port}");
-            match (secure, key) {
-                (false, None) => {}
-                (true, Some(k)) if user.is_some_and(|u| u.as_bytes() == k) => {
-                    endpoint.push_str(";curve=");
-                    endpoint.push_str(std::str::from_utf8(k).ok()?);
-                }
-                _ => return None,
+) -> std::result::Result<Vec<Vec<u8>>, Refused> {
+    let Ok(Beacon::Node {
+        uuid,
+        host,
+        port,
+        key,
+    }) = decode_beacon(frames)
+    else {
+        return Err(Refused::Malformed);
+    };
+    let host = if host.is_empty() {
+        peer_address.ok_or(Refused::Malformed)?.as_bytes()
+    } else {
+        host
+    };
+    let host = std::str::from_utf8(host).map_err(|_| Refused::Malformed)?;
+    let mut endpoint = format!("tcp://{host}:{port}");
+    match (secure, key) {
+        (false, None) => {}
+        (true, Some(k)) if user.is_some_and(|u| u.as_bytes() == k) => {
+            let k = std::str::from_utf8(k).map_err(|_| Refused::Malformed)?;
+            let public = crate::security::cert::parse_key_z85(k).ok_or(Refused::Malformed)?;
+            if !crate::security::address_matches_key(uuid, &public) {
+                return Err(Refused::Identity);
             }
-            Some(
-                Beacon::Tower {
-                    uuid,
-                    endpoint: endpoint.as_bytes(),
-                }
-                .to_frames(),
-            )
+            endpoint.push_str(";curve=");
+            endpoint.push_str(k);
         }
-        _ => None,
+        _ => return Err(Refused::Malformed),
     }
+    Ok(Beacon::Tower {
+        uuid,
+        endpoint: endpoint.as_bytes(),
+    }
+    .to_frames())
 }
 
 /// The least time between two repeats of the known beacons.
@@ -384,62 +402,17 @@ fn recv_incoming(sock: &mut zmq::Socket) -> Result<Option<Incoming>> {
     }))
 }
 
-/// The file descriptors of connections the monitor says closed.
-fn disconnects(mon: &zmq::Socket) -> Result<Vec<i32>> {
-    let mut fds = Vec::new();
-    loop {
-        let parts = match mon.recv_multipart(zmq::DONTWAIT) {
-            Ok(p) => p,
-            Err(zmq::Error::EAGAIN) => return Ok(fds),
-            Err(e) => return Err(e.into()),
-        };
-        // Frame 1: the event (u16) and its value (u32, here the fd), in the
-        // host's byte order; frame 2: the endpoint.
-        if let Some(ev) = parts.first().filter(|f| f.len() == 6) {
-            let event = u16::from_ne_bytes([ev[0], ev[1]]);
-            let value = u32::from_ne_bytes([ev[2], ev[3], ev[4], ev[5]]);
-            if u32::from(event) == zmq_sys::ZMQ_EVENT_DISCONNECTED {
-                fds.push(value as i32);
-            }
-        }
-    }
-}
+/// A socket whose monitor is stopped before it closes: libzmq sends monitor
+/// events with a blocking send, so one sent after the reading end closed
+/// would block its I/O thread (hence also: declare the reading end, a
+/// [`Monitor`], before this, so it closes after).
+struct Monitored(zmq::Socket);
 
-/// The tower's XSUB, watched for disconnects. Its monitor is stopped
-/// before the socket closes: libzmq sends monitor events with a blocking
-/// send, so one sent after the reading end closed would block its I/O
-/// thread (hence also: declare the reading end before this, so it closes
-/// after).
-struct MonitoredXsub(zmq::Socket);
-
-impl MonitoredXsub {
-    fn new(ctx: &zmq::Context, mon: &zmq::Socket) -> Result<Self> {
-        let xsub = Self(ctx.socket(zmq::XSUB)?);
-        xsub.0.set_linger(0)?;
-        xsub.0.set_maxmsgsize(MAX_CONTROL_FRAME)?;
-        let endpoint = format!(
-            "inproc://dafka-tower-monitor-{}",
-            MONITORS.fetch_add(1, Relaxed)
-        );
-        xsub.0
-            .monitor(&endpoint, zmq_sys::ZMQ_EVENT_DISCONNECTED as i32)?;
-        mon.connect(&endpoint)?;
-        Ok(xsub)
-    }
-}
-
-impl Drop for MonitoredXsub {
+impl Drop for Monitored {
     fn drop(&mut self) {
-        // SAFETY: a live socket; a null endpoint stops its monitor.
-        unsafe {
-            zmq_sys::zmq_socket_monitor(self.0.as_mut_ptr(), std::ptr::null(), 0);
-        }
+        Monitor::stop(&mut self.0);
     }
 }
-
-/// Tells each tower's monitor endpoint apart (inproc names are per context,
-/// but a name per tower costs nothing).
-static MONITORS: AtomicUsize = AtomicUsize::new(0);
 
 /// A running tower.
 pub struct Tower {
@@ -537,65 +510,84 @@ fn run(
         )?),
         None => None,
     };
-    // The monitor's reading end first: it must close after the XSUB.
-    let mon = ctx.socket(zmq::PAIR)?;
-    mon.set_linger(0)?;
-    let mut xsub = MonitoredXsub::new(ctx, &mon)?;
+    // The monitors' reading ends first: they must close after the sockets.
+    let xsub = ctx.socket(zmq::XSUB)?;
     let xpub = ctx.socket(zmq::XPUB)?;
-    xpub.set_linger(0)?;
-    xpub.set_maxmsgsize(MAX_CONTROL_FRAME)?;
+    let mut mon_in = Monitor::watch(ctx, &xsub)?;
+    let mut mon_out = Monitor::watch(ctx, &xpub)?;
+    let mut xsub = Monitored(xsub);
+    let xpub = Monitored(xpub);
+    xsub.0.set_linger(0)?;
+    xsub.0.set_maxmsgsize(MAX_CONTROL_FRAME)?;
+    xpub.0.set_linger(0)?;
+    xpub.0.set_maxmsgsize(MAX_CONTROL_FRAME)?;
     // A joiner is told every known node in one burst (up to MAX_PEERS
     // beacons): with the default queue of 1,000 messages the rest were
     // dropped, the same ones at every join. Room for a few bursts at once
     // (about 100 bytes each, a few MiB per node at the most).
-    xpub.set_sndhwm(i32::try_from(4 * MAX_PEERS).unwrap_or(i32::MAX))?;
-    xpub.set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
+    xpub.0
+        .set_sndhwm(i32::try_from(4 * MAX_PEERS).unwrap_or(i32::MAX))?;
+    xpub.0
+        .set_xpub_welcome_msg(Some(std::str::from_utf8(WELCOME).unwrap_or("W")))?;
     // Every node's subscription, not only the first: each one joining is told
     // the nodes already known.
-    xpub.set_xpub_verbose(true)?;
+    xpub.0.set_xpub_verbose(true)?;
     if let Some(id) = &id {
         id.serve(&xsub.0)?;
-        id.serve(&xpub)?;
+        id.serve(&xpub.0)?;
     }
     let bin = bind(&xsub.0, &cfg.beacon_in)?;
-    let bout = bind(&xpub, &cfg.beacon_out)?;
+    let bout = bind(&xpub.0, &cfg.beacon_out)?;
     ready.send((bin, bout));
     let mut frames = Frames::default();
     let mut known = Known::default();
     let mut relayed = Relayed::default();
+    // Secure: the connections of each key, to cut a revoked one's; refusals.
+    let mut conns = Conns::default();
+    let mut said = Said::default();
+    let mut generation = id.as_ref().map(|id| id.trust.generation());
+    let mut handshakes_refused = 0u64;
     loop {
         if inbox.terminated() {
             return Ok(());
         }
         let now = Instant::now();
         for beacon in known.replay(now) {
-            xpub.send_multipart(beacon, zmq::DONTWAIT)?;
+            xpub.0.send_multipart(beacon, zmq::DONTWAIT)?;
         }
-        let wait = known.deadline().map_or(-1, |d| {
+        let mut wait = known.deadline().map_or(-1, |d| {
             let us = d.saturating_duration_since(now).as_micros();
             i64::try_from(us.div_ceil(1000)).unwrap_or(i64::MAX)
         });
-        let (sub_in, pub_in, mon_in) = {
+        if id.is_some() {
+            // The trust directory is looked at every second.
+            wait = if wait < 0 { 1000 } else { wait.min(1000) };
+        }
+        let (sub_in, pub_in) = {
             let mut items = [
                 inbox.poll_item(),
                 xsub.0.as_poll_item(zmq::POLLIN),
-                xpub.as_poll_item(zmq::POLLIN),
-                mon.as_poll_item(zmq::POLLIN),
+                xpub.0.as_poll_item(zmq::POLLIN),
+                mon_in.poll_item(),
+                mon_out.poll_item(),
             ];
             let t = inbox.before_poll(wait);
             crate::node::socket::poll(&mut items, t)?;
-            (
-                items[1].is_readable(),
-                items[2].is_readable(),
-                items[3].is_readable(),
-            )
+            (items[1].is_readable(), items[2].is_readable())
         };
         inbox.after_poll();
         if pub_in {
             // Subscriptions from nodes go upstream, so node PUBs send beacons.
             for _ in 0..TOWER_BATCH {
-                if !frames.recv(&xpub)? {
+                if !frames.recv(&xpub.0)? {
                     break;
+                }
+                if id.is_some() {
+                    let first = frames.first_mut();
+                    let key = first.gets("User-Id").and_then(parse_key_z85);
+                    if let (Some(fd), Some(key)) = (fd_of(first), key) {
+                        conns.seen(fd, &key);
+                    }
                 }
                 let (s, n) = frames.slices();
                 if n == 1 && !frames.too_long() {
@@ -616,33 +608,64 @@ fn run(
                 let Some(msg) = recv_incoming(&mut xsub.0)? else {
                     break;
                 };
+                if let (Some(fd), Some(key)) = (msg.fd, msg.user.as_deref().and_then(parse_key_z85))
+                {
+                    conns.seen(fd, &key);
+                }
                 if msg.too_long {
                     Stats::add(&stats.malformed, 1);
                     continue;
                 }
                 let s: Vec<&[u8]> = msg.frames.iter().map(Vec::as_slice).collect();
-                match rewrite(&s, msg.peer.as_deref(), msg.user.as_deref(), zap.is_some()) {
-                    Some(out) => {
+                match rewrite(&s, msg.peer.as_deref(), msg.user.as_deref(), id.is_some()) {
+                    Ok(out) => {
                         let refused = known.refused;
                         known.heard(&out, Instant::now(), msg.fd);
                         Stats::add(&stats.beacons_refused, known.refused - refused);
-                        xpub.send_multipart(out, zmq::DONTWAIT)?;
+                        xpub.0.send_multipart(out, zmq::DONTWAIT)?;
                         Stats::add(&stats.beacons, 1);
                     }
-                    None => Stats::add(&stats.malformed, 1),
+                    Err(Refused::Identity) => {
+                        Stats::add(&stats.identity_refused, 1);
+                        let who = msg.user.as_deref().unwrap_or_default();
+                        let uuid = String::from_utf8_lossy(s[1]);
+                        said.say(
+                            who,
+                            &format!("a beacon for node {uuid}, which is not this key's, refused"),
+                        );
+                    }
+                    Err(Refused::Malformed) => Stats::add(&stats.malformed, 1),
                 }
             }
         }
-        if mon_in {
-            for fd in disconnects(&mon)? {
-                known.disconnected(fd);
+        let (ev_in, ev_out) = (mon_in.drain()?, mon_out.drain()?);
+        for fd in &ev_in.disconnected {
+            known.disconnected(*fd);
+        }
+        if !ev_in.disconnected.is_empty() || !ev_out.disconnected.is_empty() {
+            conns.prune();
+        }
+        handshakes_refused += ev_in.refused + ev_out.refused;
+        if let Some(id) = &id {
+            // A key revoked: its connections, and only they, are cut.
+            let g = id.trust.generation();
+            if generation != Some(g) {
+                generation = Some(g);
+                let snap = id.trust.snapshot();
+                for c in conns.cut(|k| snap.contains(k)) {
+                    let who = crate::security::cert::key_z85(&c.key);
+                    said.say(
+                        &who,
+                        &format!("key revoked: connection from {} closed", c.peer()),
+                    );
+                }
             }
         }
         stats.peers.store(known.len() as u64, Relaxed);
         if let Some(z) = &zap {
             stats
                 .auth_refused
-                .store(z.stats.refused.load(Relaxed), Relaxed);
+                .store(z.stats.refused.load(Relaxed) + handshakes_refused, Relaxed);
         }
     }
 }
@@ -668,38 +691,56 @@ mod tests {
         );
         let out = rewrite(&[b"B", U, b"", b"4242"], Some("192.168.1.2"), None, false).unwrap();
         assert_eq!(out[2], b"tcp://192.168.1.2:4242");
-        assert!(rewrite(&[b"B", U, b"", b"4242"], None, None, false).is_none());
-        assert!(rewrite(&[b"B", U, b"tcp://x:1"], Some("h"), None, false).is_none());
-        assert!(rewrite(&[b"B", U, b"h", b"0"], Some("h"), None, false).is_none());
-        assert!(rewrite(&[b"X"], Some("h"), None, false).is_none());
+        assert!(rewrite(&[b"B", U, b"", b"4242"], None, None, false).is_err());
+        assert!(rewrite(&[b"B", U, b"tcp://x:1"], Some("h"), None, false).is_err());
+        assert!(rewrite(&[b"B", U, b"h", b"0"], Some("h"), None, false).is_err());
+        assert!(rewrite(&[b"X"], Some("h"), None, false).is_err());
     }
 
     /// A secure tower relays a beacon only with the key that authenticated
     /// its connection, and puts it in the endpoint; an insecure one relays
-    /// none with a key.
+    /// none with a key. The UUID must be the key's (issue 35: a trusted
+    /// insider beaconing another node's UUID took its place at every node).
     #[test]
-    fn a_secure_tower_relays_only_the_sender_s_own_key() {
+    fn a_secure_tower_relays_only_the_sender_s_own_key_and_uuids() {
         let k: &[u8] = b"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
         let other = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
-        let beacon: [&[u8]; 5] = [b"B", U, b"10.0.0.7", b"4242", k];
         let user = std::str::from_utf8(k).unwrap();
+        let public = crate::security::cert::parse_key_z85(user).unwrap();
+        let own = crate::security::address_for_key(&public);
+        let beacon: [&[u8]; 5] = [b"B", own.as_bytes(), b"10.0.0.7", b"4242", k];
         let out = rewrite(&beacon, None, Some(user), true).unwrap();
         assert_eq!(
             out[2],
             format!("tcp://10.0.0.7:4242;curve={user}").into_bytes()
         );
-        assert!(
-            rewrite(&beacon, None, Some(other), true).is_none(),
+        assert_eq!(
+            rewrite(&beacon, None, Some(other), true),
+            Err(Refused::Malformed),
             "another's key"
         );
-        assert!(rewrite(&beacon, None, None, true).is_none());
+        assert!(rewrite(&beacon, None, None, true).is_err());
         assert!(
-            rewrite(&beacon[..4], None, Some(user), true).is_none(),
+            rewrite(&beacon[..4], None, Some(user), true).is_err(),
             "no key"
         );
         assert!(
-            rewrite(&beacon, None, Some(user), false).is_none(),
+            rewrite(&beacon, None, Some(user), false).is_err(),
             "insecure tower"
+        );
+        // Another node's UUID (U), or one sharing only 7 of the key's 8
+        // bytes: refused as an identity theft.
+        let stolen: [&[u8]; 5] = [b"B", U, b"10.0.0.7", b"4242", k];
+        assert_eq!(
+            rewrite(&stolen, None, Some(user), true),
+            Err(Refused::Identity)
+        );
+        let mut near = own.clone().into_bytes();
+        near[13] = if near[13] == b'0' { b'1' } else { b'0' };
+        let close: [&[u8]; 5] = [b"B", &near, b"10.0.0.7", b"4242", k];
+        assert_eq!(
+            rewrite(&close, None, Some(user), true),
+            Err(Refused::Identity)
         );
     }
 

@@ -125,7 +125,9 @@ impl PyTower {
         self.inner.beacon_out().to_string()
     }
     /// Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
-    /// knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers).
+    /// knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers);
+    /// in secure mode ``auth_refused`` (connections refused at the handshake) and
+    /// ``identity_refused`` (beacons for a node that is not the sender key's).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }
@@ -687,7 +689,8 @@ impl PyProducer {
     /// Waits (GIL released) until ``n`` stores have connected to this producer
     /// (subscribed to its records), up to ``timeout`` seconds; returns how many
     /// have, counted as ``min_acks`` counts them (``stores_seen``): each dafka
-    /// store, plus one for all C-reference stores together. Records sent before
+    /// store, plus one for all C-reference stores together; in a secure cluster
+    /// each store key once. Records sent before
     /// a store connects are not lost (it fetches them from this producer's
     /// buffer) but cross the wire twice: wait before a burst.
     #[pyo3(signature = (n = 1, timeout = 10.0))]
@@ -706,7 +709,8 @@ impl PyProducer {
 
     /// Stores connected now whose ACKs can be counted apart (one that left no
     /// longer counts): each dafka store, plus one for all C-reference stores
-    /// together (their zproto ACKs carry no address).
+    /// together (their zproto ACKs carry no address). In a secure cluster,
+    /// each store key once (ACKs count by key there).
     #[getter]
     fn stores_seen(&self) -> usize {
         self.inner.stores_seen()

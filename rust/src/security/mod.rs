@@ -14,7 +14,9 @@
 
 pub mod acl;
 pub mod cert;
+pub mod conns;
 pub mod error;
+pub mod said;
 pub mod trust;
 pub mod zap;
 

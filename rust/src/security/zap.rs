@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::cert::key_z85;
 use super::trust::TrustStore;
@@ -111,7 +111,7 @@ impl Drop for ZapHandler {
 fn serve(sock: &zmq::Socket, trust: &TrustStore, stop: &AtomicBool, stats: &ZapStats) {
     // A refusal is logged once per key and reason a minute, not per retry
     // (a refused client reconnects every 100 ms).
-    let mut said: std::collections::HashMap<String, Instant> = Default::default();
+    let mut said = super::said::Said::default();
     while !stop.load(Relaxed) {
         trust.refresh(Instant::now());
         match sock.poll(zmq::POLLIN, 100) {
@@ -135,17 +135,8 @@ fn serve(sock: &zmq::Socket, trust: &TrustStore, stop: &AtomicBool, stats: &ZapS
                     .get(3)
                     .map(|a| String::from_utf8_lossy(a).into_owned())
                     .unwrap_or_default();
-                let now = Instant::now();
-                let k = format!("{peer} {why}");
-                if said
-                    .get(&k)
-                    .is_none_or(|t| now.duration_since(*t) >= Duration::from_secs(60))
-                {
+                if said.due(&peer, &why) {
                     tracing::warn!("refused a connection from {peer}: {why}");
-                    if said.len() > 10_000 {
-                        said.clear();
-                    }
-                    said.insert(k, now);
                 }
                 ("400", why, String::new())
             }
@@ -171,6 +162,7 @@ mod tests {
     use super::*;
     use crate::security::cert::Certificate;
     use std::fs;
+    use std::time::Duration;
 
     fn trust_with(keys: &[[u8; 32]]) -> (tempfile::TempDir, Arc<TrustStore>) {
         let d = tempfile::tempdir().unwrap();

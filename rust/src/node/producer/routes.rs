@@ -45,12 +45,6 @@ impl Routes {
         };
     }
 
-    /// Every peer subscribes anew (the XPUB was bound again).
-    pub fn reset(&mut self) {
-        self.plain = 0;
-        self.meta = 0;
-    }
-
     /// Someone takes META-RECORD-BATCHes: send them.
     pub fn meta(&self) -> bool {
         self.meta > 0
@@ -88,8 +82,7 @@ mod tests {
         // `Mlo` matches our frames (ZeroMQ matches prefixes).
         r.on_subscription(b"Mlo", true);
         assert!(r.plain());
-        r.reset();
-        assert!(!r.meta() && !r.plain());
+        let mut r = Routes::new(b"logs");
         r.on_subscription(b"M", false);
         assert!(!r.plain(), "an unsubscription never goes below nothing");
     }

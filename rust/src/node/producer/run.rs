@@ -11,12 +11,13 @@ use crate::node::actor::{Inbox, Ready};
 use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
 use crate::node::out::poll_timeout;
+use crate::node::secure::Sender;
 use crate::node::socket::{AnswerForms, Core, Dest, Form, Frames};
 use crate::node::stats::Stats;
 use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
 use super::routes::Routes;
-use super::state::{AckReach, ProducerState};
+use super::state::{AckReach, Acker, ProducerState};
 use super::{Cmd, ProducerShared};
 
 const BATCH: usize = 4096;
@@ -43,6 +44,9 @@ pub(super) fn run(
     ready.send(core.endpoint.clone());
     let mut st = ProducerState::new(tb, address.as_bytes(), cfg.min_acks, cfg.head_interval);
     st.start_at(cfg.first_offset);
+    if let Some(n) = core.store_keys() {
+        st.set_keyed_stores(n);
+    }
     let stats = &shared.stats;
     let mut frames = Frames::default();
     // The XPUB's, apart: read while a FETCH (in `frames`) is being answered.
@@ -98,13 +102,6 @@ pub(super) fn run(
         let r = core.poll(inbox, timeout, true)?;
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
-        if core.take_rebound() {
-            // Bound again (a key revoked): every peer subscribes anew.
-            st.forget_peers();
-            forms = AnswerForms::default();
-            routes.reset();
-            shared.stores_seen.store(st.countable_stores(), SeqCst);
-        }
         if xpub_in {
             subscriptions(
                 &mut core,
@@ -150,7 +147,11 @@ pub(super) fn run(
                                     );
                                 }
                             }
-                            freed += st.on_ack(&a);
+                            let acker = match &from {
+                                Sender::Key(k) => Acker::Key(k),
+                                Sender::Anyone => Acker::Address,
+                            };
+                            freed += st.on_ack(&a, acker);
                         } else {
                             Stats::add(&stats.ignored, 1);
                         }
@@ -256,6 +257,14 @@ fn subscriptions(
                 }
             }
             _ => {}
+        }
+    }
+    // Secure mode: stores count by key, as their ACKs do.
+    if let Some(n) = core.store_keys() {
+        if n != st.countable_stores() || shared.stores_seen.load(SeqCst) != n {
+            st.set_keyed_stores(n);
+            shared.stores_seen.store(n, SeqCst);
+            shared.notify();
         }
     }
     Ok(())

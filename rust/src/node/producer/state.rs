@@ -28,8 +28,9 @@ pub struct ProducerState {
     front: usize,
     bytes: usize,
     next: u64,
-    /// Highest offset each store ACKed (cumulative); `b""` = an address-less
-    /// (zproto) ACK, counted as one anonymous store.
+    /// Highest offset each store ACKed (cumulative), by [`Acker`]: its key
+    /// in secure mode, else its address (`b""` = an address-less zproto
+    /// ACK, counted as one anonymous store).
     acks: HashMap<Vec<u8>, u64>,
     /// Consumers connected now (their `L<address>` subscriptions), with how
     /// many connections each has.
@@ -38,8 +39,22 @@ pub struct ProducerState {
     /// project's also every RECORD-BATCH (`R`), and ACK with their address.
     stores_all: usize,
     stores_ours: usize,
+    /// Secure mode: the distinct store keys subscribed (what the XPUB's
+    /// connections say), which replace the counts above.
+    stores_keyed: Option<usize>,
     /// Whether the address-less ACKs' shortfall was logged.
     warned_uncountable: bool,
+}
+
+/// Who an ACK counts as toward `min_acks` ([`ProducerState::on_ack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acker<'a> {
+    /// Secure mode: the key that authenticated the store that sent it.
+    Key(&'a [u8; 32]),
+    /// Insecure mode: the store its address names (ADDRESSED-ACK), or, for
+    /// address-less ACKs (C-reference stores), all of those together. Anyone
+    /// can send any address here: an open cluster trusts its peers.
+    Address,
 }
 
 /// What an ACK says of `min_acks` ([`ProducerState::ack_reach`]).
@@ -69,6 +84,7 @@ impl ProducerState {
             consumers: HashMap::new(),
             stores_all: 0,
             stores_ours: 0,
+            stores_keyed: None,
             warned_uncountable: false,
         }
     }
@@ -90,19 +106,20 @@ impl ProducerState {
         true
     }
 
-    /// Forgets the stores and consumers connected (the XPUB was bound again:
-    /// each subscribes anew).
-    pub fn forget_peers(&mut self) {
-        self.stores_all = 0;
-        self.stores_ours = 0;
-        self.consumers.clear();
+    /// Secure mode: `n` distinct store keys are subscribed now.
+    pub fn set_keyed_stores(&mut self, n: usize) {
+        self.stores_keyed = Some(n);
     }
 
-    /// The stores connected now whose ACKs this producer can count apart:
+    /// The stores connected now whose ACKs this producer can count apart.
+    /// Secure mode: the distinct store keys (ACKs count by key). Insecure:
     /// this project's stores (their ACKs name them), plus at most one for
     /// all the others (C-reference stores, whose zproto ACKs carry no
     /// address and so count as one store together).
     pub fn countable_stores(&self) -> usize {
+        if let Some(n) = self.stores_keyed {
+            return n;
+        }
         let ours = self.stores_ours.min(self.stores_all);
         ours + usize::from(self.stores_all > ours)
     }
@@ -112,7 +129,8 @@ impl ProducerState {
     /// `min_acks` above [`ProducerState::countable_stores`] nothing is
     /// released however many such stores hold the records.
     pub fn ack_reach(&mut self, ack: &Ack<'_>) -> AckReach {
-        if ack.address.is_some() || self.min_acks <= self.countable_stores().max(1) {
+        let keyed = self.stores_keyed.is_some();
+        if keyed || ack.address.is_some() || self.min_acks <= self.countable_stores().max(1) {
             return AckReach::Counted;
         }
         let first = !self.warned_uncountable;
@@ -243,15 +261,20 @@ impl ProducerState {
         })
     }
 
-    /// An ACK: returns the bytes released (0 if nothing moved or it was not
-    /// for us).
-    pub fn on_ack(&mut self, ack: &Ack<'_>) -> usize {
+    /// An ACK from `from`: returns the bytes released (0 if nothing moved or
+    /// it was not for us). ACKs count once per [`Acker`]: in secure mode per
+    /// store key, whatever addresses they name, so one store cannot make up
+    /// the others `min_acks` waits for.
+    pub fn on_ack(&mut self, ack: &Ack<'_>, from: Acker<'_>) -> usize {
         if ack.topic != self.address.as_slice() || ack.subject != self.topic.as_slice() {
             return 0;
         }
         let Some(last) = self.last() else { return 0 };
         let seq = ack.sequence.min(last);
-        let who = ack.address.unwrap_or_default();
+        let who = match from {
+            Acker::Key(k) => &k[..],
+            Acker::Address => ack.address.unwrap_or_default(),
+        };
         if self.acks.len() >= MAX_ACKERS && !self.acks.contains_key(who) {
             // Every ACK address stays until here (each ACK sorts them all):
             // drop those below what is released, which can release nothing
@@ -435,7 +458,10 @@ mod tests {
         for i in 0..10u8 {
             st.append(&vec![i; usize::from(i) + 1]);
         }
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 3)), 1 + 2 + 3 + 4);
+        assert_eq!(
+            st.on_ack(&ack(Some(b"S1"), 3), Acker::Address),
+            1 + 2 + 3 + 4
+        );
         assert_eq!(st.released_upto(), 4);
         let got = seqs(&st.on_fetch(&fetch(5, 3)));
         assert_eq!(
@@ -459,7 +485,7 @@ mod tests {
         for i in 0..10u8 {
             st.append(&[i]);
         }
-        st.on_ack(&ack(Some(b"S1"), 3));
+        st.on_ack(&ack(Some(b"S1"), 3), Acker::Address);
         assert_eq!(st.released_upto(), 4);
         // A store (no `L` subscription) new to the partition starts at our base.
         assert_eq!(seqs(&st.on_fetch(&fetch(0, 100)))[0].0, 4);
@@ -515,16 +541,20 @@ mod tests {
         for _ in 0..5 {
             st.append(&[0; 10]);
         }
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4)), 0);
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4)), 0, "same store twice");
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4), Acker::Address), 0);
         assert_eq!(
-            st.on_ack(&ack(None, 1)),
+            st.on_ack(&ack(Some(b"S1"), 4), Acker::Address),
+            0,
+            "same store twice"
+        );
+        assert_eq!(
+            st.on_ack(&ack(None, 1), Acker::Address),
             20,
             "anonymous store is a second one"
         );
         assert_eq!(st.released_upto(), 2);
         assert_eq!(
-            st.on_ack(&ack(Some(b"S2"), 9)),
+            st.on_ack(&ack(Some(b"S2"), 9), Acker::Address),
             30,
             "clamped to the last offset"
         );
@@ -587,12 +617,15 @@ mod tests {
             .map(|i| format!("F{i}").into_bytes())
             .collect();
         let fake = |st: &mut ProducerState, n: &[u8], seq| {
-            st.on_ack(&Ack {
-                topic: P,
-                address: Some(n),
-                subject: b"hello",
-                sequence: seq,
-            })
+            st.on_ack(
+                &Ack {
+                    topic: P,
+                    address: Some(n),
+                    subject: b"hello",
+                    sequence: seq,
+                },
+                Acker::Address,
+            )
         };
         // Fakes at offset 0 release 0 (min_acks of them agree), then fill the
         // table; past it, new ones are refused.
@@ -603,10 +636,36 @@ mod tests {
         assert_eq!(st.released_upto(), 1);
         // Those at 0 can release nothing more: they go to make room for real
         // stores, whose ACKs still count.
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 9)), 0);
-        assert_eq!(st.on_ack(&ack(Some(b"S2"), 9)), 90);
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 9), Acker::Address), 0);
+        assert_eq!(st.on_ack(&ack(Some(b"S2"), 9), Acker::Address), 90);
         assert_eq!(st.held_bytes(), 0);
         assert!(st.acks.len() <= MAX_ACKERS);
+    }
+
+    /// Secure mode (issue 35): ACKs count per store key. One store-role
+    /// peer naming two addresses, or one address and none, is one store:
+    /// with `min_acks=2` it releases nothing alone; a second key does.
+    #[test]
+    fn min_acks_counts_keys_not_addresses_in_secure_mode() {
+        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
+        st.set_keyed_stores(1);
+        for _ in 0..10 {
+            st.append(&[0; 10]);
+        }
+        let (mallory, honest) = ([0xAA; 32], [0xBB; 32]);
+        for addr in [Some(&b"S1"[..]), Some(&b"S2"[..]), None, Some(&b"S3"[..])] {
+            assert_eq!(st.on_ack(&ack(addr, 9), Acker::Key(&mallory)), 0);
+        }
+        assert_eq!(st.released_upto(), 0, "one key, however many addresses");
+        assert_eq!(
+            st.ack_reach(&ack(None, 9)),
+            AckReach::Counted,
+            "no C stores here"
+        );
+        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4), Acker::Key(&honest)), 50);
+        assert_eq!(st.released_upto(), 5, "the lower of the two keys' ACKs");
+        st.set_keyed_stores(2);
+        assert_eq!(st.countable_stores(), 2);
     }
 
     mod held {
@@ -648,7 +707,7 @@ mod tests {
                             model.extend(values);
                         }
                         _ => {
-                            let freed = st.on_ack(&ack(Some(b"S1"), upto));
+                            let freed = st.on_ack(&ack(Some(b"S1"), upto), Acker::Address);
                             let now = usize::try_from(
                                 upto.saturating_add(1).min(model.len() as u64)
                             ).unwrap().max(released);

@@ -261,10 +261,6 @@ pub(super) fn run<L: StoreLog>(
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
         let now = Instant::now();
 
-        if core.take_rebound() {
-            // Bound again (a key revoked): every peer subscribes anew.
-            forms = AnswerForms::default();
-        }
         if xpub_in {
             let ps = &mut peer_heads;
             subscriptions(&mut core, &mut frames, &mut st, &mut forms, ps, now, stats)?;

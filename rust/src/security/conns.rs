@@ -1,0 +1,254 @@
+//! The connections peers opened to a secure node's bound sockets (a node's
+//! XPUB, a tower's XSUB and XPUB), each with the key that authenticated it.
+//!
+//! libzmq gives a bound socket no way to close one peer's connection, and
+//! ZAP acts only at a handshake. Every message read carries the connection's
+//! file descriptor (the `__fd` property, `ZMQ_SRCFD`) and the key ZAP
+//! accepted (`User-Id`), so a node learns which connection holds which key
+//! from what it reads ([`Conns::seen`]). Revoking a key then shuts down that
+//! key's connections and no other ([`Conns::cut`]): libzmq's I/O thread sees
+//! the end of the stream and closes the connection as if the peer had; the
+//! peer's reconnect goes through ZAP again and is refused. A peer that never
+//! sent anything has no subscription, so it receives nothing.
+//!
+//! A connection's descriptor is looked up again (peer and local address)
+//! before it is shut down: one that closed, or whose number another
+//! connection took since, is forgotten instead ([`Conns::prune`]).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+/// One peer connection to a bound socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conn {
+    /// The key that authenticated it.
+    pub key: [u8; 32],
+    /// Its two ends, when first seen: a descriptor whose ends differ now is
+    /// another connection.
+    ends: (SocketAddr, SocketAddr),
+    /// It subscribed every RECORD-BATCH (`R`): a store of this project.
+    pub store: bool,
+}
+
+impl Conn {
+    /// The peer's address (`IP:PORT`), for logs.
+    pub fn peer(&self) -> SocketAddr {
+        self.ends.0
+    }
+}
+
+/// The connections of one bound socket (or two, a tower's), by descriptor.
+#[derive(Debug, Default)]
+pub struct Conns {
+    by_fd: HashMap<i32, Conn>,
+}
+
+impl Conns {
+    /// A message came by connection `fd`, authenticated as `key`: returns
+    /// the connection, known from now on (None if `fd` is no TCP connection
+    /// open now).
+    pub fn seen(&mut self, fd: i32, key: &[u8; 32]) -> Option<&mut Conn> {
+        let fresh = match self.by_fd.get(&fd) {
+            Some(c) => c.key != *key,
+            None => true,
+        };
+        if fresh {
+            // A new connection, or a new one on a reused descriptor.
+            let ends = tcp_ends(fd)?;
+            self.by_fd.insert(
+                fd,
+                Conn {
+                    key: *key,
+                    ends,
+                    store: false,
+                },
+            );
+        }
+        self.by_fd.get_mut(&fd)
+    }
+
+    /// Forgets the connections that ended (a peer left: libzmq then sends
+    /// the node the unsubscriptions of its pipe, without a sender).
+    pub fn prune(&mut self) {
+        self.by_fd.retain(|&fd, c| tcp_ends(fd) == Some(c.ends));
+    }
+
+    /// Shuts down every connection whose key `keep` refuses (a key revoked)
+    /// and forgets it; returns those cut.
+    pub fn cut(&mut self, keep: impl Fn(&[u8; 32]) -> bool) -> Vec<Conn> {
+        let mut cut = Vec::new();
+        self.by_fd.retain(|&fd, c| {
+            if keep(&c.key) {
+                return true;
+            }
+            if tcp_ends(fd) == Some(c.ends) {
+                shutdown(fd);
+                cut.push(c.clone());
+            }
+            false
+        });
+        cut
+    }
+
+    /// Shuts down connection `fd` now if it is the one known (a revoked key
+    /// still talking); forgets it.
+    pub fn cut_fd(&mut self, fd: i32) {
+        if let Some(c) = self.by_fd.remove(&fd) {
+            if tcp_ends(fd) == Some(c.ends) {
+                shutdown(fd);
+            }
+        }
+    }
+
+    /// Distinct keys among the connections that subscribed as stores (only
+    /// a store-role key may).
+    pub fn store_keys(&self) -> usize {
+        let mut keys: Vec<&[u8; 32]> = self
+            .by_fd
+            .values()
+            .filter(|c| c.store)
+            .map(|c| &c.key)
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_fd.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_fd.is_empty()
+    }
+}
+
+/// The `__fd` property of a message read from a bound socket.
+pub fn fd_of(msg: &mut zmq::Message) -> Option<i32> {
+    msg.gets("__fd")?.parse().ok()
+}
+
+/// A TCP socket's (peer, local) addresses; None if `fd` is none (closed, or
+/// another kind of file).
+pub fn tcp_ends(fd: i32) -> Option<(SocketAddr, SocketAddr)> {
+    let get = |peer: bool| {
+        // SAFETY: a zeroed sockaddr_storage is a valid out-buffer of the
+        // length given; getpeername/getsockname write at most that many
+        // bytes and only read `fd` (a closed or unrelated descriptor gives
+        // an error, not undefined behaviour).
+        let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        let p = (&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
+        let rc = unsafe {
+            if peer {
+                libc::getpeername(fd, p, &mut len)
+            } else {
+                libc::getsockname(fd, p, &mut len)
+            }
+        };
+        (rc == 0).then(|| to_socket_addr(&ss)).flatten()
+    };
+    Some((get(true)?, get(false)?))
+}
+
+fn to_socket_addr(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    match i32::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let ip = std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr));
+            Some(SocketAddr::new(ip.into(), u16::from_be(a.sin_port)))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let ip = std::net::Ipv6Addr::from(a.sin6_addr.s6_addr);
+            Some(SocketAddr::new(ip.into(), u16::from_be(a.sin6_port)))
+        }
+        _ => None,
+    }
+}
+
+fn shutdown(fd: i32) {
+    // SAFETY: shutdown only reads `fd`, checked just before to be the TCP
+    // connection recorded; it does not close the descriptor, which stays
+    // libzmq's to close when it sees the end of the stream.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+
+    fn pair() -> (std::net::TcpStream, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        (c, s)
+    }
+
+    #[test]
+    fn revoking_a_key_cuts_its_connections_only() {
+        let (mut c1, s1) = pair();
+        let (c2, s2) = pair();
+        let mut conns = Conns::default();
+        conns.seen(s1.as_raw_fd(), &[1; 32]).unwrap().store = true;
+        conns.seen(s2.as_raw_fd(), &[2; 32]).unwrap().store = true;
+        assert_eq!(conns.store_keys(), 2);
+        let cut = conns.cut(|k| *k != [1; 32]);
+        assert_eq!(cut.len(), 1);
+        assert_eq!(cut[0].peer(), c1.local_addr().unwrap());
+        let mut buf = [0u8; 1];
+        assert_eq!(
+            c1.read(&mut buf).unwrap(),
+            0,
+            "the revoked key's end sees EOF"
+        );
+        assert_eq!(conns.len(), 1);
+        assert_eq!(conns.store_keys(), 1);
+        c2.set_nonblocking(true).unwrap();
+        let mut c2 = c2;
+        assert!(
+            c2.read(&mut buf).is_err(),
+            "the other connection is open (no EOF)"
+        );
+        drop(s2);
+    }
+
+    #[test]
+    fn closed_and_reused_descriptors_are_forgotten() {
+        let (_c1, s1) = pair();
+        let fd = s1.as_raw_fd();
+        let mut conns = Conns::default();
+        conns.seen(fd, &[1; 32]).unwrap().store = true;
+        conns.seen(fd, &[1; 32]).unwrap();
+        assert_eq!(conns.len(), 1);
+        drop(s1);
+        // Another connection may take the number: it is not the one known.
+        let (_c2, _s2) = pair();
+        conns.prune();
+        assert!(conns.is_empty());
+        assert_eq!(conns.store_keys(), 0);
+        // A key seen by a descriptor that is no TCP connection: not known.
+        assert!(conns.seen(-1, &[3; 32]).is_none());
+    }
+
+    #[test]
+    fn one_key_on_many_connections_is_one_store() {
+        let (_a, s1) = pair();
+        let (_b, s2) = pair();
+        let (_c, s3) = pair();
+        let mut conns = Conns::default();
+        for s in [&s1, &s2] {
+            conns.seen(s.as_raw_fd(), &[7; 32]).unwrap().store = true;
+        }
+        conns.seen(s3.as_raw_fd(), &[8; 32]).unwrap();
+        assert_eq!(conns.store_keys(), 1, "one key, however many connections");
+        conns.seen(s3.as_raw_fd(), &[8; 32]).unwrap().store = true;
+        assert_eq!(conns.store_keys(), 2);
+    }
+}
