@@ -32,6 +32,8 @@ fn raw(n: usize, size: usize, curve: bool) -> f64 {
     let ctx = zmq::Context::new();
     let publ = ctx.socket(zmq::PUB).unwrap();
     publ.set_sndhwm(0).unwrap();
+    // Nothing left to send once the subscriber has all: the context ends.
+    publ.set_linger(0).unwrap();
     if curve {
         publ.set_curve_server(true).unwrap();
         publ.set_curve_secretkey(&server.secret_key).unwrap();
@@ -51,6 +53,7 @@ fn raw(n: usize, size: usize, curve: bool) -> f64 {
     .unwrap();
     let (topic, body) = (buf.topic.clone(), buf.body.clone());
     let server_public = server.public_key;
+    let (connected_tx, connected) = std::sync::mpsc::channel();
     let rx = std::thread::spawn(move || {
         let ctx = zmq::Context::new();
         let sub = ctx.socket(zmq::SUB).unwrap();
@@ -69,6 +72,7 @@ fn raw(n: usize, size: usize, curve: bool) -> f64 {
                 break;
             }
         }
+        let _ = connected_tx.send(());
         let (mut got, mut start) = (0usize, None);
         while got < n {
             sub.recv(&mut m, 0).unwrap();
@@ -79,11 +83,10 @@ fn raw(n: usize, size: usize, curve: bool) -> f64 {
         }
         start.unwrap()
     });
-    // Until the subscriber is connected: "go" in a message of its own.
-    let t0 = Instant::now();
-    while !rx.is_finished() && t0.elapsed() < Duration::from_millis(300) {
+    // Until the subscriber is connected: "go" in a message of its own (a
+    // busy machine can take longer than any fixed wait for the handshake).
+    while connected.recv_timeout(Duration::from_millis(10)).is_err() {
         publ.send_multipart([topic.as_slice(), b"go"], 0).unwrap();
-        std::thread::sleep(Duration::from_millis(10));
     }
     let start = Instant::now();
     for _ in 0..n {

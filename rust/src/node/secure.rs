@@ -11,10 +11,14 @@
 //!   dropped and counted (`denied`) unless its sender's role and topics
 //!   allow it ([`check_message`]): ZeroMQ gives no per-message sender on one
 //!   socket fed by many peers, which is why there is one per peer.
-//! - When the trust directory changes, the sockets of peers no longer
-//!   trusted close, and the XPUB is bound again so that every peer
-//!   reconnects through ZAP (ZAP alone acts only at a handshake): a revoked
-//!   key is cut off within about a second.
+//! - It knows which connection to its XPUB each key holds (from the messages
+//!   read on them, [`Conns`]). When the trust directory changes, our sockets
+//!   to peers no longer trusted close, and their connections to our XPUB are
+//!   shut down, and no other (ZAP alone acts only at a handshake): a revoked
+//!   key is cut off within about a second, and adding a key reconnects no
+//!   one.
+//! - Its XPUB's handshakes are watched ([`Monitor`]): one refused before ZAP
+//!   is asked (a plaintext peer) counts in `auth_refused` too.
 //!
 //! [`Core`]: crate::node::socket::Core
 
@@ -352,6 +356,33 @@ mod tests {
         xpub.send(&b"Bv-1"[..], 0).unwrap();
         assert_eq!(x.recv_bytes(0).unwrap(), b"Ax-1", "the first peer's own");
         assert_eq!(v.recv_bytes(0).unwrap(), b"Bv-1", "not the first peer's");
+    }
+
+    /// Data frames and subscriptions interleaved in bursts, from both peers:
+    /// each subscription still reaches its own sender.
+    #[test]
+    fn bursts_of_junk_and_subscriptions_stay_with_their_senders() {
+        let ctx = zmq::Context::new();
+        let (xpub, x, v) = xpub_with_two_peers(&ctx, "inproc://manual-burst");
+        for i in 0..50u8 {
+            x.send(&[b'j', i][..], 0).unwrap();
+            x.send(&[1, b'A', i][..], 0).unwrap();
+            v.send(&[1, b'B', i][..], 0).unwrap();
+            v.send(&[b'j', i][..], 0).unwrap();
+        }
+        apply(&xpub, 3 + 200);
+        for i in 0..50u8 {
+            xpub.send(&[b'A', i, 0][..], 0).unwrap();
+            xpub.send(&[b'B', i, 0][..], 0).unwrap();
+        }
+        xpub.send(&b"Ax-end"[..], 0).unwrap();
+        xpub.send(&b"Bv-end"[..], 0).unwrap();
+        for i in 0..50u8 {
+            assert_eq!(x.recv_bytes(0).unwrap(), [b'A', i, 0]);
+            assert_eq!(v.recv_bytes(0).unwrap(), [b'B', i, 0]);
+        }
+        assert_eq!(x.recv_bytes(0).unwrap(), b"Ax-end");
+        assert_eq!(v.recv_bytes(0).unwrap(), b"Bv-end");
     }
 
     /// A subscription read after its peer left applies to no pipe (libzmq

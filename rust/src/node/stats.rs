@@ -29,6 +29,9 @@ pub struct Stats {
     pub partitions_active: AtomicU64,
     /// Partition positions a consumer forgot (not heard of for `forget_after`).
     pub partitions_forgotten: AtomicU64,
+    /// Times a consumer kept only the position of a partition caught up and
+    /// not heard of for `idle_after`.
+    pub partitions_idled: AtomicU64,
     pub fetches_received: AtomicU64,
     pub direct_records_sent: AtomicU64,
     pub acks_received: AtomicU64,
@@ -82,6 +85,7 @@ impl Stats {
             ("stalled_partitions", g(&self.stalled_partitions)),
             ("partitions_active", g(&self.partitions_active)),
             ("partitions_forgotten", g(&self.partitions_forgotten)),
+            ("partitions_idled", g(&self.partitions_idled)),
             ("fetches_received", g(&self.fetches_received)),
             ("direct_records_sent", g(&self.direct_records_sent)),
             ("acks_received", g(&self.acks_received)),

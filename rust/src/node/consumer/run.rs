@@ -199,7 +199,7 @@ pub(super) fn run(
             shared.deliver(&tx, &mut dels);
         }
         if st.next_sweep().is_some_and(|d| d <= now) {
-            st.sweep_idle(now);
+            Stats::add(&stats.partitions_idled, st.sweep_idle(now) as u64);
             let gone = st.forget_idle(now);
             if !gone.is_empty() {
                 let mut f = shared.forgotten.lock().unwrap_or_else(|p| p.into_inner());

@@ -94,6 +94,12 @@ struct Part {
     backoff: Backoff,
     /// When a RECORD, HEAD or seek last concerned it.
     touched: Instant,
+    /// When a record of it last arrived live (from its producer).
+    live_at: Option<Instant>,
+    /// A DIRECT-HEAD showed records past `next` while they were arriving
+    /// live: no FETCH until the live stream stops bringing them
+    /// ([`ConsumerState::on_head`]); `next` when the wait began.
+    defer: Option<u64>,
 }
 
 /// Where a partition not (or no longer) followed starts when it is heard of.
@@ -387,6 +393,8 @@ impl ConsumerState {
                 stall_mark: next,
                 backoff: Backoff::default(),
                 touched: now,
+                live_at: None,
+                defer: None,
             }
         });
     }
@@ -476,6 +484,9 @@ impl ConsumerState {
         let (max_pending, seq) = (self.max_pending, r.sequence);
         let p = self.part(r.address, r.subject, Some(seq), now);
         p.known = p.known.max(seq.saturating_add(1));
+        if !direct {
+            p.live_at = Some(now);
+        }
         if direct && seq > p.next && !p.answered_beyond {
             // An answer from past the gap, in this round (a record already
             // held too: a store answers each retry from the same place).
@@ -512,6 +523,15 @@ impl ConsumerState {
     }
 
     /// HEAD or DIRECT-HEAD: learn the partition's last offset; FETCH a gap.
+    ///
+    /// A DIRECT-HEAD comes from a store (or the producer) answering GET-HEADS
+    /// on a connection of its own, and can overtake the records the producer
+    /// is sending us live: a store that keeps up holds what a busy consumer
+    /// has not read yet. While records of the partition arrive live, the gap
+    /// it shows is not fetched; it is once the live stream stops bringing
+    /// them for a `fetch_retry` (or at once when a record arrives past a gap).
+    /// A HEAD from the producer travels with its records, after them: a gap
+    /// it shows is real.
     pub fn on_head(&mut self, h: &Head<'_>, direct: bool, now: Instant, out: &mut Vec<Out>) {
         let ok_key = if direct {
             h.topic == self.address.as_slice()
@@ -521,7 +541,7 @@ impl ConsumerState {
         if !ok_key || !self.subscribed(h.subject) {
             return;
         }
-        let seq = h.sequence;
+        let (seq, retry) = (h.sequence, self.retry);
         let p = self.part(h.address, h.subject, Some(seq.saturating_add(1)), now);
         let known = seq.saturating_add(1);
         let mut new_gap = false;
@@ -529,7 +549,23 @@ impl ConsumerState {
             new_gap = p.pending.is_empty() && p.requested <= p.next && p.known <= p.next;
             p.known = known;
         }
+        let live = p
+            .live_at
+            .is_some_and(|t| now.saturating_duration_since(t) < retry);
+        let wait = direct && live && p.next < p.known && p.requested <= p.next;
+        let timer = if wait && p.retry_at.is_none() {
+            let at = now + retry;
+            p.defer = Some(p.next);
+            p.retry_at = Some(at);
+            Some(Reverse((at, p.key.clone())))
+        } else {
+            None
+        };
         self.gaps += u64::from(new_gap);
+        if let Some(t) = timer {
+            self.timers.push(t);
+            return;
+        }
         self.maybe_fetch(h.address, now, out);
     }
 
@@ -542,6 +578,14 @@ impl ConsumerState {
         let Some(p) = self.parts.get_mut(partition) else {
             return;
         };
+        if p.defer.is_some() {
+            if p.pending.is_empty() && p.next < p.known {
+                return; // waiting for the live records (`on_head`)
+            }
+            // Caught up, or a record came past a gap: the wait is over.
+            p.defer = None;
+            p.retry_at = None;
+        }
         let from = if p.requested > p.next {
             // In flight; the retry timer covers it. Pipeline the next window?
             if p.requested - p.next > u64::from(max_fetch / 2) || p.requested >= p.known {
@@ -593,6 +637,22 @@ impl ConsumerState {
                 continue; // stale: the FETCH was answered or re-sent since
             }
             p.retry_at = None;
+            if let Some(mark) = p.defer.take() {
+                // Waiting for live records (`on_head`): again while they
+                // keep coming, else FETCH what is still missing.
+                let flowing = p.next > mark
+                    && p.live_at
+                        .is_some_and(|l| now.saturating_duration_since(l) < self.retry);
+                if flowing && p.next < p.known {
+                    let at = now + self.retry;
+                    p.defer = Some(p.next);
+                    p.retry_at = Some(at);
+                    self.timers.push(Reverse((at, k.clone())));
+                } else {
+                    due.push(k);
+                }
+                continue;
+            }
             lost += p.retry_or_skip(give_up, deliver);
             p.requested = p.next;
             if p.stalled >= give_up {
@@ -665,6 +725,7 @@ impl ConsumerState {
         p.touched = now;
         p.pending.clear();
         p.retry_at = None;
+        p.defer = None;
         p.epoch += 1;
         // Evidence of a deleted gap was about the old position.
         p.forget_stall();

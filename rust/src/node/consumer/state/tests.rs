@@ -756,3 +756,94 @@ fn a_seek_of_an_idle_partition_fetches_from_there() {
         "nothing asked for: {o:?}"
     );
 }
+
+/// A store's DIRECT-HEAD overtakes the records the producer is sending us
+/// live (the store keeps up, we are behind): no FETCH while they keep
+/// coming, none once they filled the gap (issue 37: a consumer fetched what
+/// was on its way, and a test that counted FETCHes of a live stream failed
+/// on a busy machine).
+#[test]
+fn a_store_s_head_ahead_of_live_records_fetches_nothing_while_they_come() {
+    let mut st = state(OffsetReset::Latest, &[b"hello"]);
+    let (mut d, mut o) = (Vec::new(), Vec::new());
+    let t0 = Instant::now();
+    st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+    st.on_head(&direct_head(9), true, t0, &mut o);
+    assert!(o.is_empty(), "no FETCH: the records are coming live");
+    // Live records keep coming, in order: still none.
+    let step = Duration::from_millis(300);
+    for (i, seq) in (1..=4).enumerate() {
+        st.on_record(&rec(seq, b"x"), false, t0 + step * i as u32, &mut d, &mut o);
+    }
+    let due = st.next_deadline().expect("the wait's timer");
+    st.on_timer(due, &mut d, &mut o);
+    assert!(o.is_empty(), "they came since: wait again");
+    for seq in 5..=9 {
+        st.on_record(&rec(seq, b"x"), false, due, &mut d, &mut o);
+    }
+    assert_eq!(offsets(&d), (0..=9).collect::<Vec<_>>());
+    assert!(o.is_empty());
+    assert_eq!(st.next_deadline(), None, "caught up: no timer left");
+    assert_eq!(st.fetches, 0);
+}
+
+/// The live stream stops short of the head: the rest is fetched after a
+/// `fetch_retry`; a record past a gap fetches at once.
+#[test]
+fn a_store_s_head_ahead_of_a_stream_that_stops_is_fetched() {
+    let mut st = state(OffsetReset::Latest, &[b"hello"]);
+    let (mut d, mut o) = (Vec::new(), Vec::new());
+    let t0 = Instant::now();
+    st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+    st.on_head(&direct_head(9), true, t0, &mut o);
+    st.on_record(&rec(1, b"b"), false, t0, &mut d, &mut o);
+    assert!(o.is_empty());
+    let due = st.next_deadline().expect("the wait's timer");
+    assert_eq!(due, t0 + Duration::from_millis(500));
+    st.on_timer(due, &mut d, &mut o);
+    assert!(
+        matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 2,
+                count: 8,
+                ..
+            }]
+        ),
+        "{o:?}"
+    );
+    // Another partition state: a record past a gap ends the wait at once.
+    let mut st = state(OffsetReset::Latest, &[b"hello"]);
+    let mut o = Vec::new();
+    st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+    st.on_head(&direct_head(9), true, t0, &mut o);
+    st.on_record(&rec(5, b"f"), false, t0, &mut d, &mut o);
+    assert!(
+        matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 1,
+                count: 4,
+                ..
+            }]
+        ),
+        "{o:?}"
+    );
+    // A HEAD from the producer travels after its records: a gap it shows is
+    // fetched at once, as is a DIRECT-HEAD of a partition not heard live.
+    let mut st = state(OffsetReset::Latest, &[b"hello"]);
+    let mut o = Vec::new();
+    st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
+    let h = Head {
+        topic: b"hello",
+        address: P,
+        subject: b"hello",
+        sequence: 3,
+    };
+    st.on_head(&h, false, t0, &mut o);
+    assert!(matches!(o[..], [Out::Fetch { sequence: 1, .. }]), "{o:?}");
+    let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+    let mut o = Vec::new();
+    st.on_head(&direct_head(3), true, t0, &mut o);
+    assert!(matches!(o[..], [Out::Fetch { sequence: 0, .. }]), "{o:?}");
+}
