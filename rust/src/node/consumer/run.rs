@@ -94,12 +94,17 @@ pub(super) fn run(
                     continue;
                 }
                 if let Ok(sub) = Subscription::decode(s[0]) {
-                    if let (true, Some((crate::wire::Kind::GetHeads, t))) =
-                        (sub.subscribe, sub.target())
-                    {
-                        outs.clear();
-                        outs.extend(st.get_heads_for(t));
-                        core.emit_all(&outs)?;
+                    match (sub.subscribe, sub.target()) {
+                        (true, Some((crate::wire::Kind::GetHeads, t))) => {
+                            outs.clear();
+                            outs.extend(st.get_heads_for(t));
+                            core.emit_all(&outs)?;
+                        }
+                        // A producer connected: FETCH it again now.
+                        (true, Some((crate::wire::Kind::Fetch, partition))) => {
+                            st.on_fetcher(partition, Instant::now());
+                        }
+                        _ => {}
                     }
                 }
             }

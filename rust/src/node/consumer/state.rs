@@ -340,6 +340,23 @@ impl ConsumerState {
         }]
     }
 
+    /// A node that answers FETCHes of `partition` (its producer: `F` +
+    /// partition) subscribed to us: a FETCH of it still unanswered may have
+    /// gone out before that node could hear it, so it goes again now, not
+    /// after a retry interval that may have grown to seconds.
+    pub fn on_fetcher(&mut self, partition: &[u8], now: Instant) {
+        let Some(p) = self.parts.get_mut(partition) else {
+            return;
+        };
+        if p.defer.is_none() && p.retry_at.is_some() && p.requested > p.next {
+            // The tries so far went to nobody who could answer.
+            p.stalled = 0;
+            p.backoff = Backoff::default();
+            p.retry_at = Some(now);
+            self.timers.push(Reverse((now, p.key.clone())));
+        }
+    }
+
     fn part(
         &mut self,
         partition: &[u8],

@@ -847,3 +847,32 @@ fn a_store_s_head_ahead_of_a_stream_that_stops_is_fetched() {
     st.on_head(&direct_head(3), true, t0, &mut o);
     assert!(matches!(o[..], [Out::Fetch { sequence: 0, .. }]), "{o:?}");
 }
+
+/// A FETCH that went out before its producer's connection to us was up is
+/// asked again when that producer subscribes (`F` + partition), not after a
+/// retry interval grown to seconds (a secure test's consumer waited past its
+/// deadline).
+#[test]
+fn a_fetch_goes_again_when_its_producer_subscribes() {
+    let mut st = state(OffsetReset::Earliest, &[b"hello"]);
+    let (mut d, mut o) = (Vec::new(), Vec::new());
+    let t0 = Instant::now();
+    st.on_head(&direct_head(9), true, t0, &mut o);
+    assert!(matches!(o[..], [Out::Fetch { sequence: 0, .. }]));
+    // Unanswered until the back-off grew.
+    retries(&mut st, 8, &mut d);
+    let late = st.next_deadline().unwrap();
+    assert!(late > t0 + Duration::from_secs(5), "backed off: {late:?}");
+    let now = t0 + Duration::from_secs(5);
+    st.on_fetcher(b"another partition", now);
+    assert_eq!(st.next_deadline(), Some(late), "not ours");
+    st.on_fetcher(P, now);
+    assert_eq!(st.next_deadline(), Some(now));
+    o.clear();
+    st.on_timer(now, &mut d, &mut o);
+    assert!(matches!(o[..], [Out::Fetch { sequence: 0, .. }]), "{o:?}");
+    assert!(
+        st.next_deadline().unwrap() <= now + Duration::from_millis(500),
+        "back to fetch_retry"
+    );
+}
