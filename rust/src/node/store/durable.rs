@@ -207,13 +207,16 @@ impl DurableLog {
         if batch.is_empty() {
             return Ok(());
         }
-        match self.syncer.tx.as_ref().map(|tx| tx.send(batch)) {
-            Some(Ok(())) => {
-                self.in_flight = true;
-                Ok(())
-            }
-            _ => Err(LogError::Invalid("the sync thread stopped".into())),
+        let sent = self
+            .syncer
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(batch).is_ok());
+        if !sent {
+            return Err(LogError::Invalid("the sync thread stopped".into()));
         }
+        self.in_flight = true;
+        Ok(())
     }
 }
 
