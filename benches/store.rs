@@ -10,7 +10,9 @@
 //!   same bytes written every 1 ms and fdatasynced as often as the store syncs,
 //!   timed until a sync covers them; and, as a diagnostic of our own path
 //!   apart from the disk, the store with `fsync = never` (ACK once written);
-//! - the same with 10k idle partitions known to the store (`parts`);
+//! - the same with 10k idle partitions known to the store (`parts`), and
+//!   with 10k idle partitions whose producers are alive, a HEAD each per
+//!   second, beside one busy one: CPU per record of the busy one (`idle`);
 //! - replay: a late consumer served by the store alone;
 //! - store RSS while holding many records (`DAFKA_BENCH_RSS_RECORDS`, default 50M);
 //! - the store's own per-record code without sockets (`logic`): decoded RECORDs
@@ -30,7 +32,7 @@ use _native::node::store::{DurableLog, StoreLog, StoreState, StoreStateConfig};
 use _native::node::{
     Consumer, ConsumerConfig, NodeConfig, OffsetReset, Producer, ProducerConfig, Store, StoreConfig,
 };
-use _native::wire::{Dialect, FrameBuf, Message, Record};
+use _native::wire::{Dialect, FrameBuf, Head, Message, Record};
 
 fn bench_dir(name: &str) -> PathBuf {
     let root = std::env::var_os("DAFKA_BENCH_DIR")
@@ -176,10 +178,22 @@ fn send_raw_record(
     sequence: u64,
     content: &[u8],
 ) {
+    send_raw_record_of(publ, buf, b"t", address, sequence, content);
+}
+
+/// [`send_raw_record`] of `topic`.
+fn send_raw_record_of(
+    publ: &zmq::Socket,
+    buf: &mut FrameBuf,
+    topic: &[u8],
+    address: &[u8],
+    sequence: u64,
+    content: &[u8],
+) {
     Message::Record(Record {
-        topic: b"t",
+        topic,
         address,
-        subject: b"t",
+        subject: topic,
         sequence,
         content,
     })
@@ -408,10 +422,10 @@ fn add_producer_with(s: &Store, batches: bool) -> Producer {
     p
 }
 
-/// One producer into a store that already knows `idle` other partitions
-/// (producers that sent one record each and went quiet, as every finished
-/// Spark task's does), until everything is durably ACKed.
-fn durable_throughput_idle_parts(dir: &Path, n: u64, size: usize, idle: u64) -> Rate {
+/// A store that holds `idle` partitions of one record each (`size` bytes)
+/// from raw producers (a PUB of this thread, left connected), until every
+/// one is stored; and that PUB.
+fn store_with_idle(dir: &Path, size: usize, idle: u64) -> (Store, zmq::Context, zmq::Socket) {
     let s = Store::open(dir, StoreConfig::default()).unwrap();
     let ctx = zmq::Context::new();
     let publ = ctx.socket(zmq::PUB).unwrap();
@@ -439,6 +453,14 @@ fn durable_throughput_idle_parts(dir: &Path, n: u64, size: usize, idle: u64) -> 
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    (s, ctx, publ)
+}
+
+/// One producer into a store that already knows `idle` other partitions
+/// (producers that sent one record each and went quiet, as every finished
+/// Spark task's does), until everything is durably ACKed.
+fn durable_throughput_idle_parts(dir: &Path, n: u64, size: usize, idle: u64) -> Rate {
+    let (s, _ctx, publ) = store_with_idle(dir, size, idle);
     drop(publ);
     // Past the ACK refresh window: the idle producers are silent.
     std::thread::sleep(Duration::from_secs(6));
@@ -450,6 +472,89 @@ fn durable_throughput_idle_parts(dir: &Path, n: u64, size: usize, idle: u64) -> 
     p.close().unwrap();
     s.close().unwrap();
     rate
+}
+
+/// Publishes a HEAD of `topic` (the partition's last offset) on a raw
+/// socket, as a live producer does every second.
+fn send_raw_head(
+    publ: &zmq::Socket,
+    buf: &mut FrameBuf,
+    topic: &[u8],
+    address: &[u8],
+    sequence: u64,
+) {
+    Message::Head(Head {
+        topic,
+        address,
+        subject: topic,
+        sequence,
+    })
+    .encode_into(Dialect::Rfc, buf)
+    .unwrap();
+    let mut frames = buf.header_frames();
+    publ.send(frames.next().unwrap(), zmq::SNDMORE).unwrap();
+    publ.send(frames.next().unwrap(), 0).unwrap();
+}
+
+/// CPU seconds used so far by the store's threads (the loop and its syncer).
+fn store_threads_cpu() -> f64 {
+    thread_cpu()
+        .values()
+        .filter(|(name, _, _)| name.starts_with("dafka-store"))
+        .map(|(_, secs, _)| secs)
+        .sum()
+}
+
+/// One busy producer into a store that also hears `idle` other producers
+/// that are alive but send nothing new: each partition holds one record,
+/// ACKed, and its producer tells its HEAD every second (so the store repeats
+/// its ACK and keeps its state). They write another topic (`u`): a producer
+/// subscribes to its topic's ACKs, and ten thousand repeats a second on its
+/// own would crowd out its ACKs (lossy sends to a full queue). Until
+/// everything is durably ACKed; the rate, the process's CPU per record and
+/// the store threads' own.
+fn durable_throughput_live_idle(dir: &Path, n: u64, size: usize, idle: u64) -> (Rate, f64) {
+    let (s, ctx, publ) = store_with_idle(dir, size, idle);
+    drop(publ);
+    // As `durable_throughput_idle_parts`: the busy producer joins a store
+    // whose ACK repeats for the new partitions are over.
+    std::thread::sleep(Duration::from_secs(6));
+    let p = add_producer(&s);
+    // The idle producers stay alive: a HEAD each per second, from a thread
+    // of their own, for as long as the measurement runs.
+    let publ = ctx.socket(zmq::PUB).unwrap();
+    publ.set_sndhwm(0).unwrap();
+    publ.bind("tcp://127.0.0.1:*").unwrap();
+    s.connect(&publ.get_last_endpoint().unwrap().unwrap())
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let heads = std::thread::spawn(move || {
+        let mut buf = FrameBuf::new();
+        let addrs: Vec<String> = (0..idle).map(|i| format!("{i:032X}")).collect();
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            let next = Instant::now() + Duration::from_secs(1);
+            for a in &addrs {
+                send_raw_head(&publ, &mut buf, b"t", a.as_bytes(), 0);
+            }
+            while Instant::now() < next && !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    });
+    // Two rounds of HEADs: every idle partition is known live to the store.
+    std::thread::sleep(Duration::from_secs(2));
+    let cpu0 = store_threads_cpu();
+    let rate = Rate::measure(n, || {
+        send_n(&p, n, size);
+        assert_eq!(p.flush(Duration::from_secs(300)).unwrap(), 0);
+    });
+    let store_us = (store_threads_cpu() - cpu0) * 1e6 / n as f64;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    heads.join().unwrap();
+    p.close().unwrap();
+    s.close().unwrap();
+    (rate, store_us)
 }
 
 /// Two producers (two partitions) sending at once into one store, until
@@ -777,7 +882,7 @@ fn main() {
         return;
     }
     let quick = std::env::var_os("DAFKA_BENCH_QUICK").is_some();
-    // DAFKA_BENCH_ONLY=tput,logic,parts,latency,replay,rss picks parts (default: all;
+    // DAFKA_BENCH_ONLY=tput,logic,parts,idle,latency,replay,rss picks parts (default: all;
     // `nosync`, never by default, runs only the latency diagnostic without fdatasync).
     let only = std::env::var("DAFKA_BENCH_ONLY").unwrap_or_default();
     let part = |name: &str| only.is_empty() || only.split(',').any(|p| p.trim() == name);
@@ -859,6 +964,19 @@ fn main() {
         println!(
             "durable ACKed   100 B, {idle} idle partitions known: store {:.2}M rec/s ({:.2} \
              cpu-µs/rec)",
+            st.per_sec / 1e6,
+            st.cpu_us
+        );
+    }
+    if part("idle") {
+        // Issue 37: 10,000 idle partitions whose producers are alive (a HEAD
+        // each per second) beside one busy one: what the store spends per
+        // record of the busy one.
+        let (n, idle) = (2_000_000 / scale, 10_000);
+        let (st, store_us) = durable_throughput_live_idle(&bench_dir("idle"), n, 100, idle);
+        println!(
+            "durable ACKed   100 B, {idle} idle partitions with live producers: store {:.2}M \
+             rec/s ({:.2} cpu-µs/rec in all, {store_us:.2} in the store's threads)",
             st.per_sec / 1e6,
             st.cpu_us
         );

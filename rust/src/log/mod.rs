@@ -76,9 +76,15 @@
 //! acknowledges only below it. One sync covers every append since the last (group
 //! commit). With [`FsyncPolicy::Interval`] the log syncs a partition when
 //! `flush_messages` records are unsynced or `flush_interval_ms` passed since its
-//! last sync; this is checked on append and on [`Log::tick`], which the owner's
-//! event loop calls (no background thread), ideally at [`Log::next_deadline`].
-//! The code is `sync.rs`.
+//! last sync started; this is checked on append and on [`Log::tick`], which the
+//! owner's event loop calls (no background thread), ideally at
+//! [`Log::next_deadline`]. An owner that runs the fdatasyncs on a thread of its
+//! own (a store) calls [`Log::sync_elsewhere`]: the same policy then only says
+//! when ([`Log::sync_due`], [`Log::next_sync_at`]), and each finished sync
+//! reports which partitions reached which durable offset
+//! ([`Log::finish_sync_into`]). Appends may be buffered
+//! ([`Log::append_buffered`]): one write per partition per flush, counted by
+//! [`Log::next_offset`] at once. The code is `sync.rs` and `buffer.rs`.
 //!
 //! # Retention
 //!
@@ -105,7 +111,8 @@
 //! | file | what it decides |
 //! |------|-----------------|
 //! | `mod.rs` | open, append, read, listings, close; [`Log::tick`], the owner's periodic call; the open-files budget |
-//! | `sync.rs` | what is durable: group commit ([`Log::sync`], [`SyncBatch`]), [`Log::durable_next`], syncs at open, the clean mark |
+//! | `sync.rs` | what is durable: group commit ([`Log::sync`], [`SyncBatch`], what a finished sync reports), when the policy wants one, [`Log::durable_next`], syncs at open, the clean mark |
+//! | `buffer.rs` | the write buffer: appends gathered per partition, written with one call each |
 //! | `retention.rs` | what retention deletes, and parking the partitions it empties |
 //! | [`parked`] | the registry of parked partitions (`ROOT/.parked`): its lines and its map in memory |
 //! | `damage.rs` | partitions set aside (could not be opened) or failed, and opening them again |
@@ -118,6 +125,7 @@
 //! # API
 //!
 //! [`Log::open`], [`Log::append`], [`Log::append_batch`], [`Log::append_bodies`],
+//! [`Log::append_buffered`], [`Log::flush_writes`],
 //! [`Log::read`], [`Log::read_with`], [`Log::sync`], [`Log::tick`], [`Log::next_deadline`], [`Log::durable_next`],
 //! [`Log::next_offset`], [`Log::first_offset`], [`Log::offset_for_time`],
 //! [`Log::enforce_retention`], [`Log::partitions`], [`Log::topics`],
@@ -136,6 +144,7 @@
 //! # Ok::<(), _native::log::LogError>(())
 //! ```
 
+mod buffer;
 mod config;
 mod damage;
 mod error;
@@ -157,12 +166,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use buffer::WRITE_BUFFER_BYTES;
 pub use config::{system_clock_ms, Clock, Failpoint, FsyncPolicy, IoOp, LogConfig};
 pub use error::{LogError, Result};
 pub use parked::PARKED_FILE;
 pub use partition::{PartitionInfo, PartitionSync, StoredRecord};
 pub use recovery::RecoveryPolicy;
-pub use sync::{SyncBatch, SyncDone, CLEAN_FILE};
+pub use sync::{Durable, SyncBatch, SyncDone, CLEAN_FILE};
 
 use damage::{damaged_error, set_aside_at_open, Damaged};
 use format::{check_partition_name, escape_name, unescape_name};
@@ -223,6 +233,12 @@ pub struct Log {
     /// The same for expired segments of partitions that keep records (at
     /// most [`retention::RETAIN_BATCH`] deleted per sweep).
     retain_more: bool,
+    /// Appends not yet written ([`Log::append_buffered`]).
+    buffer: buffer::WriteBuffer,
+    /// The owner runs the group commits ([`Log::sync_elsewhere`]).
+    sync_elsewhere: bool,
+    /// When the last [`Log::begin_sync`] started (see [`Log::next_sync_at`]).
+    last_commit: Option<std::time::Instant>,
 }
 
 /// Name of the lock file in the log's root (not a valid escaped topic name).
@@ -423,6 +439,9 @@ impl Log {
             parked_rewrite: false,
             park_more: false,
             retain_more: false,
+            buffer: buffer::WriteBuffer::default(),
+            sync_elsewhere: false,
+            last_commit: None,
         })
     }
 
@@ -537,6 +556,10 @@ impl Log {
         if self.cfg.read_only {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
+        if !self.buffer.is_empty() {
+            // Buffered appends go first: a partition's records in order.
+            self.flush_writes()?;
+        }
         if first_offset.checked_add(items.len() as u64).is_none() {
             return Err(LogError::Invalid(format!(
                 "offsets {first_offset} + {} records overflow 64 bits",
@@ -584,12 +607,21 @@ impl Log {
         self.uses += 1;
         let p = self.parts.get_mut(&key).expect("inserted above");
         p.last_used = self.uses;
-        let r = p.append(
-            &mut self.scratch,
-            first_offset,
-            Records { items, wrap },
-            now,
-        );
+        let inline_sync = !self.sync_elsewhere;
+        let r = p
+            .append(
+                &mut self.scratch,
+                first_offset,
+                Records { items, wrap },
+                now,
+            )
+            .and_then(|()| {
+                if inline_sync {
+                    p.sync_after_append(now)
+                } else {
+                    Ok(())
+                }
+            });
         list_dirty(&mut self.dirty, &key, p);
         if self.scratch.capacity() > SCRATCH_KEEP {
             self.scratch = Vec::new();
@@ -605,6 +637,7 @@ impl Log {
         if self.cfg.read_only {
             return Err(LogError::ReadOnly(self.root.clone()));
         }
+        self.flush_writes()?;
         let key = (topic.to_vec(), partition.to_owned());
         if let Some(next) = self.parked.get(topic, partition) {
             // No record to drop: it stands at `offset` from now on.
@@ -732,8 +765,12 @@ impl Log {
         }
     }
 
-    /// The offset the next append to this partition must carry, if it exists.
+    /// The offset the next append to this partition must carry, if it
+    /// exists (buffered appends count).
     pub fn next_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
+        if let Some((next, _)) = self.buffer.span(topic, partition) {
+            return Some(next);
+        }
         match self.find(topic, partition).ok()? {
             Found::Open(p) => Some(p.next_offset()),
             Found::Parked(next) => Some(next),
@@ -751,22 +788,24 @@ impl Log {
         }
     }
 
-    /// The first available offset, if the partition exists.
+    /// The first available offset, if the partition exists (or has
+    /// buffered appends).
     pub fn first_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        match self.find(topic, partition).ok()? {
-            Found::Open(p) => Some(p.first_offset()),
-            Found::Parked(next) => Some(next),
+        match self.find(topic, partition) {
+            Ok(Found::Open(p)) => Some(p.first_offset()),
+            Ok(Found::Parked(next)) => Some(next),
+            Err(_) => self.buffer.span(topic, partition).map(|(_, first)| first),
         }
     }
 
     /// Periodic work for the owner's event loop: interval syncs that fell due and,
     /// every `retention_check_ms`, retention. Cheap when nothing is due.
     pub fn tick(&mut self) -> Result<()> {
+        let mut first_err = self.flush_writes().err();
         // Other logs of the process may need descriptors this one holds.
         self.close_idle_files();
         let now = self.cfg.now();
-        let mut first_err = None;
-        if self.cfg.fsync == FsyncPolicy::Interval {
+        if self.cfg.fsync == FsyncPolicy::Interval && !self.sync_elsewhere {
             for p in self.parts.values_mut() {
                 if let Err(e) = p.maybe_sync(now) {
                     first_err.get_or_insert(e);
@@ -813,6 +852,9 @@ impl Log {
             self.last_retention_ms
                 .saturating_add(self.cfg.retention_check_ms)
         };
+        if self.sync_elsewhere {
+            return retention;
+        }
         self.parts
             .values()
             .filter_map(|p| p.sync_deadline())
@@ -862,13 +904,19 @@ impl Log {
     }
 
     /// (topic, partition) of every partition that is not parked (each in a
-    /// directory of its own; it may be empty), or of one topic's, sorted.
+    /// directory of its own; it may be empty), or of one topic's, sorted;
+    /// then those that have only buffered appends so far.
     pub fn open_partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
-        self.parts
+        let mut keys: Vec<PartKey> = self
+            .parts
             .keys()
             .filter(|(t, _)| topic.is_none_or(|w| w == t.as_slice()))
             .cloned()
-            .collect()
+            .collect();
+        if !self.buffer.is_empty() {
+            keys.extend(self.buffered_new(topic));
+        }
+        keys
     }
 
     /// The listing entry of one partition.
@@ -883,7 +931,7 @@ impl Log {
     /// it was (and no partition is set aside), leaves [`CLEAN_FILE`], so the
     /// next open syncs nothing.
     pub fn close(mut self) -> Result<()> {
-        let mut first_err = None;
+        let mut first_err = self.flush_writes().err();
         for p in self.parts.values_mut() {
             if let Err(e) = p.close() {
                 first_err.get_or_insert(e);

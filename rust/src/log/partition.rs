@@ -308,7 +308,7 @@ impl Partition {
     }
 
     /// Appends `records` at offsets `first, first + 1, ...`, rolling segments as
-    /// needed, then syncs as the fsync policy says. On an error a prefix of the
+    /// needed (the log then applies the fsync policy). On an error a prefix of the
     /// batch may be stored (see [`Partition::next_offset`]); no partial record is.
     ///
     /// A segment holds records of one format: the first append after opening
@@ -362,6 +362,12 @@ impl Partition {
             self.write_chunk(scratch, first + i as u64, now, records.slice(i, j))?;
             i = j;
         }
+        Ok(())
+    }
+
+    /// What the fsync policy says after an append, for a log that syncs on
+    /// its writer's thread: `always` syncs now, `interval` if due.
+    pub(crate) fn sync_after_append(&mut self, now: u64) -> Result<()> {
         match self.cfg.fsync {
             FsyncPolicy::Always => self.sync(now),
             FsyncPolicy::Interval => self.maybe_sync(now),
@@ -523,12 +529,10 @@ impl Partition {
         }
     }
 
-    /// True if `flush_messages` records are unsynced or `flush_interval_ms`
-    /// passed since the last sync while something is unsynced.
-    pub(crate) fn sync_due(&self, now: u64) -> bool {
-        self.needs_sync()
-            && (self.unsynced_messages >= self.cfg.flush_messages
-                || now.saturating_sub(self.last_sync_ms) >= self.cfg.flush_interval_ms)
+    /// True if `flush_messages` records are unsynced (and not yet taken by
+    /// a sync).
+    pub(crate) fn over_flush_messages(&self) -> bool {
+        self.unsynced_messages >= self.cfg.flush_messages
     }
 
     /// True if appends (or rolled segments) are not yet durable and the

@@ -1,15 +1,20 @@
-//! Durability: where the log decides what is durable.
+//! Durability: where the log decides what is durable, and the one group
+//! commit.
 //!
 //! Appends are written to the segment files (visible to readers) before
-//! [`Log::append_batch`] returns; an offset becomes durable once an
-//! fdatasync covered it, and [`Log::durable_next`] says how far that is (a
-//! store acknowledges only below it). One sync covers every append since the
-//! last (group commit): [`Log::sync`] on the writer's thread, or
-//! [`Log::begin_sync`] → [`SyncBatch::run`] on any thread →
-//! [`Log::finish_sync`] while appends go on. Which partitions a sync looks at
-//! is the log's `dirty` list; when a partition is due under
-//! [`FsyncPolicy::Interval`](super::FsyncPolicy::Interval) is
-//! `Partition::sync_due` / `maybe_sync` (checked by [`Log::tick`]).
+//! [`Log::append_batch`] returns (buffered ones at the next flush, see
+//! `buffer.rs`); an offset becomes durable once an fdatasync covered it, and
+//! [`Log::durable_next`] says how far that is (a store acknowledges only
+//! below it). One sync covers every append since the last (group commit):
+//! [`Log::sync`] on the writer's thread, or [`Log::begin_sync`] →
+//! [`SyncBatch::run`] on any thread → [`Log::finish_sync_into`] while
+//! appends go on, which tells exactly which partitions reached which durable
+//! offset ([`Durable`]): what a store turns into ACKs, without looking at
+//! the partitions the sync did not cover. Which partitions a sync looks at is
+//! the log's `dirty` list; when the fsync policy wants a sync is decided
+//! here too: by the log itself after appends and in [`Log::tick`], or, once
+//! the owner runs the syncs ([`Log::sync_elsewhere`]), for the owner by
+//! [`Log::sync_due`] and [`Log::next_sync_at`].
 //!
 //! Opening makes what the log found durable ([`sync_opened`], one syncfs for
 //! a large log); a clean [`Log::close`] leaves [`CLEAN_FILE`] so that the next
@@ -18,8 +23,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::config::LogConfig;
+use super::config::{FsyncPolicy, LogConfig};
 use super::damage::{set_aside_at_open, Damaged};
 use super::error::{LogError, Result};
 use super::partition::{self, Partition};
@@ -31,18 +37,30 @@ pub struct SyncBatch {
     cfg: Arc<LogConfig>,
     pub(super) parts: Vec<(PartKey, partition::PartitionSync)>,
     failed: Vec<(PartKey, LogError)>,
+    /// Writing the buffered appends first failed (see `buffer.rs`).
+    flush_error: Option<LogError>,
 }
 
 /// The outcome of a [`SyncBatch`], per partition.
 #[derive(Debug)]
 pub struct SyncDone {
     results: Vec<(PartKey, u64, Result<()>)>,
+    flush_error: Option<LogError>,
+}
+
+/// A partition a sync made durable further: every offset below `next`
+/// reached fdatasync.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durable {
+    pub topic: Vec<u8>,
+    pub partition: String,
+    pub next: u64,
 }
 
 impl SyncBatch {
     /// True if nothing needs syncing.
     pub fn is_empty(&self) -> bool {
-        self.parts.is_empty() && self.failed.is_empty()
+        self.parts.is_empty() && self.failed.is_empty() && self.flush_error.is_none()
     }
 
     /// Step 2: the fdatasyncs; call it on any thread.
@@ -56,7 +74,10 @@ impl SyncBatch {
             })
             .collect();
         results.extend(self.failed.into_iter().map(|(key, e)| (key, 0, Err(e))));
-        SyncDone { results }
+        SyncDone {
+            results,
+            flush_error: self.flush_error,
+        }
     }
 }
 
@@ -133,6 +154,16 @@ pub(super) fn leave_clean_mark(cfg: &LogConfig, root: &Path) -> Result<()> {
 }
 
 impl Log {
+    /// From now on the owner runs the group commits the fsync policy calls
+    /// for: appends and [`Log::tick`] no longer fdatasync, and the owner asks
+    /// [`Log::sync_due`] / [`Log::next_sync_at`] and runs
+    /// [`Log::begin_sync`] → [`SyncBatch::run`] (on a thread of its own) →
+    /// [`Log::finish_sync_into`]. What a store does, so that its thread
+    /// keeps appending while the last batch is fdatasynced.
+    pub fn sync_elsewhere(&mut self) {
+        self.sync_elsewhere = true;
+    }
+
     /// The durable high-water mark: every offset below it has reached fdatasync.
     pub fn durable_next(&self, topic: &[u8], partition: &str) -> Option<u64> {
         match self.find(topic, partition).ok()? {
@@ -141,13 +172,29 @@ impl Log {
         }
     }
 
-    /// fdatasyncs every partition with unsynced appends (group commit).
+    /// fdatasyncs every partition with unsynced appends (group commit),
+    /// buffered ones written first.
     pub fn sync(&mut self) -> Result<()> {
+        self.sync_into(&mut Vec::new())
+    }
+
+    /// [`Log::sync`], adding to `durable` each partition it made durable
+    /// further.
+    pub fn sync_into(&mut self, durable: &mut Vec<Durable>) -> Result<()> {
+        let mut first_err = self.flush_writes().err();
         let now = self.cfg.now();
-        let mut first_err = None;
-        for p in self.parts.values_mut() {
-            if let Err(e) = p.sync(now) {
-                first_err.get_or_insert(e);
+        for ((topic, partition), p) in self.parts.iter_mut() {
+            let before = p.durable_next();
+            match p.sync(now) {
+                Ok(()) if p.durable_next() > before => durable.push(Durable {
+                    topic: topic.clone(),
+                    partition: partition.clone(),
+                    next: p.durable_next(),
+                }),
+                Ok(()) => {}
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
             }
         }
         if first_err.is_none() {
@@ -167,6 +214,8 @@ impl Log {
     /// [`Log::finish_sync`]. A partition that cannot be prepared fails its
     /// part of the batch.
     pub fn begin_sync(&mut self) -> SyncBatch {
+        let flush_error = self.flush_writes().err();
+        self.last_commit = Some(Instant::now());
         let mut parts = Vec::new();
         let mut failed = Vec::new();
         let mut keep = Vec::new();
@@ -193,30 +242,75 @@ impl Log {
             cfg: self.cfg.clone(),
             parts,
             failed,
+            flush_error,
         }
     }
 
     /// Step 3: makes durable what the batch synced; returns the first error
     /// (those partitions stay unusable until reopen).
     pub fn finish_sync(&mut self, done: SyncDone) -> Result<()> {
+        self.finish_sync_into(done, &mut Vec::new())
+    }
+
+    /// [`Log::finish_sync`], adding to `durable` each partition of the batch
+    /// whose sync succeeded and moved its durable offset, with that offset: exactly what this
+    /// sync made durable, and nothing about the partitions it did not cover.
+    pub fn finish_sync_into(&mut self, done: SyncDone, durable: &mut Vec<Durable>) -> Result<()> {
         let now = self.cfg.now();
-        let mut first_err = None;
+        let mut first_err = done.flush_error;
         for (key, target, result) in done.results {
             if let Some(p) = self.parts.get_mut(&key) {
                 p.syncing = false;
-                if let Err(e) = p.finish_sync(target, result, now) {
-                    first_err.get_or_insert(e);
+                let before = p.durable_next();
+                match p.finish_sync(target, result, now) {
+                    // A sync of directory entries alone moves no offset.
+                    Ok(()) if p.durable_next() == before => {}
+                    Ok(()) => durable.push(Durable {
+                        next: p.durable_next(),
+                        topic: key.0,
+                        partition: key.1,
+                    }),
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
                 }
             }
         }
         first_err.map_or(Ok(()), Err)
     }
 
-    /// True if some partition's `flush_messages` / `flush_interval_ms` says a
-    /// sync is due (for owners that sync with [`Log::begin_sync`]).
+    /// True if the fsync policy wants a group commit now (see
+    /// [`Log::next_sync_at`]).
     pub fn sync_due(&self) -> bool {
-        let now = self.cfg.now();
-        self.dirty_parts().any(|p| p.sync_due(now))
+        self.next_sync_at().is_some_and(|at| at <= Instant::now())
+    }
+
+    /// When the fsync policy wants the next group commit run by the owner
+    /// ([`Log::sync_elsewhere`]), if anything is unsynced: `always` at once;
+    /// `interval` at once if a partition has `flush_messages` records
+    /// unsynced, else `flush_interval_ms` after the last group commit
+    /// started (so a record waits at most one interval plus one sync);
+    /// `never` not at all. Looks at the partitions written since the last
+    /// sync only. Measured on the monotonic clock, not the log's (a store's
+    /// syncs must not wait for a wall clock stepped back, or frozen by a
+    /// test to drive retention); a log that syncs on its writer's thread
+    /// times each partition by the log's clock instead ([`Log::tick`]).
+    pub fn next_sync_at(&self) -> Option<Instant> {
+        if self.cfg.fsync == FsyncPolicy::Never {
+            return None;
+        }
+        let mut unsynced = false;
+        for p in self.dirty_parts().filter(|p| p.needs_sync()) {
+            if self.cfg.fsync == FsyncPolicy::Always || p.over_flush_messages() {
+                return Some(Instant::now());
+            }
+            unsynced = true;
+        }
+        let interval = Duration::from_millis(self.cfg.flush_interval_ms);
+        unsynced.then(|| match self.last_commit {
+            Some(t) => t + interval,
+            None => Instant::now(),
+        })
     }
 
     /// True if any usable partition has appends that are not yet durable and
@@ -231,8 +325,9 @@ impl Log {
             .filter_map(|k| self.parts.get(k).map(|p| &**p))
     }
 
-    /// fdatasyncs one partition.
+    /// fdatasyncs one partition (buffered appends written first).
     pub fn sync_partition(&mut self, topic: &[u8], partition: &str) -> Result<()> {
+        self.flush_writes()?;
         let now = self.cfg.now();
         let key = (topic.to_vec(), partition.to_owned());
         match self.parts.get_mut(&key) {

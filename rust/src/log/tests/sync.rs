@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::log::sync::SYNCFS_FROM_PARTITIONS;
+use std::time::{Duration, Instant};
 
 #[test]
 fn fsync_policies_and_the_durable_offset() {
@@ -291,4 +292,173 @@ fn a_clean_close_spares_the_next_open_its_syncs() {
     assert_eq!(log.damaged().len(), 1);
     log.close().unwrap();
     assert!(!mark.exists());
+}
+
+/// A finished sync reports exactly the partitions it made durable, each with
+/// its durable offset: what a store ACKs without asking every partition it
+/// holds. Appends after the sync began are not in it (the next sync's).
+#[test]
+fn a_finished_sync_reports_exactly_the_partitions_it_made_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let names: Vec<String> = (0..4).map(|i| format!("{i:032X}")).collect();
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    log.sync_elsewhere();
+    for n in &names {
+        log.append(T, n, 0, b"x").unwrap();
+    }
+    let done = log.begin_sync().run();
+    let mut durable = Vec::new();
+    log.finish_sync_into(done, &mut durable).unwrap();
+    assert_eq!(durable.len(), 4);
+    // Two partitions written; a third after the sync began.
+    log.append_batch(T, &names[1], 1, &[b"a", b"b"]).unwrap();
+    log.append(T, &names[2], 1, b"c").unwrap();
+    let batch = log.begin_sync();
+    log.append(T, &names[3], 1, b"d").unwrap();
+    let mut durable = Vec::new();
+    log.finish_sync_into(batch.run(), &mut durable).unwrap();
+    let got: Vec<(String, u64)> = durable
+        .iter()
+        .map(|d| {
+            assert_eq!(d.topic, T);
+            (d.partition.clone(), d.next)
+        })
+        .collect();
+    assert_eq!(got, vec![(names[1].clone(), 3), (names[2].clone(), 2)]);
+    assert_eq!(log.durable_next(T, &names[3]), Some(1), "not in that sync");
+    // The next sync reports the one written meanwhile, and only it.
+    let mut durable = Vec::new();
+    let batch = log.begin_sync();
+    log.finish_sync_into(batch.run(), &mut durable).unwrap();
+    let got: Vec<&str> = durable.iter().map(|d| d.partition.as_str()).collect();
+    assert_eq!(got, vec![names[3].as_str()]);
+    // Nothing written: nothing to sync, nothing reported.
+    assert!(log.begin_sync().is_empty());
+}
+
+/// A log whose owner runs the syncs (`sync_elsewhere`) never fdatasyncs on
+/// its own: its fsync policy only says when the owner should, timed from
+/// one group commit's start to the next on the monotonic clock (the log's
+/// clock, frozen here, does not hold it up).
+#[test]
+fn a_log_synced_elsewhere_says_when_a_sync_is_due_and_does_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(10);
+    let (cfg, seen) = counting_syncs(&clock, |_| false);
+    let syncs = || seen.lock().unwrap().len();
+    let cfg = LogConfig {
+        fsync: FsyncPolicy::Interval,
+        flush_messages: 5,
+        flush_interval_ms: 3_600_000,
+        ..cfg
+    };
+    let mut log = Log::open(dir.path(), cfg.clone()).unwrap();
+    log.sync_elsewhere();
+    log.begin_sync();
+    assert_eq!((log.next_sync_at(), log.sync_due()), (None, false));
+    let base = syncs();
+    log.append(T, P, 0, b"a").unwrap();
+    // An hour after the last group commit started.
+    let at = log.next_sync_at().expect("something unsynced");
+    assert!(at > Instant::now() + Duration::from_secs(3000), "{at:?}");
+    assert!(!log.sync_due());
+    log.tick().unwrap();
+    let vals: Vec<&[u8]> = vec![b"x"; 4];
+    log.append_batch(T, P, 1, &vals).unwrap();
+    assert_eq!(
+        log.durable_next(T, P),
+        Some(0),
+        "the owner syncs, not the log"
+    );
+    assert_eq!(syncs(), base);
+    // `flush_messages` unsynced: due at once.
+    assert!(log.sync_due());
+    let batch = log.begin_sync();
+    assert_eq!(log.next_sync_at(), None, "all taken");
+    log.finish_sync(batch.run()).unwrap();
+    assert_eq!(log.durable_next(T, P), Some(5));
+    assert!(syncs() > base);
+    drop(log);
+    // `always`: due as soon as anything is unsynced; `never`: never.
+    for (fsync, due) in [(FsyncPolicy::Always, true), (FsyncPolicy::Never, false)] {
+        let mut log = Log::open(
+            dir.path(),
+            LogConfig {
+                fsync,
+                ..cfg.clone()
+            },
+        )
+        .unwrap();
+        log.sync_elsewhere();
+        log.begin_sync();
+        let next = log.next_offset(T, P).unwrap();
+        log.append(T, P, next, b"z").unwrap();
+        assert_eq!(log.sync_due(), due, "{fsync:?}");
+        assert_eq!(log.durable_next(T, P), Some(next));
+    }
+}
+
+/// The write buffer: a buffered append counts at once (the offset rule, the
+/// next offset), is written by the next flush, sync or tick, and is the one
+/// place appends wait (no second buffer whose offsets the owner merges).
+#[test]
+fn buffered_appends_count_at_once_and_are_written_before_a_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let mut log = Log::open(dir.path(), small(&clock)).unwrap();
+    log.sync_elsewhere();
+    let q = "Q0000000000000000000000000000000";
+    let body = |v: &[u8]| {
+        let mut b = Vec::new();
+        crate::meta::wrap(&mut b, Some(7), v);
+        b
+    };
+    log.append_buffered(T, P, 5, &body(b"a")).unwrap();
+    log.append_buffered(T, q, 0, &body(b"q")).unwrap();
+    log.append_buffered(T, P, 6, &body(b"b")).unwrap();
+    assert_eq!(log.next_offset(T, P), Some(7));
+    assert_eq!(log.first_offset(T, P), Some(5));
+    assert_eq!(log.written_next(T, P), None, "nothing written yet");
+    assert_eq!(log.open_partitions(Some(T)).len(), 2);
+    assert!(log.read(T, P, 5, 10, 1 << 20).is_err(), "not written yet");
+    // The offset rule holds for buffered records too (what is buffered is
+    // written, then the log says what it expects).
+    let e = log.append_buffered(T, P, 9, &body(b"c")).unwrap_err();
+    assert!(
+        matches!(e, LogError::OffsetMismatch { expected: 7, .. }),
+        "{e}"
+    );
+    // A sync writes what is buffered first, and covers it.
+    let batch = log.begin_sync();
+    assert_eq!(log.written_next(T, P), Some(7));
+    let mut durable = Vec::new();
+    log.finish_sync_into(batch.run(), &mut durable).unwrap();
+    assert_eq!(durable.len(), 2);
+    let got: Vec<Vec<u8>> = log
+        .read(T, P, 5, 10, 1 << 20)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.value)
+        .collect();
+    assert_eq!(got, vec![b"a".to_vec(), b"b".to_vec()]);
+    // A plain append after buffered ones keeps the partition in order.
+    log.append_buffered(T, P, 7, &body(b"c")).unwrap();
+    log.append(T, P, 8, b"d").unwrap();
+    assert_eq!(log.read(T, P, 5, 10, 1 << 20).unwrap().len(), 4);
+    // A run stops at the first record it cannot take.
+    let bodies = [body(b"e"), body(b"f")];
+    let (n, e) = log.append_buffered_run(T, P, 9, &mut bodies.iter().map(|b| b.as_slice()));
+    assert_eq!((n, e.is_none()), (2, true));
+    let last = [body(b"g")];
+    let (n, e) = log.append_buffered_run(T, q, u64::MAX, &mut last.iter().map(|b| b.as_slice()));
+    assert_eq!(n, 0);
+    assert!(e.is_some(), "an offset no next offset could follow");
+    log.tick().unwrap();
+    assert_eq!(log.written_next(T, P), Some(11));
+    // Dropped unwritten: the log stands where its files do.
+    log.append_buffered(T, P, 11, &body(b"h")).unwrap();
+    log.discard_writes();
+    assert_eq!(log.next_offset(T, P), Some(11));
+    log.close().unwrap();
 }

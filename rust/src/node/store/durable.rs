@@ -1,18 +1,23 @@
-//! The store's storage: [`DurableLog`], the segment log
-//! ([`crate::log`]) behind the [`StoreLog`] trait, with group commit on a
-//! syncer thread and recovery after an I/O error. What it reports durable
-//! ([`StoreLog::durable_next`]) is what the store may ACK.
+//! The store's storage: [`DurableLog`], the segment log ([`crate::log`])
+//! behind the [`StoreLog`] trait, with its group commit run on a syncer
+//! thread and recovery after an I/O error. What each sync made durable
+//! ([`StoreLog::take_durable`]) is what the store ACKs.
+//!
+//! The group commit is the log's (`log/sync.rs`): its fsync policy says
+//! when one is due, its write buffer gathers the appends of a loop turn, and
+//! a finished sync tells which partitions reached which durable offset. This
+//! file only runs the fdatasyncs off the store's thread, wakes the store's
+//! loop when they end, and hands their report over.
 
-use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::log::{FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
+use crate::log::{Durable, FsyncPolicy, Log, LogConfig, LogError, SyncBatch, SyncDone};
 use crate::node::actor::Waker;
 use crate::node::batch::Batch;
 use crate::node::stats::SyncTimes;
@@ -23,119 +28,25 @@ use super::state::{PartKey, StoreLog};
 ///
 /// Group commit runs on a syncer thread: the store thread keeps appending
 /// (into the page cache) while the previous batch is fdatasynced, so ACK
-/// throughput is not bounded by fsync latency; `durable_next` advances only
-/// once a sync of those bytes returned. After an I/O error the log is reopened
-/// in place: it refuses a partition after a failed write or fdatasync (the
-/// kernel may have dropped dirty pages), and a reopen recovers it from what is
-/// really on disk, then syncs, so nothing is reported durable that is not.
+/// throughput is not bounded by fsync latency; a partition is reported
+/// durable only once a sync of its bytes returned. After an I/O error the
+/// log is reopened in place: it refuses a partition after a failed write or
+/// fdatasync (the kernel may have dropped dirty pages), and a reopen
+/// recovers it from what is really on disk, then syncs, so nothing is
+/// reported durable that is not.
 pub struct DurableLog {
     root: PathBuf,
-    /// The log's own config, with `fsync = never`: syncing is done here.
     cfg: LogConfig,
-    /// The store's fsync policy: `interval` (group commit every
-    /// `flush_interval_ms` or `flush_messages`), `always` (after every loop
-    /// turn that appended), `never` (ACK what is written, no fdatasync).
-    policy: FsyncPolicy,
     log: Option<Log>,
     /// Why the last reopen failed, while the log is closed.
     reopen_error: Option<String>,
     syncer: Syncer,
     in_flight: bool,
-    /// When the last sync started: `interval` syncs start at most every
-    /// `flush_interval_ms`, counted from one start to the next, so a record
-    /// waits at most one interval plus one fdatasync.
-    last_sync_start: Option<Instant>,
-    pending: Pending,
-}
-
-/// Appends gathered during a loop turn, one batch per partition, each
-/// written with one `append_bodies` (one write call instead of one per record)
-/// before the turn syncs, ACKs or reads. Per partition, so records of
-/// several producers arriving interleaved still make one write each.
-#[derive(Default)]
-struct Pending {
-    /// topic → partition → index into `batches`.
-    index: FxHashMap<Vec<u8>, FxHashMap<String, usize>>,
-    /// `batches[..live]` are in use; the rest keep their buffers.
-    batches: Vec<PartBatch>,
-    live: usize,
-    bytes: usize,
-    /// The batch `find` returned last: live records come in runs of one
-    /// partition, so most lookups are one comparison instead of two hashes.
-    hint: Cell<usize>,
-}
-
-/// The records gathered for one partition: offsets `first, first + 1, ...`.
-#[derive(Default)]
-struct PartBatch {
-    topic: Vec<u8>,
-    partition: String,
-    first: u64,
-    values: Batch,
-}
-
-/// Pending appends are written once they hold this many bytes. Small enough
-/// that the pending values and the log's write buffer stay in the CPU's
-/// caches: with RECORD-BATCHes of 100 B records the store took twice the CPU
-/// per record at 4 MiB (`benches/RESULTS.md`, "Store", session 22).
-const PENDING_BYTES: usize = 256 << 10;
-
-impl PartBatch {
-    fn next(&self) -> u64 {
-        self.first + self.values.len() as u64
-    }
-}
-
-impl Pending {
-    fn find(&self, topic: &[u8], partition: &str) -> Option<usize> {
-        let h = self.hint.get();
-        if let Some(b) = self.in_use().get(h) {
-            if b.partition == partition && b.topic == topic {
-                return Some(h);
-            }
-        }
-        let i = self.index.get(topic)?.get(partition).copied()?;
-        self.hint.set(i);
-        Some(i)
-    }
-    fn get(&self, topic: &[u8], partition: &str) -> Option<&PartBatch> {
-        self.find(topic, partition).map(|i| &self.batches[i])
-    }
-    fn in_use(&self) -> &[PartBatch] {
-        &self.batches[..self.live]
-    }
-    /// A new batch for a partition that has none this turn.
-    fn start(&mut self, topic: &[u8], partition: &str, first: u64) -> usize {
-        if self.live == self.batches.len() {
-            self.batches.push(PartBatch::default());
-        }
-        let i = self.live;
-        self.live += 1;
-        let b = &mut self.batches[i];
-        b.topic.clear();
-        b.topic.extend_from_slice(topic);
-        b.partition.clear();
-        b.partition.push_str(partition);
-        b.first = first;
-        self.index
-            .entry(topic.to_vec())
-            .or_default()
-            .insert(partition.to_string(), i);
-        self.hint.set(i);
-        i
-    }
-    fn push(&mut self, i: usize, content: &[u8]) {
-        self.batches[i].values.push(content);
-        self.bytes += content.len();
-    }
-    fn clear(&mut self) {
-        for b in &mut self.batches[..self.live] {
-            b.values.clear();
-        }
-        self.index.clear();
-        self.live = 0;
-        self.bytes = 0;
-    }
+    /// What syncs made durable since the store last took it.
+    durable: Vec<Durable>,
+    /// `fsync = never` (ACK what is written, no fdatasync): the partitions
+    /// appended to since the store last took what is durable.
+    written: FxHashMap<Vec<u8>, FxHashSet<String>>,
 }
 
 /// The syncer thread: runs [`SyncBatch`]es, returns [`SyncDone`]s and wakes
@@ -191,44 +102,26 @@ impl Drop for Syncer {
     }
 }
 
-impl DurableLog {
-    /// When the next group commit is due, if anything is unsynced.
-    fn next_group_commit(&self, log: &Log) -> Option<Instant> {
-        if self.in_flight {
-            // The syncer wakes the loop when it is done; without a waker
-            // (a loop that never gave one) look again shortly.
-            return match self.syncer.waker.get() {
-                Some(_) => None,
-                None => Some(Instant::now() + Duration::from_millis(1)),
-            };
-        }
-        if self.policy == FsyncPolicy::Never || !log.has_unsynced() {
-            return None;
-        }
-        match (self.policy, self.last_sync_start) {
-            (FsyncPolicy::Interval, Some(t)) => Some(t + self.interval()),
-            _ => Some(Instant::now()),
-        }
-    }
+/// Opens the log for the store: the store runs its group commits.
+fn open_log(root: &std::path::Path, cfg: &LogConfig) -> std::result::Result<Log, LogError> {
+    let mut log = Log::open(root, cfg.clone())?;
+    log.sync_elsewhere();
+    Ok(log)
+}
 
+impl DurableLog {
     pub fn open(root: impl Into<PathBuf>, cfg: LogConfig) -> Result<Self> {
         let root = root.into();
-        let policy = cfg.fsync;
-        let cfg = LogConfig {
-            fsync: FsyncPolicy::Never,
-            ..cfg
-        };
-        let log = Log::open(&root, cfg.clone())?;
+        let log = open_log(&root, &cfg)?;
         Ok(Self {
             root,
             cfg,
-            policy,
             log: Some(log),
             reopen_error: None,
             syncer: Syncer::start()?,
             in_flight: false,
-            last_sync_start: None,
-            pending: Pending::default(),
+            durable: Vec::new(),
+            written: FxHashMap::default(),
         })
     }
 
@@ -250,30 +143,25 @@ impl DurableLog {
         self.log.as_mut().ok_or(e)
     }
 
-    /// Writes the gathered appends. On error a prefix may be stored; the
-    /// partition's `next_offset` says where it stands, and the store fetches
-    /// the rest again.
-    fn flush_pending(&mut self) -> std::result::Result<(), LogError> {
-        if self.pending.live == 0 {
-            return Ok(());
+    /// `fsync = never`: ACKs follow the writes.
+    fn never(&self) -> bool {
+        self.cfg.fsync == FsyncPolicy::Never
+    }
+
+    /// Notes a partition appended to, for `fsync = never` (where what is
+    /// written is what is ACKed).
+    fn note_written(&mut self, topic: &[u8], partition: &str) {
+        if !self.never() {
+            return;
         }
-        let mut first_err = None;
-        let mut values: Vec<&[u8]> = Vec::new();
-        for b in self.pending.in_use() {
-            values.clear();
-            values.extend(b.values.iter());
-            let r = match self.log.as_mut() {
-                Some(log) => log.append_checked_bodies(&b.topic, &b.partition, b.first, &values),
-                None => Err(self.closed()),
-            };
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
+        if !self
+            .written
+            .get(topic)
+            .is_some_and(|ps| ps.contains(partition))
+        {
+            let ps = self.written.entry(topic.to_vec()).or_default();
+            ps.insert(partition.to_string());
         }
-        drop(values);
-        // Keeps the buffers' capacity for the next turn.
-        self.pending.clear();
-        first_err.map_or(Ok(()), Err)
     }
 
     /// Applies a finished sync, waiting for it up to `wait`.
@@ -308,19 +196,9 @@ impl DurableLog {
         };
         self.in_flight = false;
         match self.log.as_mut() {
-            Some(log) => log.finish_sync(done),
+            Some(log) => log.finish_sync_into(done, &mut self.durable),
             None => Ok(()),
         }
-    }
-
-    fn interval(&self) -> Duration {
-        Duration::from_millis(self.cfg.flush_interval_ms)
-    }
-
-    /// True if no sync started within the last `flush_interval_ms`.
-    fn interval_passed(&self, now: Instant) -> bool {
-        self.last_sync_start
-            .is_none_or(|t| now.duration_since(t) >= self.interval())
     }
 
     /// Starts a sync of everything appended so far on the syncer thread.
@@ -329,14 +207,16 @@ impl DurableLog {
         if batch.is_empty() {
             return Ok(());
         }
-        match self.syncer.tx.as_ref().map(|tx| tx.send(batch)) {
-            Some(Ok(())) => {
-                self.in_flight = true;
-                self.last_sync_start = Some(Instant::now());
-                Ok(())
-            }
-            _ => Err(LogError::Invalid("the sync thread stopped".into())),
+        let sent = self
+            .syncer
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.send(batch).is_ok());
+        if !sent {
+            return Err(LogError::Invalid("the sync thread stopped".into()));
         }
+        self.in_flight = true;
+        Ok(())
     }
 }
 
@@ -348,16 +228,12 @@ impl StoreLog for DurableLog {
     type Error = LogError;
 
     fn next_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        let p = part_name(partition)?;
-        if let Some(b) = self.pending.get(topic, p) {
-            return Some(b.next());
-        }
-        self.log.as_ref()?.next_offset(topic, p)
+        self.log.as_ref()?.next_offset(topic, part_name(partition)?)
     }
     fn first_offset(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
-        let p = part_name(partition)?;
-        let held = self.log.as_ref()?.first_offset(topic, p);
-        held.or_else(|| self.pending.get(topic, p).map(|b| b.first))
+        self.log
+            .as_ref()?
+            .first_offset(topic, part_name(partition)?)
     }
     fn append(
         &mut self,
@@ -368,30 +244,8 @@ impl StoreLog for DurableLog {
     ) -> std::result::Result<(), LogError> {
         let p = part_name(partition)
             .ok_or_else(|| LogError::Invalid("partition name is not UTF-8".into()))?;
-        let mut at = self.pending.find(topic, p);
-        if at.is_some_and(|i| self.pending.batches[i].next() != offset) {
-            // Not the next of this partition's batch: write what is gathered,
-            // then the log says what it expects.
-            self.flush_pending()?;
-            at = None;
-        }
-        if at.is_none() {
-            let log = self.get_mut()?;
-            if let Some(expected) = log.next_offset(topic, p).filter(|&e| e != offset) {
-                return Err(LogError::OffsetMismatch {
-                    topic: String::from_utf8_lossy(topic).into_owned(),
-                    partition: p.to_string(),
-                    expected,
-                    got: offset,
-                });
-            }
-            at = Some(self.pending.start(topic, p, offset));
-        }
-        self.pending.push(at.expect("set above"), content);
-        if self.pending.bytes >= PENDING_BYTES {
-            self.flush_pending()?;
-        }
-        Ok(())
+        self.note_written(topic, p);
+        self.get_mut()?.append_buffered(topic, p, offset, content)
     }
     fn append_run(
         &mut self,
@@ -404,32 +258,14 @@ impl StoreLog for DurableLog {
             let e = LogError::Invalid("partition name is not UTF-8".into());
             return (0, values.next().map(|_| e));
         };
-        // `append` finds (or starts) the partition's pending batch and checks
-        // the offset; the values after it go straight into that batch, until
-        // the pending bytes are written out.
-        let mut n = 0;
-        let mut at = None;
-        for v in values {
-            match at {
-                Some(i) => {
-                    self.pending.push(i, v);
-                    if self.pending.bytes >= PENDING_BYTES {
-                        at = None;
-                        if let Err(e) = self.flush_pending() {
-                            return (n, Some(e));
-                        }
-                    }
-                }
-                None => {
-                    if let Err(e) = self.append(topic, partition, first + n, v) {
-                        return (n, Some(e));
-                    }
-                    at = self.pending.find(topic, p);
-                }
+        self.note_written(topic, p);
+        match self.log.as_mut() {
+            Some(log) => log.append_buffered_run(topic, p, first, values),
+            None => {
+                let e = self.closed();
+                (0, values.next().map(|_| e))
             }
-            n += 1;
         }
-        (n, None)
     }
     fn read_into(
         &self,
@@ -452,7 +288,8 @@ impl StoreLog for DurableLog {
         });
         match r {
             Ok(_) => Ok(first),
-            // Retention removed it meanwhile, or it is past the end: nothing.
+            // Retention removed it meanwhile, or it is past the end (or
+            // still in the write buffer): nothing.
             Err(LogError::OffsetOutOfRange { .. } | LogError::UnknownPartition { .. }) => {
                 out.clear();
                 Ok(None)
@@ -469,14 +306,14 @@ impl StoreLog for DurableLog {
         let Some(p) = part_name(partition) else {
             return Ok(None);
         };
-        // Records gathered but not yet written count too.
-        self.flush_pending()?;
-        match self.log.as_ref() {
-            Some(log) => match log.offset_for_time(topic, p, ts) {
-                Err(LogError::UnknownPartition { .. }) => Ok(None),
-                r => r,
-            },
-            None => Ok(None),
+        let Some(log) = self.log.as_mut() else {
+            return Ok(None);
+        };
+        // Records buffered but not yet written count too.
+        log.flush_writes()?;
+        match log.offset_for_time(topic, p, ts) {
+            Err(LogError::UnknownPartition { .. }) => Ok(None),
+            r => r,
         }
     }
     fn skip_to(
@@ -487,17 +324,34 @@ impl StoreLog for DurableLog {
     ) -> std::result::Result<(), LogError> {
         let p = part_name(partition)
             .ok_or_else(|| LogError::Invalid("partition name is not UTF-8".into()))?;
-        // What is gathered for it goes to the log first (in order), then goes.
-        self.flush_pending()?;
+        // What is buffered for it is written first (in order), then goes.
         self.get_mut()?.skip_to(topic, p, offset)
     }
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64> {
         let log = self.log.as_ref()?;
         let p = part_name(partition)?;
-        if self.policy == FsyncPolicy::Never {
-            log.next_offset(topic, p)
+        if self.never() {
+            log.written_next(topic, p)
         } else {
             log.durable_next(topic, p)
+        }
+    }
+    fn take_durable(&mut self, out: &mut Vec<(PartKey, u64)>) {
+        out.extend(
+            self.durable
+                .drain(..)
+                .map(|d| ((d.topic, d.partition.into_bytes()), d.next)),
+        );
+        if !self.written.is_empty() {
+            // `never`: what was written (the turn's appends were flushed by
+            // `sync_if_due`) is what is ACKed.
+            for (t, ps) in std::mem::take(&mut self.written) {
+                for p in ps {
+                    if let Some(next) = self.log.as_ref().and_then(|l| l.written_next(&t, &p)) {
+                        out.push(((t.clone(), p.into_bytes()), next));
+                    }
+                }
+            }
         }
     }
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
@@ -506,45 +360,32 @@ impl StoreLog for DurableLog {
         };
         // Parked partitions hold no record: no head to tell (a store that
         // has seen a million partitions would walk them all at every ask).
-        let mut keys: Vec<PartKey> = log
-            .open_partitions(topic)
+        log.open_partitions(topic)
             .into_iter()
             .map(|(t, p)| (t, p.into_bytes()))
-            .collect();
-        for b in self.pending.in_use() {
-            if topic.is_none_or(|t| t == b.topic.as_slice())
-                && log.next_offset(&b.topic, &b.partition).is_none()
-            {
-                keys.push((b.topic.clone(), b.partition.clone().into_bytes()));
-            }
-        }
-        keys
+            .collect()
     }
     fn sync_if_due(&mut self) -> std::result::Result<(), LogError> {
-        self.flush_pending()?;
+        // The turn's appends are written, a finished sync applied, then
+        // retention (`tick`) and the next group commit if the policy wants it.
+        self.get_mut()?.flush_writes()?;
         self.collect(Duration::ZERO)?;
-        // Retention (the log's own fsync is off, so its tick never syncs).
         self.get_mut()?.tick()?;
-        if self.in_flight {
+        if self.in_flight || self.never() {
             return Ok(());
         }
-        let (policy, interval_passed) = (self.policy, self.interval_passed(Instant::now()));
-        let log = self.get_mut()?;
-        let due = match policy {
-            FsyncPolicy::Always => log.has_unsynced(),
-            // `sync_due` adds the `flush_messages` bound.
-            FsyncPolicy::Interval => log.has_unsynced() && (interval_passed || log.sync_due()),
-            FsyncPolicy::Never => false,
-        };
-        if due {
+        if self.get_mut()?.sync_due() {
             self.start_sync()?;
         }
         Ok(())
     }
     fn sync_all(&mut self) -> std::result::Result<(), LogError> {
-        self.flush_pending()?;
         self.collect(Duration::from_secs(60))?;
-        self.get_mut()?.sync()
+        let durable = &mut self.durable;
+        match self.log.as_mut() {
+            Some(log) => log.sync_into(durable),
+            None => Err(self.closed()),
+        }
     }
     fn close(&mut self) -> std::result::Result<(), LogError> {
         match self.log.take() {
@@ -555,17 +396,27 @@ impl StoreLog for DurableLog {
     }
     fn next_sync(&self) -> Option<Instant> {
         let log = self.log.as_ref()?;
+        let now = Instant::now();
         // Retention goes on a batch at a time: at the next turn (1 ms on, so
         // a turn that cannot reach it does not spin), not the next wake-up
         // for something else (an idle store without a tower wakes once a
         // minute).
         let retention = log
             .retention_pending()
-            .then(|| Instant::now() + Duration::from_millis(1));
-        retention
-            .into_iter()
-            .chain(self.next_group_commit(log))
-            .min()
+            .then(|| now + Duration::from_millis(1));
+        let commit = if self.in_flight {
+            // The syncer wakes the loop when it is done; without a waker
+            // (a loop that never gave one) look again shortly.
+            match self.syncer.waker.get() {
+                Some(_) => None,
+                None => Some(now + Duration::from_millis(1)),
+            }
+        } else if self.never() {
+            None
+        } else {
+            log.next_sync_at()
+        };
+        retention.into_iter().chain(commit).min()
     }
     fn set_waker(&mut self, waker: Arc<Waker>) {
         let _ = self.syncer.waker.set(waker);
@@ -593,14 +444,16 @@ impl StoreLog for DurableLog {
     fn recover(&mut self) -> std::result::Result<(), LogError> {
         // Let a sync in flight end, then recover from the files: the
         // partitions that failed (or were set aside at open) only, or the
-        // whole log if it is closed.
+        // whole log if it is closed. Appends not yet written are dropped
+        // (the store fetches them again).
         let _ = self.collect(Duration::from_secs(60));
         self.in_flight = false;
-        self.pending.clear();
         if let Some(log) = self.log.as_mut() {
-            return log.reopen_failed().and_then(|()| log.sync());
+            log.discard_writes();
+            let durable = &mut self.durable;
+            return log.reopen_failed().and_then(|()| log.sync_into(durable));
         }
-        let reopened = Log::open(&self.root, self.cfg.clone()).and_then(|mut log| {
+        let reopened = open_log(&self.root, &self.cfg).and_then(|mut log| {
             log.sync()?;
             Ok(log)
         });
@@ -625,6 +478,86 @@ mod tests {
     use crate::node::store::state::tests::{fetch_of, ME, P, T};
     use crate::node::store::state::{StoreState, StoreStateConfig};
     use crate::wire::Head;
+
+    /// Takes what the syncs reported durable, turning the store's loop
+    /// (`sync_if_due`) until something is reported (a generous bound: the
+    /// syncer thread may be slow on a busy machine).
+    fn wait_durable(log: &mut DurableLog) -> Vec<(PartKey, u64)> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut got = Vec::new();
+        while got.is_empty() {
+            assert!(Instant::now() < deadline, "no sync was reported");
+            log.sync_if_due().unwrap();
+            log.take_durable(&mut got);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        got
+    }
+
+    /// The store's storage reports, after each sync on its syncer thread,
+    /// exactly the partitions that sync made durable with their durable
+    /// offsets; nothing before the fdatasync returned, nothing for a
+    /// partition not written since.
+    #[test]
+    fn a_finished_sync_reports_the_partitions_it_made_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LogConfig {
+            flush_interval_ms: 1,
+            ..LogConfig::default()
+        };
+        let mut log = DurableLog::open(dir.path().join("log"), cfg).unwrap();
+        let body = |v: &[u8]| {
+            let mut b = Vec::new();
+            crate::meta::wrap(&mut b, Some(1), v);
+            b
+        };
+        let (a, b, c): (&[u8], &[u8], &[u8]) = (b"A0", b"B0", b"C0");
+        log.append(T, c, 0, &body(b"c")).unwrap();
+        let mut got = wait_durable(&mut log);
+        assert_eq!(got, vec![((T.to_vec(), c.to_vec()), 1)]);
+        // Buffered appends count at once, and are not durable before a sync.
+        log.append(T, a, 0, &body(b"a0")).unwrap();
+        let bodies = [body(b"b0"), body(b"b1"), body(b"b2")];
+        let (n, e) = log.append_run(T, b, 0, &mut bodies.iter().map(|v| v.as_slice()));
+        assert_eq!((n, e.is_none()), (3, true));
+        assert_eq!(log.next_offset(T, b), Some(3));
+        assert_eq!(log.durable_next(T, b), None, "not even written yet");
+        got.clear();
+        log.take_durable(&mut got);
+        assert!(got.is_empty());
+        let mut got = wait_durable(&mut log);
+        // Both may take more than one sync: gather until both are in.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while got.len() < 2 {
+            assert!(Instant::now() < deadline, "{got:?}");
+            got.extend(wait_durable(&mut log));
+        }
+        got.sort();
+        assert_eq!(
+            got,
+            vec![((T.to_vec(), a.to_vec()), 1), ((T.to_vec(), b.to_vec()), 3)]
+        );
+        assert_eq!(log.durable_next(T, b), Some(3));
+        // `fsync = never`: what is written is reported, each turn.
+        let mut never = DurableLog::open(
+            dir.path().join("never"),
+            LogConfig {
+                fsync: FsyncPolicy::Never,
+                ..LogConfig::default()
+            },
+        )
+        .unwrap();
+        never.append(T, a, 0, &body(b"a0")).unwrap();
+        never.append(T, a, 1, &body(b"a1")).unwrap();
+        assert_eq!(
+            wait_durable(&mut never),
+            vec![((T.to_vec(), a.to_vec()), 2)]
+        );
+        never.sync_if_due().unwrap();
+        let mut none = Vec::new();
+        never.take_durable(&mut none);
+        assert!(none.is_empty(), "nothing written since: {none:?}");
+    }
 
     /// A record the durable log wrote although `append` reported an error (the
     /// error came from another partition's batch, written in the same flush of

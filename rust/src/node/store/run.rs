@@ -1,8 +1,9 @@
 //! The store's event loop: one thread owning its XPUB, SUB, discovery and
 //! its storage. It decodes what arrives, hands each message to
 //! [`StoreState`], and sends what that returns; at every turn it lets the
-//! storage group-commit and ACKs what became durable. The decisions are all
-//! in [`state`](super::state); this file only moves bytes and time.
+//! storage group-commit and sends the ACKs of what the finished syncs made
+//! durable. The syncer thread wakes the loop when a sync ends. The decisions
+//! are all in [`state`](super::state); this file only moves bytes and time.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
@@ -365,7 +366,8 @@ pub(super) fn run<L: StoreLog>(
             core.on_beacons(stats)?;
         }
 
-        // Group commit, then ACK what is durable, retry FETCHes. A storage
+        // Group commit (the turn's appends written, a finished sync taken
+        // in), then ACK what it made durable, retry FETCHes. A storage
         // error stays reported until records appended after it were written.
         match st.log_mut().sync_if_due() {
             Ok(()) => {

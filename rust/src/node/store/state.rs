@@ -22,9 +22,11 @@
 //!   ([`StoreState::next_reply_slice`]) so a large FETCH never buffers unboundedly.
 //!
 //! Where each decision is made:
-//! - what is durable and may be ACKed: [`StoreState::tick`] (it asks
-//!   [`StoreLog::durable_next`]; the durable log's group commit is in
-//!   [`durable`](super::durable));
+//! - what is durable and may be ACKed, and which partitions a turn looks at:
+//!   `state/acks.rs` ([`StoreState::on_durable`] turns what a sync made
+//!   durable into ACKs; [`StoreState::tick`] visits the partitions touched
+//!   since the last turn and those whose timer is due, never every one; the
+//!   group commit is the log's, run by [`durable`](super::durable));
 //! - whether a record is appended, held or dropped: [`StoreState::on_record`];
 //! - which gap to FETCH, when to retry or give it up: `StoreState::fetch_gap`;
 //! - how a FETCH is answered: [`StoreState::on_fetch`] and
@@ -119,6 +121,11 @@ pub trait StoreLog {
     }
     /// The offset after the last record that reached stable storage.
     fn durable_next(&self, topic: &[u8], partition: &[u8]) -> Option<u64>;
+    /// Adds to `out` what the syncs finished since the last call made
+    /// durable: each (topic, partition) whose durable offset moved, with
+    /// that offset (exactly the partitions those syncs covered). What the
+    /// store ACKs ([`StoreState::tick`]) without looking at the others.
+    fn take_durable(&mut self, out: &mut Vec<(PartKey, u64)>);
     /// Every (topic, partition) held, optionally for one topic (partitions
     /// with no record left may be left out: they have no head to tell).
     fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey>;
@@ -135,8 +142,9 @@ pub trait StoreLog {
     /// Drops every record of a partition and continues it at `offset`, past
     /// its next offset: the records between are gone from every peer.
     fn skip_to(&mut self, topic: &[u8], partition: &[u8], offset: u64) -> Result<(), Self::Error>;
-    /// Group commit: syncs if the fsync policy says it is due (`interval`),
-    /// so `durable_next` advances. Called at every loop turn.
+    /// Group commit: writes the turn's appends, takes in a finished sync
+    /// (see [`StoreLog::take_durable`]) and starts one if the fsync policy
+    /// says it is due. Called at every loop turn.
     fn sync_if_due(&mut self) -> Result<(), Self::Error>;
     /// Syncs everything now (shutdown).
     fn sync_all(&mut self) -> Result<(), Self::Error>;
@@ -278,8 +286,11 @@ struct PartState {
     ack_sent: Option<Instant>,
     /// When the producer was last heard from (RECORD or HEAD).
     last_seen: Option<Instant>,
-    /// Listed in `StoreState::active` (visited by `tick`).
-    active: bool,
+    /// Listed in `StoreState::touched` (visited by the next `tick`).
+    touched: bool,
+    /// When `tick` visits it next without being touched, if ever (a FETCH
+    /// retry, an ACK repeat): its entry in `StoreState::wakes`.
+    wake: Option<Instant>,
 }
 
 /// The most topics of one CONSUMER-HELLO a store answers for.
@@ -448,18 +459,23 @@ pub struct StoreState<L: StoreLog> {
     log: L,
     cfg: StoreStateConfig,
     /// topic → partition → state (Fx hashing: keys are short and ours), for
-    /// the partitions in `active` only: one with nothing left to do has
-    /// nothing here that the log does not say, and is forgotten.
+    /// the partitions with something left to do only: one with nothing left
+    /// has nothing here that the log does not say, and is forgotten.
     parts: FxMap<Vec<u8>, FxMap<Vec<u8>, PartState>>,
     /// Bytes held past gaps over every partition (each `PartState::held`
     /// counts its own here; bounded by `max_held_total_bytes`).
     held_total: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    /// The partitions `tick` visits: every one touched since it last had
-    /// nothing to do (no ACK or sync pending, no gap, no held records, its
-    /// producer silent for `ack_refresh_window`). A store keeps every
-    /// partition it ever saw (each Spark task makes one); the loop's work per
-    /// turn must not grow with them.
-    active: Vec<PartKey>,
+    /// The partitions the next `tick` visits: those touched since the last
+    /// (a record, a HEAD, a sync that made them durable). With `wakes`, all
+    /// that a turn looks at: a store keeps every partition it ever saw (each
+    /// Spark task makes one), and thousands may have live producers that send
+    /// nothing new; the loop's work per turn must not grow with them.
+    touched: Vec<PartKey>,
+    /// The partitions' timers (`PartState::wake`), earliest first.
+    wakes: std::collections::BTreeSet<(Instant, PartKey)>,
+    /// What the storage reported durable, taken at each `tick` (kept for
+    /// its buffer).
+    marks: Vec<(PartKey, u64)>,
     replies: Replies,
     counters: StoreCounters,
     /// The last storage error, kept until an append succeeds again.
@@ -474,7 +490,9 @@ impl<L: StoreLog> StoreState<L> {
             cfg,
             parts: FxMap::default(),
             held_total: Default::default(),
-            active: Vec::new(),
+            touched: Vec::new(),
+            wakes: Default::default(),
+            marks: Vec::new(),
             replies: Replies::default(),
             counters: StoreCounters::default(),
             last_error: None,
@@ -501,9 +519,10 @@ impl<L: StoreLog> StoreState<L> {
     pub fn clear_error(&mut self) {
         self.last_error = None;
     }
-    /// How many partitions `tick` visits (of all the store knows).
+    /// How many partitions have something left to do (of all the store
+    /// knows): visited when touched or when their timer is due.
     pub fn active_partitions(&self) -> usize {
-        self.active.len()
+        self.partition_states()
     }
     /// How many partitions have state beside the log's (the active ones).
     pub fn partition_states(&self) -> usize {
@@ -527,9 +546,9 @@ impl<L: StoreLog> StoreState<L> {
                 held: Held::counted(total.clone()),
                 ..PartState::default()
             });
-        if !st.active {
-            st.active = true;
-            self.active.push((topic.to_vec(), partition.to_vec()));
+        if !st.touched {
+            st.touched = true;
+            self.touched.push((topic.to_vec(), partition.to_vec()));
         }
         st
     }
@@ -907,22 +926,6 @@ impl<L: StoreLog> StoreState<L> {
         out
     }
 
-    /// Another store connected: FETCHes that backed off are retried at the
-    /// next tick (it may hold what nobody answered).
-    pub fn store_joined(&mut self) {
-        for (t, p) in &self.active {
-            if let Some(f) = self
-                .parts
-                .get_mut(t)
-                .and_then(|m| m.get_mut(p))
-                .and_then(|st| st.fetch.as_mut())
-            {
-                // Due `fetch_retry` after the last FETCH: at once, mostly.
-                f.backoff = Backoff::default();
-            }
-        }
-    }
-
     /// The GET-HEADS a store sends to other stores: an empty topic asks for
     /// every partition they hold (see `on_get_heads`).
     pub fn ask_peer_heads(&self) -> Out {
@@ -1182,109 +1185,9 @@ impl<L: StoreLog> StoreState<L> {
             _ => Vec::new(),
         }
     }
-
-    /// At each deadline, after the log synced: ACK what became durable, and
-    /// re-send FETCHes whose retry time passed.
-    pub fn tick(&mut self, now: Instant) -> Vec<Out> {
-        let mut out = Vec::new();
-        // Flags stay set while the list is out: `part` pushes nothing twice.
-        let keys = std::mem::take(&mut self.active);
-        for (topic, partition) in keys {
-            if let Some(durable) = self.log.durable_next(&topic, &partition) {
-                let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
-                let st = self.part(&topic, &partition);
-                let advanced = durable > 0 && st.acked.is_none_or(|a| a < durable - 1);
-                let repeat = st.acked.is_some()
-                    && st.last_seen.is_some_and(|t| now.duration_since(t) < window)
-                    && st
-                        .ack_sent
-                        .is_some_and(|t| now.duration_since(t) >= refresh);
-                if advanced || repeat {
-                    let sequence = if advanced {
-                        durable - 1
-                    } else {
-                        st.acked.unwrap_or(0)
-                    };
-                    st.acked = Some(sequence);
-                    st.ack_sent = Some(now);
-                    self.counters.acks_sent += 1;
-                    out.push(Out::Ack {
-                        partition: partition.clone(),
-                        subject: topic.clone(),
-                        sequence,
-                    });
-                }
-            }
-            let next = self.log.next_offset(&topic, &partition);
-            if let Some(n) = next {
-                // A failed append left records held at `n`: retry them.
-                if self.part(&topic, &partition).held.contains(n) {
-                    self.drain_held(&topic, &partition, n);
-                }
-            }
-            self.fetch_gap(&topic, &partition, now, &mut out);
-            if self.still_active(&topic, &partition, now) {
-                self.active.push((topic, partition));
-            }
-        }
-        out
-    }
-
-    /// Whether `tick` must visit the partition again; forgets its state if
-    /// not. Idle, it holds nothing the log does not: no FETCH, no held
-    /// records, everything stored durable and ACKed, its producer silent. If
-    /// the producer speaks again, the state starts afresh from the log (and
-    /// ACKs once more what was ACKed, which is harmless: ACKs are cumulative).
-    /// A store sees a partition per Spark task, and must not keep each one.
-    fn still_active(&mut self, topic: &[u8], partition: &[u8], now: Instant) -> bool {
-        let next = self.log.next_offset(topic, partition);
-        let durable = self.log.durable_next(topic, partition);
-        let window = self.cfg.ack_refresh_window;
-        let Some(parts) = self.parts.get_mut(topic) else {
-            return false;
-        };
-        let Some(st) = parts.get_mut(partition) else {
-            return false;
-        };
-        let want = next.unwrap_or(0);
-        let busy = st.fetch.is_some()
-            || !st.held.is_empty()
-            || st.known_head.is_some_and(|h| h >= want)
-            // Appended but not yet durable, or durable but not yet ACKed.
-            || durable != next
-            || st.acked.map(|a| a + 1) != next
-            // ACKs are repeated while the producer is heard.
-            || st.last_seen.is_some_and(|t| now.duration_since(t) < window);
-        if !busy {
-            parts.remove(partition);
-            if parts.is_empty() {
-                self.parts.remove(topic);
-            }
-        }
-        busy
-    }
-
-    /// When the next tick is due: a FETCH retry, an ACK repeat, or a sync.
-    pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
-        let (refresh, window) = (self.cfg.ack_refresh, self.cfg.ack_refresh_window);
-        let active = self
-            .active
-            .iter()
-            .filter_map(|(t, p)| self.parts.get(t)?.get(p));
-        let parts = active.flat_map(|p| {
-            // An ACK is repeated only while its producer was heard within the
-            // window (see `tick`), and never of a partition set aside
-            // (`fetch_gap` clears its `ack_sent`): else no deadline (a
-            // deadline `tick` would not act on makes the loop spin).
-            let repeat = match (p.acked, p.ack_sent, p.last_seen) {
-                (Some(_), Some(sent), Some(seen)) if now < seen + window => Some(sent + refresh),
-                _ => None,
-            };
-            [p.fetch.map(|f| f.retry_at(self.cfg.fetch_retry)), repeat]
-        });
-        parts.chain([self.log.next_sync()]).flatten().min()
-    }
 }
+
+mod acks;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -17,12 +17,21 @@ struct MemLog {
     fail_from: Option<u64>,
     /// Partitions set aside as damaged.
     aside: Vec<PartKey>,
+    /// What `sync` made durable, until the store takes it.
+    synced: Vec<(PartKey, u64)>,
+    /// Calls of `durable_next`: what a turn looks at.
+    durable_asked: std::cell::Cell<u64>,
 }
 
 impl MemLog {
+    /// A group commit: everything appended is durable, and reported so.
     fn sync(&mut self) {
-        for (first, recs, durable) in self.parts.values_mut() {
-            *durable = *first + recs.len() as u64;
+        for (key, (first, recs, durable)) in self.parts.iter_mut() {
+            let next = *first + recs.len() as u64;
+            if *durable != next {
+                *durable = next;
+                self.synced.push((key.clone(), next));
+            }
         }
     }
     fn contents(&self, t: &[u8], p: &[u8]) -> Vec<(u64, Vec<u8>)> {
@@ -98,7 +107,11 @@ impl StoreLog for MemLog {
         *e = (offset, Vec::new(), e.2);
         Ok(())
     }
+    fn take_durable(&mut self, out: &mut Vec<(PartKey, u64)>) {
+        out.append(&mut self.synced);
+    }
     fn durable_next(&self, t: &[u8], p: &[u8]) -> Option<u64> {
+        self.durable_asked.set(self.durable_asked.get() + 1);
         self.parts
             .get(&(t.to_vec(), p.to_vec()))
             .map(|(_, _, d)| *d)
@@ -1211,4 +1224,125 @@ mod record_batches {
         assert_eq!(s.counters().appended, 4);
         assert_eq!(s.log().next_offset(T, P), Some(4));
     }
+}
+
+/// The ACKs of a turn are those of what the syncs finished since the last
+/// made durable: exactly its partitions, each at its durable offset, and
+/// none for a partition appended to but not covered.
+#[test]
+fn a_sync_report_acks_exactly_its_partitions() {
+    let mut s = store();
+    let now = Instant::now();
+    let names: Vec<Vec<u8>> = (0..3).map(|i| format!("P{i:031}").into_bytes()).collect();
+    for (i, p) in names.iter().enumerate() {
+        for seq in 0..=i as u64 {
+            s.on_record(T, p, seq, b"x", now);
+        }
+    }
+    assert!(s.tick(now).is_empty(), "nothing durable yet");
+    // A sync covered the first two only (pure: no log asked).
+    let marks = vec![
+        ((T.to_vec(), names[0].clone()), 1),
+        ((T.to_vec(), names[1].clone()), 2),
+    ];
+    let acks: Vec<(Vec<u8>, u64)> = s
+        .on_durable(&marks, now)
+        .into_iter()
+        .map(|o| match o {
+            Out::Ack {
+                partition,
+                sequence,
+                ..
+            } => (partition, sequence),
+            o => panic!("{o:?}"),
+        })
+        .collect();
+    assert_eq!(acks, vec![(names[0].clone(), 0), (names[1].clone(), 1)]);
+    // Reported again (or less): nothing new to ACK.
+    assert!(s.on_durable(&marks, now).is_empty());
+    assert!(s
+        .on_durable(&[((T.to_vec(), names[1].clone()), 1)], now)
+        .is_empty());
+    // A partition the store holds no state for: no ACK.
+    assert!(s
+        .on_durable(&[((T.to_vec(), b"NOBODY".to_vec()), 5)], now)
+        .is_empty());
+    // The log's own report, taken by `tick`: the third partition's ACK.
+    s.log_mut().sync();
+    let out = s.tick(now);
+    assert_eq!(
+        out,
+        vec![Out::Ack {
+            partition: names[2].clone(),
+            subject: T.to_vec(),
+            sequence: 2
+        }]
+    );
+    assert_eq!(s.counters().acks_sent, 3);
+}
+
+/// A store that knows a thousand partitions whose producers are alive (a
+/// HEAD each, nothing new) and one busy partition looks, at each turn, at the
+/// busy one only: the ACKs come from the syncs' reports, and the quiet ones
+/// are visited when their ACK repeat is due, not at every turn. `tick` used to
+/// ask every such partition whether it became durable at every turn.
+#[test]
+fn a_turn_looks_only_at_partitions_touched_or_due() {
+    let mut s = store();
+    let t0 = Instant::now();
+    let quiet: Vec<Vec<u8>> = (0..1000)
+        .map(|i| format!("Q{i:031}").into_bytes())
+        .collect();
+    for p in &quiet {
+        s.on_record(T, p, 0, b"x", t0);
+    }
+    s.log_mut().sync();
+    assert_eq!(s.tick(t0).len(), 1000, "one ACK each");
+    // Their producers are alive: a HEAD each, at the last offset.
+    for p in &quiet {
+        let h = Head {
+            topic: T,
+            address: p,
+            subject: T,
+            sequence: 0,
+        };
+        assert!(s.on_head(&h, t0).is_empty());
+    }
+    assert!(s.tick(t0).is_empty());
+    assert_eq!(s.active_partitions(), 1000, "kept for their ACK repeats");
+    // A hundred turns of a busy partition within the next half second.
+    let asked = s.log().durable_asked.get();
+    let mut acked = 0;
+    for turn in 0..100u64 {
+        let now = t0 + Duration::from_millis(5 * turn);
+        for i in 0..10 {
+            s.on_record(T, P, turn * 10 + i, b"y", now);
+        }
+        s.log_mut().sync();
+        for o in s.tick(now) {
+            match o {
+                Out::Ack {
+                    partition,
+                    sequence,
+                    ..
+                } if partition == P => acked = sequence,
+                o => panic!("only the busy partition has news: {o:?}"),
+            }
+        }
+    }
+    assert_eq!(acked, 999);
+    let per_turn = (s.log().durable_asked.get() - asked) / 100;
+    assert!(
+        per_turn <= 4,
+        "{per_turn} partitions asked per turn: the quiet ones were looked at"
+    );
+    // Their ACK repeats come when due, a second after their ACK.
+    let t1 = t0 + Duration::from_millis(1000);
+    assert_eq!(s.next_deadline(t0 + Duration::from_millis(500)), Some(t1));
+    let repeats = s.tick(t1);
+    assert_eq!(
+        repeats.len(),
+        1000,
+        "each quiet producer hears its ACK again"
+    );
 }
