@@ -54,6 +54,14 @@ pub struct Stats {
     /// Secure mode: connections refused at the handshake (a key not in the
     /// trust directory, another mechanism).
     pub auth_refused: AtomicU64,
+    /// Times the node warned that it heard no tower for a few seconds
+    /// ([`crate::node::beacon::SILENT_AFTER`]).
+    pub towers_silent: AtomicU64,
+    /// ACKs a producer received for an offset past the last it sent: the
+    /// stores hold records of its partition it did not write (an earlier
+    /// producer of the same `address_seed`), and drop its records at those
+    /// offsets as duplicates.
+    pub acks_ahead: AtomicU64,
 }
 
 impl Stats {
@@ -88,6 +96,8 @@ impl Stats {
             ("min_acks_unreachable", g(&self.min_acks_unreachable)),
             ("denied", g(&self.denied)),
             ("auth_refused", g(&self.auth_refused)),
+            ("towers_silent", g(&self.towers_silent)),
+            ("acks_ahead", g(&self.acks_ahead)),
         ]
     }
 }
