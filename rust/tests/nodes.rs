@@ -309,7 +309,13 @@ fn records_sent_before_close_are_published() {
         },
     )
     .unwrap();
-    let c = consumer_of(&p, ConsumerConfig::default());
+    // From the first record it hears: with `min_acks = 0` those before are
+    // released, and nothing would answer their FETCH.
+    let latest = ConsumerConfig {
+        offset_reset: OffsetReset::Latest,
+        ..Default::default()
+    };
+    let c = consumer_of(&p, latest);
     // Until the consumer's subscription reached the producer.
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut synced = Vec::new();
