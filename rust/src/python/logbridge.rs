@@ -123,29 +123,36 @@ fn level_number(level: Level) -> u32 {
 }
 
 /// Hands what the core logged since the last call to the `dafka` logger.
-/// A failure of logging itself is not the caller's: it is ignored, as
-/// `logging` ignores a handler's.
-pub(crate) fn drain(py: Python<'_>) {
+/// `logging` handles its handlers' errors itself; what else a call raises
+/// (a `KeyboardInterrupt` that Ctrl-C or `SIGTERM` raised inside it) is
+/// returned, never swallowed, and the lines not handed over yet stay queued.
+pub(crate) fn drain(py: Python<'_>) -> PyResult<()> {
     if !PENDING.load(SeqCst) {
-        return;
+        return Ok(());
     }
     let lines: Vec<(Level, String)> = {
         let mut q = queue();
         PENDING.store(false, SeqCst);
         q.drain(..).collect()
     };
-    let Ok(logger) = py
-        .import("logging")
-        .and_then(|m| m.call_method1("getLogger", ("dafka",)))
-    else {
-        return;
-    };
+    let logger = py
+        .import("logging")?
+        .call_method1("getLogger", ("dafka",))?;
     let dropped = DROPPED.swap(0, SeqCst);
     if dropped > 0 {
         let msg = format!("{dropped} earlier log messages of dafka's core were dropped");
-        let _ = logger.call_method1("log", (30, msg));
+        logger.call_method1("log", (30, msg))?;
     }
-    for (level, text) in lines {
-        let _ = logger.call_method1("log", (level_number(level), text));
+    let mut lines = lines.into_iter();
+    while let Some((level, text)) = lines.next() {
+        if let Err(e) = logger.call_method1("log", (level_number(level), text)) {
+            let mut q = queue();
+            for (i, line) in lines.enumerate() {
+                q.insert(i, line);
+            }
+            PENDING.store(!q.is_empty(), SeqCst);
+            return Err(e);
+        }
     }
+    Ok(())
 }

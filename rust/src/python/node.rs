@@ -30,7 +30,7 @@ const SLICE: Duration = Duration::from_millis(100);
 /// meanwhile goes to the `dafka` logger ([`crate::python::logbridge`]).
 pub(super) fn check_signals() -> PyResult<()> {
     Python::attach(|py| {
-        crate::python::logbridge::drain(py);
+        crate::python::logbridge::drain(py)?;
         py.check_signals()
     })
 }
@@ -141,7 +141,7 @@ impl PyTower {
     /// Stops the tower (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let closed = py.detach(|| self.inner.close());
-        crate::python::logbridge::drain(py);
+        crate::python::logbridge::drain(py)?;
         Ok(closed?)
     }
     /// Returns the tower, for ``with Tower(...) as tower:``.
@@ -801,7 +801,7 @@ impl PyProducer {
             }
         })?;
         self.serve_delivery(py)?;
-        crate::python::logbridge::drain(py);
+        crate::python::logbridge::drain(py)?;
         Ok(left)
     }
 
@@ -938,7 +938,7 @@ impl PyProducer {
             self.serve_delivery(py)?;
             self.tell_undelivered(py, left)?;
         }
-        crate::python::logbridge::drain(py);
+        crate::python::logbridge::drain(py)?;
         closed?;
         Ok(left)
     }
@@ -1110,7 +1110,9 @@ impl PyConsumer {
             return Err(PyValueError::new_err("max_records must be >= 1"));
         }
         let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
-        let got = py.detach(|| -> PyResult<Vec<Delivery>> {
+        // Before any record is taken: a Ctrl-C raised while logging loses none.
+        crate::python::logbridge::drain(py)?;
+        py.detach(|| -> PyResult<Vec<Delivery>> {
             let mut v = Vec::new();
             loop {
                 let slice = match deadline {
@@ -1123,9 +1125,7 @@ impl PyConsumer {
                 }
                 check_signals()?;
             }
-        });
-        crate::python::logbridge::drain(py);
-        got
+        })
     }
 }
 
@@ -1374,7 +1374,7 @@ impl PyConsumer {
     /// Stops the node (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let closed = py.detach(|| self.inner.close());
-        crate::python::logbridge::drain(py);
+        crate::python::logbridge::drain(py)?;
         Ok(closed?)
     }
     /// Returns the consumer: ``for record in consumer`` waits for each record and ends when

@@ -372,7 +372,7 @@ impl PyStore {
     /// Stops the store: syncs the log, joins the thread (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let closed = py.detach(|| self.inner.close());
-        crate::python::logbridge::drain(py);
+        crate::python::logbridge::drain(py)?;
         Ok(closed?)
     }
     /// Returns the store, for ``with Store(...) as store:``.
