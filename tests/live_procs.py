@@ -16,7 +16,13 @@ import dafka
 
 def producer(tower: str, topic: str, n: int, wire: str) -> int:
     with dafka.Producer(
-        topic, towers=[tower], wire=wire, head_interval=0.2, beacon_interval=0.2, beacon_timeout=3.0
+        topic,
+        towers=[tower],
+        wire=wire,
+        head_interval=0.2,
+        beacon_interval=0.2,
+        beacon_timeout=3.0,
+        close_timeout=0,  # no store: nothing to wait for
     ) as p:
         print(f"READY {p.address}", flush=True)
         for i in range(0, n, 1000):

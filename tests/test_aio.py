@@ -70,7 +70,9 @@ def test_a_cancelled_wait_stops_within_a_slice() -> None:
 
 def test_send_waits_for_room_then_raises_buffer_full_and_flush_counts() -> None:
     async def main() -> None:
-        with Producer("aio-full", max_unacked_bytes=100) as p:  # no store: nothing ACKs
+        with Producer(
+            "aio-full", max_unacked_bytes=100, close_timeout=0
+        ) as p:  # no store: nothing ACKs
             await aio.send(p, b"x" * 60)
             with pytest.raises(dafka.BufferFullError):
                 await aio.send(p, b"y" * 60, timeout=0.3)

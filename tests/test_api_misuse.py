@@ -82,7 +82,9 @@ def test_aio_timeout_of_wrong_type_is_a_type_error_and_values_show_as_repr() -> 
 
 def test_aio_send_buffer_full_reports_the_whole_wait() -> None:
     async def main() -> str:
-        with Producer("aio-misuse", max_unacked_bytes=10) as p:  # no store: nothing ACKs
+        with Producer(
+            "aio-misuse", max_unacked_bytes=10, close_timeout=0
+        ) as p:  # no store: nothing ACKs
             await aio.send(p, b"x" * 10)
             with pytest.raises(dafka.BufferFullError) as e:
                 await aio.send(p, b"y", timeout=0.5)

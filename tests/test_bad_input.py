@@ -116,7 +116,7 @@ def test_producer_drops_and_counts_malformed(ctx: zmq.Context[zmq.Socket[bytes]]
     xpub.bind("tcp://127.0.0.1:*")
     ep = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
     me = b"9E51FBAE55A649C1A50C0B360F3FF7AE"
-    with Producer("pbad", peers=[ep]) as p:
+    with Producer("pbad", peers=[ep], close_timeout=0) as p:
         part = p.address.encode()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, b"D" + me)
@@ -355,7 +355,9 @@ def test_a_zproto_producer_drops_an_answer_its_dialect_cannot_carry(
     # whose `D` + address subscription it has read.
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.SUBSCRIBE, b"DRE\x00Q")
-    with Producer("pz", peers=[ep], wire="zproto") as p:  # min_acks=1: it keeps them
+    with Producer(
+        "pz", peers=[ep], wire="zproto", close_timeout=0
+    ) as p:  # min_acks=1: it keeps them
         sub.connect(p.endpoint)
         wait_sub(xpub, b"Gpz")
         p.send_many([b"a", b"b"])

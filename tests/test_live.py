@@ -136,7 +136,7 @@ def test_in_process_tower_producer_two_consumers(tower: Tower, wire: str) -> Non
     with (
         Consumer(["t"], offset_reset="earliest", beacon_interval=0.1, **opts) as c1,  # type: ignore[arg-type]
         Consumer(["t", "other"], offset_reset="earliest", beacon_interval=0.1, **opts) as c2,  # type: ignore[arg-type]
-        Producer("t", head_interval=0.1, beacon_interval=0.1, **opts) as p,  # type: ignore[arg-type]
+        Producer("t", head_interval=0.1, beacon_interval=0.1, close_timeout=0, **opts) as p,  # type: ignore[arg-type]
     ):
         assert p.send(b"first") == 0
         assert p.send_many([b"v%d" % i for i in range(1, 5000)]) == 4999
@@ -157,7 +157,7 @@ def test_in_process_tower_producer_two_consumers(tower: Tower, wire: str) -> Non
 
 
 def test_static_peers_no_tower_and_seek() -> None:
-    with Producer("s") as p:
+    with Producer("s", close_timeout=0) as p:
         for i in range(100):
             p.send(b"%d" % i)
         with Consumer(["s"], peers=[p.endpoint], offset_reset="earliest") as c:
@@ -177,7 +177,7 @@ def test_node_starts_without_tower_and_joins_when_it_appears() -> None:
     fast = {"beacon_interval": 0.1, "beacon_timeout": 1.0}
     with (
         Consumer(["late"], towers=[endpoint], offset_reset="earliest", **fast) as c,  # type: ignore[arg-type]
-        Producer("late", towers=[endpoint], head_interval=0.1, **fast) as p,  # type: ignore[arg-type]
+        Producer("late", towers=[endpoint], head_interval=0.1, close_timeout=0, **fast) as p,  # type: ignore[arg-type]
     ):
         p.send_many([b"a", b"b", b"c"])
         assert c.poll(timeout=0.3) is None
@@ -188,7 +188,10 @@ def test_node_starts_without_tower_and_joins_when_it_appears() -> None:
 
 
 def test_iteration_and_poll_timeout() -> None:
-    with Producer("it") as p, Consumer(["it"], peers=[p.endpoint], offset_reset="earliest") as c:
+    with (
+        Producer("it", close_timeout=0) as p,
+        Consumer(["it"], peers=[p.endpoint], offset_reset="earliest") as c,
+    ):
         p.connect(c.endpoint)
         p.send_many([b"x", b"y"])
         it = iter(c)
@@ -209,7 +212,7 @@ def test_min_acks_zero_flush_and_delivery_callback() -> None:
 
 
 def test_buffer_full_raises_after_timeout() -> None:
-    with Producer("full", max_unacked_bytes=100, send_timeout=0.2) as p:
+    with Producer("full", max_unacked_bytes=100, send_timeout=0.2, close_timeout=0) as p:
         p.send(b"x" * 60)
         with pytest.raises(dafka.BufferFullError, match="max_unacked_bytes=100"):
             p.send(b"y" * 60)
@@ -221,7 +224,7 @@ def test_buffer_full_raises_after_timeout() -> None:
 def test_consumer_forgets_positions_unheard_of_for_forget_after() -> None:
     """A position not heard of for `forget_after` seconds is forgotten (a topic that
     Spark jobs feed gets a partition per task); a seeked one is kept."""
-    given, seeked = "G" * 32, "S" * 32
+    given, seeked = "6" * 32, "5" * 32
     with Consumer(["t"], start_offsets={given: 3}, idle_after=0.1, forget_after=0.3) as c:
         c.seek(seeked, 7)
         assert c.positions() == {given: 3, seeked: 7}
@@ -261,7 +264,7 @@ def test_bad_arguments_raise_clear_errors() -> None:
         Consumer(["t"], max_buffered_bytes=0)
     with pytest.raises(ValueError, match="max_buffered_bytes"):
         Consumer(["t"], max_buffered_bytes=-1)
-    with Producer("t") as p:
+    with Producer("t", close_timeout=0) as p:
         with pytest.raises(dafka.NodeError, match="bind"):
             Producer("t", bind=p.endpoint)
         with pytest.raises(TypeError, match="bytes"):

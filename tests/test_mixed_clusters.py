@@ -80,7 +80,7 @@ def reach(p: Producer, stores: list[CStore]) -> None:
 def test_c_reference_stores_count_as_one_and_min_acks_two_is_reported_unreachable(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with Producer("t", min_acks=2, wire="zproto") as p:
+    with Producer("t", min_acks=2, wire="zproto", close_timeout=0) as p:
         stores = [CStore(p), CStore(p)]
         try:
             # Two stores subscribed, but their ACKs cannot be told apart: one counts.

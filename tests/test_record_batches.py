@@ -72,7 +72,7 @@ def test_a_node_that_knows_no_batches_fetches_the_records_as_direct_records() ->
     sub = ctx.socket(zmq.SUB)
     xpub = ctx.socket(zmq.XPUB)
     try:
-        with Producer("t", record_batches=True, head_interval=0.1) as p:
+        with Producer("t", record_batches=True, head_interval=0.1, close_timeout=0) as p:
             for prefix in (b"Mt", b"Ht", b"D" + me):
                 sub.setsockopt(zmq.SUBSCRIBE, prefix)
             sub.connect(p.endpoint)
@@ -198,7 +198,7 @@ def test_fetches_are_answered_in_batches_only_to_who_takes_them(
     taker = Requester(ctx, b"B" * 32, batches=True)
     values = [b"%05d" % i + b"v" * (i % 200) for i in range(3000)]
     try:
-        with Producer("t", min_acks=1 if answerer == "producer" else 0) as p:
+        with Producer("t", min_acks=1 if answerer == "producer" else 0, close_timeout=0) as p:
             if answerer == "producer":
                 assert p.send_many(values) == 2999  # held: no store ACKs them
                 node: Producer | Store = p

@@ -147,7 +147,7 @@ class CNode:
 
 def test_a_c_reference_node_gets_plain_values_live_and_fetched() -> None:
     # min_acks=1 and no store: the producer holds every record to answer FETCHes.
-    with Producer("meta", wire="zproto", head_interval=0.1) as p:
+    with Producer("meta", wire="zproto", head_interval=0.1, close_timeout=0) as p:
         c = CNode(p, b"meta")
         try:
             # Connected once a probe arrives as a plain RECORD.

@@ -40,7 +40,7 @@ def test_tiny_hwm_flood_is_repaired_by_fetch(bound: dict[str, int]) -> None:
     with (
         # A small producer HWM too, so the flood overflows into drops rather than
         # queueing in the producer (1000, not less: a FETCH answer must fit).
-        Producer("flood", sndhwm=1000) as p,
+        Producer("flood", sndhwm=1000, close_timeout=0) as p,
         Consumer(
             ["flood"],
             peers=[p.endpoint],
@@ -72,7 +72,7 @@ def test_late_consumers_get_the_unacked_history_or_only_new_records() -> None:
     fast = {"beacon_interval": 0.1, "beacon_timeout": 2.0}
     with Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as t:
         towers = [t.endpoint]
-        with Producer("hist", towers=towers, head_interval=0.1, **fast) as p:  # type: ignore[arg-type]
+        with Producer("hist", towers=towers, head_interval=0.1, close_timeout=0, **fast) as p:  # type: ignore[arg-type]
             p.send_many([b"old %d" % i for i in range(1000)])
             with (
                 Consumer(["hist"], towers=towers, offset_reset="earliest", **fast) as early,  # type: ignore[arg-type]
@@ -101,7 +101,7 @@ def test_fetch_after_partial_ack_is_byte_identical(
     store_ep = xpub.getsockopt_string(zmq.LAST_ENDPOINT)
     rng = random.Random(7)
     values = [os.urandom(rng.randrange(1, 3000)) for _ in range(100)]
-    with Producer("acks", peers=[store_ep]) as p:
+    with Producer("acks", peers=[store_ep], close_timeout=0) as p:
         part = p.address.encode()
         sub = ctx.socket(zmq.SUB)
         sub.setsockopt(zmq.SUBSCRIBE, b"D" + store)

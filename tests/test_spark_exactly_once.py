@@ -85,7 +85,7 @@ def test_seeded_addresses_are_the_producers(tmp_path: Path) -> None:
     """A streaming task computes its partition's address before it opens the producer
     (to ask where the partition stands): the same as the producer gets, plain and
     secure."""
-    with Producer("t", peers=["tcp://127.0.0.1:1"], address_seed="q:0:t") as p:
+    with Producer("t", peers=["tcp://127.0.0.1:1"], address_seed="q:0:t", first_offset=0) as p:
         assert p.address == seeded_address("q:0:t")
     assert seeded_address("q:0:t") != seeded_address("q:1:t")
     public, secret = dafka.keygen(tmp_path, "w", role="producer")
@@ -94,7 +94,11 @@ def test_seeded_addresses_are_the_producers(tmp_path: Path) -> None:
     public.rename(trust / public.name)
     secure = {"cert": str(secret), "trust": str(trust)}
     with Producer(
-        "t", peers=["tcp://127.0.0.1:1;curve=" + "0" * 40], address_seed="q:0:t", **secure
+        "t",
+        peers=["tcp://127.0.0.1:1;curve=" + "0" * 40],
+        address_seed="q:0:t",
+        first_offset=0,
+        **secure,
     ) as p:
         assert p.address == seeded_address("q:0:t", str(secret))
 

@@ -22,6 +22,7 @@ from dafka.spark.datasource import (
     PackedRanges,
     RangePartition,
     ReadSettings,
+    _Reads,
     parse_offsets,
     plan,
 )
@@ -95,6 +96,22 @@ def test_bad_values_name_their_option(kind: str, key: str, bad: str, says: str) 
     base = READ if "read" in kind else WRITE
     with pytest.raises(ValueError, match=rf"option {key} .*{re.escape(says)}"):
         _options.check_options({**base, key: bad}, kind)
+
+
+def test_starting_offsets_name_partitions_that_can_be_and_are_held() -> None:
+    """Kafka's ``{"orders": {"0": 5}}`` names a partition that cannot be (a dafka
+    partition is a producer's address): refused, as one no store holds is when the
+    read starts; it used to read everything."""
+    with pytest.raises(ValueError, match="there are no numbered partitions"):
+        parse_offsets(json.dumps({"t": {"0": 5}}), "startingOffsets", ["t"])
+    with pytest.raises(ValueError, match="there are no numbered partitions"):
+        parse_offsets(json.dumps({"0": 5}), "endingOffsets", ["t"], BATCH_READ)
+    held, gone = "B" * 32, "A" * 32
+    reads = _Reads({**READ, "startingOffsets": json.dumps({gone: 5})}, STREAM_READ)
+    with pytest.raises(ValueError, match=f"names partition\\(s\\) {gone}, which no store"):
+        reads.start_at({held: ("t", 10)}, {})
+    reads = _Reads({**READ, "startingOffsets": json.dumps({held: 5})}, STREAM_READ)
+    assert reads.start_at({held: ("t", 10)}, {}) == {held: 5}
 
 
 def test_durations_as_spark_writes_them() -> None:

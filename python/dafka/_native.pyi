@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Final, Literal, Self, final
 
 from typing_extensions import Buffer
 
+from dafka.exceptions import DeliveryError
 from dafka.log import PartitionInfo
 
 __all__ = [
@@ -501,7 +502,8 @@ class Producer:
     """A producer: one partition of one topic.
 
     Publishes records to ``topic``. The partition is named by the producer's ``address`` (32 hex
-    characters, new for each producer), and its offsets count from 0. Each record stays in memory
+    characters, new for each producer unless ``address_seed`` names it), and its offsets count
+    from 0 (or ``first_offset``). Each record stays in memory
     until ``min_acks`` distinct stores have ACKed it, and FETCHes for it are answered from there.
     Once it has published, the producer sends a HEAD every ``head_interval`` seconds. The node runs
     on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
@@ -531,8 +533,14 @@ class Producer:
         Seconds ``send``, ``send_many`` and ``send_buffers`` wait for room when called without
         ``timeout``, before they raise ``BufferFullError``. None waits for good.
     on_delivery : callable or None, default None
-        Called as ``on_delivery(acked_offset)`` by ``flush()`` and ``poll()``, in the calling
-        thread, when the acknowledged offset has advanced.
+        Delivery reports, called by ``poll()``, ``flush()`` and ``close()`` in the calling thread.
+        A callable of two arguments is called as ``on_delivery(err, record)``, as confluent-kafka
+        calls it: once per record, in offset order, ``err`` None once ``min_acks`` stores ACKed
+        it, or a ``DeliveryError`` for a record the producer closed without (``record`` is a
+        ``Record``: topic, partition, offset, value, key, headers, timestamp). Each record sent is
+        then kept until reported. A callable of one argument is called as
+        ``on_delivery(acked_offset)`` when the acknowledged offset has advanced. Another is refused
+        with ``TypeError``.
     bind : str, default "tcp://127.0.0.1:*"
         Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
         from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
@@ -561,11 +569,19 @@ class Producer:
         ``sndhwm / 64`` messages per subscriber (at least 1,000).
     address_seed : str or bytes or None, default None
         The partition's address comes from this seed: the same seed (and, in secure mode, the
-        same certificate) gives the same address, for a writer that may run again and must
-        rewrite the same partition (a retried Spark task). None: a new address.
-    first_offset : int, default 0
-        The offset of the first record sent: a producer that goes on with a partition an earlier
-        producer of the same ``address_seed`` began, from where that one stopped.
+        same certificate) gives the same address, for a writer that runs again and goes on with
+        its partition (per-key order across restarts) or rewrites it (a retried Spark task).
+        None: a new address.
+    first_offset : int or None, default None
+        The offset of the first record sent. None: 0 for a new address; with ``address_seed``,
+        where the partition ends, which the constructor asks the stores (up to 10 s, then
+        ``FetchTimeoutError``), so the records follow the ones stored instead of being dropped as
+        duplicates of them. Give it to rewrite offsets (what the Spark sink does on a retry), and
+        in secure mode, where a producer may not ask.
+    close_timeout : float, default 10.0
+        Seconds ``close()`` and leaving a ``with`` block wait for the stores' ACKs of what was
+        sent; 0 closes at once. Leaving a ``with`` block with records still unacknowledged raises
+        ``DeliveryError`` (unless 0).
     cert : str or os.PathLike or None, default None
         Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
         node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
@@ -585,7 +601,11 @@ class Producer:
     ValueError
         A negative or too large integer, or a number of seconds that is negative or not finite.
     TypeError
-        ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable.
+        ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable
+        with one or two arguments.
+    FetchTimeoutError
+        ``address_seed`` without ``first_offset``, and no store said where the partition ends
+        within 10 seconds.
     OSError
         ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
     SecurityError
@@ -606,7 +626,9 @@ class Producer:
         head_interval: float = 1.0,
         max_unacked_bytes: int = 268435456,
         send_timeout: float | None = None,
-        on_delivery: Callable[[int], object] | None = None,
+        on_delivery: Callable[[int], object]
+        | Callable[[DeliveryError | None, Record], object]
+        | None = None,
         bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
@@ -618,7 +640,8 @@ class Producer:
         cert: str | os.PathLike[str] | None = None,
         trust: str | os.PathLike[str] | None = None,
         address_seed: str | bytes | None = None,
-        first_offset: int = 0,
+        first_offset: int | None = None,
+        close_timeout: float = 10.0,
     ) -> Producer: ...
     def send(
         self,
@@ -626,13 +649,14 @@ class Producer:
         *,
         key: Buffer | None = None,
         headers: Iterable[tuple[str, Buffer]] | None = None,
-        timestamp: int | None = None,
+        timestamp: int | datetime | None = None,
         timeout: float | None = None,
     ) -> int:
         """Publishes one record; returns its offset. ``key`` (bytes) and
         ``headers`` (a list of ``(str, bytes)`` pairs, in order, repeats allowed)
         travel with it and count against ``max_record_bytes``; ``timestamp`` is
-        its create time in ms since the epoch (default: now). Blocks (GIL
+        its create time, ms since the epoch (an int) or a ``datetime`` (default:
+        now; a float, or an int that reads as seconds, is refused). Blocks (GIL
         released) while the unacknowledged buffer is full, up to ``timeout``
         (default the producer's ``send_timeout``, None = forever), then raises
         BufferFullError.
@@ -643,7 +667,7 @@ class Producer:
         *,
         keys: Sequence[Buffer | None] | None = None,
         headers: Sequence[Iterable[tuple[str, Buffer]] | None] | None = None,
-        timestamps: Sequence[int | None] | None = None,
+        timestamps: Sequence[int | datetime | None] | None = None,
         timeout: float | None = None,
     ) -> int | None:
         """Publishes a batch of values (``bytes`` or bytes-like) in one call;
@@ -691,8 +715,8 @@ class Producer:
         store's does, in both dialects (ADDRESSED-ACK), but a C-reference store's
         zproto ACK has none, so all C-reference stores together count as one. A
         ``min_acks`` above what can be counted is never reached: such ACKs are
-        counted in ``stats()["min_acks_unreachable"]``, and ``flush`` logs a
-        warning once to the ``dafka`` logger when it returns with records left.
+        counted in ``stats()["min_acks_unreachable"]``, and the producer logs a
+        warning once to the ``dafka`` logger.
         """
     def wait_for_stores(self, n: int = 1, timeout: float = 10.0) -> int:
         """Waits (GIL released) until ``n`` stores have connected to this producer
@@ -711,9 +735,15 @@ class Producer:
         each store key once (ACKs count by key there).
         """
     def poll(self, timeout: float = 0.0) -> int:
-        """Waits up to ``timeout`` seconds for delivery progress, calls
-        ``on_delivery(acked_offset)`` if it advanced; returns how many records
-        were newly acknowledged.
+        """Waits up to ``timeout`` seconds for delivery progress and serves
+        ``on_delivery``: ``on_delivery(None, record)`` for each record newly
+        acknowledged, or ``on_delivery(acked_offset)`` if it advanced. Returns
+        how many records were newly acknowledged.
+        """
+    @property
+    def close_timeout(self) -> float:
+        """Seconds ``close()`` and leaving a ``with`` block wait for the stores'
+        ACKs by default (the ``close_timeout`` it was made with).
         """
     @property
     def acked_offset(self) -> int | None:
@@ -739,20 +769,34 @@ class Producer:
         """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
     def stats(self) -> dict[str, int]:
         """The node's counters as ``{name: count}``. A producer counts ``records_sent``,
-        ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``
-        and ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
-        was more than the stores it can count apart; see ``flush``).
+        ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``,
+        ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
+        was more than the stores it can count apart; see ``flush``), ``acks_ahead``
+        (ACKs for offsets past the last it sent: the stores hold records of its
+        partition it did not write, and drop its own at those offsets as
+        duplicates; logged the first time) and, as every node, ``towers_silent``
+        (times it warned that it heard no tower for a few seconds).
         """
-    def close(self) -> None:
-        """Publishes what was sent and stops the node (idempotent). Records
-        no store has acknowledged yet are not kept (nobody can FETCH them from
-        this producer any more): call ``flush`` first to wait for the ACKs.
+    def close(self, timeout: float | None = None) -> int:
+        """Waits until stores acknowledged what was sent (``min_acks`` of them, as
+        ``flush``), up to ``timeout`` seconds (None: the producer's
+        ``close_timeout``, 10 by default; 0 does not wait), then publishes what
+        is left and stops the node. Returns how many records are still not
+        acknowledged: those are logged (a warning of the ``dafka`` logger,
+        with their offsets) and reported to ``on_delivery(err, record)`` with a
+        ``DeliveryError``, as no node can fetch them from this producer any
+        more. Idempotent: a second call returns the same count. Ctrl-C during
+        the wait still closes the producer.
         """
     def __enter__(self) -> Self:
         """Returns the producer, for ``with Producer(...) as producer:``."""
-    def __exit__(self, *_exc: object) -> Literal[False]:
-        """Closes the producer on leaving the ``with`` block (no ``flush``: call it first);
-        an exception propagates.
+    def __exit__(self, *exc: object) -> Literal[False]:
+        """Closes the producer on leaving the ``with`` block, waiting up to
+        ``close_timeout`` for the stores' ACKs of what was sent (``close()``).
+        Records still unacknowledged then raise ``DeliveryError`` (unless
+        ``close_timeout`` is 0, or the block called ``close()``, which returned
+        their count). An exception leaving the block closes at once
+        (``close(timeout=0)``, what is left logged) and propagates.
         """
 
 @final
@@ -778,10 +822,13 @@ class Consumer:
     wire : str, default "rfc"
         The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
         node receives both.
-    offset_reset : str, default "latest"
+    offset_reset : str, default "earliest"
         Where a partition seen for the first time starts, unless ``start_offsets`` lists it:
-        ``"latest"`` at the first record seen (or after the first HEAD seen), ``"earliest"`` at
-        offset 0, fetching everything the producer and stores still hold.
+        ``"earliest"`` at offset 0, fetching everything the producer and stores still hold;
+        ``"latest"`` at the first record seen (or after the first HEAD seen). Every producer run is
+        a new partition, found only once discovery connects to it, so ``"latest"`` skips the first
+        records of partitions born while the consumer runs. With ``start_offsets`` given, every
+        partition it does not name starts at ``"earliest"``, whatever this says.
     fetch_retry : float, default 0.5
         Seconds after which an unanswered FETCH is sent again; must be > 0. After
         ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16 times this.
@@ -802,7 +849,9 @@ class Consumer:
         ``stats()["records_lost"]``. Must be > 0.
     start_offsets : dict of str to int, or None, default None
         ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It overrides
-        ``offset_reset`` for the partitions listed.
+        ``offset_reset`` for the partitions listed; given (even empty), the partitions it does not
+        name (born while the consumer was away) start at their first record held, whatever
+        ``offset_reset`` says.
     idle_after : float, default 60.0
         A partition caught up and not heard of for this many seconds keeps only its position, not
         its protocol state; must be > 0.
@@ -871,7 +920,7 @@ class Consumer:
         towers: list[str] | None = None,
         peers: list[str] | None = None,
         wire: str = "rfc",
-        offset_reset: str = "latest",
+        offset_reset: str = "earliest",
         fetch_retry: float = 0.5,
         max_fetch: int = 10000,
         max_pending: int = 100000,
@@ -912,7 +961,8 @@ class Consumer:
     def seek(self, partition: str, offset: int) -> None:
         """Restarts ``partition`` (a producer address) at ``offset``, fetching
         from there (a partition gone idle too); a partition not seen yet
-        starts there when it is.
+        starts there when it is. A name that is no producer address (32 hex
+        characters, e.g. Kafka's ``"0"``) raises ``ConfigError``.
         """
     def seek_to_time(
         self, partition: str | None, timestamp: int | datetime | str

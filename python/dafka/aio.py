@@ -9,12 +9,15 @@ and a cancelled task stops within one slice::
     from dafka import aio
 
     async def main() -> None:
-        with dafka.Producer("weather", towers=towers) as p, \\
-             dafka.Consumer(["weather"], towers=towers) as c:
-            await aio.send(p, b"21.5")
-            await aio.flush(p, timeout=5.0)
+        p = dafka.Producer("weather", towers=towers)
+        await aio.send(p, b"21.5")
+        await aio.close(p)           # waits for the stores' ACKs, then closes
+        with dafka.Consumer(["weather"], towers=towers) as c:
             async for record in aio.records(c):
                 print(record.offset, record.value)
+
+Leaving ``with Producer(...)`` waits for the stores' ACKs (``close_timeout``) on the
+loop's thread: in a coroutine, ``await aio.close(p)`` first.
 
 A record sent by :func:`send` whose task is cancelled while the buffer was full
 may still go out (at-least-once, as a retried send).
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from dafka._native import Consumer, Producer
     from dafka.record import Record
 
-__all__ = ["SLICE", "flush", "poll_many", "records", "send"]
+__all__ = ["SLICE", "close", "flush", "poll_many", "records", "send"]
 
 #: Longest a worker thread waits in one call: the most a cancellation waits.
 SLICE = 0.1
@@ -134,3 +137,20 @@ async def flush(producer: Producer, timeout: float | None = None) -> int:
         left = await asyncio.to_thread(producer.flush, _slice(deadline))
         if left == 0 or _expired(deadline):
             return left
+
+
+async def close(producer: Producer, timeout: float | None = None) -> int:
+    """Closes ``producer`` as :meth:`dafka.Producer.close` does, without blocking the
+    loop: waits up to ``timeout`` seconds (None: the producer's ``close_timeout``) for
+    the stores' ACKs of what was sent, then closes. Returns how many records are still
+    not acknowledged (logged, and reported to ``on_delivery`` with a
+    :class:`~dafka.DeliveryError`). A cancelled call closes at once."""
+    wait = producer.close_timeout if timeout is None else timeout
+    try:
+        await flush(producer, wait)
+    except ClosedError:
+        pass  # closed already: close() says what it left
+    except BaseException:
+        producer.close(timeout=0)
+        raise
+    return producer.close(timeout=0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import os
 import signal
@@ -195,6 +196,8 @@ def _cmd_native(args: argparse.Namespace) -> int:
 
 
 def _cmd_produce(args: argparse.Namespace) -> int:
+    """Exits 1 when records were not acknowledged by ``--min-acks`` stores within
+    ``--linger`` seconds of the end of input: stores may not hold them."""
     towers, peers = _discovery(args)
     with (
         _sigterm_as_interrupt(),
@@ -204,6 +207,7 @@ def _cmd_produce(args: argparse.Namespace) -> int:
             towers=towers,
             peers=peers,
             record_batches=args.record_batches,
+            close_timeout=args.linger,
             **_node_kwargs(args),
         ) as p,
     ):
@@ -219,16 +223,18 @@ def _cmd_produce(args: argparse.Namespace) -> int:
                 else:
                     p.send(line)
                 count += 1
-            left = p.flush(args.linger)
+            left = p.close()
         except KeyboardInterrupt:
-            left = p.flush(0)
-        if left and args.min_acks:
-            print(
-                f"dafka: {left} of {count} records not acknowledged by {args.min_acks} "
-                f"store(s) after {args.linger}s",
-                file=sys.stderr,
-            )
+            left = p.close(timeout=0)
         print(f"sent {count} records", file=sys.stderr)
+    if left:
+        print(
+            f"dafka: {left} of {count} records not acknowledged by {args.min_acks} "
+            f"store(s) after {args.linger}s: is a store running and reachable through "
+            "the towers?",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -660,8 +666,9 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument(
         "--linger",
         type=_seconds,
-        default=2.0,
-        help="seconds to wait at EOF for ACKs, serving FETCHes (default 2)",
+        default=10.0,
+        help="seconds to wait at EOF for ACKs, serving FETCHes (default 10); records "
+        "still not acknowledged then exit 1",
     )
     pr.add_argument(
         "--record-batches",
@@ -701,8 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--positions",
         type=Path,
         metavar="FILE",
-        help="resume from the positions saved in FILE (JSON partition: next offset; other "
-        "partitions start as --from-beginning says) and save them there on exit",
+        help="resume from the positions saved in FILE (JSON partition: next offset; the "
+        "partitions it does not name, born since, start at their first record) and save "
+        "them there on exit",
     )
     co.set_defaults(func=_cmd_consume)
 
@@ -803,6 +811,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     parser = build_parser()
     args = parser.parse_args(argv)
+    # What the nodes warn of (no tower heard, records not acknowledged) on stderr.
+    logging.basicConfig(level=logging.WARNING, format="dafka: %(message)s")
     if (getattr(args, "cert", None) is None) != (getattr(args, "trust", None) is None):
         parser.error(
             "--cert and --trust go together: secure mode needs this node's secret "

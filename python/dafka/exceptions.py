@@ -9,6 +9,7 @@ __all__ = [
     "CorruptionError",
     "DafkaError",
     "DataLossError",
+    "DeliveryError",
     "FetchTimeoutError",
     "LogError",
     "LogIOError",
@@ -45,9 +46,19 @@ class ClosedError(NodeError):
     """The node was closed; create a new one."""
 
 
-class BufferFullError(DafkaError):
+class BufferFullError(DafkaError, BufferError):
     """A producer's unacknowledged buffer (``max_unacked_bytes``) stayed full for the
-    whole send timeout: start a store, lower ``min_acks`` or raise the bound."""
+    whole send timeout: start a store, lower ``min_acks`` or raise the bound. Also a
+    :class:`BufferError`, what confluent-kafka raises on a full queue."""
+
+
+class DeliveryError(DafkaError):
+    """Records a producer sent were not acknowledged by ``min_acks`` stores in time, so
+    stores may not hold them: raised on leaving a ``with Producer(...)`` block once
+    ``close_timeout`` passed, passed as ``err`` to ``on_delivery(err, record)`` for each
+    record a producer closed without, and raised by a Spark task whose flush timed out
+    (Spark retries it). Check that a store runs and reaches the producer's towers, or
+    lower ``min_acks``."""
 
 
 class RecordTooLargeError(DafkaError, ValueError):

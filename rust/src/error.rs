@@ -81,13 +81,16 @@ pub enum Error {
         to: u64,
     },
     /// A bounded read or a heads query got no (complete) answer in time.
-    #[error("{}", timeout_message(.topic, .unanswered, .waited))]
+    #[error("{}", timeout_message(.topic, .unanswered, .waited, .towers_unheard))]
     Timeout {
         topic: String,
         /// What was left unanswered.
         unanswered: Unanswered,
         /// How long the call waited.
         waited: Duration,
+        /// The towers it tried, when none was heard (no store could find
+        /// the reader); empty otherwise.
+        towers_unheard: Vec<String>,
     },
     /// A blocking call was interrupted by the caller's check (Ctrl-C from Python).
     #[error("interrupted")]
@@ -109,7 +112,23 @@ pub enum Unanswered {
     },
 }
 
-fn timeout_message(topic: &str, unanswered: &Unanswered, waited: &Duration) -> String {
+fn timeout_message(
+    topic: &str,
+    unanswered: &Unanswered,
+    waited: &Duration,
+    towers_unheard: &[String],
+) -> String {
+    let mut msg = what_timed_out(topic, unanswered, waited);
+    if !towers_unheard.is_empty() {
+        msg.push_str(&format!(
+            "; no tower was heard at {}: is one running there and reachable?",
+            towers_unheard.join(", ")
+        ));
+    }
+    msg
+}
+
+fn what_timed_out(topic: &str, unanswered: &Unanswered, waited: &Duration) -> String {
     let secs = waited.as_secs_f64();
     match unanswered {
         Unanswered::Topic => format!(

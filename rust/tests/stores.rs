@@ -731,14 +731,7 @@ fn fetcher_reads_heads_and_exact_ranges_from_a_store() {
     use _native::node::fetcher::{fetch_range, heads, offsets, Offsets};
     let dir = tempfile::tempdir().unwrap();
     let (t, node) = tower_and_node();
-    let s = Store::open(
-        dir.path(),
-        StoreConfig {
-            node: node.clone(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let s = discovering_store(dir.path(), &node);
     let p = discovering_producer(&node);
     p.send_many((0..25_000).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(60)).unwrap(), 0);
@@ -821,6 +814,18 @@ fn discovering_producer(node: &NodeConfig) -> Producer {
     Producer::new(
         "t",
         ProducerConfig {
+            node: node.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// A store in `dir` that discovers through `node`'s towers.
+fn discovering_store(dir: &std::path::Path, node: &NodeConfig) -> Store {
+    Store::open(
+        dir,
+        StoreConfig {
             node: node.clone(),
             ..Default::default()
         },
@@ -1442,4 +1447,51 @@ fn a_sync_thread_that_died_is_reported() {
     );
     assert_eq!(p.acked_offset(), Some(0), "nothing more is acknowledged");
     p.close().unwrap();
+}
+
+/// `close_after` waits for the store's ACKs of what was sent (no `flush`
+/// first), and says what it leaves when no store ACKs; a producer of the
+/// same seed learns where the partition ends ([`producer::partition_next`])
+/// and goes on from there, so the store holds both runs' records in order.
+#[test]
+fn closing_waits_for_acks_and_a_seeded_producer_goes_on_where_its_partition_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, node) = tower_and_node();
+    let s = discovering_store(dir.path(), &node);
+    let check = || Ok::<(), _native::error::Error>(());
+    let seeded = |first_offset| ProducerConfig {
+        node: node.clone(),
+        address_seed: Some(b"svc".to_vec()),
+        first_offset,
+        ..Default::default()
+    };
+    let first = producer::partition_next(&node, "t", b"svc", Duration::from_secs(60), check);
+    assert_eq!(first.unwrap(), 0, "a new partition");
+    let p = Producer::new("t", seeded(0)).unwrap();
+    for i in 0..100 {
+        p.send(value(i), None).unwrap();
+    }
+    assert_eq!(p.close_after(Duration::from_secs(60), check).unwrap(), 0);
+    let next = producer::partition_next(&node, "t", b"svc", Duration::from_secs(60), check);
+    assert_eq!(next.unwrap(), 100);
+    let again = Producer::new("t", seeded(100)).unwrap();
+    assert_eq!(again.address(), p.address());
+    for i in 100..150 {
+        again.send(value(i), None).unwrap();
+    }
+    assert_eq!(
+        again.close_after(Duration::from_secs(60), check).unwrap(),
+        0
+    );
+    assert_holds_values(&s, 150);
+    s.close().unwrap();
+    // No store: what is left is returned, after the wait.
+    let lonely = producer(1, &[]);
+    lonely.send(value(0), None).unwrap();
+    assert_eq!(
+        lonely
+            .close_after(Duration::from_millis(100), check)
+            .unwrap(),
+        1
+    );
 }

@@ -33,6 +33,7 @@ every option in docs/spark.md)::
 
 from __future__ import annotations
 
+from dafka.exceptions import DeliveryError
 from dafka.spark._local import (
     add_cluster_args,
     local_cluster,
@@ -42,7 +43,6 @@ from dafka.spark._local import (
 )
 from dafka.spark._produce import (
     OFFSETS_SCHEMA,
-    DeliveryError,
     ProducerSettings,
     TaskResult,
     encode_value,

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from dafka._defaults import BEACON_INTERVAL, BEACON_TIMEOUT, BIND, MAX_UNACKED_BYTES, WIRE
 from dafka._native import Producer, check_node
-from dafka.exceptions import DafkaError
+from dafka.exceptions import DeliveryError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,12 +60,6 @@ __all__ = [
 #: whole row as a JSON object), ``"arrow"`` (the row as a one-row Arrow IPC stream)
 #: or a function of the row returning bytes.
 Encoder = str | Callable[[Any], bytes]
-
-
-class DeliveryError(DafkaError):
-    """Stores did not acknowledge a task's records within ``flush_timeout``; the task
-    fails so Spark retries it (at-least-once). Check that a store runs and reaches
-    the producer's towers, or lower ``min_acks``."""
 
 
 class Options(dict[str, str]):
@@ -262,13 +256,14 @@ class ProducerSettings:
             record_batches=self.record_batches,
             cert=self.cert,
             trust=self.trust,
+            close_timeout=self.flush_timeout,
             **placed,
         )
         if self.connect_wait > 0 and self.min_acks > 0:
             try:
                 p.wait_for_stores(self.min_acks, self.connect_wait)
             except BaseException:
-                p.close()
+                p.close(timeout=0)
                 raise
         return p
 
@@ -284,7 +279,7 @@ def _close_idle() -> None:
         _IDLE.clear()
     for p in idle:
         with suppress(Exception):  # exiting: nothing left to tell
-            p.close()
+            p.close(timeout=0)
 
 
 atexit.register(_close_idle)
@@ -304,7 +299,7 @@ def _borrow(settings: ProducerSettings) -> Producer:
             if p.flush(0.0) == 0:
                 return p
         with suppress(Exception):  # a broken producer: drop it, open another
-            p.close()
+            p.close(timeout=0)
 
 
 def _give_back(settings: ProducerSettings, p: Producer) -> None:
@@ -327,7 +322,7 @@ def task_producer(settings: ProducerSettings) -> Iterator[Producer]:
         yield p
     except BaseException:
         with suppress(Exception):  # the task's own error is the one to report
-            p.close()
+            p.close(timeout=0)
         raise
     _give_back(settings, p)
 

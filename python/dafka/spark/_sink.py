@@ -57,7 +57,8 @@ from pyspark.sql.datasource import (
 )
 
 from dafka._native import Producer, check_node
-from dafka.spark._produce import DeliveryError, ProducerSettings, send_arrow, timestamps_ms
+from dafka.exceptions import DeliveryError
+from dafka.spark._produce import ProducerSettings, send_arrow, timestamps_ms
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -518,14 +519,19 @@ class _Task:
         tp.sent(last - n + 1, n)
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> DafkaCommit:
+        done = False
         try:
             for b in batches:
                 for topic, rows in self.by_topic(b):
                     self.send(topic, rows)
-            return DafkaCommit(tuple(tp.finish() for tp in self.producers.values()))
+            commit = DafkaCommit(tuple(tp.finish() for tp in self.producers.values()))
+            done = True
+            return commit
         finally:
+            # Finished: every record is acknowledged, so closing waits for
+            # nothing. Failed: close at once, the retry sends them again.
             for tp in self.producers.values():
-                tp.producer.close()
+                tp.producer.close(timeout=None if done else 0)
 
 
 class DafkaBatchWriter(DataSourceArrowWriter):

@@ -7,9 +7,9 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from dafka.exceptions import DeliveryError
 from dafka.spark._produce import (
     OFFSETS_SCHEMA,
-    DeliveryError,
     Encoder,
     ProducerSettings,
     _arrow_schema,

@@ -132,6 +132,10 @@ class OffsetSpec:
 Subscribed = Collection[str] | Callable[[str], bool]
 
 
+#: What a partition's name is: its producer's address.
+_ADDRESS = re.compile(r"[0-9A-Fa-f]{32}")
+
+
 def parse_partition_json(
     spec: str, option: str, what: str, subscribed: Subscribed
 ) -> tuple[dict[str, int], dict[str, str]]:
@@ -152,6 +156,13 @@ def parse_partition_json(
     topics: dict[str, str] = {}
 
     def number(k: str, v: Any) -> int:
+        if not _ADDRESS.fullmatch(k):
+            raise ValueError(
+                f"option {option} names partition {k!r}, which cannot be one: a dafka "
+                "partition is named by its producer's address, 32 hex characters (the "
+                "partition column of a read, or `dafka offsets TOPIC`); there are no "
+                "numbered partitions"
+            )
         if isinstance(v, bool) or not isinstance(v, int):
             raise ValueError(f"option {option}: partition {k!r} maps to {v!r}, not an integer")
         return v
@@ -668,6 +679,13 @@ class _Reads:
         over ``startingOffsets``. A partition holding no record at or after its time
         starts at its end (``startingOffsetsByTimestampStrategy`` latest, the
         default) or fails the read (``error``)."""
+        unknown = sorted(p for p in self.starting.offsets if p not in hs)
+        if unknown:
+            raise ValueError(
+                f"option startingOffsets names partition(s) {', '.join(unknown)}, which no "
+                "store holds of the topics read: name partitions the stores hold (`dafka "
+                "offsets TOPIC` lists them), or start them all at earliest or latest"
+            )
         start = resolve(self.starting, hs, EARLIEST, firsts)
         if not self.start_times:
             return start

@@ -260,7 +260,25 @@ pub struct Discovery {
     /// Secure mode: beacons ignored (no key, or a key not trusted).
     pub untrusted: u64,
     said: crate::security::said::Said,
+    /// The towers as configured, named when none is heard.
+    towers: Vec<String>,
+    /// When a tower was last heard (anything on the beacon sockets: a
+    /// relayed beacon, ours too, a welcome or a tower's subscription), or
+    /// when discovery started.
+    heard: Instant,
+    /// Silence after which [`Discovery::on_timer`] warns that no tower is
+    /// heard ([`SILENT_AFTER`], or `beacon_timeout` if longer).
+    silent_after: Duration,
+    /// Whether the current silence was warned of.
+    silent: bool,
+    /// Times the node warned that it heard no tower.
+    pub silences: u64,
 }
+
+/// A node that has heard no tower for this long (or its `beacon_timeout`,
+/// if longer) warns, naming the towers it tries: without one it finds no
+/// peer, and a consumer would otherwise wait in silence.
+pub const SILENT_AFTER: Duration = Duration::from_secs(3);
 
 impl Discovery {
     /// Connects to every tower (asynchronously: an absent tower is fine, the
@@ -330,7 +348,48 @@ impl Discovery {
                 .map(|id| crate::security::cert::key_z85(id.public()).into_bytes()),
             secure,
             untrusted: 0,
+            towers: towers.to_vec(),
+            heard: now,
+            silent_after: timeout.max(SILENT_AFTER),
+            silent: false,
+            silences: 0,
         })
+    }
+
+    /// A tower was heard at `now`: says so if it had been silent.
+    fn heard_tower(&mut self, now: Instant) {
+        self.heard = now;
+        if std::mem::take(&mut self.silent) {
+            tracing::info!("a tower is heard again ({})", self.towers.join(", "));
+        }
+    }
+
+    /// Warns once per silence when no tower has been heard for
+    /// `silent_after`; returns whether it did.
+    fn check_silence(&mut self, now: Instant) -> bool {
+        if self.publ.is_none()
+            || self.silent
+            || now.saturating_duration_since(self.heard) < self.silent_after
+        {
+            return false;
+        }
+        self.silent = true;
+        self.silences += 1;
+        tracing::warn!(
+            "no tower heard for {:.0}s (trying {}): this node finds no peer until one \
+             answers; is a tower running there and reachable? (towers=, --tower)",
+            now.saturating_duration_since(self.heard).as_secs_f64(),
+            self.towers.join(", ")
+        );
+        true
+    }
+
+    /// Whether no tower has been heard for `silent_after` (what a read
+    /// client that timed out says).
+    pub fn towers_silent(&self, now: Instant) -> Option<&[String]> {
+        let silent = self.publ.is_some()
+            && now.saturating_duration_since(self.heard) >= self.silent_after.min(SILENT_AFTER);
+        silent.then_some(self.towers.as_slice())
     }
 
     /// The beacon sockets' poll items (none without towers).
@@ -367,7 +426,10 @@ impl Discovery {
             let Some(p) = &self.publ else { break };
             match p.recv_bytes(zmq::DONTWAIT) {
                 // A tower can hear us now (its XSUB subscribed): announce.
-                Ok(m) => subscribed |= m.first() == Some(&1),
+                Ok(m) => {
+                    subscribed |= m.first() == Some(&1);
+                    self.heard_tower(now);
+                }
                 Err(zmq::Error::EAGAIN) => break,
                 Err(e) => return Err(e.into()),
             }
@@ -394,6 +456,7 @@ impl Discovery {
                 Err(zmq::Error::EAGAIN) => break,
                 Err(e) => return Err(e.into()),
             };
+            self.heard_tower(now);
             match decode_beacon(&frames) {
                 Ok(Beacon::Tower { uuid, endpoint }) => match std::str::from_utf8(endpoint) {
                     Ok(ep) if connectable(ep) => {
@@ -446,6 +509,7 @@ impl Discovery {
         if now >= self.next_beacon {
             self.send_beacon(now)?;
         }
+        self.check_silence(now);
         Ok(self.table.expire(now))
     }
 

@@ -171,8 +171,13 @@ pub struct ProducerConfig {
     /// instead of being new. None: new.
     pub address_seed: Option<Vec<u8>>,
     /// The offset of the first record sent (default 0): a writer that goes
-    /// on with a partition an earlier producer of the same address began.
+    /// on with a partition an earlier producer of the same address began
+    /// (where it ends: [`crate::node::producer::partition_next`]).
     pub first_offset: u64,
+    /// How long closing waits for the stores' ACKs of what was sent
+    /// ([`crate::node::producer::Producer::close_after`]; Python's `close()`
+    /// and `with` blocks). Default 10 s; 0 closes at once.
+    pub close_timeout: Duration,
 }
 
 /// The UUID v5 namespace of [`NodeConfig::seeded_address`] (fixed: the
@@ -227,6 +232,7 @@ impl Default for ProducerConfig {
             record_batches: false,
             address_seed: None,
             first_offset: 0,
+            close_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -269,12 +275,18 @@ impl ProducerConfig {
 }
 
 /// Where a new consumer starts in a partition it has not seen before.
+///
+/// The default is `Earliest`, unlike Kafka's `latest`: every producer run
+/// is a new partition, and a consumer hears of one only once discovery
+/// connected it to the producer or a store, so `Latest` skips the first
+/// records of partitions born while it runs, not only of those born while
+/// it was away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OffsetReset {
     /// From offset 0: fetch everything the producer and stores still hold.
+    #[default]
     Earliest,
     /// From the first record seen (or after the first HEAD seen).
-    #[default]
     Latest,
 }
 
@@ -295,7 +307,9 @@ impl std::str::FromStr for OffsetReset {
 #[derive(Debug, Clone)]
 pub struct ConsumerConfig {
     pub node: NodeConfig,
-    /// Default `latest`.
+    /// Default `earliest` ([`OffsetReset`] says why). A consumer given
+    /// `start_offsets` starts every partition they do not name at its first
+    /// record, whatever this says: those were born while it was away.
     pub offset_reset: OffsetReset,
     /// An unanswered FETCH is repeated after this long. Default 500 ms.
     pub fetch_retry: Duration,
@@ -318,7 +332,9 @@ pub struct ConsumerConfig {
     pub give_up_fetches: u32,
     /// Where partitions start (partition name, the next offset to deliver),
     /// overriding `offset_reset` for them: positions saved from an earlier
-    /// consumer ([`crate::node::Consumer::positions`]). Default none.
+    /// consumer ([`crate::node::Consumer::positions`]). Given, the
+    /// partitions they do not name start at their first record (as
+    /// `Earliest`). Default none.
     pub start_offsets: Vec<(String, u64)>,
     /// A partition caught up and not heard of for this long keeps only its
     /// position, not its protocol state (a topic that Spark jobs feed gets
@@ -336,7 +352,7 @@ impl Default for ConsumerConfig {
     fn default() -> Self {
         Self {
             node: NodeConfig::default(),
-            offset_reset: OffsetReset::Latest,
+            offset_reset: OffsetReset::Earliest,
             fetch_retry: Duration::from_millis(500),
             max_fetch: 10_000,
             max_pending: 100_000,

@@ -73,6 +73,18 @@ impl Client {
         })
     }
 
+    /// [`Error::Timeout`] of a read about `topic` that waited `waited`,
+    /// naming the towers if none was heard (then no store could find us).
+    fn timeout(&self, topic: impl Into<String>, unanswered: Unanswered, waited: Duration) -> Error {
+        let silent = self.core.disc.towers_silent(Instant::now());
+        Error::Timeout {
+            topic: topic.into(),
+            unanswered,
+            waited,
+            towers_unheard: silent.map(<[String]>::to_vec).unwrap_or_default(),
+        }
+    }
+
     /// Whether a peer that answers GET-HEADS for `topic` connected since the
     /// last call.
     fn take_joined(&mut self, topic: &str) -> bool {
@@ -225,12 +237,9 @@ pub fn offsets_for_time<E: From<Error>>(
                 return Ok(got);
             }
         } else if now >= deadline {
-            return Err(Error::Timeout {
-                topic: topic.to_string(),
-                unanswered: Unanswered::Topic,
-                waited: timeout,
-            }
-            .into());
+            return Err(c
+                .timeout(topic.to_string(), Unanswered::Topic, timeout)
+                .into());
         }
         if ask || next_ask.is_some_and(|t| now >= t) {
             c.core.emit(&Out::TimeQuery {
@@ -299,12 +308,7 @@ pub fn topics<E: From<Error>>(
         match changed {
             Some(t) if now.duration_since(t) >= settle => return Ok(got),
             None if now >= deadline => {
-                return Err(Error::Timeout {
-                    topic: String::new(),
-                    unanswered: Unanswered::Topic,
-                    waited: timeout,
-                }
-                .into())
+                return Err(c.timeout(String::new(), Unanswered::Topic, timeout).into())
             }
             _ => {}
         }
@@ -725,12 +729,9 @@ impl Client {
             if now >= deadline {
                 return match first_peer {
                     Some(_) => Ok(end(false, windows)),
-                    None => Err(Error::Timeout {
-                        topic: topic.to_string(),
-                        unanswered: Unanswered::Topic,
-                        waited: timeout,
-                    }
-                    .into()),
+                    None => Err(self
+                        .timeout(topic.to_string(), Unanswered::Topic, timeout)
+                        .into()),
                 };
             }
             // A quick round asks once; a full one re-asks every RETRY.
@@ -1052,17 +1053,18 @@ impl Client {
         while next < end {
             let now = Instant::now();
             if now >= deadline {
-                return Err(Error::Timeout {
-                    topic: topic.to_string(),
-                    unanswered: Unanswered::Range {
-                        partition: partition.to_string(),
-                        start,
-                        end,
-                        next,
-                    },
-                    waited: timeout,
-                }
-                .into());
+                return Err(self
+                    .timeout(
+                        topic.to_string(),
+                        Unanswered::Range {
+                            partition: partition.to_string(),
+                            start,
+                            end,
+                            next,
+                        },
+                        timeout,
+                    )
+                    .into());
             }
             if connected && next_ask.is_none_or(|t| now >= t) {
                 if next_ask.is_some() {

@@ -496,7 +496,9 @@ impl Core {
 
     /// Beacon and expiry timers.
     pub fn on_timer(&mut self, now: Instant, stats: &Stats) -> Result<()> {
+        let silences = self.disc.silences;
         let ev = self.disc.on_timer(now)?;
+        Stats::add(&stats.towers_silent, self.disc.silences - silences);
         self.apply(ev, stats)
     }
 

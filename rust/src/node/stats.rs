@@ -62,6 +62,14 @@ pub struct Stats {
     /// key that sent them, refused: an insider taking over another node's
     /// identity in discovery (towers and nodes).
     pub identity_refused: AtomicU64,
+    /// Times the node warned that it heard no tower for a few seconds
+    /// ([`crate::node::beacon::SILENT_AFTER`]).
+    pub towers_silent: AtomicU64,
+    /// ACKs a producer received for an offset past the last it sent: the
+    /// stores hold records of its partition it did not write (an earlier
+    /// producer of the same `address_seed`), and drop its records at those
+    /// offsets as duplicates.
+    pub acks_ahead: AtomicU64,
 }
 
 impl Stats {
@@ -98,6 +106,8 @@ impl Stats {
             ("denied", g(&self.denied)),
             ("auth_refused", g(&self.auth_refused)),
             ("identity_refused", g(&self.identity_refused)),
+            ("towers_silent", g(&self.towers_silent)),
+            ("acks_ahead", g(&self.acks_ahead)),
         ]
     }
 }

@@ -42,7 +42,7 @@ pub(crate) struct ProducerDefaults {
     pub max_unacked_bytes: i128,
     pub max_record_bytes: i128,
     pub record_batches: bool,
-    pub first_offset: i128,
+    pub close_timeout: f64,
 }
 
 pub(crate) struct ConsumerDefaults {
@@ -153,7 +153,7 @@ impl Defaults {
                 max_unacked_bytes: int(p.max_unacked_bytes as u64),
                 max_record_bytes: int(p.max_record_bytes as u64),
                 record_batches: p.record_batches,
-                first_offset: int(p.first_offset),
+                close_timeout: p.close_timeout.as_secs_f64(),
             },
             consumer: ConsumerDefaults {
                 offset_reset: offset_reset_name(c.offset_reset),
@@ -238,7 +238,8 @@ impl Defaults {
         d.set_item("max_record_bytes", p.max_record_bytes)?;
         d.set_item("record_batches", p.record_batches)?;
         d.set_item("address_seed", &none)?;
-        d.set_item("first_offset", p.first_offset)?;
+        d.set_item("first_offset", &none)?;
+        d.set_item("close_timeout", p.close_timeout)?;
         out.set_item("Producer", d)?;
 
         let (c, d) = (&self.consumer, PyDict::new(py));

@@ -70,6 +70,8 @@ impl Discovery<'_> {
         sndhwm: i128,
         rcvhwm: i128,
     ) -> PyResult<NodeConfig> {
+        // What the node (or read client) will log reaches Python's `logging`.
+        super::logbridge::install();
         let cfg = NodeConfig {
             bind: self.bind,
             towers: str_list(self.towers),

@@ -33,6 +33,7 @@ pub(crate) enum Exc {
     UnknownPartition,
     LogValue,
     Security,
+    Delivery,
 }
 
 impl Exc {
@@ -54,6 +55,7 @@ impl Exc {
             Exc::UnknownPartition => "UnknownPartitionError",
             Exc::LogValue => "LogValueError",
             Exc::Security => "SecurityError",
+            Exc::Delivery => "DeliveryError",
         }
     }
 
@@ -70,6 +72,14 @@ impl Exc {
                 Err(e) => e,
             }
         })
+    }
+
+    /// Whether `e` is an instance of this class.
+    pub(crate) fn is(self, py: Python<'_>, e: &PyErr) -> bool {
+        EXCEPTIONS
+            .get_or_try_init(py, || py.import("dafka.exceptions").map(|m| m.unbind()))
+            .and_then(|m| m.bind(py).getattr(self.class_name()))
+            .is_ok_and(|cls| e.is_instance(py, &cls))
     }
 
     /// For `map_err` of a parse that fails with a message (`"zproto".parse()`).

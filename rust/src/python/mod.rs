@@ -3,10 +3,12 @@
 
 mod cli;
 mod defaults;
+mod delivery;
 mod discovery;
 mod errors;
 mod fetch;
 mod log;
+mod logbridge;
 mod node;
 mod record;
 mod security;

@@ -3,7 +3,7 @@
 //! slices, checking for signals in between, so Ctrl-C works.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
@@ -17,14 +17,22 @@ use crate::node::{
     Batch, Consumer, ConsumerConfig, Delivery, Producer, ProducerConfig, Tower, TowerConfig,
 };
 use crate::python::defaults::DEFAULT;
+use crate::python::delivery::Reports;
 use crate::python::discovery::Discovery;
+use crate::python::errors::Exc;
 use crate::python::record::{headers_arg, PartitionNames, PyRecord};
+use crate::python::time::{check_ms, record_time_ms};
 use crate::python::{opt_seconds, opt_unsigned, seconds, unsigned, StrList};
 
 const SLICE: Duration = Duration::from_millis(100);
 
+/// Between two slices of a wait: Ctrl-C raises, and what the core logged
+/// meanwhile goes to the `dafka` logger ([`crate::python::logbridge`]).
 pub(super) fn check_signals() -> PyResult<()> {
-    Python::attach(|py| py.check_signals())
+    Python::attach(|py| {
+        crate::python::logbridge::drain(py)?;
+        py.check_signals()
+    })
 }
 
 pub(super) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyDict>> {
@@ -91,6 +99,7 @@ impl PyTower {
         cert: Option<std::path::PathBuf>,
         trust: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
+        crate::python::logbridge::install();
         let cfg = TowerConfig {
             beacon_in,
             beacon_out,
@@ -133,8 +142,9 @@ impl PyTower {
     }
     /// Stops the tower (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.close())?;
-        Ok(())
+        let closed = py.detach(|| self.inner.close());
+        crate::python::logbridge::drain(py)?;
+        Ok(closed?)
     }
     /// Returns the tower, for ``with Tower(...) as tower:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -151,7 +161,8 @@ impl PyTower {
 /// A producer: one partition of one topic.
 ///
 /// Publishes records to ``topic``. The partition is named by the producer's ``address`` (32 hex
-/// characters, new for each producer), and its offsets count from 0. Each record stays in memory
+/// characters, new for each producer unless ``address_seed`` names it), and its offsets count
+/// from 0 (or ``first_offset``). Each record stays in memory
 /// until ``min_acks`` distinct stores have ACKed it, and FETCHes for it are answered from there.
 /// Once it has published, the producer sends a HEAD every ``head_interval`` seconds. The node runs
 /// on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
@@ -181,8 +192,14 @@ impl PyTower {
 ///     Seconds ``send``, ``send_many`` and ``send_buffers`` wait for room when called without
 ///     ``timeout``, before they raise ``BufferFullError``. None waits for good.
 /// on_delivery : callable or None, default None
-///     Called as ``on_delivery(acked_offset)`` by ``flush()`` and ``poll()``, in the calling
-///     thread, when the acknowledged offset has advanced.
+///     Delivery reports, called by ``poll()``, ``flush()`` and ``close()`` in the calling thread.
+///     A callable of two arguments is called as ``on_delivery(err, record)``, as confluent-kafka
+///     calls it: once per record, in offset order, ``err`` None once ``min_acks`` stores ACKed
+///     it, or a ``DeliveryError`` for a record the producer closed without (``record`` is a
+///     ``Record``: topic, partition, offset, value, key, headers, timestamp). Each record sent is
+///     then kept until reported. A callable of one argument is called as
+///     ``on_delivery(acked_offset)`` when the acknowledged offset has advanced. Another is refused
+///     with ``TypeError``.
 /// bind : str, default "tcp://127.0.0.1:*"
 ///     Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
 ///     from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
@@ -211,11 +228,19 @@ impl PyTower {
 ///     ``sndhwm / 64`` messages per subscriber (at least 1,000).
 /// address_seed : str or bytes or None, default None
 ///     The partition's address comes from this seed: the same seed (and, in secure mode, the
-///     same certificate) gives the same address, for a writer that may run again and must
-///     rewrite the same partition (a retried Spark task). None: a new address.
-/// first_offset : int, default 0
-///     The offset of the first record sent: a producer that goes on with a partition an earlier
-///     producer of the same ``address_seed`` began, from where that one stopped.
+///     same certificate) gives the same address, for a writer that runs again and goes on with
+///     its partition (per-key order across restarts) or rewrites it (a retried Spark task).
+///     None: a new address.
+/// first_offset : int or None, default None
+///     The offset of the first record sent. None: 0 for a new address; with ``address_seed``,
+///     where the partition ends, which the constructor asks the stores (up to 10 s, then
+///     ``FetchTimeoutError``), so the records follow the ones stored instead of being dropped as
+///     duplicates of them. Give it to rewrite offsets (what the Spark sink does on a retry), and
+///     in secure mode, where a producer may not ask.
+/// close_timeout : float, default 10.0
+///     Seconds ``close()`` and leaving a ``with`` block wait for the stores' ACKs of what was
+///     sent; 0 closes at once. Leaving a ``with`` block with records still unacknowledged raises
+///     ``DeliveryError`` (unless 0).
 /// cert : str or os.PathLike or None, default None
 ///     Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
 ///     node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
@@ -235,7 +260,11 @@ impl PyTower {
 /// ValueError
 ///     A negative or too large integer, or a number of seconds that is negative or not finite.
 /// TypeError
-///     ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable.
+///     ``towers`` or ``peers`` is a ``str`` instead of a list, or ``on_delivery`` is not callable
+///     with one or two arguments.
+/// FetchTimeoutError
+///     ``address_seed`` without ``first_offset``, and no store said where the partition ends
+///     within 10 seconds.
 /// OSError
 ///     ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
 /// SecurityError
@@ -246,59 +275,128 @@ impl PyTower {
 struct PyProducer {
     inner: Producer,
     send_timeout: Option<Duration>,
-    /// In a lock so that the garbage collector can clear it (`__clear__`):
-    /// `self.p = Producer(..., on_delivery=self.cb)` makes a cycle.
-    on_delivery: std::sync::Mutex<Option<Py<PyAny>>>,
-    reported: AtomicI64,
-    /// Whether `flush` warned that `min_acks` is out of reach.
-    warned_unreachable: AtomicBool,
+    /// What `close()` and leaving a `with` block wait for ACKs by default.
+    close_timeout: Duration,
+    min_acks: usize,
+    /// `on_delivery` and what it was told.
+    reports: Reports,
+    /// Whether closing reported what it left unacknowledged (once).
+    close_told: AtomicBool,
 }
 
 impl PyProducer {
-    /// Logs once, to the ``dafka`` Python logger, that records wait for
-    /// stores that cannot be counted (`Stats::min_acks_unreachable`).
-    fn warn_unreachable(&self, py: Python<'_>) -> PyResult<()> {
-        let n = self
-            .inner
-            .stats()
-            .min_acks_unreachable
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if n == 0 || self.warned_unreachable.swap(true, SeqCst) {
-            return Ok(());
-        }
-        let msg = format!(
-            "producer {} of topic {:?}: min_acks cannot be reached by the stores whose ACKs \
-             it can count ({} now): C-reference stores' zproto ACKs carry no store address \
-             and count as one store together ({n} such ACKs); records stay unreleased until \
-             more dafka stores ACK, or lower min_acks",
-            self.inner.address(),
-            self.inner.topic(),
-            self.inner.stores_seen(),
-        );
-        py.import("logging")?
-            .call_method1("getLogger", ("dafka",))?
-            .call_method1("warning", (msg,))?;
-        Ok(())
+    fn serve_delivery(&self, py: Python<'_>) -> PyResult<u64> {
+        let (topic, address) = (self.inner.topic(), self.inner.address());
+        self.reports
+            .serve(py, self.inner.acked_offset(), topic, address)
     }
 
-    fn serve_delivery(&self, py: Python<'_>) -> PyResult<u64> {
-        let acked = self.inner.acked_offset().map_or(-1, |a| a as i64);
-        // Two threads serving at once report each offset once.
-        let before = self.reported.fetch_max(acked, SeqCst);
-        if acked <= before {
-            return Ok(0);
+    /// Publishes `batch` ([`Producer::send_pieces_with`], GIL released),
+    /// keeping its records for their reports when `on_delivery` takes one
+    /// per record; returns where each piece went.
+    fn send_reported(
+        &self,
+        py: Python<'_>,
+        batch: Batch,
+        timeout: Option<Duration>,
+    ) -> PyResult<Vec<(u64, usize)>> {
+        let kept = self.reports.per_record().then(|| batch.clone());
+        let pieces = py.detach(|| self.inner.send_pieces_with(batch, timeout, check_signals))?;
+        if let Some(kept) = kept {
+            let mut bodies = kept.iter();
+            for &(first, n) in &pieces {
+                self.reports.keep(first, bodies.by_ref().take(n));
+            }
         }
-        let cb = self
-            .on_delivery
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map(|cb| cb.clone_ref(py));
-        if let Some(cb) = cb {
-            cb.call1(py, (acked,))?;
-        }
-        Ok((acked - before) as u64)
+        Ok(pieces)
     }
+
+    /// Once closed: the records left unacknowledged are logged with their
+    /// offsets, and reported to `on_delivery(err, record)` with a
+    /// `DeliveryError`.
+    fn tell_undelivered(&self, py: Python<'_>, left: u64) -> PyResult<()> {
+        if left == 0 {
+            return Ok(());
+        }
+        let next = self.inner.next_offset();
+        let msg = format!(
+            "producer {} of topic {:?} closed with {left} of the records sent (offsets {} to \
+             {}) not acknowledged by min_acks={} store(s): stores may not hold them, and no \
+             node can fetch them from this producer any more. Is a store running and reachable \
+             through the towers? Call flush() before closing and check what it returns, or \
+             close with a longer timeout (close_timeout=)",
+            self.inner.address(),
+            self.inner.topic(),
+            next - left,
+            next - 1,
+            self.min_acks,
+        );
+        warn(py, &msg)?;
+        let err = Exc::Delivery.err(msg);
+        let (topic, address) = (self.inner.topic(), self.inner.address());
+        self.reports
+            .fail_rest(py, err.value(py).as_any(), topic, address)
+    }
+}
+
+/// Where the partition of a producer with `address_seed` and no
+/// `first_offset` ends, as the stores say (0 for a new one): it goes on
+/// from there instead of having its records dropped as duplicates of the
+/// ones stored. No store answering within [`RESUME_TIMEOUT`] is a
+/// `FetchTimeoutError` saying what to do.
+fn resume_offset(py: Python<'_>, cfg: &ProducerConfig, topic: &str, seed: &[u8]) -> PyResult<u64> {
+    let asked = py.detach(|| {
+        crate::node::producer::partition_next::<PyErr>(
+            &cfg.node,
+            topic,
+            seed,
+            RESUME_TIMEOUT,
+            check_signals,
+        )
+    });
+    asked.map_err(|e| {
+        if Exc::FetchTimeout.is(py, &e) {
+            Exc::FetchTimeout.err(format!(
+                "{e}. A producer with address_seed and no first_offset goes on where its \
+                 partition ends, which it asks the stores before it starts: start a store \
+                 (or check towers=; a store listed only in peers= cannot answer), or pass \
+                 first_offset= (0 for a new partition)"
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+/// How long a producer with `address_seed` and no `first_offset` waits for
+/// the stores to say where its partition ends (as `Consumer(start_time=)`).
+const RESUME_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A producer the program dropped without closing it: what it leaves
+/// unacknowledged is said (through the core's log, as no GIL may be held
+/// here), never dropped in silence.
+impl Drop for PyProducer {
+    fn drop(&mut self) {
+        let left = self.inner.outstanding();
+        if left > 0 && !self.close_told.load(SeqCst) {
+            tracing::warn!(
+                "producer {} of topic {:?} was dropped without close() while {left} of the \
+                 records sent were not acknowledged by min_acks={} store(s): stores may not \
+                 hold them; close it (or use `with`), which waits for them",
+                self.inner.address(),
+                self.inner.topic(),
+                self.min_acks,
+            );
+        }
+    }
+}
+
+/// Logs `msg` as a warning of the ``dafka`` Python logger.
+fn warn(py: Python<'_>, msg: &str) -> PyResult<()> {
+    py.import("logging")?
+        .call_method1("getLogger", ("dafka",))?
+        .call_method1("warning", (msg,))?;
+    Ok(())
 }
 
 #[pymethods]
@@ -313,8 +411,8 @@ impl PyProducer {
         beacon_timeout = DEFAULT.node.beacon_timeout, sndhwm = DEFAULT.node.sndhwm,
         rcvhwm = DEFAULT.node.rcvhwm, max_record_bytes = DEFAULT.producer.max_record_bytes,
         advertise_host = None, record_batches = DEFAULT.producer.record_batches,
-        cert = None, trust = None, address_seed = None,
-        first_offset = DEFAULT.producer.first_offset
+        cert = None, trust = None, address_seed = None, first_offset = None,
+        close_timeout = DEFAULT.producer.close_timeout
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -339,7 +437,8 @@ impl PyProducer {
         cert: Option<std::path::PathBuf>,
         trust: Option<std::path::PathBuf>,
         address_seed: Option<&Bound<'_, PyAny>>,
-        first_offset: i128,
+        first_offset: Option<i128>,
+        close_timeout: f64,
     ) -> PyResult<Self> {
         let address_seed = match address_seed {
             None => None,
@@ -353,12 +452,8 @@ impl PyProducer {
                 ));
             }),
         };
-        if let Some(cb) = &on_delivery {
-            if !cb.bind(py).is_callable() {
-                return Err(PyTypeError::new_err("on_delivery must be callable(offset)"));
-            }
-        }
-        let cfg = ProducerConfig {
+        let reports = Reports::new(py, on_delivery)?;
+        let mut cfg = ProducerConfig {
             node: Discovery {
                 towers,
                 peers,
@@ -377,23 +472,31 @@ impl PyProducer {
             max_record_bytes: unsigned("max_record_bytes", max_record_bytes)?,
             record_batches,
             address_seed,
-            first_offset: unsigned("first_offset", first_offset)?,
+            first_offset: opt_unsigned("first_offset", first_offset)?.unwrap_or(0),
+            close_timeout: seconds("close_timeout", close_timeout)?,
         };
         let send_timeout = opt_seconds("send_timeout", send_timeout)?;
+        cfg.validate()?;
+        if let (Some(seed), None) = (&cfg.address_seed, first_offset) {
+            cfg.first_offset = resume_offset(py, &cfg, &topic, seed)?;
+        }
+        let (close_timeout, min_acks) = (cfg.close_timeout, cfg.min_acks);
         let inner = py.detach(|| Producer::new(&topic, cfg))?;
         Ok(Self {
             inner,
             send_timeout,
-            on_delivery: std::sync::Mutex::new(on_delivery),
-            reported: AtomicI64::new(-1),
-            warned_unreachable: AtomicBool::new(false),
+            close_timeout,
+            min_acks,
+            reports,
+            close_told: AtomicBool::new(false),
         })
     }
 
     /// Publishes one record; returns its offset. ``key`` (bytes) and
     /// ``headers`` (a list of ``(str, bytes)`` pairs, in order, repeats allowed)
     /// travel with it and count against ``max_record_bytes``; ``timestamp`` is
-    /// its create time in ms since the epoch (default: now). Blocks (GIL
+    /// its create time, ms since the epoch (an int) or a ``datetime`` (default:
+    /// now; a float, or an int that reads as seconds, is refused). Blocks (GIL
     /// released) while the unacknowledged buffer is full, up to ``timeout``
     /// (default the producer's ``send_timeout``, None = forever), then raises
     /// BufferFullError.
@@ -404,11 +507,12 @@ impl PyProducer {
         value: &Bound<'_, PyAny>,
         key: Option<&Bound<'_, PyAny>>,
         headers: Option<&Bound<'_, PyAny>>,
-        timestamp: Option<i128>,
+        timestamp: Option<&Bound<'_, PyAny>>,
         timeout: Option<f64>,
     ) -> PyResult<u64> {
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        if key.is_none() && headers.is_none() && timestamp.is_none() {
+        let reported = self.reports.per_record();
+        if key.is_none() && headers.is_none() && timestamp.is_none() && !reported {
             if let Some(off) = with_value(py, value, "send", |v| self.inner.try_send(v))?? {
                 return Ok(off);
             }
@@ -424,18 +528,34 @@ impl PyProducer {
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_slice()))
             .collect();
+        let mut ts = timestamp
+            .map(|ts| record_time_ms(py, ts, "timestamp"))
+            .transpose()?;
+        if reported {
+            // The report carries the record as sent: its time too.
+            ts = ts.or_else(|| Some(crate::meta::now_ms()));
+        }
         let extra = Extra {
             key: key.as_deref(),
             headers: &hs,
-            timestamp: opt_unsigned("timestamp", timestamp)?,
+            timestamp: ts,
         };
-        if let Some(off) =
-            with_value(py, value, "send", |v| self.inner.try_send_record(v, &extra))??
-        {
-            return Ok(off);
+        let off = match with_value(py, value, "send", |v| self.inner.try_send_record(v, &extra))?? {
+            Some(off) => off,
+            None => {
+                let v = value_bytes(py, value, "send")?;
+                py.detach(|| self.inner.send_record_with(&v, &extra, t, check_signals))?
+            }
+        };
+        if reported {
+            with_value(py, value, "send", |v| {
+                let mut body = Vec::with_capacity(extra.body_len(v));
+                crate::meta::encode(&mut body, ts.unwrap_or(0), extra.key, extra.headers);
+                body.extend_from_slice(v);
+                self.reports.keep(off, [body.as_slice()]);
+            })?;
         }
-        let v = value_bytes(py, value, "send")?;
-        py.detach(|| self.inner.send_record_with(&v, &extra, t, check_signals))
+        Ok(off)
     }
 
     /// Publishes a batch of values (``bytes`` or bytes-like) in one call;
@@ -511,9 +631,7 @@ impl PyProducer {
                     _ => Vec::new(),
                 };
                 let ts = match &timestamps {
-                    Some(t) if !t[i].is_none() => {
-                        opt_unsigned("timestamps[]", Some(t[i].extract::<i128>()?))?
-                    }
+                    Some(t) if !t[i].is_none() => Some(record_time_ms(py, &t[i], "timestamps[]")?),
                     _ => None,
                 };
                 with_value(py, v, "send_many", |v| {
@@ -522,8 +640,8 @@ impl PyProducer {
             }
         }
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        let range = py.detach(|| self.inner.send_batch_with(batch, t, check_signals))?;
-        Ok(range.map(|(_, last)| last))
+        let pieces = self.send_reported(py, batch, t)?;
+        Ok(pieces.last().map(|&(first, n)| first + n as u64 - 1))
     }
 
     /// Publishes the values of an Arrow ``binary``/``string`` array straight
@@ -622,9 +740,10 @@ impl PyProducer {
                 Some(t) => {
                     let raw: [u8; 8] = t.bytes()[i * 8..i * 8 + 8].try_into().expect("8 bytes");
                     let v = i64::from_ne_bytes(raw);
-                    u64::try_from(v).map_err(|_| {
+                    let ms = u64::try_from(v).map_err(|_| {
                         PyValueError::new_err(format!("timestamps[{i}] is negative ({v})"))
-                    })?
+                    })?;
+                    check_ms(ms, &format!("timestamps[{i}]"))?
                 }
                 None => now,
             };
@@ -649,7 +768,11 @@ impl PyProducer {
         }
         drop((data, offs, keys, times));
         let t = opt_seconds("timeout", timeout)?.or(self.send_timeout);
-        py.detach(|| self.inner.send_batch_with(batch, t, check_signals))
+        let pieces = self.send_reported(py, batch, t)?;
+        Ok(match (pieces.first(), pieces.last()) {
+            (Some(&(first, _)), Some(&(start, n))) => Some((first, start + n as u64 - 1)),
+            _ => None,
+        })
     }
 
     /// Waits (GIL released) until every record sent is acknowledged by
@@ -661,8 +784,8 @@ impl PyProducer {
     /// store's does, in both dialects (ADDRESSED-ACK), but a C-reference store's
     /// zproto ACK has none, so all C-reference stores together count as one. A
     /// ``min_acks`` above what can be counted is never reached: such ACKs are
-    /// counted in ``stats()["min_acks_unreachable"]``, and ``flush`` logs a
-    /// warning once to the ``dafka`` logger when it returns with records left.
+    /// counted in ``stats()["min_acks_unreachable"]``, and the producer logs a
+    /// warning once to the ``dafka`` logger.
     #[pyo3(signature = (timeout = None))]
     fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
         let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
@@ -680,9 +803,7 @@ impl PyProducer {
             }
         })?;
         self.serve_delivery(py)?;
-        if left > 0 {
-            self.warn_unreachable(py)?;
-        }
+        crate::python::logbridge::drain(py)?;
         Ok(left)
     }
 
@@ -716,9 +837,10 @@ impl PyProducer {
         self.inner.stores_seen()
     }
 
-    /// Waits up to ``timeout`` seconds for delivery progress, calls
-    /// ``on_delivery(acked_offset)`` if it advanced; returns how many records
-    /// were newly acknowledged.
+    /// Waits up to ``timeout`` seconds for delivery progress and serves
+    /// ``on_delivery``: ``on_delivery(None, record)`` for each record newly
+    /// acknowledged, or ``on_delivery(acked_offset)`` if it advanced. Returns
+    /// how many records were newly acknowledged.
     #[pyo3(signature = (timeout = 0.0))]
     fn poll(&self, py: Python<'_>, timeout: f64) -> PyResult<u64> {
         let t = seconds("timeout", timeout)?;
@@ -729,7 +851,7 @@ impl PyProducer {
             // Progress is past what `on_delivery` was last told, not past the
             // acked offset at this call: an ACK that came before it is
             // reported at once.
-            let reported = self.reported.load(SeqCst);
+            let reported = self.reports.reported();
             let progressed = || self.inner.acked_offset().map_or(-1, |a| a as i64) > reported;
             py.detach(|| -> PyResult<()> {
                 while Instant::now() < deadline && !progressed() {
@@ -747,6 +869,12 @@ impl PyProducer {
         self.serve_delivery(py)
     }
 
+    /// Seconds ``close()`` and leaving a ``with`` block wait for the stores'
+    /// ACKs by default (the ``close_timeout`` it was made with).
+    #[getter]
+    fn close_timeout(&self) -> f64 {
+        self.close_timeout.as_secs_f64()
+    }
     /// Highest offset acknowledged by ``min_acks`` stores (None before any).
     #[getter]
     fn acked_offset(&self) -> Option<u64> {
@@ -783,50 +911,83 @@ impl PyProducer {
         Ok(self.inner.connect(endpoint)?)
     }
     /// The node's counters as ``{name: count}``. A producer counts ``records_sent``,
-    /// ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``
-    /// and ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
-    /// was more than the stores it can count apart; see ``flush``).
+    /// ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``,
+    /// ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
+    /// was more than the stores it can count apart; see ``flush``), ``acks_ahead``
+    /// (ACKs for offsets past the last it sent: the stores hold records of its
+    /// partition it did not write, and drop its own at those offsets as
+    /// duplicates; logged the first time) and, as every node, ``towers_silent``
+    /// (times it warned that it heard no tower for a few seconds).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }
-    /// Publishes what was sent and stops the node (idempotent). Records
-    /// no store has acknowledged yet are not kept (nobody can FETCH them from
-    /// this producer any more): call ``flush`` first to wait for the ACKs.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.close())?;
-        Ok(())
+    /// Waits until stores acknowledged what was sent (``min_acks`` of them, as
+    /// ``flush``), up to ``timeout`` seconds (None: the producer's
+    /// ``close_timeout``, 10 by default; 0 does not wait), then publishes what
+    /// is left and stops the node. Returns how many records are still not
+    /// acknowledged: those are logged (a warning of the ``dafka`` logger,
+    /// with their offsets) and reported to ``on_delivery(err, record)`` with a
+    /// ``DeliveryError``, as no node can fetch them from this producer any
+    /// more. Idempotent: a second call returns the same count. Ctrl-C during
+    /// the wait still closes the producer.
+    #[pyo3(signature = (timeout = None))]
+    fn close(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<u64> {
+        let wait = match timeout {
+            Some(t) => seconds("timeout", t)?,
+            None => self.close_timeout,
+        };
+        let closed = py.detach(|| self.inner.close_after(wait, check_signals));
+        let left = self.inner.outstanding();
+        if !self.close_told.swap(true, SeqCst) {
+            self.serve_delivery(py)?;
+            self.tell_undelivered(py, left)?;
+        }
+        crate::python::logbridge::drain(py)?;
+        closed?;
+        Ok(left)
     }
     /// Returns the producer, for ``with Producer(...) as producer:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
-    /// Closes the producer on leaving the ``with`` block (no ``flush``: call it first);
-    /// an exception propagates.
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
+    /// Closes the producer on leaving the ``with`` block, waiting up to
+    /// ``close_timeout`` for the stores' ACKs of what was sent (``close()``).
+    /// Records still unacknowledged then raise ``DeliveryError`` (unless
+    /// ``close_timeout`` is 0, or the block called ``close()``, which returned
+    /// their count). An exception leaving the block closes at once
+    /// (``close(timeout=0)``, what is left logged) and propagates.
+    #[pyo3(signature = (*exc))]
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        let failing = exc.get_item(0).is_ok_and(|t| !t.is_none());
+        if failing {
+            self.close(py, Some(0.0))?;
+            return Ok(false);
+        }
+        // A `close()` in the block returned the count already: not again.
+        let first = !self.close_told.load(SeqCst);
+        let left = self.close(py, None)?;
+        if first && left > 0 && !self.close_timeout.is_zero() {
+            return Err(Exc::Delivery.err(format!(
+                "{left} record(s) sent by producer {} of topic {:?} were not acknowledged by \
+                 min_acks={} store(s) within close_timeout={:.1}s of leaving the with block: \
+                 the producer is closed and stores may not hold them. Is a store running and \
+                 reachable through the towers? (close_timeout=0 closes without waiting)",
+                self.inner.address(),
+                self.inner.topic(),
+                self.min_acks,
+                self.close_timeout.as_secs_f64(),
+            )));
+        }
         Ok(false)
     }
     /// The garbage collector sees `on_delivery`, so that a cycle through it
     /// (an object holding the producer and passing its own bound method) is
     /// collected, and the node with it.
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
-        // try_lock: the lock is only ever held briefly with the GIL held; a
-        // collection that finds it taken visits nothing this time.
-        if let Ok(cb) = self.on_delivery.try_lock() {
-            if let Some(cb) = cb.as_ref() {
-                visit.call(cb)?;
-            }
-        }
-        Ok(())
+        self.reports.traverse(&visit)
     }
     fn __clear__(&self) {
-        let cb = self
-            .on_delivery
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        drop(cb);
+        self.reports.clear();
     }
 }
 
@@ -851,10 +1012,13 @@ impl PyProducer {
 /// wire : str, default "rfc"
 ///     The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
 ///     node receives both.
-/// offset_reset : str, default "latest"
+/// offset_reset : str, default "earliest"
 ///     Where a partition seen for the first time starts, unless ``start_offsets`` lists it:
-///     ``"latest"`` at the first record seen (or after the first HEAD seen), ``"earliest"`` at
-///     offset 0, fetching everything the producer and stores still hold.
+///     ``"earliest"`` at offset 0, fetching everything the producer and stores still hold;
+///     ``"latest"`` at the first record seen (or after the first HEAD seen). Every producer run is
+///     a new partition, found only once discovery connects to it, so ``"latest"`` skips the first
+///     records of partitions born while the consumer runs. With ``start_offsets`` given, every
+///     partition it does not name starts at ``"earliest"``, whatever this says.
 /// fetch_retry : float, default 0.5
 ///     Seconds after which an unanswered FETCH is sent again; must be > 0. After
 ///     ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16 times this.
@@ -875,7 +1039,9 @@ impl PyProducer {
 ///     ``stats()["records_lost"]``. Must be > 0.
 /// start_offsets : dict of str to int, or None, default None
 ///     ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It overrides
-///     ``offset_reset`` for the partitions listed.
+///     ``offset_reset`` for the partitions listed; given (even empty), the partitions it does not
+///     name (born while the consumer was away) start at their first record held, whatever
+///     ``offset_reset`` says.
 /// idle_after : float, default 60.0
 ///     A partition caught up and not heard of for this many seconds keeps only its position, not
 ///     its protocol state; must be > 0.
@@ -948,6 +1114,8 @@ impl PyConsumer {
             return Err(PyValueError::new_err("max_records must be >= 1"));
         }
         let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
+        // Before any record is taken: a Ctrl-C raised while logging loses none.
+        crate::python::logbridge::drain(py)?;
         py.detach(|| -> PyResult<Vec<Delivery>> {
             let mut v = Vec::new();
             loop {
@@ -1011,6 +1179,10 @@ impl PyConsumer {
         let start_time = start_time
             .map(|t| crate::python::time::time_ms(py, t, "start_time"))
             .transpose()?;
+        // Resuming: the partitions the saved positions do not name were born
+        // while this consumer was away (every producer run is a partition),
+        // so they start at their first record, whatever `offset_reset` says.
+        let resuming = start_offsets.is_some();
         let mut starts = Vec::new();
         for (p, off) in start_offsets.unwrap_or_default() {
             let off = unsigned(&format!("start_offsets[{p:?}]"), off)?;
@@ -1050,6 +1222,9 @@ impl PyConsumer {
             forget_after: opt_seconds("forget_after", forget_after)?,
         };
         let mut cfg = cfg;
+        if resuming {
+            cfg.offset_reset = crate::node::OffsetReset::Earliest;
+        }
         if let Some(t) = start_time {
             // Where each partition the stores hold reaches the time; the
             // others (none of their records stored yet) from their start.
@@ -1165,7 +1340,8 @@ impl PyConsumer {
 
     /// Restarts ``partition`` (a producer address) at ``offset``, fetching
     /// from there (a partition gone idle too); a partition not seen yet
-    /// starts there when it is.
+    /// starts there when it is. A name that is no producer address (32 hex
+    /// characters, e.g. Kafka's ``"0"``) raises ``ConfigError``.
     fn seek(&self, partition: &str, offset: i128) -> PyResult<()> {
         Ok(self.inner.seek(partition, unsigned("offset", offset)?)?)
     }
@@ -1201,8 +1377,9 @@ impl PyConsumer {
     }
     /// Stops the node (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.close())?;
-        Ok(())
+        let closed = py.detach(|| self.inner.close());
+        crate::python::logbridge::drain(py)?;
+        Ok(closed?)
     }
     /// Returns the consumer: ``for record in consumer`` waits for each record and ends when
     /// the consumer is closed.

@@ -371,8 +371,9 @@ impl PyStore {
 
     /// Stops the store: syncs the log, joins the thread (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.close())?;
-        Ok(())
+        let closed = py.detach(|| self.inner.close());
+        crate::python::logbridge::drain(py)?;
+        Ok(closed?)
     }
     /// Returns the store, for ``with Store(...) as store:``.
     fn __enter__(slf: Py<Self>) -> Py<Self> {

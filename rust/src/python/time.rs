@@ -58,3 +58,46 @@ pub(super) fn time_ms(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyRes
     }
     Ok((secs * 1000.0).round() as u64)
 }
+
+/// Record times a producer refuses: read as ms they fall in 1970-01-12 to
+/// 1973-03-03, read as seconds in 2001 to 5138. `int(time.time())` is one.
+const SECONDS_LIKE: std::ops::Range<u64> = 1_000_000_000..100_000_000_000;
+
+/// `ms` as a record's create time, unless it reads as seconds since the
+/// epoch ([`SECONDS_LIKE`]): then a `ValueError` that says milliseconds.
+pub(super) fn check_ms(ms: u64, what: &str) -> PyResult<u64> {
+    if !SECONDS_LIKE.contains(&ms) {
+        return Ok(ms);
+    }
+    Err(PyValueError::new_err(format!(
+        "{what}={ms} reads as seconds since the epoch (as milliseconds it is in January \
+         1970): record times are milliseconds since the epoch, so multiply by 1000 \
+         (int(time.time() * 1000)), or pass a datetime"
+    )))
+}
+
+/// A record's create time as a producer takes it: ms since the epoch (an
+/// `int`, not one that reads as seconds: [`check_ms`]) or a `datetime`
+/// (naive: local time). A float or a bool is a `TypeError` that says ms.
+pub(super) fn record_time_ms(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+    if v.is_instance_of::<PyBool>() || v.is_instance_of::<PyFloat>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} takes milliseconds since the epoch as an int, or a datetime, got {} {}: \
+             for time.time() seconds use int(t * 1000)",
+            v.get_type().name()?,
+            v.repr()?
+        )));
+    }
+    if v.is_instance_of::<PyInt>() {
+        let ms = super::unsigned::<u64>(what, v.extract()?)?;
+        return check_ms(ms, what);
+    }
+    let dt = py.import("datetime")?.getattr("datetime")?;
+    if !v.is_instance(&dt)? {
+        return Err(PyTypeError::new_err(format!(
+            "{what} takes milliseconds since the epoch as an int, or a datetime, got {}",
+            v.get_type().name()?
+        )));
+    }
+    time_ms(py, v, what)
+}

@@ -61,6 +61,47 @@ fn subscribed(xpub: &zmq::Socket, d: &mut Discovery, end: Instant) {
 /// subscription reached the node is dropped by ZeroMQ. A hand-made tower
 /// holds its subscription back until well after its welcome, so the
 /// beacons at start-up and on the welcome are both lost.
+/// A node that hears no tower warns once per silence, after
+/// `SILENT_AFTER` (or `beacon_timeout` if longer), and a read client can
+/// tell its towers are silent; anything heard ends the silence.
+#[test]
+fn a_node_that_hears_no_tower_warns_once_per_silence() {
+    let ctx = zmq::Context::new();
+    let t0 = Instant::now();
+    let timeout = Duration::from_secs(4);
+    let node = |towers: &[String]| {
+        let interval = Duration::from_secs(1);
+        Discovery::new(
+            &ctx,
+            towers,
+            b"ME",
+            "127.0.0.1",
+            9,
+            interval,
+            timeout,
+            t0,
+            None,
+        )
+        .unwrap()
+    };
+    let mut d = node(&["tcp://127.0.0.1:1,2".to_string()]);
+    d.on_timer(t0 + Duration::from_secs(3)).unwrap();
+    assert_eq!(d.silences, 0, "not before beacon_timeout");
+    assert!(d.towers_silent(t0 + Duration::from_secs(3)).is_some());
+    d.on_timer(t0 + timeout).unwrap();
+    d.on_timer(t0 + 3 * timeout).unwrap();
+    assert_eq!(d.silences, 1, "once per silence");
+    d.heard_tower(t0 + 3 * timeout);
+    assert!(d.towers_silent(t0 + 3 * timeout).is_none());
+    d.on_timer(t0 + 5 * timeout).unwrap();
+    assert_eq!(d.silences, 2, "a new silence");
+    // No tower, no silence to tell.
+    let mut none = node(&[]);
+    none.on_timer(t0 + 10 * timeout).unwrap();
+    assert_eq!(none.silences, 0);
+    assert!(none.towers_silent(t0 + 10 * timeout).is_none());
+}
+
 #[test]
 fn a_node_beacons_when_the_tower_can_hear_it() {
     let ctx = zmq::Context::new();

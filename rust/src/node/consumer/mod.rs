@@ -320,6 +320,13 @@ impl Consumer {
         )?;
         // A closed (or dead) consumer records no position.
         self.actor.check()?;
+        if !is_address(partition) {
+            return Err(Error::Config(format!(
+                "seek: {partition:?} is not a partition: a dafka partition is named by its \
+                 producer's address, 32 hex characters (a record's partition, positions(), \
+                 `dafka offsets TOPIC`); there are no numbered partitions"
+            )));
+        }
         {
             let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
             self.shared.seeks.fetch_add(1, SeqCst);
@@ -358,6 +365,12 @@ impl Consumer {
     pub fn close(&self) -> Result<()> {
         self.actor.close()
     }
+}
+
+/// Whether `name` can be a partition: a producer's address, 32 hex digits
+/// (this project's, seeded ones and the C reference's alike).
+pub fn is_address(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Notes where `given` leaves each partition (records of a partition

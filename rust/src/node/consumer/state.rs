@@ -270,7 +270,14 @@ impl ConsumerState {
         Self {
             address: address.to_vec(),
             topics: topics.iter().map(|t| t.to_vec()).collect(),
-            reset: cfg.offset_reset,
+            // Resuming from saved positions: a partition they do not name
+            // was born while the consumer was away, and starts at its first
+            // record whatever `offset_reset` says.
+            reset: if cfg.start_offsets.is_empty() {
+                cfg.offset_reset
+            } else {
+                OffsetReset::Earliest
+            },
             retry: cfg.fetch_retry,
             max_fetch: cfg.max_fetch,
             max_pending: cfg.max_pending,

@@ -23,6 +23,41 @@ use crate::node::stats::Stats;
 
 pub use state::{AckReach, ProducerState};
 
+/// The next offset of the partition a producer of `seed` writes
+/// ([`ProducerConfig::address_seed`]), as the stores (and a live producer of
+/// it) report it: 0 for a partition none holds. This is where a producer
+/// that goes on with the partition starts (`first_offset`), so that its
+/// records follow the ones stored instead of being dropped as duplicates of
+/// them. Asks as a read client does ([`crate::node::fetcher::heads`]): a
+/// [`Error::Timeout`] when no store answers within `timeout`. Not in secure
+/// mode, where a producer's role reads nothing ([`Error::Config`]).
+pub fn partition_next<E: From<Error>>(
+    node: &crate::node::NodeConfig,
+    topic: &str,
+    seed: &[u8],
+    timeout: Duration,
+    check: impl FnMut() -> std::result::Result<(), E>,
+) -> std::result::Result<u64, E> {
+    crate::node::config::check_name("topic", topic)?;
+    if node.security.is_some() {
+        return Err(Error::Config(
+            "a secure producer with address_seed needs first_offset: its certificate's role \
+             (producer) may not ask the stores where its partition ends; ask with a \
+             consumer-role certificate (dafka.heads(topic, cert=..., trust=...)[address]) \
+             and pass that, or 0 for a new partition"
+                .into(),
+        )
+        .into());
+    }
+    let address = node.seeded_address(seed)?;
+    let heads = crate::node::fetcher::heads(node, topic, timeout, HEADS_SETTLE, check)?;
+    Ok(heads.get(&address).copied().unwrap_or(0))
+}
+
+/// How long [`partition_next`] waits for more answers after the first peer
+/// that answers connected (as the read clients' default `settle`).
+const HEADS_SETTLE: Duration = Duration::from_millis(500);
+
 /// Records sent one at a time gather in batches of up to this many bytes
 /// before the node thread takes them (sooner if it is idle).
 pub(crate) const COALESCE: usize = 64 << 10;
@@ -361,13 +396,29 @@ impl Producer {
         &self,
         batch: Batch,
         timeout: Option<Duration>,
-        mut check: impl FnMut() -> std::result::Result<(), E>,
+        check: impl FnMut() -> std::result::Result<(), E>,
     ) -> std::result::Result<Option<(u64, u64)>, E> {
+        let pieces = self.send_pieces_with(batch, timeout, check)?;
+        Ok(match (pieces.first(), pieces.last()) {
+            (Some(&(first, _)), Some(&(start, n))) => Some((first, start + n as u64 - 1)),
+            _ => None,
+        })
+    }
+
+    /// [`Producer::send_batch_with`], returning where each piece of the
+    /// batch went: `(first offset, records)`, in the batch's order (one
+    /// piece unless the batch is larger than the buffer).
+    pub fn send_pieces_with<E: From<Error>>(
+        &self,
+        batch: Batch,
+        timeout: Option<Duration>,
+        mut check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Vec<(u64, usize)>, E> {
         // All or nothing: no record of a batch is sent if one is too large.
         self.check_size(record_size(
             batch.iter().map(<[u8]>::len).max().unwrap_or(0),
         ))?;
-        let mut range: Option<(u64, u64)> = None;
+        let mut pieces = Vec::new();
         for piece in batch.split(self.max_bytes) {
             if piece.is_empty() {
                 continue;
@@ -381,12 +432,12 @@ impl Producer {
                 let b = p.hand_over();
                 self.actor.send(Cmd::Many(b))?;
             }
-            let (first, n) = (p.next, piece.len() as u64);
+            let (first, n) = (p.next, piece.len());
             self.actor.send(Cmd::Many(piece))?;
-            p.next += n;
-            range = Some((range.map_or(first, |r| r.0), p.next - 1));
+            p.next += n as u64;
+            pieces.push((first, n));
         }
-        Ok(range)
+        Ok(pieces)
     }
 
     /// Publishes a batch of values; returns the last offset (None for an
@@ -435,6 +486,35 @@ impl Producer {
                 return Ok(n);
             }
         }
+    }
+
+    /// Waits until stores ACKed everything sent (as [`Producer::flush`])
+    /// or `timeout` passes, calling `check` every 100 ms, then closes
+    /// ([`Producer::close`]); returns the records left unacknowledged,
+    /// which no node can fetch from this producer any more. A `check` that
+    /// fails (Ctrl-C) ends the wait: the producer is closed all the same,
+    /// and the error returned.
+    pub fn close_after<E: From<Error>>(
+        &self,
+        timeout: Duration,
+        mut check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        let deadline = Instant::now() + timeout;
+        let mut waited = Ok(());
+        while self.actor.check().is_ok() && self.outstanding() > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            self.shared.wait(SLICE.min(left));
+            if let Err(e) = check() {
+                waited = Err(e);
+                break;
+            }
+        }
+        self.close()?;
+        waited?;
+        Ok(self.outstanding())
     }
 
     /// `Ok` while the node thread runs.

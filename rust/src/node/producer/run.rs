@@ -56,14 +56,20 @@ pub(super) fn run(
         if inbox.terminated() {
             // Closing: what was sent goes out (the XPUB lingers for it);
             // waiting for stores' ACKs is `flush`'s business.
-            let mut sent = 0usize;
+            let (mut sent, mut freed) = (0usize, 0usize);
+            let released = st.released_upto();
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
                     sent += b.len();
-                    publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+                    freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
                 }
             }
             Stats::add(&stats.records_sent, sent as u64);
+            // With `min_acks = 0` what went out is released: closing leaves
+            // none of it counted as unacknowledged.
+            if st.released_upto() != released {
+                release(shared, &st, freed);
+            }
             return Ok(());
         }
         // Commands: publish up to BATCH records.
@@ -140,12 +146,15 @@ pub(super) fn run(
                                          cannot be reached by the stores whose ACKs it can \
                                          count ({}): C-reference stores' ACKs carry no \
                                          address and count as one store together; records \
-                                         are not released until more of dafka's stores ACK \
-                                         (PROTOCOL.md, ADDRESSED-ACK)",
+                                         are not released until more of dafka's stores ACK, \
+                                         or lower min_acks (PROTOCOL.md, ADDRESSED-ACK)",
                                         st.min_acks(),
                                         st.countable_stores(),
                                     );
                                 }
+                            }
+                            if st.last().is_none_or(|last| a.sequence > last) {
+                                ack_ahead(stats, topic, address, a.sequence, st.last());
                             }
                             let acker = match &from {
                                 Sender::Key(k) => Acker::Key(k),
@@ -304,6 +313,26 @@ fn publish(
         core.send_records(dest, first, b.iter(), Form::Records)?;
     }
     Ok(st.append_batch(b).1)
+}
+
+/// A store ACKed `acked`, past the last offset this producer sent: it holds
+/// records of this partition that this producer did not write (an earlier
+/// producer of the same `address_seed`), and drops this one's records at
+/// those offsets as duplicates, whatever they hold. Counted, and logged the
+/// first time.
+fn ack_ahead(stats: &Stats, topic: &str, address: &str, acked: u64, last: Option<u64>) {
+    if stats.acks_ahead.fetch_add(1, SeqCst) > 0 {
+        return;
+    }
+    let sent = last.map_or("none yet".to_string(), |l| format!("up to {l}"));
+    tracing::warn!(
+        "producer {address} of topic {topic:?}: a store ACKed offset {acked}, past what this \
+         producer sent ({sent}): the stores hold records of this partition that it did not \
+         write, and drop its records at offsets up to {acked} as duplicates (counted in \
+         stats()[\"acks_ahead\"]). An earlier producer of the same address_seed wrote them: \
+         leave first_offset unset to go on where the partition ends (harmless when rewriting \
+         the same records, as a retried Spark task does)"
+    );
 }
 
 fn release(shared: &ProducerShared, st: &ProducerState, freed: usize) {

@@ -25,6 +25,16 @@ fn rec(seq: u64, content: &'static [u8]) -> Record<'static> {
     }
 }
 
+/// A HEAD of partition `P` at `sequence`, published on the topic.
+fn head(sequence: u64) -> Head<'static> {
+    Head {
+        topic: b"hello",
+        address: P,
+        subject: b"hello",
+        sequence,
+    }
+}
+
 fn offsets(d: &[Delivery]) -> Vec<u64> {
     d.iter().map(|d| d.offset).collect()
 }
@@ -127,17 +137,7 @@ fn an_idle_partition_keeps_only_its_position_and_goes_on_from_it() {
     assert_eq!(st.next_sweep(), Some(t0 + IDLE_AFTER));
     // Heard of within the time: kept.
     let t1 = t0 + IDLE_AFTER / 2;
-    st.on_head(
-        &Head {
-            topic: b"hello",
-            address: P,
-            subject: b"hello",
-            sequence: 4,
-        },
-        false,
-        t1,
-        &mut o,
-    );
+    st.on_head(&head(4), false, t1, &mut o);
     assert_eq!(st.sweep_idle(t0 + IDLE_AFTER), 0);
     assert_eq!(st.parts.len(), 1);
     // A second partition with a gap in flight is never idle.
@@ -196,7 +196,7 @@ fn positions_not_heard_of_for_forget_after_are_forgotten_unless_seeked() {
     // Given start offsets alone make sweeps due (to forget them).
     assert!(st.next_sweep().is_some());
     let (mut d, mut o) = (Vec::new(), Vec::new());
-    st.on_record(&rec(3, b"a"), false, t0, &mut d, &mut o);
+    st.on_record(&rec(0, b"a"), false, t0, &mut d, &mut o);
     let seeked = b"SEEKED";
     st.seek(seeked, 4, t0, &mut o);
     assert_eq!(st.sweep_idle(t0 + IDLE_AFTER), 1);
@@ -212,11 +212,13 @@ fn positions_not_heard_of_for_forget_after_are_forgotten_unless_seeked() {
         st.starts.keys().cloned().collect::<Vec<_>>(),
         vec![seeked.to_vec()]
     );
-    // Heard of again, P starts as a new partition (`latest`: here).
+    // Heard of again, P starts as a new partition: as the consumer was given
+    // start offsets, from its first record (`latest` is not for resumes).
     d.clear();
+    o.clear();
     st.on_record(&rec(10, b"k"), false, t0, &mut d, &mut o);
-    assert_eq!(offsets(&d), vec![10]);
-    assert_eq!(d[0].epoch, 0);
+    assert!(d.is_empty());
+    assert!(matches!(o[..], [Out::Fetch { sequence: 0, .. }]), "{o:?}");
     // Kept for good without forget_after.
     let mut keep = state(OffsetReset::Latest, &[b"hello"]);
     keep.forget_after = None;
@@ -335,12 +337,7 @@ fn long_catch_up_pipelines_fetch_windows() {
     let mut st = state(OffsetReset::Earliest, &[b"hello"]);
     let (mut d, mut o) = (Vec::new(), Vec::new());
     let t0 = Instant::now();
-    let h = Head {
-        topic: b"hello",
-        address: P,
-        subject: b"hello",
-        sequence: 24_999,
-    };
+    let h = head(24_999);
     st.on_head(&h, false, t0, &mut o);
     let fetches = |o: &[Out]| -> Vec<(u64, u32)> {
         o.iter()
@@ -577,12 +574,7 @@ fn gap_fetch_retry_and_head() {
     st.on_record(&rec(12, b"c"), false, later, &mut d, &mut o);
     st.on_record(&rec(11, b"b"), false, later, &mut d, &mut o);
     assert_eq!(offsets(&d), vec![10, 11, 12, 13, 14]);
-    let h = Head {
-        topic: b"hello",
-        address: P,
-        subject: b"hello",
-        sequence: 20,
-    };
+    let h = head(20);
     st.on_head(&h, false, later, &mut o);
     assert!(matches!(
         o[..],
@@ -662,12 +654,7 @@ fn earliest_head_fetches_history_and_seek_restarts() {
 fn latest_head_starts_after_it() {
     let mut st = state(OffsetReset::Latest, &[b"hello"]);
     let mut o = Vec::new();
-    let h = Head {
-        topic: b"hello",
-        address: P,
-        subject: b"hello",
-        sequence: 7,
-    };
+    let h = head(7);
     st.on_head(&h, false, Instant::now(), &mut o);
     assert!(o.is_empty());
     let mut d = Vec::new();
@@ -875,4 +862,37 @@ fn a_fetch_goes_again_when_its_producer_subscribes() {
         st.next_deadline().unwrap() <= now + Duration::from_millis(500),
         "back to fetch_retry"
     );
+}
+
+/// Resuming (given start offsets, as saved `positions()`) skips no partition:
+/// one they do not name was born while the consumer was away, and starts at
+/// its first record whatever `offset_reset` says. A fresh consumer with
+/// `latest` starts where it first hears of the partition.
+#[test]
+fn a_resumed_consumer_starts_partitions_it_was_not_given_at_their_first_record() {
+    let t0 = Instant::now();
+    let head = head(999);
+    let resumed = ConsumerConfig {
+        offset_reset: OffsetReset::Latest,
+        start_offsets: vec![(String::from_utf8(S.to_vec()).unwrap(), 5)],
+        ..Default::default()
+    };
+    let mut st = ConsumerState::new(ME, &[b"hello"], &resumed);
+    let mut o = Vec::new();
+    st.on_head(&head, false, t0, &mut o);
+    assert!(
+        matches!(
+            o[..],
+            [Out::Fetch {
+                sequence: 0,
+                count: 1000,
+                ..
+            }]
+        ),
+        "{o:?}"
+    );
+    let mut fresh = state(OffsetReset::Latest, &[b"hello"]);
+    o.clear();
+    fresh.on_head(&head, false, t0, &mut o);
+    assert!(o.is_empty(), "{o:?}");
 }
