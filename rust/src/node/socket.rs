@@ -377,11 +377,6 @@ impl Core {
     pub fn recv_xpub(&mut self, frames: &mut Frames, stats: &Stats) -> Result<bool> {
         loop {
             if !frames.recv(&self.xpub)? {
-                if let Some(sc) = &mut self.secure {
-                    if std::mem::take(&mut sc.prune_due) {
-                        sc.conns.prune();
-                    }
-                }
                 return Ok(false);
             }
             let Some(sc) = &mut self.secure else {
@@ -399,7 +394,6 @@ impl Core {
             // A peer's connection ended: libzmq takes back what it asked for
             // (no sender then, and nothing to apply).
             if user.is_none() && frame.first() == Some(&0) {
-                sc.prune_due = true;
                 return Ok(true);
             }
             if sc.on_subscription(user.as_deref(), fd, &frame) != Verdict::Apply {
@@ -418,8 +412,8 @@ impl Core {
     /// Secure mode: the distinct store keys subscribed to every
     /// RECORD-BATCH on our XPUB ([`SecureCore::store_keys`]); None in
     /// insecure mode, where stores are counted by their subscriptions.
-    pub fn store_keys(&self) -> Option<usize> {
-        self.secure.as_ref().map(SecureCore::store_keys)
+    pub fn store_keys(&mut self) -> Option<usize> {
+        self.secure.as_mut().map(SecureCore::store_keys)
     }
 
     /// The peers of this node whose key is trusted no more lose their
@@ -510,7 +504,13 @@ impl Core {
         }
         if let Some(sc) = &mut self.secure {
             match sc.monitor.drain() {
-                Ok(ev) => sc.handshakes_refused += ev.refused,
+                Ok(ev) => {
+                    sc.handshakes_refused += ev.refused;
+                    for fd in ev.disconnected {
+                        sc.conns.closed(fd);
+                    }
+                    sc.conns.settle();
+                }
                 Err(e) => tracing::warn!("reading the XPUB's monitor: {e}"),
             }
             let refused = sc
