@@ -18,13 +18,26 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource
 
-from dafka.spark._options import BATCH_WRITE, READ, STREAM_WRITE, check_options
+from dafka.spark._options import (  # noqa: F401 (BATCH_READ, STREAM_READ: as before)
+    BATCH_READ,
+    BATCH_WRITE,
+    READ,
+    STREAM_READ,
+    STREAM_WRITE,
+    check_options,
+)
 from dafka.spark._produce import Options, flag
 
 # The reading side lives in _read_settings (options), _read_plan (offsets,
 # planning) and _readers (batch and stream readers); its names stay importable
 # from here.
-from dafka.spark._read_plan import _Reads, plan, resolve, times_to_offsets  # noqa: F401
+from dafka.spark._read_plan import (  # noqa: F401
+    _Reads,
+    needs_firsts,
+    plan,
+    resolve,
+    times_to_offsets,
+)
 from dafka.spark._read_settings import (  # noqa: F401
     ARROW_ROWS,
     EARLIEST,
