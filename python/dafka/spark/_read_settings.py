@@ -15,6 +15,7 @@ from pyspark.sql.datasource import InputPartition
 
 from dafka._defaults import BEACON_INTERVAL, BIND, WIRE
 from dafka._native import HeadsWatch, check_node, fetch_ranges, offsets
+from dafka.spark._errors import as_options
 from dafka.spark._options import BATCH_READ, READ, STREAM_READ, check_options, timestamp_ms
 from dafka.spark._produce import Options, flag, integer, seconds, split_endpoints
 
@@ -306,18 +307,20 @@ class ReadSettings:
             min_partitions=None if min_partitions is None else integer(options, "minPartitions", 1),
             pattern=pattern,
         )
-        # What every task's read client would refuse, said once by the driver.
-        check_node(
-            towers=list(s.towers),
-            peers=list(s.peers) or None,
-            wire=s.wire,
-            bind=s.bind,
-            beacon_interval=s.beacon_interval,
-            advertise_host=s.advertise_host,
-            cert=s.cert,
-            trust=s.trust,
-            role="consumer",
-        )
+        # What every task's read client would refuse, said once by the driver,
+        # in terms of the options.
+        with as_options():
+            check_node(
+                towers=list(s.towers),
+                peers=list(s.peers) or None,
+                wire=s.wire,
+                bind=s.bind,
+                beacon_interval=s.beacon_interval,
+                advertise_host=s.advertise_host,
+                cert=s.cert,
+                trust=s.trust,
+                role="consumer",
+            )
         return s
 
     def client_args(self) -> dict[str, Any]:
