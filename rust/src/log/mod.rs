@@ -110,13 +110,16 @@
 //!
 //! | file | what it decides |
 //! |------|-----------------|
-//! | `mod.rs` | open, append, read, listings, close; [`Log::tick`], the owner's periodic call; the open-files budget |
+//! | `mod.rs` | the [`Log`] itself: open, close, its settings |
+//! | `append.rs` | the append forms, the offset rule's entry, skipping ahead; the open-files budget |
+//! | `read.rs` | finding a partition (open or parked), reads, offsets, time look-up, listings |
+//! | `periodic.rs` | [`Log::tick`], the owner's periodic call: interval syncs, retention, idle partitions settled |
 //! | `sync.rs` | what is durable: group commit ([`Log::sync`], [`SyncBatch`], what a finished sync reports), when the policy wants one, [`Log::durable_next`], syncs at open, the clean mark |
 //! | `buffer.rs` | the write buffer: appends gathered per partition, written with one call each |
 //! | `retention.rs` | what retention deletes, and parking the partitions it empties |
 //! | [`parked`] | the registry of parked partitions (`ROOT/.parked`): its lines and its map in memory |
 //! | `damage.rs` | partitions set aside (could not be opened) or failed, and opening them again |
-//! | `partition.rs` | one partition: the offset rule, rolling, reads, when it is due a sync, which of its segments expired |
+//! | `partition/` | one partition: `append.rs` the offset rule and rolling, `sync.rs` when it is due a sync and its durable offset, `read.rs` reads and time look-up, `retention.rs` which of its segments expired |
 //! | [`recovery`] | what opening a segment repairs (torn tails, indexes) and what it refuses (damage) |
 //! | `segment.rs`, `index.rs` | one segment file and its sparse index |
 //! | [`format`], `io.rs` | the bytes on disk; every file operation, through the failpoint hook |
