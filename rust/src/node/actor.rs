@@ -10,7 +10,10 @@
 //!   costs the sender no syscall.
 //! - [`Actor::close`] sets `$TERM`, wakes the thread and joins it. A panic or an
 //!   error in the thread is kept and reported by [`Actor::check`] and `close`,
-//!   never lost.
+//!   never lost. The error stays itself: [`Error::Thread`] shares it with
+//!   every later call (and `spawn` returns it as it was), so a caller sees
+//!   the same error, of the same type, as if it had happened in its own
+//!   thread.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -29,17 +32,18 @@ pub struct ActorState {
     term: AtomicBool,
     alive: AtomicBool,
     queued: AtomicUsize,
-    error: Mutex<Option<String>>,
+    /// What the thread stopped with, shared by every call that reports it.
+    error: Mutex<Option<Arc<Error>>>,
 }
 
 impl ActorState {
     pub fn alive(&self) -> bool {
         self.alive.load(SeqCst)
     }
-    fn fail(&self, msg: String) {
-        tracing::error!("dafka node thread failed: {msg}");
+    fn fail(&self, err: Error) {
+        tracing::error!("dafka node thread failed: {err}");
         let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        e.get_or_insert(msg);
+        e.get_or_insert(Arc::new(err));
     }
 }
 
@@ -128,14 +132,14 @@ impl<C: Send + 'static> Actor<C> {
                 let outcome = catch_unwind(AssertUnwindSafe(|| body(&mut inbox, &mut ready)));
                 match outcome {
                     Ok(Ok(())) => {}
-                    Ok(Err(e)) => st.fail(e.to_string()),
+                    Ok(Err(e)) => st.fail(e),
                     Err(panic) => {
                         let msg = panic
                             .downcast_ref::<&str>()
                             .map(|s| s.to_string())
                             .or_else(|| panic.downcast_ref::<String>().cloned())
                             .unwrap_or_else(|| "unknown panic".into());
-                        st.fail(format!("panic: {msg}"));
+                        st.fail(Error::died(format!("panic: {msg}")));
                     }
                 }
                 st.alive.store(false, SeqCst);
@@ -153,9 +157,17 @@ impl<C: Send + 'static> Actor<C> {
             Ok(info) => Ok((actor, info)),
             Err(_) => {
                 actor.join_thread();
-                Err(actor
-                    .error()
-                    .unwrap_or(Error::died("the node thread exited before it was ready")))
+                // The thread is gone: its error is the caller's, as it was.
+                let failed = actor
+                    .state
+                    .error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                match failed {
+                    Some(e) => Err(Arc::try_unwrap(e).unwrap_or_else(Error::Thread)),
+                    None => Err(Error::died("the node thread exited before it was ready")),
+                }
             }
         }
     }
@@ -187,7 +199,7 @@ impl<C: Send + 'static> Actor<C> {
 
     fn error(&self) -> Option<Error> {
         let e = self.state.error.lock().unwrap_or_else(|p| p.into_inner());
-        e.clone().map(Error::died)
+        e.clone().map(Error::Thread)
     }
 
     /// `Ok` while the thread runs; its error once it stopped.
@@ -356,13 +368,48 @@ mod tests {
         }
     }
 
+    /// What the thread stopped with keeps its type: the handle's calls
+    /// (`check`, `send`, `close`) say [`Error::Thread`] around it, and
+    /// [`Error::cause`] is it.
+    #[test]
+    fn a_thread_error_keeps_its_type() {
+        let ctx = zmq::Context::new();
+        let (a, ()) = Actor::<u32>::spawn("t", &ctx, |_, ready: &mut Ready<()>| {
+            ready.send(());
+            Err(Error::TooLarge { size: 2, max: 1 })
+        })
+        .unwrap();
+        let t0 = std::time::Instant::now();
+        while a.check().is_ok() {
+            assert!(t0.elapsed().as_secs() < 20, "thread did not stop");
+            std::thread::yield_now();
+        }
+        for e in [
+            a.check().unwrap_err(),
+            a.send(1).unwrap_err(),
+            a.close().unwrap_err(),
+        ] {
+            assert!(matches!(e, Error::Thread(_)), "{e:?}");
+            assert!(
+                matches!(e.cause(), Error::TooLarge { size: 2, max: 1 }),
+                "{e:?}"
+            );
+            assert!(
+                e.to_string()
+                    .starts_with("node thread stopped: a value of 2 bytes"),
+                "{e}"
+            );
+        }
+    }
+
     #[test]
     fn failure_before_ready_is_the_spawn_error() {
         let ctx = zmq::Context::new();
         let r = Actor::<u32>::spawn("t", &ctx, |_, _: &mut Ready<()>| {
             Err(Error::Config("cannot bind".into()))
         });
-        assert!(r.err().unwrap().to_string().contains("cannot bind"));
+        // The error itself, not a string of it.
+        assert!(matches!(r.err(), Some(Error::Config(m)) if m == "cannot bind"));
         let r = Actor::<u32>::spawn("t", &ctx, |_, _: &mut Ready<()>| panic!("boom"));
         assert!(r.err().unwrap().to_string().contains("boom"));
     }
