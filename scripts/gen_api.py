@@ -23,6 +23,7 @@ import ast
 import difflib
 import inspect
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -38,8 +39,7 @@ LOG = ROOT / "python" / "dafka" / "log.py"
 
 #: ``{entry: [(option, group, annotation, doc)]}``, in declaration order.
 OPTIONS: dict[str, list[tuple[str, str, str, str]]] = {
-    entry: [tuple(row) for row in rows]  # type: ignore[misc]
-    for entry, rows in _native._OPTIONS.items()  # type: ignore[attr-defined]
+    entry: list(rows) for entry, rows in _native._OPTIONS.items()
 }
 #: The module attribute of an entry whose name is not its own.
 ATTR = {"Log": "NativeLog"}
@@ -49,8 +49,10 @@ CPYTHON_DOCS = {"__iter__", "__next__", "__new__", "__init__"}
 
 def ruff_format(text: str, path: Path) -> str:
     """``text`` as ``ruff format`` writes ``path``."""
+    # The venv's ruff when this runs without the venv on PATH (as pytest may).
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     out = subprocess.run(
-        ["ruff", "format", "--stdin-filename", str(path), "-"],
+        [ruff, "format", "--stdin-filename", str(path), "-"],
         input=text,
         capture_output=True,
         text=True,
@@ -92,9 +94,15 @@ def header(fn: ast.FunctionDef, entry: str) -> str:
     ours = {name for name, *_ in OPTIONS[entry]}
     positional = a.posonlyargs + a.args
     pad: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
-    params = [arg_text(p, d) for p, d in zip(positional, pad + list(a.defaults), strict=True)]
+    # A positional parameter that is now an option (written by hand before it was
+    # declared) goes: the option takes its place among the keyword-only ones.
+    params = [
+        arg_text(p, d)
+        for p, d in zip(positional, pad + list(a.defaults), strict=True)
+        if p.arg not in ours
+    ]
     if a.posonlyargs:
-        params.insert(len(a.posonlyargs), "/")
+        params.insert(len([p for p in a.posonlyargs if p.arg not in ours]), "/")
     params.append(f"*{a.vararg.arg}" if a.vararg else "*")
     params += [
         arg_text(p, d)

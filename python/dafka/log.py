@@ -196,12 +196,36 @@ class Log:
         path: str | os.PathLike[str],
         *,
         # <options>
+        segment_bytes: int = 536870912,
+        retain_hours: int | None = 168,
+        retain_bytes: int | None = None,
+        forget_parked_hours: int | None = 720,
+        index_interval_bytes: int = 4096,
+        flush_messages: int = 10000,
+        flush_interval_ms: int = 1000,
+        fsync: Literal["always", "interval", "never"] = "interval",
+        recovery: Literal[
+            "tolerate_tail_corruption", "absolute_consistency"
+        ] = "tolerate_tail_corruption",
+        read_only: bool = False,
+        isolate_damaged: bool = False,
         # </options>
     ) -> None:
         self.path = os.fspath(path)
         self._log = NativeLog(
             self.path,
             # <options>
+            segment_bytes=segment_bytes,
+            retain_hours=retain_hours,
+            retain_bytes=retain_bytes,
+            forget_parked_hours=forget_parked_hours,
+            index_interval_bytes=index_interval_bytes,
+            flush_messages=flush_messages,
+            flush_interval_ms=flush_interval_ms,
+            fsync=fsync,
+            recovery=recovery,
+            read_only=read_only,
+            isolate_damaged=isolate_damaged,
             # </options>
         )
 

@@ -160,5 +160,6 @@ pub(super) fn sign(m: &Bound<'_, PyModule>) -> PyResult<()> {
         frozen.set_item(entry, proxy.call1((defaults,))?)?;
     }
     m.add("DEFAULTS", proxy.call1((frozen,))?)?;
-    m.add("_OPTIONS", described(py)?)
+    // Private: not in `__all__`.
+    m.setattr("_OPTIONS", described(py)?)
 }

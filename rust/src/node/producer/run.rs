@@ -18,7 +18,7 @@ use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
 use super::routes::Routes;
 use super::state::{AckReach, Acker, ProducerState};
-use super::{Cmd, ProducerShared};
+use super::{Cmd, ProducerShared, NAP};
 
 const BATCH: usize = 4096;
 
@@ -64,6 +64,11 @@ pub(super) fn run(
                     freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
                 }
             }
+            // Records sent while the thread napped have no command.
+            if let Some(b) = shared.pending().take() {
+                sent += b.len();
+                freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+            }
             Stats::add(&stats.records_sent, sent as u64);
             // With `min_acks = 0` what went out is released: closing leaves
             // none of it counted as unacknowledged.
@@ -90,6 +95,13 @@ pub(super) fn run(
                 None => break,
             }
         }
+        // Records sent while the thread napped (no command brings them).
+        if sent < BATCH {
+            if let Some(b) = shared.pending().take() {
+                sent += b.len();
+                freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+            }
+        }
         if sent > 0 {
             Stats::add(&stats.records_sent, sent as u64);
             st.arm_head(Instant::now());
@@ -100,10 +112,17 @@ pub(super) fn run(
 
         core.count_unsendable(stats);
         let now = Instant::now();
+        // Nobody listens live: records waiting can wait a nap, unwoken.
+        let napping = {
+            let mut p = shared.pending();
+            p.napping = !routes.meta() && !routes.plain() && !p.batch.is_empty();
+            p.napping
+        };
+        let nap_end = napping.then(|| now + NAP);
         let timeout = if inbox.pending() > 0 {
             0
         } else {
-            poll_timeout(now, [st.next_head(), core.disc.next_deadline()])
+            poll_timeout(now, [st.next_head(), core.disc.next_deadline(), nap_end])
         };
         let r = core.poll(inbox, timeout, true)?;
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
