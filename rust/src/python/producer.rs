@@ -306,7 +306,19 @@ impl PyProducer {
             let v = value_bytes(py, value, "send")?;
             return py.detach(|| self.inner.send_with(&v, t, check_signals));
         }
-        let key = key_arg(py, key)?;
+        // A `bytes` key is borrowed, not copied (the keyed hot path).
+        let owned_key;
+        let key: Option<&[u8]> = match key {
+            None => None,
+            Some(k) if k.is_none() => None,
+            Some(k) => match k.cast::<PyBytes>() {
+                Ok(b) => Some(b.as_bytes()),
+                Err(_) => {
+                    owned_key = key_arg(py, Some(k))?;
+                    owned_key.as_deref()
+                }
+            },
+        };
         let headers = match headers {
             Some(h) => headers_arg(h)?,
             None => Vec::new(),
@@ -323,7 +335,7 @@ impl PyProducer {
             ts = ts.or_else(|| Some(crate::meta::now_ms()));
         }
         let extra = Extra {
-            key: key.as_deref(),
+            key,
             headers: &hs,
             timestamp: ts,
         };

@@ -91,7 +91,8 @@ struct Pending {
     /// record a `send` returned an offset for.
     closed: bool,
     /// Set by the node thread before each poll (under this lock): nobody
-    /// listens live and records wait here, so the thread polls for at most
+    /// listens live and records flow (it took some this turn, or some wait
+    /// here), so the thread polls for at most
     /// [`NAP`] and then takes them ([`Pending::take`]) unwoken. Meanwhile
     /// `send` queues no [`Cmd::Take`] and wakes nothing: a record nobody
     /// waits for costs no syscall and no context switch (without this, the

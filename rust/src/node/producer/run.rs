@@ -112,10 +112,12 @@ pub(super) fn run(
 
         core.count_unsendable(stats);
         let now = Instant::now();
-        // Nobody listens live: records waiting can wait a nap, unwoken.
+        // Nobody listens live and records flow (taken this turn, or
+        // waiting): the next ones can wait a nap, unwoken. Once a nap finds
+        // none, the thread sleeps until woken again.
         let napping = {
             let mut p = shared.pending();
-            p.napping = !routes.meta() && !routes.plain() && !p.batch.is_empty();
+            p.napping = !routes.meta() && !routes.plain() && (sent > 0 || !p.batch.is_empty());
             p.napping
         };
         let nap_end = napping.then(|| now + NAP);
