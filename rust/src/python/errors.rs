@@ -115,7 +115,14 @@ fn os_error(source: &std::io::Error, msg: String) -> PyErr {
 /// `err` with the `errno` of `source` (its message stays `msg`: no
 /// `strerror` or `filename` is set, which would reword it).
 fn with_errno(err: PyErr, source: &std::io::Error) -> PyErr {
-    if let Some(n) = source.raw_os_error() {
+    // An error made by the core rather than the OS (a directory found
+    // missing) gets the errno of its kind, as `open()`'s would have.
+    let by_kind = || match source.kind() {
+        std::io::ErrorKind::NotFound => Some(libc::ENOENT),
+        std::io::ErrorKind::PermissionDenied => Some(libc::EACCES),
+        _ => None,
+    };
+    if let Some(n) = source.raw_os_error().or_else(by_kind) {
         Python::attach(|py| {
             // An exception whose attribute cannot be set keeps its errno None.
             let _ = err.value(py).setattr("errno", n);
