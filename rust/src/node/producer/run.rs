@@ -65,7 +65,7 @@ pub(super) fn run(
                 }
             }
             // Records sent while the thread napped have no command.
-            if let Some(b) = shared.pending().take() {
+            if let Some(b) = sweep(inbox, shared) {
                 sent += b.len();
                 freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
             }
@@ -97,7 +97,7 @@ pub(super) fn run(
         }
         // Records sent while the thread napped (no command brings them).
         if sent < BATCH {
-            if let Some(b) = shared.pending().take() {
+            if let Some(b) = sweep(inbox, shared) {
                 sent += b.len();
                 freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
             }
@@ -115,13 +115,17 @@ pub(super) fn run(
         // Nobody listens live and records flow (taken this turn, or
         // waiting): the next ones can wait a nap, unwoken. Once a nap finds
         // none, the thread sleeps until woken again.
-        let napping = {
+        // Records waiting while the thread does not nap: a command brings
+        // them, or (napping just ended) no command does and the next turn
+        // sweeps them. Either way, no sleep.
+        let (napping, waiting) = {
             let mut p = shared.pending();
-            p.napping = !routes.meta() && !routes.plain() && (sent > 0 || !p.batch.is_empty());
-            p.napping
+            let waiting = !p.batch.is_empty();
+            p.napping = !routes.meta() && !routes.plain() && (sent > 0 || waiting);
+            (p.napping, waiting)
         };
         let nap_end = napping.then(|| now + NAP);
-        let timeout = if inbox.pending() > 0 {
+        let timeout = if inbox.pending() > 0 || (waiting && !napping) {
             0
         } else {
             poll_timeout(now, [st.next_head(), core.disc.next_deadline(), nap_end])
@@ -298,6 +302,19 @@ fn subscriptions(
         }
     }
     Ok(())
+}
+
+/// The records waiting in the pending batch, taken without a command (sent
+/// while the thread napped), unless a command is queued: it may bring
+/// earlier records (a batch handed over), which go first, so the sweep
+/// waits for the next turn. Senders queue record-carrying commands under
+/// the pending lock, so none can slip in between the check and the take.
+fn sweep<C>(inbox: &Inbox<C>, shared: &ProducerShared) -> Option<Batch> {
+    let mut p = shared.pending();
+    if inbox.pending() > 0 {
+        return None;
+    }
+    p.take()
 }
 
 /// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
