@@ -18,6 +18,9 @@ ruff check python tests benches spark_jobs
 ruff format --check python tests benches spark_jobs
 mypy
 python -m mypy.stubtest dafka._native
+# The stub's option parameters and docstrings, docs/python.md's option tables and
+# dafka.Log's options are generated from the Rust declarations: fail if stale.
+python scripts/gen_api.py --check
 
 echo "== distribution: the wheel in a fresh venv outside the checkout, and an sdist"
 # What `pip install target/wheels/dafka-*.whl` gives a user: nothing of the checkout

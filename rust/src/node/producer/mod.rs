@@ -62,6 +62,11 @@ const HEADS_SETTLE: Duration = Duration::from_millis(500);
 /// before the node thread takes them (sooner if it is idle).
 pub(crate) const COALESCE: usize = 64 << 10;
 
+/// How long the node thread naps, when nobody listens live and records wait
+/// in [`Pending`], before it takes them without being woken
+/// ([`Pending::napping`]).
+pub(crate) const NAP: Duration = Duration::from_millis(2);
+
 pub(super) enum Cmd {
     /// Take [`Pending::batch`] if its generation is still this one.
     Take(u64),
@@ -85,6 +90,15 @@ struct Pending {
     /// from then on, so the thread's last drain is bounded and takes every
     /// record a `send` returned an offset for.
     closed: bool,
+    /// Set by the node thread before each poll (under this lock): nobody
+    /// listens live and records flow (it took some this turn, or some wait
+    /// here), so the thread polls for at most
+    /// [`NAP`] and then takes them ([`Pending::take`]) unwoken. Meanwhile
+    /// `send` queues no [`Cmd::Take`] and wakes nothing: a record nobody
+    /// waits for costs no syscall and no context switch (without this, the
+    /// idle thread took each batch as soon as it began, and every few
+    /// records paid a wake: issue 37, where `send`'s rate went).
+    napping: bool,
 }
 
 impl Pending {
@@ -92,6 +106,12 @@ impl Pending {
     fn hand_over(&mut self) -> Batch {
         self.gen += 1;
         std::mem::take(&mut self.batch)
+    }
+
+    /// The node thread's take of the records waiting, if any (whether or
+    /// not a [`Cmd::Take`] is on its way for them).
+    fn take(&mut self) -> Option<Batch> {
+        (!self.batch.is_empty()).then(|| self.hand_over())
     }
 }
 
@@ -367,13 +387,23 @@ impl Producer {
             return Err(Error::Closed);
         }
         let off = p.next;
+        if p.napping {
+            // No command tells whether the thread still runs.
+            self.actor.check()?;
+        }
         if !p.batch.is_empty() && p.batch.bytes() + body_len > COALESCE {
             let b = p.hand_over();
-            self.actor.send(Cmd::Many(b))?;
+            if p.napping {
+                self.actor.send_quiet(Cmd::Many(b))?;
+            } else {
+                self.actor.send(Cmd::Many(b))?;
+            }
         }
         if p.batch.is_empty() {
             p.batch = Batch::with_capacity(0, COALESCE.max(body_len));
-            self.actor.send(Cmd::Take(p.gen))?;
+            if !p.napping {
+                self.actor.send(Cmd::Take(p.gen))?;
+            }
         }
         p.batch
             .push_body(create_time, extra.key, extra.headers, value);

@@ -18,7 +18,7 @@ use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
 
 use super::routes::Routes;
 use super::state::{AckReach, Acker, ProducerState};
-use super::{Cmd, ProducerShared};
+use super::{Cmd, ProducerShared, NAP};
 
 const BATCH: usize = 4096;
 
@@ -64,6 +64,11 @@ pub(super) fn run(
                     freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
                 }
             }
+            // Records sent while the thread napped have no command.
+            if let Some(b) = sweep(inbox, shared) {
+                sent += b.len();
+                freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+            }
             Stats::add(&stats.records_sent, sent as u64);
             // With `min_acks = 0` what went out is released: closing leaves
             // none of it counted as unacknowledged.
@@ -90,6 +95,13 @@ pub(super) fn run(
                 None => break,
             }
         }
+        // Records sent while the thread napped (no command brings them).
+        if sent < BATCH {
+            if let Some(b) = sweep(inbox, shared) {
+                sent += b.len();
+                freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+            }
+        }
         if sent > 0 {
             Stats::add(&stats.records_sent, sent as u64);
             st.arm_head(Instant::now());
@@ -101,10 +113,23 @@ pub(super) fn run(
         core.count_unsendable(stats);
         keyed_stores(&mut core, &mut st, shared);
         let now = Instant::now();
-        let timeout = if inbox.pending() > 0 {
+        // Nobody listens live and records flow (taken this turn, or
+        // waiting): the next ones can wait a nap, unwoken. Once a nap finds
+        // none, the thread sleeps until woken again.
+        // Records waiting while the thread does not nap: a command brings
+        // them, or (napping just ended) no command does and the next turn
+        // sweeps them. Either way, no sleep.
+        let (napping, waiting) = {
+            let mut p = shared.pending();
+            let waiting = !p.batch.is_empty();
+            p.napping = !routes.meta() && !routes.plain() && (sent > 0 || waiting);
+            (p.napping, waiting)
+        };
+        let nap_end = napping.then(|| now + NAP);
+        let timeout = if inbox.pending() > 0 || (waiting && !napping) {
             0
         } else {
-            poll_timeout(now, [st.next_head(), core.disc.next_deadline()])
+            poll_timeout(now, [st.next_head(), core.disc.next_deadline(), nap_end])
         };
         let r = core.poll(inbox, timeout, true)?;
         let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
@@ -283,6 +308,19 @@ fn keyed_stores(core: &mut Core, st: &mut ProducerState, shared: &ProducerShared
             shared.notify();
         }
     }
+}
+
+/// The records waiting in the pending batch, taken without a command (sent
+/// while the thread napped), unless a command is queued: it may bring
+/// earlier records (a batch handed over), which go first, so the sweep
+/// waits for the next turn. Senders queue record-carrying commands under
+/// the pending lock, so none can slip in between the check and the take.
+fn sweep<C>(inbox: &Inbox<C>, shared: &ProducerShared) -> Option<Batch> {
+    let mut p = shared.pending();
+    if inbox.pending() > 0 {
+        return None;
+    }
+    p.take()
 }
 
 /// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
