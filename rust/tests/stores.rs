@@ -1236,9 +1236,9 @@ impl RawRequester {
     fn fetch(&self, partition: &str, sequence: u64, count: u32) {
         use _native::wire::{Dialect, Fetch, Message};
         let frames = Message::Fetch(Fetch {
-            topic: partition.as_bytes(),
-            address: &self.address,
-            subject: b"t",
+            partition: partition.as_bytes(),
+            requester: &self.address,
+            topic: b"t",
             sequence,
             count,
         })

@@ -31,7 +31,7 @@ use crate::security::said::Said;
 use crate::security::{
     check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer, Role, Secure,
 };
-use crate::wire::{Message, Subscription};
+use crate::wire::{Kind, Message, Subscription};
 
 /// One peer we receive from, on its own socket.
 pub(crate) struct PeerSub {
@@ -199,19 +199,16 @@ impl SecureCore {
         Some(denied)
     }
 
-    /// What to do with the subscription `frame` (`01`/`00` + prefix) read
-    /// from the XPUB, which came by the connection `fd` of the client `user`
-    /// (its `User-Id`: its key in Z85). An applied subscription to every
-    /// RECORD-BATCH (`R`) marks the connection a store's.
+    /// What to do with the subscription `sub` read from the XPUB, which
+    /// came by the connection `fd` of the client `user` (its `User-Id`: its
+    /// key in Z85). An applied subscription to every RECORD-BATCH (`R`)
+    /// marks the connection a store's.
     pub fn on_subscription(
         &mut self,
         user: Option<&str>,
         fd: Option<i32>,
-        frame: &[u8],
+        sub: &Subscription<'_>,
     ) -> Verdict {
-        let Ok(sub) = Subscription::decode(frame) else {
-            return Verdict::Refused;
-        };
         let key = user.and_then(crate::security::cert::parse_key_z85);
         let Some(key) = key else {
             return Verdict::Refused;
@@ -232,16 +229,16 @@ impl SecureCore {
                 role: t.role,
                 topics: &t.topics,
             };
-            if let Err(d) = check_subscription(&peer, sub.prefix) {
+            if let Err(d) = check_subscription(&peer, &sub.prefix) {
                 let who = crate::security::cert::key_z85(&key);
-                let prefix = String::from_utf8_lossy(sub.prefix).into_owned();
+                let prefix = String::from_utf8_lossy(&sub.prefix.to_bytes()).into_owned();
                 self.say(&who, &format!("subscription {prefix:?} refused: {d}"));
                 return Verdict::Refused;
             }
         }
         // Taking back what it had is always fine.
         if let Some(c) = fd.and_then(|fd| self.conns.seen(fd, &key)) {
-            if sub.prefix == b"R" {
+            if sub.prefix.every(Kind::RecordBatch) {
                 c.store = sub.subscribe;
             }
         }

@@ -77,6 +77,11 @@ impl Stats {
         c.fetch_add(n, Relaxed);
     }
 
+    /// Sets a counter a node's state keeps (it only grows there).
+    pub fn set(c: &AtomicU64, n: u64) {
+        c.store(n, Relaxed);
+    }
+
     /// Name/value pairs, for display and Python dicts.
     pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
         let g = |c: &AtomicU64| c.load(Relaxed);
