@@ -143,6 +143,8 @@ def test_one_store_key_cannot_satisfy_min_acks_alone(
 
             wait_for(lambda: held(s1) == held(s2) == (0, n), "every record in both stores", 90)
             assert p.wait_for_stores(3, 30) == 3, "the honest stores and the peer: three keys"
+        # The honest stores gone, their connections are forgotten: one key left.
+        wait_for(lambda: p.stores_seen == 1, "the stores that left no longer counted")
 
 
 def latencies(p: dafka.Producer, c: dafka.Consumer, n: int) -> list[float]:

@@ -117,11 +117,6 @@ impl Core {
     ) -> Result<()> {
         for _ in 0..batch {
             if !frames.recv(&self.xpub)? {
-                if let Some(sc) = &mut self.secure {
-                    if std::mem::take(&mut sc.prune_due) {
-                        sc.conns.prune();
-                    }
-                }
                 return Ok(());
             }
             let (user, fd) = match &self.secure {
@@ -146,11 +141,9 @@ impl Core {
                 continue;
             };
             if let Some(sc) = &mut self.secure {
-                if user.is_none() && !sub.subscribe {
-                    // A peer's connection ended: libzmq takes back what it
-                    // asked for (no sender then, and nothing to apply).
-                    sc.prune_due = true;
-                } else {
+                // A peer's connection ended: libzmq takes back what it asked
+                // for (no sender then, and nothing to apply).
+                if user.is_some() || sub.subscribe {
                     if sc.on_subscription(user.as_deref(), fd, &sub) != Verdict::Apply {
                         Stats::add(&stats.denied, 1);
                         continue;

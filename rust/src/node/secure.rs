@@ -70,9 +70,6 @@ pub(crate) struct SecureCore {
     pub handshakes_refused: u64,
     /// The connections to our XPUB, with their keys: a revoked key's are cut.
     pub conns: Conns,
-    /// A peer left (libzmq took back its subscriptions): forget the
-    /// connections that ended once the XPUB is read out.
-    pub prune_due: bool,
     pub peers: Vec<PeerSub>,
     /// Peers named (by discovery or `peers=[...]`) whose key is not trusted
     /// now: connected to if it becomes trusted (a key added to the trust
@@ -102,7 +99,6 @@ impl SecureCore {
             monitor,
             handshakes_refused: 0,
             conns: Conns::default(),
-            prune_due: false,
             peers: Vec::new(),
             waiting: Vec::new(),
             next: 0,
@@ -248,7 +244,7 @@ impl SecureCore {
     /// Distinct store keys among the peers subscribed to every RECORD-BATCH
     /// on our XPUB: a producer counts stores by them (two stores sharing a
     /// certificate count as one).
-    pub fn store_keys(&self) -> usize {
+    pub fn store_keys(&mut self) -> usize {
         self.conns.store_keys()
     }
 

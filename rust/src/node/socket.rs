@@ -341,8 +341,8 @@ impl Core {
     /// Secure mode: the distinct store keys subscribed to every
     /// RECORD-BATCH on our XPUB ([`SecureCore::store_keys`]); None in
     /// insecure mode, where stores are counted by their subscriptions.
-    pub fn store_keys(&self) -> Option<usize> {
-        self.secure.as_ref().map(SecureCore::store_keys)
+    pub fn store_keys(&mut self) -> Option<usize> {
+        self.secure.as_mut().map(SecureCore::store_keys)
     }
 
     /// The peers of this node whose key is trusted no more lose their
@@ -433,7 +433,13 @@ impl Core {
         }
         if let Some(sc) = &mut self.secure {
             match sc.monitor.drain() {
-                Ok(ev) => sc.handshakes_refused += ev.refused,
+                Ok(ev) => {
+                    sc.handshakes_refused += ev.refused;
+                    for fd in ev.disconnected {
+                        sc.conns.closed(fd);
+                    }
+                    sc.conns.settle();
+                }
                 Err(e) => tracing::warn!("reading the XPUB's monitor: {e}"),
             }
             let refused = sc

@@ -639,12 +639,14 @@ fn run(
             }
         }
         let (ev_in, ev_out) = (mon_in.drain()?, mon_out.drain()?);
-        for fd in &ev_in.disconnected {
-            known.disconnected(*fd);
+        for &fd in &ev_in.disconnected {
+            known.disconnected(fd);
+            conns.closed(fd);
         }
-        if !ev_in.disconnected.is_empty() || !ev_out.disconnected.is_empty() {
-            conns.prune();
+        for &fd in &ev_out.disconnected {
+            conns.closed(fd);
         }
+        conns.settle();
         handshakes_refused += ev_in.refused + ev_out.refused;
         if let Some(id) = &id {
             // A key revoked: its connections, and only they, are cut.

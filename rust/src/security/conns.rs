@@ -11,9 +11,10 @@
 //! peer's reconnect goes through ZAP again and is refused. A peer that never
 //! sent anything has no subscription, so it receives nothing.
 //!
-//! A connection's descriptor is looked up again (peer and local address)
-//! before it is shut down: one that closed, or whose number another
-//! connection took since, is forgotten instead ([`Conns::prune`]).
+//! A descriptor is checked against its two ends (peer and local address)
+//! at every message and before it is shut down: a number another
+//! connection took since is that connection's, and one that closed is
+//! forgotten ([`Conns::closed`], when the socket's monitor says so).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -41,41 +42,76 @@ impl Conn {
 #[derive(Debug, Default)]
 pub struct Conns {
     by_fd: HashMap<i32, Conn>,
+    /// Connections the monitor said closed whose descriptor libzmq had not
+    /// closed yet when asked ([`Conns::closed`]): looked at again.
+    closing: Vec<i32>,
+    /// [`Conns::store_keys`], while nothing changed.
+    stores: Option<usize>,
 }
 
 impl Conns {
     /// A message came by connection `fd`, authenticated as `key`: returns
     /// the connection, known from now on (None if `fd` is no TCP connection
     /// open now).
+    /// Messages that carry a descriptor are subscriptions and beacons, not
+    /// records: the two system calls that check it cost nothing that shows.
     pub fn seen(&mut self, fd: i32, key: &[u8; 32]) -> Option<&mut Conn> {
-        let fresh = match self.by_fd.get(&fd) {
-            Some(c) => c.key != *key,
-            None => true,
+        self.stores = None;
+        let Some(ends) = tcp_ends(fd) else {
+            self.by_fd.remove(&fd);
+            return None;
         };
-        if fresh {
+        let known = self
+            .by_fd
+            .get(&fd)
+            .is_some_and(|c| c.key == *key && c.ends == ends);
+        if !known {
             // A new connection, or a new one on a reused descriptor.
-            let ends = tcp_ends(fd)?;
+            let store = false;
             self.by_fd.insert(
                 fd,
                 Conn {
                     key: *key,
                     ends,
-                    store: false,
+                    store,
                 },
             );
         }
         self.by_fd.get_mut(&fd)
     }
 
-    /// Forgets the connections that ended (a peer left: libzmq then sends
-    /// the node the unsubscriptions of its pipe, without a sender).
-    pub fn prune(&mut self) {
-        self.by_fd.retain(|&fd, c| tcp_ends(fd) == Some(c.ends));
+    /// The socket's monitor says connection `fd` closed: forgotten once its
+    /// descriptor is closed (libzmq tells before it closes it), unless the
+    /// number is already another connection's that was seen since.
+    pub fn closed(&mut self, fd: i32) {
+        if self.by_fd.contains_key(&fd) && !self.closing.contains(&fd) {
+            self.closing.push(fd);
+        }
+        self.settle();
+    }
+
+    /// Forgets the closing connections whose descriptor is closed now (call
+    /// it now and then: each turn of a node's loop).
+    pub fn settle(&mut self) {
+        if self.closing.is_empty() {
+            return;
+        }
+        self.stores = None;
+        let by_fd = &mut self.by_fd;
+        self.closing.retain(|fd| match by_fd.get(fd) {
+            Some(c) if tcp_ends(*fd) == Some(c.ends) => true,
+            Some(_) => {
+                by_fd.remove(fd);
+                false
+            }
+            None => false,
+        });
     }
 
     /// Shuts down every connection whose key `keep` refuses (a key revoked)
     /// and forgets it; returns those cut.
     pub fn cut(&mut self, keep: impl Fn(&[u8; 32]) -> bool) -> Vec<Conn> {
+        self.stores = None;
         let mut cut = Vec::new();
         self.by_fd.retain(|&fd, c| {
             if keep(&c.key) {
@@ -93,6 +129,7 @@ impl Conns {
     /// Shuts down connection `fd` now if it is the one known (a revoked key
     /// still talking); forgets it.
     pub fn cut_fd(&mut self, fd: i32) {
+        self.stores = None;
         if let Some(c) = self.by_fd.remove(&fd) {
             if tcp_ends(fd) == Some(c.ends) {
                 shutdown(fd);
@@ -101,8 +138,11 @@ impl Conns {
     }
 
     /// Distinct keys among the connections that subscribed as stores (only
-    /// a store-role key may).
-    pub fn store_keys(&self) -> usize {
+    /// a store-role key may); counted again only after a change.
+    pub fn store_keys(&mut self) -> usize {
+        if let Some(n) = self.stores {
+            return n;
+        }
         let mut keys: Vec<&[u8; 32]> = self
             .by_fd
             .values()
@@ -111,7 +151,9 @@ impl Conns {
             .collect();
         keys.sort_unstable();
         keys.dedup();
-        keys.len()
+        let n = keys.len();
+        self.stores = Some(n);
+        n
     }
 
     pub fn len(&self) -> usize {
@@ -229,8 +271,18 @@ mod tests {
         assert_eq!(conns.len(), 1);
         drop(s1);
         // Another connection may take the number: it is not the one known.
-        let (_c2, _s2) = pair();
-        conns.prune();
+        conns.closed(fd);
+        assert!(conns.is_empty(), "closed: forgotten");
+        // Another connection may take the number: seen, it is a new one.
+        conns.seen(fd, &[1; 32]);
+        let (_c2, s2) = pair();
+        if let Some(c) = conns.seen(s2.as_raw_fd(), &[1; 32]) {
+            assert!(!c.store, "not the closed connection's state");
+        }
+        conns.closed(s2.as_raw_fd());
+        assert_eq!(conns.len(), 1, "not closed yet: kept until it is");
+        drop(s2);
+        conns.settle();
         assert!(conns.is_empty());
         assert_eq!(conns.store_keys(), 0);
         // A key seen by a descriptor that is no TCP connection: not known.

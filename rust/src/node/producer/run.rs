@@ -95,6 +95,7 @@ pub(super) fn run(
         }
 
         core.count_unsendable(stats);
+        keyed_stores(&mut core, &mut st, shared);
         let now = Instant::now();
         let timeout = if inbox.pending() > 0 {
             0
@@ -173,7 +174,13 @@ fn subscriptions(
         }
         Ok(())
     })?;
-    // Secure mode: stores count by key, as their ACKs do.
+    keyed_stores(core, st, shared);
+    Ok(())
+}
+
+/// Secure mode: stores count by key, as their ACKs do (after subscriptions,
+/// and at every turn: a connection that closed is forgotten a turn later).
+fn keyed_stores(core: &mut Core, st: &mut ProducerState, shared: &ProducerShared) {
     if let Some(n) = core.store_keys() {
         if n != st.countable_stores() || shared.stores_seen.load(SeqCst) != n {
             st.set_keyed_stores(n);
@@ -181,7 +188,6 @@ fn subscriptions(
             shared.notify();
         }
     }
-    Ok(())
 }
 
 /// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
