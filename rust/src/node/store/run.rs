@@ -138,7 +138,12 @@ pub(super) fn run<L: StoreLog>(
         let timeout = if replies_at.is_some_and(|t| t <= now) {
             0
         } else {
-            let deadlines = [st.next_deadline(now), core.disc.next_deadline(), replies_at];
+            let deadlines = [
+                st.next_deadline(now),
+                core.disc.next_deadline(),
+                replies_at,
+                Some(st.peer_heads_at()),
+            ];
             poll_timeout(now, deadlines)
         };
         let r = core.poll(inbox, timeout, true)?;

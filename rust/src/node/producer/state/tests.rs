@@ -43,9 +43,12 @@ fn answer(st: &mut ProducerState, f: &Fetch<'_>) -> Vec<(u64, Vec<u8>)> {
         panic!("a FETCH answer goes to its requester");
     };
     assert_eq!((to, partition), (f.requester, P));
-    (r.first..)
-        .zip(r.bodies)
-        .map(|(o, b)| (o, b.to_vec()))
+    // Counted from the bodies: `r.first..` would step past u64::MAX for an
+    // empty answer there.
+    let first = r.first;
+    r.bodies
+        .enumerate()
+        .map(|(i, b)| (first + i as u64, b.to_vec()))
         .collect()
 }
 

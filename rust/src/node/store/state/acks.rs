@@ -259,16 +259,15 @@ impl<L: StoreLog> StoreState<L> {
         busy
     }
 
-    /// When [`StoreState::maintain`] is due next: at once if partitions
-    /// were touched since the last tick, else the first partition timer (a
-    /// FETCH retry, an ACK repeat), the storage's next sync or the next
-    /// GET-HEADS to the other stores.
+    /// When [`StoreState::maintain`] is due next: at once if partitions were
+    /// touched since the last tick, else the first partition timer (a FETCH
+    /// retry, an ACK repeat) or the storage's next sync. The next GET-HEADS
+    /// to the other stores is [`StoreState::peer_heads_at`].
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
         if !self.touched.is_empty() {
             return Some(now);
         }
         let first = self.wakes.first().map(|(at, _)| *at);
-        let timers = [first, self.log.next_sync(), Some(self.peer_heads.next)];
-        timers.into_iter().flatten().min()
+        [first, self.log.next_sync()].into_iter().flatten().min()
     }
 }

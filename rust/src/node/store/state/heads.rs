@@ -64,6 +64,11 @@ impl<L: StoreLog> StoreState<L> {
         Out::GetHeads { topic: Vec::new() }
     }
 
+    /// When the next GET-HEADS to the other stores is due ([`PeerHeads`]).
+    pub fn peer_heads_at(&self) -> Instant {
+        self.peer_heads.next
+    }
+
     /// The GET-HEADS to other stores due at `now`, if one is ([`PeerHeads`]).
     pub fn peer_heads_due(&mut self, now: Instant) -> Option<Out> {
         self.peer_heads.due(now).then(|| self.ask_peer_heads())
