@@ -190,14 +190,14 @@ fn keyed_stores(core: &mut Core, st: &mut ProducerState, shared: &ProducerShared
     }
 }
 
-/// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
+/// The records a command brings: a [`Cmd::Many`]'s batch, or the unsent
 /// batch for a [`Cmd::Take`] still of its generation (else its records went
 /// with a later command).
 fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
     match cmd {
         Cmd::Many(b) => Some(b),
         Cmd::Take(gen) => {
-            let mut p = shared.pending();
+            let mut p = shared.unsent();
             (p.gen == gen).then(|| p.hand_over())
         }
         Cmd::Connect(_) => None,

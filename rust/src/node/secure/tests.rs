@@ -25,7 +25,7 @@ fn xpub_with_two_peers(ctx: &zmq::Context, ep: &str) -> (zmq::Socket, zmq::Socke
 }
 
 /// Reads what the XPUB holds and applies every subscription, as
-/// `Core::recv_xpub` does (to the pipe of the message read).
+/// `Core::drain_subscriptions` does (to the pipe of the message read).
 fn apply(xpub: &zmq::Socket, n: usize) -> Vec<Vec<u8>> {
     let mut read = Vec::new();
     for _ in 0..n {

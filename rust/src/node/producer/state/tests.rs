@@ -143,7 +143,7 @@ fn a_consumer_is_not_answered_from_past_what_stores_hold_for_it() {
     assert_eq!(answer(&mut st, &fetch(0, 100)).len(), 6);
 }
 
-/// `send` starts a pending batch with room for 64 KiB; the node thread
+/// `send` starts an unsent batch with room for 64 KiB; the node thread
 /// takes it at once when idle. Held until stores ACK, each such batch
 /// must cost what its records use, not 64 KiB each (a producer sending a
 /// record a second with no store up would hold 64 KiB per record).
