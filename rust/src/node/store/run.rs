@@ -153,10 +153,12 @@ pub(super) fn run<L: StoreLog>(
             subscriptions(&mut core, &mut frames, &mut st, now, stats)?;
         }
         if r.sub {
+            // Records without metadata get bodies stamped with the time
+            // they were received at (one clock read per turn).
+            let stamp = meta::now_ms();
             core.receive(&mut frames, stats, BATCH, |core, _, msg| {
                 outs.clear();
-                // Records without metadata get bodies stamped now.
-                let fate = st.on_message(msg, now, meta::now_ms(), &mut outs);
+                let fate = st.on_message(msg, now, stamp, &mut outs);
                 send_all(core, &outs)?;
                 Ok(fate)
             })?;
