@@ -17,6 +17,9 @@ python -m pip install --quiet --disable-pip-version-check \
 # Spark tests and jobs: PySpark (needs Java 17+) with pyarrow for Python data sources.
 python -m pip install --quiet --disable-pip-version-check \
     "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3"
-maturin develop --release --quiet
 # The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
+# Built before the extension: both are the `dafka` package's release build with
+# different features, which cargo keeps in one place, so each build replaces the
+# other's; the extension built last lets test.sh's `maturin build` reuse it.
 cargo build --release --bins --quiet
+maturin develop --release --quiet

@@ -180,6 +180,7 @@ def test_a_beacon_for_another_node_s_uuid_changes_nothing(
     ):
         assert p.wait_for_stores(2, 60) == 2
         before = latencies(p, c, 60)
+        fetched = c.stats()["fetches_sent"]
         # A spy hears every beacon the tower relays.
         spy = client(ctx, zmq.SUB, keys, "mallory", tower_key)
         spy.setsockopt(zmq.SUBSCRIBE, b"B")
@@ -224,9 +225,13 @@ def test_a_beacon_for_another_node_s_uuid_changes_nothing(
         assert p.stores_seen == 2
         for node in (p, s1, s2, c):
             assert node.stats()["identity_refused"] == 0, "no such beacon reached a node"
+        # Delivery went on as before: every record of the attack's round came
+        # live, none by a FETCH after a lost connection. (Its latency is
+        # printed, not asserted: two rounds' medians on a shared machine differ
+        # by whatever else runs meanwhile.)
+        assert c.stats()["fetches_sent"] == fetched, (c.stats(), before, during)
         slow, fast = statistics.median(during), statistics.median(before)
         print(f"delivery p50 {fast * 1e3:.1f} ms before, {slow * 1e3:.1f} ms during the attack")
-        assert slow <= 2 * fast + 0.25, (before, during)
 
 
 def test_plaintext_peers_are_refused_and_counted(

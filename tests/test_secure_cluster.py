@@ -173,7 +173,12 @@ def test_secure_cluster_against_hostile_peers(
                 # subscription to it is in, and is repeated only after
                 # `fetch_retry`: the consumer would read nothing.
                 got = drain(c, n, within=60)
-                assert [r.offset for r in got] == list(range(n))
+                assert [r.offset for r in got] == list(range(n)), (
+                    len(got),
+                    c.stats(),
+                    p.stats(),
+                    len(sniffer.seen),
+                )
                 assert [r.value for r in got] == values
                 assert p.unacked_bytes == unacked, "nothing released before the stores"
                 with (

@@ -338,3 +338,40 @@ def test_save_and_start_raise_for_an_unknown_option(spark: Any, tmp_path: Path) 
     with pytest.raises(Exception, match="option startingOffsets applies to reads"):
         dafka.spark.run_query(start, timeout=120)
     assert not started[-1].isActive
+
+
+def test_errors_through_the_spark_layer_name_options_not_python_keywords() -> None:
+    """The core and ProducerSettings name Python keywords (``advertise_host``,
+    ``cert=``); what a Spark user reads names the options they wrote, as the same
+    exception type. ProducerSettings built in Python keeps its keywords."""
+    import dafka
+    from dafka.spark import ProducerSettings
+    from dafka.spark._errors import spark_wording
+
+    read = {"subscribe": "t", "towers": "tcp://127.0.0.1:1,2"}
+    write = {"topic": "t", "towers": "tcp://127.0.0.1:1,2"}
+    cases: list[tuple[Any, dict[str, str], type[Exception], str, str]] = [
+        (ReadSettings.from_options, {**read, "advertiseHost": "a b"}, dafka.ConfigError,
+         "option advertiseHost must be a host name", "advertise_host"),
+        (ReadSettings.from_options, {**read, "cert": "/x.key_secret"}, dafka.ConfigError,
+         "option cert given without option trust", "cert="),
+        (ProducerSettings.from_options, {**write, "trust": "/keys"}, dafka.ConfigError,
+         "option trust given without option cert", "trust="),
+        (ProducerSettings.from_options, {**write, "advertiseHost": "a b"}, dafka.ConfigError,
+         "option advertiseHost must be", "advertise_host"),
+        (ProducerSettings.from_options, {**write, "beaconTimeout": "1", "beaconInterval": "2"},
+         ValueError, "option beaconTimeout .* longer than option beaconInterval", "beacon_"),
+    ]  # fmt: skip
+    for make, options, kind, says, not_says in cases:
+        with pytest.raises(kind, match=says) as e:
+            make(options)
+        assert not_says not in str(e.value), e.value
+        assert e.value.__cause__ is not None, "chained to the core's error"
+    with pytest.raises(ValueError, match=r"beacon_timeout .* longer than beacon_interval"):
+        ProducerSettings(
+            "t", towers=["tcp://127.0.0.1:1,2"], beacon_interval=2.0, beacon_timeout=1.0
+        )
+    assert spark_wording("cert= given without trust=", {"cert": "readCert"}) == (
+        "option readCert given without option trust"
+    )
+    assert spark_wording("got 'my_host' for min_acks") == "got 'my_host' for option minAcks"

@@ -414,7 +414,7 @@ def test_read_options_in_seconds_are_checked_and_reach_the_heads_round(
 ) -> None:
     """``headsSettle`` reaches ``heads``/``offsets``; a bad number of seconds names
     its option (it used to be a bare float() error)."""
-    from dafka.spark import datasource
+    from dafka.spark import _read_settings, datasource
 
     base = {"subscribe": "t", "towers": "tcp://127.0.0.1:1,2"}
     s = datasource.ReadSettings.from_options({**base, "headsSettle": "0.1"})
@@ -425,7 +425,7 @@ def test_read_options_in_seconds_are_checked_and_reach_the_heads_round(
         seen.append(kw)
         return {}
 
-    monkeypatch.setattr(datasource, "offsets", fake)
+    monkeypatch.setattr(_read_settings, "offsets", fake)
     s.heads()
     s.offsets(None)
     assert [kw["settle"] for kw in seen] == [0.1, 0.1]

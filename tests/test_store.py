@@ -604,7 +604,11 @@ def test_heads_settles_while_a_producer_keeps_writing(tmp_path: Path, tower: Tow
         writes: list[int] = []
 
         def write() -> None:
-            deadline = time.monotonic() + 60
+            # Past the heads round's timeout (120 s): the writes stop before
+            # the round ends only if the round ran to its timeout. (A bound of
+            # 60 s made a slow round on a busy machine look like one that
+            # waited for the writes to stop.)
+            deadline = time.monotonic() + 180
             while not stop.is_set() and time.monotonic() < deadline:
                 p.send_many([value(i) for i in range(10)])
                 writes.append(10)

@@ -292,8 +292,22 @@ fn a_revoked_key_is_cut_off_without_restarts() {
         }
     }
     keys.revoke("c");
-    // Within a bounded time nothing reaches it any more, though the
-    // producer goes on (its XPUB bound again, the reader refused by ZAP).
+    // Cut off: the producer's XPUB is bound again and the reader, reconnecting,
+    // refused by ZAP. Waited for as that state, not as a quiet spell alone (a
+    // producer thread stalled for the spell on a busy machine looked cut off
+    // before it was).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stat(p.stats(), "auth_refused") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the revoked reader was never refused: {:?}",
+            p.stats().snapshot()
+        );
+        p.send(b"after", None).unwrap();
+        let _ = reader.recv_multipart(0);
+    }
+    // Then nothing reaches it any more (what it had queued aside), though
+    // the producer goes on.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut quiet_since = Instant::now();
     while quiet_since.elapsed() < Duration::from_secs(2) {

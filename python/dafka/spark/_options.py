@@ -160,7 +160,7 @@ class Opt:
 
 
 #: Every option of the ``dafka`` data source (docs/spark.md, "Options"). Offsets
-#: options are parsed (and checked in full) by ``datasource.parse_offsets``.
+#: options are parsed (and checked in full) by ``_read_settings.parse_offsets``.
 OPTIONS: tuple[Opt, ...] = (
     # Reads.
     Opt("subscribe", _R, _nonempty),

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from dafka._defaults import BEACON_INTERVAL, BEACON_TIMEOUT, BIND, MAX_UNACKED_BYTES, WIRE
 from dafka._native import Producer, check_node
 from dafka.exceptions import DeliveryError
+from dafka.spark._errors import as_options
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -217,22 +218,25 @@ class ProducerSettings:
         peers = split_endpoints(options.get("peers", ""))
         if not towers and not peers:
             raise ValueError('the dafka sink needs option("towers", ...) or option("peers", ...)')
-        return cls(
-            topic=topic,
-            towers=towers,
-            peers=peers,
-            min_acks=integer(options, "minAcks", 1, least=0),
-            flush_timeout=seconds(options, "flushTimeout", 120.0),
-            wire=options.get("wire", WIRE),
-            beacon_interval=seconds(options, "beaconInterval", BEACON_INTERVAL),
-            beacon_timeout=seconds(options, "beaconTimeout", BEACON_TIMEOUT),
-            bind=options.get("bind", BIND),
-            advertise_host=options.get("advertiseHost"),
-            reuse=reuse,
-            record_batches=flag(options, "recordBatches", True),
-            cert=options.get("cert") or None,
-            trust=options.get("trust") or None,
-        )
+        # ProducerSettings checks its fields by their Python names: said here
+        # by the options' (wrapped, not raised apart: it is a Python API too).
+        with as_options():
+            return cls(
+                topic=topic,
+                towers=towers,
+                peers=peers,
+                min_acks=integer(options, "minAcks", 1, least=0),
+                flush_timeout=seconds(options, "flushTimeout", 120.0),
+                wire=options.get("wire", WIRE),
+                beacon_interval=seconds(options, "beaconInterval", BEACON_INTERVAL),
+                beacon_timeout=seconds(options, "beaconTimeout", BEACON_TIMEOUT),
+                bind=options.get("bind", BIND),
+                advertise_host=options.get("advertiseHost"),
+                reuse=reuse,
+                record_batches=flag(options, "recordBatches", True),
+                cert=options.get("cert") or None,
+                trust=options.get("trust") or None,
+            )
 
     def open(self, *, address_seed: str | None = None, first_offset: int = 0) -> Producer:
         """A producer with these settings; ``address_seed`` and ``first_offset`` as

@@ -58,6 +58,7 @@ from pyspark.sql.datasource import (
 
 from dafka._native import Producer, check_node
 from dafka.exceptions import DeliveryError
+from dafka.spark._errors import as_options
 from dafka.spark._produce import ProducerSettings, send_arrow, timestamps_ms
 
 if TYPE_CHECKING:
@@ -231,13 +232,15 @@ class SinkSettings:
                     "consumer-role secret certificate, with which each task reads where its "
                     "partition stands (exactly-once)"
                 )
-            check_node(
-                towers=list(producer.towers) or None,
-                peers=list(producer.peers) or None,
-                cert=read_cert,
-                trust=producer.trust,
-                role="consumer",
-            )
+            # Checked as a consumer's cert: said as readCert.
+            with as_options({"cert": "readCert"}):
+                check_node(
+                    towers=list(producer.towers) or None,
+                    peers=list(producer.peers) or None,
+                    cert=read_cert,
+                    trust=producer.trust,
+                    role="consumer",
+                )
         elif read_cert is not None:
             raise ValueError(
                 "option readCert applies to streaming writes to a secure cluster (with cert "

@@ -110,13 +110,16 @@
 //!
 //! | file | what it decides |
 //! |------|-----------------|
-//! | `mod.rs` | open, append, read, listings, close; [`Log::tick`], the owner's periodic call; the open-files budget |
+//! | `mod.rs` | the [`Log`] itself: open, close, its settings |
+//! | `append.rs` | the append forms, the offset rule's entry, skipping ahead; the open-files budget |
+//! | `read.rs` | finding a partition (open or parked), reads, offsets, time look-up, listings |
+//! | `periodic.rs` | [`Log::tick`], the owner's periodic call: interval syncs, retention, idle partitions settled |
 //! | `sync.rs` | what is durable: group commit ([`Log::sync`], [`SyncBatch`], what a finished sync reports), when the policy wants one, [`Log::durable_next`], syncs at open, the clean mark |
 //! | `buffer.rs` | the write buffer: appends gathered per partition, written with one call each |
 //! | `retention.rs` | what retention deletes, and parking the partitions it empties |
 //! | [`parked`] | the registry of parked partitions (`ROOT/.parked`): its lines and its map in memory |
 //! | `damage.rs` | partitions set aside (could not be opened) or failed, and opening them again |
-//! | `partition.rs` | one partition: the offset rule, rolling, reads, when it is due a sync, which of its segments expired |
+//! | `partition/` | one partition: `append.rs` the offset rule and rolling, `sync.rs` when it is due a sync and its durable offset, `read.rs` reads and time look-up, `retention.rs` which of its segments expired |
 //! | [`recovery`] | what opening a segment repairs (torn tails, indexes) and what it refuses (damage) |
 //! | `segment.rs`, `index.rs` | one segment file and its sparse index |
 //! | [`format`], `io.rs` | the bytes on disk; every file operation, through the failpoint hook |
@@ -144,6 +147,7 @@
 //! # Ok::<(), _native::log::LogError>(())
 //! ```
 
+mod append;
 mod buffer;
 mod config;
 mod damage;
@@ -153,6 +157,8 @@ mod index;
 mod io;
 pub mod parked;
 mod partition;
+mod periodic;
+mod read;
 pub mod recovery;
 mod retention;
 mod segment;
@@ -174,15 +180,11 @@ pub use partition::{PartitionInfo, PartitionSync, StoredRecord};
 pub use recovery::RecoveryPolicy;
 pub use sync::{Durable, SyncBatch, SyncDone, CLEAN_FILE};
 
-use damage::{damaged_error, set_aside_at_open, Damaged};
-use format::{check_partition_name, escape_name, unescape_name};
+use damage::{set_aside_at_open, Damaged};
+use format::{check_partition_name, unescape_name};
 use partition::Partition;
 use retention::open_parked;
-use segment::Records;
 use sync::{leave_clean_mark, sync_opened, take_clean_mark};
-
-/// A scratch buffer larger than this is released after an append.
-const SCRATCH_KEEP: usize = 4 << 20;
 
 /// (topic, partition name).
 type PartKey = (Vec<u8>, String);
@@ -277,43 +279,16 @@ fn list_dirty(dirty: &mut Vec<PartKey>, key: &PartKey, p: &mut Partition) {
     }
 }
 
-fn unknown_partition(topic: &[u8], partition: &str) -> LogError {
-    LogError::UnknownPartition {
-        topic: lossy(topic),
-        partition: partition.to_owned(),
-    }
-}
-
 /// A partition the log holds: open, or parked at its next offset.
 enum Found<'a> {
     Open(&'a Partition),
     Parked(u64),
 }
 
-/// A read of a parked partition (no record, at `next`): nothing from `next`,
-/// out of range from anywhere else, as for an open one.
-fn parked_read(topic: &[u8], partition: &str, start: u64, next: u64) -> Result<()> {
-    if start == next {
-        return Ok(());
-    }
-    Err(LogError::OffsetOutOfRange {
+fn unknown_partition(topic: &[u8], partition: &str) -> LogError {
+    LogError::UnknownPartition {
         topic: lossy(topic),
         partition: partition.to_owned(),
-        requested: start,
-        first: next,
-        next,
-    })
-}
-
-fn parked_info(topic: &[u8], partition: &str, next: u64) -> PartitionInfo {
-    PartitionInfo {
-        topic: topic.to_vec(),
-        partition: partition.to_owned(),
-        first_offset: next,
-        next_offset: next,
-        durable_next: next,
-        bytes: 0,
-        segments: 0,
     }
 }
 
@@ -453,478 +428,6 @@ impl Log {
     /// The options it was opened with.
     pub fn config(&self) -> &LogConfig {
         &self.cfg
-    }
-
-    fn find(&self, topic: &[u8], partition: &str) -> Result<Found<'_>> {
-        let key = (topic.to_vec(), partition.to_owned());
-        if let Some(p) = self.parts.get(&key) {
-            return Ok(Found::Open(p));
-        }
-        if let Some(next) = self.parked.get(topic, partition) {
-            return Ok(Found::Parked(next));
-        }
-        Err(match self.damaged.get(&key) {
-            Some(d) => damaged_error(&key, &d.why),
-            None => unknown_partition(topic, partition),
-        })
-    }
-
-    /// Appends one plain value at `offset`, which must be the partition's next
-    /// offset (see [`Log::append_batch`]).
-    pub fn append(
-        &mut self,
-        topic: &[u8],
-        partition: &str,
-        offset: u64,
-        value: &[u8],
-    ) -> Result<()> {
-        self.append_batch(topic, partition, offset, &[value])
-    }
-
-    /// Appends plain values at `first_offset, first_offset + 1, ...` (one write
-    /// per segment touched, one fdatasync at most), each stored as the body
-    /// `meta::wrap(Some(append time), value)`: a record with no create time,
-    /// key or headers. On error a prefix may be stored: [`Log::next_offset`]
-    /// says where the partition stands.
-    pub fn append_batch<V: AsRef<[u8]>>(
-        &mut self,
-        topic: &[u8],
-        partition: &str,
-        first_offset: u64,
-        values: &[V],
-    ) -> Result<()> {
-        let refs: Vec<&[u8]> = values.iter().map(AsRef::as_ref).collect();
-        self.append_records(topic, partition, first_offset, &refs, true)
-    }
-
-    /// Appends records given as bodies (metadata then value, see
-    /// [`crate::meta`]) at `first_offset, first_offset + 1, ...`, as
-    /// [`Log::append_batch`] does values: what a store appends. Every body
-    /// must parse ([`crate::meta::parse`]), else nothing is appended and the
-    /// error is [`LogError::Invalid`].
-    pub fn append_bodies<V: AsRef<[u8]>>(
-        &mut self,
-        topic: &[u8],
-        partition: &str,
-        first_offset: u64,
-        bodies: &[V],
-    ) -> Result<()> {
-        for (i, b) in bodies.iter().enumerate() {
-            if let Err(e) = crate::meta::parse(b.as_ref()) {
-                return Err(LogError::Invalid(format!(
-                    "append to {}/{partition}: record {i} of the batch (offset {}): {e}",
-                    lossy(topic),
-                    first_offset.saturating_add(i as u64)
-                )));
-            }
-        }
-        self.append_checked_bodies(topic, partition, first_offset, bodies)
-    }
-
-    /// [`Log::append_bodies`] of bodies the caller has already checked (a
-    /// store's: the wire decoder parsed every body it received, and the store
-    /// made the others): no second parse on the store's per-record path. A
-    /// body that does not parse would be stored as it is and reported as
-    /// corruption when read.
-    pub fn append_checked_bodies<V: AsRef<[u8]>>(
-        &mut self,
-        topic: &[u8],
-        partition: &str,
-        first_offset: u64,
-        bodies: &[V],
-    ) -> Result<()> {
-        let refs: Vec<&[u8]> = bodies.iter().map(AsRef::as_ref).collect();
-        debug_assert!(refs.iter().all(|b| crate::meta::parse(b).is_ok()));
-        self.append_records(topic, partition, first_offset, &refs, false)
-    }
-
-    /// The log's clock, ms since the Unix epoch: what appends are stamped with.
-    pub fn now(&self) -> u64 {
-        self.cfg.now()
-    }
-
-    /// [`Log::append_batch`] (`wrap`: `items` are values) and
-    /// [`Log::append_bodies`] (bodies, checked).
-    fn append_records(
-        &mut self,
-        topic: &[u8],
-        partition: &str,
-        first_offset: u64,
-        items: &[&[u8]],
-        wrap: bool,
-    ) -> Result<()> {
-        if self.cfg.read_only {
-            return Err(LogError::ReadOnly(self.root.clone()));
-        }
-        if !self.buffer.is_empty() {
-            // Buffered appends go first: a partition's records in order.
-            self.flush_writes()?;
-        }
-        if first_offset.checked_add(items.len() as u64).is_none() {
-            return Err(LogError::Invalid(format!(
-                "offsets {first_offset} + {} records overflow 64 bits",
-                items.len()
-            )));
-        }
-        let key = (topic.to_vec(), partition.to_owned());
-        if !self.parts.contains_key(&key) {
-            if let Some(d) = self.damaged.get(&key) {
-                // Never create over a partition's damaged files.
-                return Err(damaged_error(&key, &d.why));
-            }
-            if let Some(expected) = self.parked.get(topic, partition) {
-                // It goes on where it stood: a directory again.
-                if first_offset != expected {
-                    return Err(LogError::OffsetMismatch {
-                        topic: lossy(topic),
-                        partition: partition.to_owned(),
-                        expected,
-                        got: first_offset,
-                    });
-                }
-            }
-            if items.is_empty() {
-                return Ok(());
-            }
-            check_partition_name(partition).map_err(LogError::Invalid)?;
-            let tdir = escape_name(topic)
-                .map_err(|e| LogError::Invalid(format!("topic {:?}: {e}", lossy(topic))))?;
-            let dir = self.root.join(tdir).join(partition);
-            let p = Partition::create(
-                self.cfg.clone(),
-                &self.root,
-                dir,
-                topic.to_vec(),
-                partition.to_owned(),
-                first_offset,
-                &self.gauge,
-            )?;
-            // Its registry line is stale now: the directory wins.
-            self.parked.remove(topic, partition);
-            self.parts.insert(key.clone(), Box::new(p));
-        }
-        let now = self.cfg.now();
-        self.uses += 1;
-        let p = self.parts.get_mut(&key).expect("inserted above");
-        p.last_used = self.uses;
-        let inline_sync = !self.sync_elsewhere;
-        let r = p
-            .append(
-                &mut self.scratch,
-                first_offset,
-                Records { items, wrap },
-                now,
-            )
-            .and_then(|()| {
-                if inline_sync {
-                    p.sync_after_append(now)
-                } else {
-                    Ok(())
-                }
-            });
-        list_dirty(&mut self.dirty, &key, p);
-        if self.scratch.capacity() > SCRATCH_KEEP {
-            self.scratch = Vec::new();
-        }
-        self.close_idle_files();
-        r
-    }
-
-    /// Drops every record of a partition and continues it at `offset`, past
-    /// its next offset (see [`Partition::skip_to`]): for a store whose peers
-    /// no longer hold the records in between. Durable with the next sync.
-    pub fn skip_to(&mut self, topic: &[u8], partition: &str, offset: u64) -> Result<()> {
-        if self.cfg.read_only {
-            return Err(LogError::ReadOnly(self.root.clone()));
-        }
-        self.flush_writes()?;
-        let key = (topic.to_vec(), partition.to_owned());
-        if let Some(next) = self.parked.get(topic, partition) {
-            // No record to drop: it stands at `offset` from now on.
-            if offset <= next {
-                return Err(LogError::Invalid(format!(
-                    "skip to offset {offset}: the partition already reaches {next}"
-                )));
-            }
-            let at = self.cfg.now();
-            self.write_parked(&[(key, offset)], at)?;
-            self.parked
-                .insert(topic, partition, parked::Spot { next: offset, at });
-            return Ok(());
-        }
-        let p = self
-            .parts
-            .get_mut(&key)
-            .ok_or_else(|| unknown_partition(topic, partition))?;
-        let r = p.skip_to(offset);
-        list_dirty(&mut self.dirty, &key, p);
-        self.close_idle_files();
-        r
-    }
-
-    /// Segment files this log holds open now.
-    pub fn open_files(&self) -> usize {
-        self.gauge.get()
-    }
-
-    /// The most segment files this log had open at once.
-    pub fn open_files_peak(&self) -> usize {
-        self.gauge.peak()
-    }
-
-    /// Past [`LogConfig::max_open_files`]: closes the active files of the
-    /// partitions appended to least recently, down to three quarters of the
-    /// budget (so the scan runs once per quarter budget of new files, not at
-    /// every append). Appends not yet synced lose nothing: the written pages
-    /// belong to the file, and a sync opens it by path.
-    ///
-    /// The same when all the logs of the process together are past half the
-    /// open-files limit (two stores in one process). A log holding at least
-    /// its fair share of the files closes its own least recent ones until the
-    /// total is back to three quarters of that; a smaller one keeps only what
-    /// the others leave of it. An idle log does this at its next
-    /// [`Log::tick`].
-    fn close_idle_files(&mut self) {
-        let (open, all) = (self.gauge.get(), io::process_open_files());
-        if open <= self.max_open && all <= self.process_max {
-            return;
-        }
-        let own = if open > self.max_open {
-            open - (self.max_open - self.max_open / 4)
-        } else {
-            0
-        };
-        let shared = if all > self.process_max {
-            let target = self.process_max - self.process_max / 4;
-            if open * io::process_logs() >= all {
-                all - target
-            } else {
-                open.saturating_sub(target.saturating_sub(all - open))
-            }
-        } else {
-            0
-        };
-        if own == 0 && shared == 0 {
-            return;
-        }
-        let mut stamps: Vec<u64> = self
-            .parts
-            .values()
-            .filter(|p| p.file_open())
-            .map(|p| p.last_used)
-            .collect();
-        let excess = own.max(shared).min(stamps.len());
-        if excess == 0 {
-            return;
-        }
-        let (_, cutoff, _) = stamps.select_nth_unstable(excess - 1);
-        let cutoff = *cutoff;
-        for p in self.parts.values_mut() {
-            if p.last_used <= cutoff && p.file_open() {
-                p.close_file();
-            }
-        }
-    }
-
-    /// Reads from `start`: at most `max_records` records and `max_bytes` of
-    /// bodies (but always one record if one is available), each with its
-    /// metadata ([`StoredRecord`]).
-    pub fn read(
-        &self,
-        topic: &[u8],
-        partition: &str,
-        start: u64,
-        max_records: usize,
-        max_bytes: usize,
-    ) -> Result<Vec<StoredRecord>> {
-        match self.find(topic, partition)? {
-            Found::Open(p) => p.read(start, max_records, max_bytes),
-            Found::Parked(next) => parked_read(topic, partition, start, next).map(|()| Vec::new()),
-        }
-    }
-
-    /// [`Log::read`] without building records: `f(offset, append time, body)`
-    /// sees each record in order, its body (metadata then value, see
-    /// [`crate::meta`]; `meta::value_of` gives the value) borrowed from the
-    /// read buffer, with no allocation per record. A record of a format 1
-    /// segment is handed over as the body `meta::wrap(Some(append time),
-    /// value)`, made in a scratch buffer. `max_bytes` counts bodies. Returns
-    /// how many records `f` saw.
-    pub fn read_with(
-        &self,
-        topic: &[u8],
-        partition: &str,
-        start: u64,
-        max_records: usize,
-        max_bytes: usize,
-        f: impl FnMut(u64, u64, &[u8]),
-    ) -> Result<usize> {
-        match self.find(topic, partition)? {
-            Found::Open(p) => p.read_with(start, max_records, max_bytes, f),
-            Found::Parked(next) => parked_read(topic, partition, start, next).map(|()| 0),
-        }
-    }
-
-    /// The offset the next append to this partition must carry, if it
-    /// exists (buffered appends count).
-    pub fn next_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        if let Some((next, _)) = self.buffer.span(topic, partition) {
-            return Some(next);
-        }
-        match self.find(topic, partition).ok()? {
-            Found::Open(p) => Some(p.next_offset()),
-            Found::Parked(next) => Some(next),
-        }
-    }
-
-    /// Reads every record of a partition, checking each one's CRC and offset,
-    /// and returns how many it holds (0 for a parked one). Opening checks
-    /// only each segment's tail, so this is what finds damage in the middle
-    /// of a segment (`dafka log inspect --verify`).
-    pub fn verify(&self, topic: &[u8], partition: &str) -> Result<u64> {
-        match self.find(topic, partition)? {
-            Found::Open(p) => p.verify(),
-            Found::Parked(_) => Ok(0),
-        }
-    }
-
-    /// The first available offset, if the partition exists (or has
-    /// buffered appends).
-    pub fn first_offset(&self, topic: &[u8], partition: &str) -> Option<u64> {
-        match self.find(topic, partition) {
-            Ok(Found::Open(p)) => Some(p.first_offset()),
-            Ok(Found::Parked(next)) => Some(next),
-            Err(_) => self.buffer.span(topic, partition).map(|(_, first)| first),
-        }
-    }
-
-    /// Periodic work for the owner's event loop: interval syncs that fell due and,
-    /// every `retention_check_ms`, retention. Cheap when nothing is due.
-    pub fn tick(&mut self) -> Result<()> {
-        let mut first_err = self.flush_writes().err();
-        // Other logs of the process may need descriptors this one holds.
-        self.close_idle_files();
-        let now = self.cfg.now();
-        if self.cfg.fsync == FsyncPolicy::Interval && !self.sync_elsewhere {
-            for p in self.parts.values_mut() {
-                if let Err(e) = p.maybe_sync(now) {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        let more = self.park_more || self.retain_more;
-        if !self.cfg.read_only
-            && (more || now.saturating_sub(self.last_retention_ms) >= self.cfg.retention_check_ms)
-        {
-            if !more {
-                self.last_retention_ms = now;
-                self.settle_idle();
-            }
-            // Parks at most PARK_BATCH partitions and deletes at most
-            // RETAIN_BATCH other segments: many expiring at once (every task
-            // of a large Spark job) would hold up the owner's loop (a store's
-            // ACKs) for seconds.
-            if let Err(e) = self.retention_sweep(true) {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
-    }
-
-    /// Partitions not appended to since the last periodic check write out
-    /// the index entries they hold in memory and drop the buffer (up to 4
-    /// KiB each: a finished Spark task's partition would keep it for the
-    /// whole of retention).
-    fn settle_idle(&mut self) {
-        let since = std::mem::replace(&mut self.uses_at_check, self.uses);
-        for p in self.parts.values_mut() {
-            if p.last_used <= since {
-                p.settle_index();
-            }
-        }
-    }
-
-    /// When [`Log::tick`] next has work (ms since the epoch, by the log's clock).
-    pub fn next_deadline(&self) -> u64 {
-        let retention = if self.park_more || self.retain_more {
-            self.last_retention_ms
-        } else {
-            self.last_retention_ms
-                .saturating_add(self.cfg.retention_check_ms)
-        };
-        if self.sync_elsewhere {
-            return retention;
-        }
-        self.parts
-            .values()
-            .filter_map(|p| p.sync_deadline())
-            .fold(retention, u64::min)
-    }
-
-    /// The first offset whose record time (its create time, else its append
-    /// time) is at or after `ts` (ms since the epoch), if any: with create
-    /// times out of order, the first offset whose newest record time so far
-    /// reaches `ts`, as Kafka's `offsetsForTimes`.
-    pub fn offset_for_time(&self, topic: &[u8], partition: &str, ts: u64) -> Result<Option<u64>> {
-        match self.find(topic, partition)? {
-            Found::Open(p) => p.offset_for_time(ts),
-            Found::Parked(_) => Ok(None),
-        }
-    }
-
-    /// Every topic, sorted.
-    pub fn topics(&self) -> Vec<Vec<u8>> {
-        let mut t: Vec<Vec<u8>> = self.parts.keys().map(|(t, _)| t.clone()).collect();
-        t.extend(self.parked.topics().map(<[u8]>::to_vec));
-        t.sort_unstable();
-        t.dedup();
-        t
-    }
-
-    /// The listing of every partition, or of one topic's, sorted (parked
-    /// ones included: no record, no segment).
-    pub fn partitions(&self, topic: Option<&[u8]>) -> Vec<PartitionInfo> {
-        let want = |t: &Vec<u8>| topic.is_none_or(|w| w == t.as_slice());
-        let mut out: Vec<PartitionInfo> = self
-            .parts
-            .iter()
-            .filter(|((t, _), _)| want(t))
-            .map(|(_, p)| p.info())
-            .collect();
-        if self.parked.is_empty() {
-            return out;
-        }
-        out.extend(
-            self.parked
-                .iter(topic)
-                .map(|(t, p, s)| parked_info(t, &p, s.next)),
-        );
-        out.sort_unstable_by(|a, b| (&a.topic, &a.partition).cmp(&(&b.topic, &b.partition)));
-        out
-    }
-
-    /// (topic, partition) of every partition that is not parked (each in a
-    /// directory of its own; it may be empty), or of one topic's, sorted;
-    /// then those that have only buffered appends so far.
-    pub fn open_partitions(&self, topic: Option<&[u8]>) -> Vec<PartKey> {
-        let mut keys: Vec<PartKey> = self
-            .parts
-            .keys()
-            .filter(|(t, _)| topic.is_none_or(|w| w == t.as_slice()))
-            .cloned()
-            .collect();
-        if !self.buffer.is_empty() {
-            keys.extend(self.buffered_new(topic));
-        }
-        keys
-    }
-
-    /// The listing entry of one partition.
-    pub fn partition(&self, topic: &[u8], partition: &str) -> Option<PartitionInfo> {
-        match self.find(topic, partition).ok()? {
-            Found::Open(p) => Some(p.info()),
-            Found::Parked(next) => Some(parked_info(topic, partition, next)),
-        }
     }
 
     /// Closes cleanly: indexes written out, everything synced. When all of

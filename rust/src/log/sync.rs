@@ -65,11 +65,14 @@ impl SyncBatch {
 
     /// Step 2: the fdatasyncs; call it on any thread.
     pub fn run(self) -> SyncDone {
+        // Directories shared by the batch's partitions (their topic's, the
+        // root) are fsynced once for all of them.
+        let mut synced_dirs = rustc_hash::FxHashSet::default();
         let mut results: Vec<_> = self
             .parts
             .into_iter()
             .map(|(key, job)| {
-                let r = job.run(&self.cfg);
+                let r = job.run_sharing(&self.cfg, &mut synced_dirs);
                 (key, job.target, r)
             })
             .collect();

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses its own share of them
 
+pub mod stores;
+
 use std::time::{Duration, Instant};
 
 use _native::node::{Consumer, Delivery, Tower, TowerConfig};

@@ -10,7 +10,7 @@ use std::os::unix::fs::FileExt;
 use proptest::prelude::*;
 
 use super::super::format::{
-    encode_file_header, encode_record, FORMAT_V1, FORMAT_VERSION, LOG_MAGIC,
+    encode_file_header, encode_record, escape_name, FORMAT_V1, FORMAT_VERSION, LOG_MAGIC,
 };
 use super::*;
 use crate::meta::{self, Meta, TimeType};

@@ -2,6 +2,7 @@
 //! commit over the partitions written, syncs at open and the clean mark.
 
 use super::*;
+use crate::log::format::escape_name;
 use crate::log::sync::SYNCFS_FROM_PARTITIONS;
 use std::time::{Duration, Instant};
 
@@ -335,6 +336,42 @@ fn a_finished_sync_reports_exactly_the_partitions_it_made_durable() {
     assert_eq!(got, vec![names[3].as_str()]);
     // Nothing written: nothing to sync, nothing reported.
     assert!(log.begin_sync().is_empty());
+}
+
+/// One group commit of many new partitions of one topic fsyncs their
+/// topic's directory and the root once, not once per partition (a store
+/// hearing 10,000 new producers at once made 20,000 such fsyncs, and a
+/// producer joining then waited tens of seconds for its first ACK). Each
+/// partition's own files and directory are still synced.
+#[test]
+fn one_group_commit_fsyncs_a_shared_directory_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(1_000_000);
+    let (cfg, seen) = counting_syncs(&clock, |_| false);
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    log.sync_elsewhere();
+    let names: Vec<String> = (0..20).map(|i| format!("{i:032X}")).collect();
+    for n in &names {
+        log.append(T, n, 0, b"x").unwrap();
+    }
+    seen.lock().unwrap().clear();
+    let mut durable = Vec::new();
+    let done = log.begin_sync().run();
+    log.finish_sync_into(done, &mut durable).unwrap();
+    assert_eq!(durable.len(), names.len(), "every partition durable");
+    let seen = seen.lock().unwrap().clone();
+    let count = |p: &Path| seen.iter().filter(|s| s.as_path() == p).count();
+    let topic_dir = dir.path().join(escape_name(T).unwrap());
+    assert_eq!(count(dir.path()), 1, "the root once: {seen:?}");
+    assert_eq!(count(&topic_dir), 1, "the topic's directory once");
+    for n in &names {
+        assert_eq!(count(&topic_dir.join(n)), 1, "each partition's directory");
+    }
+    // Nothing synced twice (each partition's segment and directory once).
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), seen.len(), "{seen:?}");
 }
 
 /// A log whose owner runs the syncs (`sync_elsewhere`) never fdatasyncs on
