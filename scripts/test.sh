@@ -44,7 +44,10 @@ echo "distribution checks: $((SECONDS - dist_start)) s"
 
 echo "== python: pytest"
 set +e
-python -m pytest -q -p no:cacheprovider
+# Two workers: the Spark tests (one shared SparkSession) in one, the standalone Spark
+# cluster of the speculation test and the rest in the other (tests/conftest.py); most
+# tests wait on nodes and time, so two halve the wall time on two cores.
+python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then
