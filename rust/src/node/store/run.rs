@@ -170,6 +170,11 @@ pub(super) fn run<L: StoreLog>(
         // Group commit, storage errors, then ACK what it made durable,
         // retry FETCHes, ask the other stores for their heads.
         let outs = st.maintain(now);
+        if !outs.is_empty() {
+            // What a peer learns from these (an ACK: a producer's `flush`
+            // returns), the handle's counters show first.
+            publish(shared, &st, st.storage_error());
+        }
         send_all(&mut core, &outs)?;
 
         // FETCH answers between receives: about as many records per turn as
