@@ -14,6 +14,8 @@ cargo fmt --check
 # extension-less `python` feature checks them next to the tests and benches).
 cargo clippy --all-targets --features python -- -D warnings
 cargo test --all-targets
+phase "rust: long decoder fuzz run"
+DAFKA_FUZZ_CASES="${DAFKA_FUZZ_CASES:-200000}" cargo test --release --lib fuzz_ -- --nocapture
 
 phase "python: ruff, mypy, stubtest"
 ruff check python tests benches spark_jobs
@@ -44,33 +46,17 @@ maturin sdist --out "$DIST/sdist"
 )
 echo "distribution checks: $((SECONDS - dist_start)) s"
 
-phase "python: pytest, and beside it the long decoder fuzz run"
-# The fuzz run needs a release build of the library's tests (minutes of CPU), and
-# pytest leaves the cores mostly idle (its tests wait on nodes and time), so the two
-# share the wall time; the fuzz's output follows pytest's.
-FUZZ_LOG="$(mktemp)"
-DAFKA_FUZZ_CASES="${DAFKA_FUZZ_CASES:-200000}" \
-    cargo test --release --lib fuzz_ -- --nocapture >"$FUZZ_LOG" 2>&1 &
-FUZZ_PID=$!
+phase "python: pytest"
 set +e
 # Two workers: the Spark tests (one shared SparkSession) in one, the standalone Spark
 # cluster of the speculation test and the rest in the other (tests/conftest.py); most
 # tests wait on nodes and time, so two halve the wall time on two cores.
 python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 rc=$?
-wait "$FUZZ_PID"
-fuzz_rc=$?
 set -e
-echo "== rust: long decoder fuzz run (exit status $fuzz_rc)"
-grep -v "^\s*Compiling " "$FUZZ_LOG" | tail -n 40
-rm -f "$FUZZ_LOG"
 phase "end (pytest exit status $rc)"
 if [ "$rc" -eq 5 ]; then
     echo "pytest collected no tests: failing" >&2
-    exit 1
-fi
-if [ "$fuzz_rc" -ne 0 ]; then
-    echo "the decoder fuzz run failed (output above)" >&2
     exit 1
 fi
 exit "$rc"
