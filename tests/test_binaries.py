@@ -195,9 +195,14 @@ def test_sigterm_mid_stream_keeps_every_acked_record(procs: Procs, tmp_path: Pat
         p.send_many(values[sent : sent + 5000], timeout=30)
         sent += 5000
         assert store.stop(signal.SIGTERM) == 0, store.stderr()
+        # The store is gone: what it had not ACKed stays unacknowledged, and closing
+        # says how much (the block's exit would raise DeliveryError for it after
+        # close_timeout; how much that is depends on how far the store got).
+        left = p.close(timeout=0)
         acked = p.acked_offset
         # ACKs arrived while records flowed (999 was ACKed before the stream).
         assert acked is not None and acked >= 1000
+        assert left == sent - 1 - acked
         partition = p.address
     logged = read_log(store_dir, "mid")[partition]
     assert len(logged) > acked

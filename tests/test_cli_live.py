@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -118,18 +119,45 @@ def test_demo_command() -> None:
     assert r.stdout.rstrip().endswith("ok")
 
 
+_DEFAULT_SIGINT_EXEC = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def _signal_state(pid: int | str) -> str:
+    with open(f"/proc/{pid}/status") as f:
+        return "".join(line for line in f if line.startswith(("Name", "Sig", "Shd")))
+
+
 def _interrupt_after_ready(
     args: list[str], *, ready_on_stderr: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """Starts a process, waits for its first output line, sends SIGINT, collects it."""
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    # Ctrl-C at a terminal reaches a process whose SIGINT is at its default. A suite
+    # started in the background (`bash scripts/test.sh &`) passes SIGINT ignored on
+    # to its children, and Python leaves an inherited ignored SIGINT ignored: the
+    # child would not stop (30 s timeouts in runs started so). So it starts through
+    # an exec that sets SIGINT back to its default.
+    launch = [sys.executable, "-c", _DEFAULT_SIGINT_EXEC, *args]
+    p = subprocess.Popen(launch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         stream = p.stderr if ready_on_stderr else p.stdout
         assert stream is not None
         first = stream.readline()
         time.sleep(0.2)  # let it block in the call under test
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=30)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Say why it did not stop: the signal state of the child and of this
+            # process, and the child's threads (faulthandler dumps them on SIGABRT).
+            state = _signal_state(p.pid) + _signal_state("self")
+            p.send_signal(signal.SIGABRT)
+            out, err = p.communicate(timeout=30)
+            detail = f"{state}\n{first}{out}\n{err}"
+            raise AssertionError(f"no exit 30 s after SIGINT\n{detail}") from None
         if ready_on_stderr:
             return subprocess.CompletedProcess(args, p.returncode, out, first + err)
         return subprocess.CompletedProcess(args, p.returncode, first + out, err)
