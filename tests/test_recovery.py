@@ -28,15 +28,22 @@ def ctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
 
 @pytest.mark.parametrize(
     "bound",
-    [{"max_buffered": 500}, {"max_buffered_bytes": 500 * 1024}],
+    [{"max_buffered": 12}, {"max_buffered_bytes": 500 * 1024}],
     ids=["records", "bytes"],
 )
 def test_tiny_hwm_flood_is_repaired_by_fetch(bound: dict[str, int]) -> None:
     """The application reads nothing during a flood: the consumer stops reading at
-    max_buffered records or max_buffered_bytes (1 KiB records: either is ~500), and
-    fetches what the publisher dropped meanwhile once it reads again."""
-    n = 20_000
-    values = [b"%08d" % i + bytes(1016) for i in range(n)]
+    max_buffered records or max_buffered_bytes (40 KiB records: either is ~12), and
+    fetches what the publisher dropped meanwhile once it reads again.
+
+    Records of 40 KiB travel one per message whatever the producer's batching, so
+    the flood overflows for certain: 3,000 messages against the producer's queue for
+    the consumer (1,000 messages), the loopback TCP buffers (here up to 32 MiB
+    received and 4 MiB sent, about 900 messages) and the consumer's bound and
+    receive mark. With 1 KiB records (20,000 of them) a loaded machine made fuller
+    batches of up to 63 records, everything fitted, and no record was dropped."""
+    n = 3_000
+    values = [b"%08d" % i + bytes(40 * 1024) for i in range(n)]
     with (
         # A small producer HWM too, so the flood overflows into drops rather than
         # queueing in the producer (1000, not less: a FETCH answer must fit).
