@@ -9,12 +9,15 @@
 //! - [`security`]: CURVE certificates, trust directories, the ZAP handler,
 //!   roles and topic patterns (secure clusters).
 //! - [`error`]: the crate error type.
+//! - [`group`]: consumer groups without a coordinator (docs/groups.md):
+//!   assignment, a member's view, commit records, the group messages.
 //! - [`cli`]: the `dafka-store` / `dafka-tower` command lines and config file,
 //!   shared by the binaries and the Python `dafka store` / `dafka tower`.
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.
 
 pub mod cli;
 pub mod error;
+pub mod group;
 pub mod log;
 pub mod meta;
 pub mod node;

@@ -1,0 +1,15 @@
+//! Consumer groups without a coordinator (issue 38, docs/groups.md): the
+//! pure parts, no sockets and no clocks.
+//!
+//! - [`assign`]: which live member reads which partition (rendezvous hashing).
+//! - [`view`]: one member's view of its group: announcements in, "look up
+//!   the commit of", "start at", "stop" decisions out, in hand-over order.
+//! - [`commits`]: the commit record the stores keep, its strict codec, and
+//!   the table that merges commits (a join: the highest `(epoch, offset)`).
+//! - [`wire`]: the four group messages (GROUP-MEMBER, COMMIT, COMMIT-QUERY,
+//!   COMMIT-OFFSETS) in both dialects; to move into `wire/` when wired.
+
+pub mod assign;
+pub mod commits;
+pub mod view;
+pub mod wire;
