@@ -12,12 +12,14 @@
 //!
 //! The score is specified byte for byte so that any implementation agrees:
 //!
-//!     key(g, t, p) = FNV-1a-64 over  len(g) g len(t) t len(p) p
-//!                    (each len one octet: names are Dafka strings, <= 255)
-//!     id(m)        = mix(FNV-1a-64 over m)          (m: the member's address)
-//!     score(m)     = mix(key(g, t, p) XOR id(m))
-//!     mix(x)       = SplitMix64's finalizer: x ^= x >> 30; x *= 0xBF58476D1CE4E5B9;
-//!                    x ^= x >> 27; x *= 0x94D049BB133111EB; x ^= x >> 31
+//! ```text
+//! key(g, t, p) = FNV-1a-64 over  len(g) g len(t) t len(p) p
+//!                (each len one octet: names are Dafka strings, <= 255)
+//! id(m)        = mix(FNV-1a-64 over m)          (m: the member's address)
+//! score(m)     = mix(key(g, t, p) XOR id(m))
+//! mix(x)       = SplitMix64's finalizer: x ^= x >> 30; x *= 0xBF58476D1CE4E5B9;
+//!                x ^= x >> 27; x *= 0x94D049BB133111EB; x ^= x >> 31
+//! ```
 //!
 //! The highest score wins; equal scores (never seen in practice) go to the
 //! member whose address is the lower in byte order.

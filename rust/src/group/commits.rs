@@ -4,15 +4,17 @@
 //!
 //! A record, as a store's commit log holds it (numbers big-endian):
 //!
-//!     length     4   octets after this field, up to and including crc
-//!     version    1   0x01
-//!     group      string (1-octet length, 1..=255 bytes)
-//!     topic      string (1..=255 bytes)
-//!     partition  string (1..=255 bytes)
-//!     epoch      8
-//!     offset     8   the next offset to read
-//!     time       8   ms since the epoch, when the store took the commit
-//!     crc        4   CRC-32C of version .. time
+//! ```text
+//! length     4   octets after this field, up to and including crc
+//! version    1   0x01
+//! group      string (1-octet length, 1..=255 bytes)
+//! topic      string (1..=255 bytes)
+//! partition  string (1..=255 bytes)
+//! epoch      8
+//! offset     8   the next offset to read
+//! time       8   ms since the epoch, when the store took the commit
+//! crc        4   CRC-32C of version .. time
+//! ```
 //!
 //! The table keeps, per (group, topic, partition), the greatest
 //! `(epoch, offset, time)`: merging is a join (commutative, associative,

@@ -1,8 +1,10 @@
 //! The group extension's four messages (docs/groups.md, "Wire"), framed as
 //! every Dafka message is in each dialect:
 //!
-//!     rfc     frame 0: ID + key          frame 1: AA A5 + ID + 01 + fields
-//!     zproto  frame 0: ID + key + 00 + 01 + fields
+//! ```text
+//! rfc     frame 0: ID + key          frame 1: AA A5 + ID + 01 + fields
+//! zproto  frame 0: ID + key + 00 + 01 + fields
+//! ```
 //!
 //! | message        | ID  | key                  | fields after version |
 //! |----------------|-----|----------------------|----------------------|
