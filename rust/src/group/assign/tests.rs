@@ -51,6 +51,28 @@ fn the_score_is_pinned_byte_for_byte() {
         manual = fnv1a(manual, part);
     }
     assert_eq!(key, manual);
+    assert_eq!(key, 0x2040_37BD_35CC_B44E);
+    assert_eq!(
+        score(key, b"0123456789ABCDEF0123456789ABCDEF"),
+        0x1954_ED07_02A7_10DE
+    );
+    assert_eq!(
+        score(key, b"FEDCBA9876543210FEDCBA9876543210"),
+        0x8B56_0FC3_1B77_878D
+    );
+    let both = [
+        &b"0123456789ABCDEF0123456789ABCDEF"[..],
+        b"FEDCBA9876543210FEDCBA9876543210",
+    ];
+    assert_eq!(
+        owner(
+            b"billing",
+            b"orders",
+            b"85E3C6EBDC7B4156AD9C43611EBC09CE",
+            both
+        ),
+        Some(both[1])
+    );
     let m = b"0123456789ABCDEF0123456789ABCDEF";
     assert_eq!(score(key, m), mix(key ^ mix(fnv1a(FNV_OFFSET, m))));
     // The length prefixes keep ("ab", "c") and ("a", "bc") apart.
