@@ -6,10 +6,14 @@
 //!   the commit of", "start at", "stop" decisions out, in hand-over order.
 //! - [`commits`]: the commit record the stores keep, its strict codec, and
 //!   the table that merges commits (a join: the highest `(epoch, offset)`).
+//! - [`registry`]: the groups as a store or `describe` hears them: live
+//!   members and claims, the check of a COMMIT's sender, the description
+//!   of a group with its lag.
 //! - [`wire`]: the four group messages (GROUP-MEMBER, COMMIT, COMMIT-QUERY,
 //!   COMMIT-OFFSETS) in both dialects; to move into `wire/` when wired.
 
 pub mod assign;
 pub mod commits;
+pub mod registry;
 pub mod view;
 pub mod wire;
