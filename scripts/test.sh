@@ -18,6 +18,9 @@ ruff check python tests benches spark_jobs
 ruff format --check python tests benches spark_jobs
 mypy
 python -m mypy.stubtest dafka._native
+# The stub's option parameters and docstrings, docs/python.md's option tables and
+# dafka.Log's options are generated from the Rust declarations: fail if stale.
+python scripts/gen_api.py --check
 
 echo "== distribution: the wheel in a fresh venv outside the checkout, and an sdist"
 # What `pip install target/wheels/dafka-*.whl` gives a user: nothing of the checkout
@@ -41,7 +44,10 @@ echo "distribution checks: $((SECONDS - dist_start)) s"
 
 echo "== python: pytest"
 set +e
-python -m pytest -q -p no:cacheprovider
+# Two workers: the Spark tests (one shared SparkSession) in one, the standalone Spark
+# cluster of the speculation test and the rest in the other (tests/conftest.py); most
+# tests wait on nodes and time, so two halve the wall time on two cores.
+python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -46,3 +46,15 @@ def spark() -> Iterator[Any]:
     dafka.spark.register(session)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``pytest -n 2 --dist loadgroup`` (scripts/test.sh): every test on the
+    shared SparkSession runs in one worker, so the run still starts one session; the
+    speculation test (a standalone Spark cluster of its own) in a group of its own;
+    the rest is spread over both workers."""
+    for item in items:
+        if item.path.name == "test_spark_speculation.py":
+            item.add_marker(pytest.mark.xdist_group("spark-standalone"))
+        elif "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from nodes_util import wait_for
+from nodes_util import drain, wait_for
 
-from dafka import Producer, Store
+from dafka import Consumer, Producer, Store
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -96,3 +96,51 @@ def test_send_many_takes_len_as_a_hint_only() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert (done.returncode, done.stdout.strip()) == (0, "1"), done.stderr[-2000:]
+
+
+def test_records_nobody_listens_to_are_published_without_a_wake() -> None:
+    """While nobody listens live, the node thread naps instead of taking each
+    batch as it begins, and `send` wakes nothing (issue 37: each wake cost the
+    caller a syscall and a context switch every few records). The records are
+    published all the same: counted, released (`min_acks=0`), and what is sent
+    once a consumer listens reaches it live, as before."""
+    n = 20_000  # several 64 KiB batches
+    with Producer("t", bind=LOCAL, min_acks=0) as p:
+        for i in range(n):
+            p.send(i.to_bytes(4, "big") * 25)
+        wait_for(lambda: p.stats()["records_sent"] == n, "every record to be published")
+        assert p.flush(timeout=20.0) == 0
+        assert p.acked_offset == n - 1
+        with Consumer(["t"], bind=LOCAL, peers=[p.endpoint], offset_reset="latest") as c:
+            p.connect(c.endpoint)
+            got: list[bytes] = []
+
+            def heard() -> bool:
+                # Until the consumer's subscription is in: records before it
+                # are the napping producer's, after it the listened one's.
+                p.send(b"live")
+                got.extend(r.value for r in c.poll_many(timeout=0.05))
+                return bool(got)
+
+            wait_for(heard, "a record to arrive live")
+            assert set(got) == {b"live"}
+        wait_for(lambda: p.flush(timeout=0.1) == 0, "everything sent to be released")
+
+
+def test_records_sent_while_napping_keep_their_offsets() -> None:
+    """The napping thread takes waiting records without a command, but never
+    before a batch handed over ahead of them (a full batch goes as a command):
+    records published out of order would take each other's offsets. Nobody
+    listens while they are sent (`min_acks=1`, no store: the producer holds them
+    all); a consumer that comes later fetches them, each at the offset `send`
+    returned, holding what was sent there."""
+    n = 20_000  # several 64 KiB batches handed over while the thread naps
+    with Producer("t", bind=LOCAL, min_acks=1, close_timeout=0) as p:
+        offsets = [p.send(i.to_bytes(4, "big") * 25) for i in range(n)]
+        assert offsets == list(range(n))
+        wait_for(lambda: p.stats()["records_sent"] == n, "every record to be published")
+        with Consumer(["t"], bind=LOCAL, peers=[p.endpoint], offset_reset="earliest") as c:
+            p.connect(c.endpoint)
+            got = drain(c, n)
+        assert [r.offset for r in got] == list(range(n))
+        assert all(r.value == r.offset.to_bytes(4, "big") * 25 for r in got)

@@ -62,6 +62,11 @@ them. The read
 clients' per-call ``timeout``, ``settle``, ``fail_on_loss``, ``partitions`` and
 ``exclude`` are not in it (see their signatures)."""
 
+_OPTIONS: Final[Mapping[str, tuple[tuple[str, str, str, str], ...]]]
+"""``{entry point: ((option, declaration, annotation, doc paragraph), ...)}``, in the
+order the signatures show them: what ``scripts/gen_api.py`` writes this stub's option
+parameters and docs/python.md's option tables from."""
+
 def run_store_cli(argv: list[str]) -> int:
     """Runs ``dafka-store`` with ``argv`` (the arguments after the program name)
     until Ctrl-C; returns the exit code.
@@ -147,11 +152,11 @@ class DecodedMessage:
 def heads(
     topic: str,
     *,
+    timeout: float = 10.0,
+    settle: float = 0.5,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    timeout: float = 10.0,
-    settle: float = 0.5,
     bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
@@ -168,11 +173,11 @@ def offsets(
     *,
     partitions: list[str] | None = None,
     exclude: list[str] | None = None,
+    timeout: float = 10.0,
+    settle: float = 0.5,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    timeout: float = 10.0,
-    settle: float = 0.5,
     bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
@@ -195,18 +200,18 @@ def fetch_range(
     start: int,
     end: int,
     *,
+    timeout: float = 60.0,
+    fail_on_loss: bool = True,
+    with_meta: bool = False,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    timeout: float = 60.0,
-    fail_on_loss: bool = True,
     bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
     cert: str | os.PathLike[str] | None = None,
     trust: str | os.PathLike[str] | None = None,
-    with_meta: bool = False,
 ) -> tuple[list[Any], list[tuple[int, int]]]:
     """Reads exactly ``[start, end)`` of one partition from stores; returns
     ``(records, lost)`` with ``records`` a list of ``(offset, value)`` in order
@@ -217,11 +222,11 @@ def fetch_range(
 
 def topics(
     *,
+    timeout: float = 10.0,
+    settle: float = 0.5,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    timeout: float = 10.0,
-    settle: float = 0.5,
     bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
@@ -241,11 +246,11 @@ def offsets_for_times(
     topic: str,
     timestamp: int | datetime | str,
     *,
+    timeout: float = 10.0,
+    settle: float = 0.5,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    timeout: float = 10.0,
-    settle: float = 0.5,
     bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
@@ -288,18 +293,18 @@ def check_node(
 def fetch_ranges(
     ranges: list[tuple[str, str, int, int]],
     *,
+    timeout: float = 60.0,
+    fail_on_loss: bool = True,
+    with_meta: bool = False,
     towers: list[str] | None = None,
     peers: list[str] | None = None,
     wire: str = "rfc",
-    timeout: float = 60.0,
-    fail_on_loss: bool = True,
     bind: str = "tcp://127.0.0.1:*",
     beacon_interval: float = 1.0,
     beacon_timeout: float = 4.0,
     advertise_host: str | None = None,
     cert: str | os.PathLike[str] | None = None,
     trust: str | os.PathLike[str] | None = None,
-    with_meta: bool = False,
 ) -> list[tuple[list[Any], list[tuple[int, int]]]]:
     """:func:`fetch_range` of several ``(topic, partition, start, end)`` ranges,
     in turn, by one client (discovery and connections paid once); returns one
@@ -360,9 +365,12 @@ class Record:
     @property
     def headers(self) -> list[tuple[str, bytes]]:
         """The record's headers: ``(name, value)`` pairs in order (a new list each time)."""
-    def __eq__(self, other: object, /) -> bool: ...
-    def __ne__(self, other: object, /) -> bool: ...
-    def __hash__(self) -> int: ...
+    def __eq__(self, other: object, /) -> bool:
+        """Return self==value."""
+    def __ne__(self, other: object, /) -> bool:
+        """Return self!=value."""
+    def __hash__(self) -> int:
+        """Return hash(self)."""
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickles as a constructor call (every protocol): `Record(*args)`, or
         `copyreg.__newobj_ex__(Record, args, kwargs)` with a timestamp, key or headers.
@@ -381,6 +389,45 @@ class HeadsWatch:
     quick one. A partition no store has announced for ``forget_after``
     seconds leaves the answers (None, the default: never; stores announce
     every partition they hold records of). Close it (or use ``with``).
+
+    Parameters
+    ----------
+    towers : list[str] | None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what
+        ``Tower.endpoint`` gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1).
+        None: no tower.
+    peers : list[str] | None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to)
+        to connect to, no tower needed. A node's ``connect(endpoint)`` adds one later.
+    wire : str, default 'rfc'
+        The dialect the node sends in, ``"rfc"`` or ``"zproto"`` (the C reference's
+        framing). A node receives both.
+    bind : str, default 'tcp://127.0.0.1:*'
+        Where the node's XPUB binds; port 0 or ``*`` picks a free port. The default is
+        reachable from this host only: bind ``tcp://*:0`` to be reachable from others.
+    beacon_interval : float, default 1.0
+        Seconds between the node's beacons; must be > 0.
+    beacon_timeout : float, default 4.0
+        Seconds after which a silent peer is forgotten; must be longer than
+        ``beacon_interval``.
+    advertise_host : str | None, default None
+        Host put in beacons (NAT, containers): peers connect to ``tcp://HOST:PORT``.
+        ``""`` lets the tower use the TCP peer address. None: the bound host, or ``""``
+        when bound to a wildcard.
+    cert : str | os.PathLike[str] | None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of
+        the node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it,
+        of the node's role (``"producer"``, ``"consumer"``, ``"store"``, ``"tower"``; a
+        read client's is ``"consumer"``). Needs ``trust``. None: plaintext, anyone who
+        reaches the node joins.
+    trust : str | os.PathLike[str] | None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read
+        again when it changes. Needs ``cert``. A secure node takes only keyed tower and
+        peer endpoints (``...;curve=KEY``, what a secure ``Tower.endpoint`` gives), an
+        insecure one only keyless; a secure tower's ``endpoint`` carries its key.
+    forget_after : float | None, default None
+        Seconds after which a partition no store announces leaves the answers; None
+        (the default): never (stores announce every partition they hold records of).
     """
 
     __signature__: ClassVar[Signature]
@@ -394,10 +441,10 @@ class HeadsWatch:
         bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
-        forget_after: float | None = None,
         advertise_host: str | None = None,
         cert: str | os.PathLike[str] | None = None,
         trust: str | os.PathLike[str] | None = None,
+        forget_after: float | None = None,
     ) -> HeadsWatch: ...
     def offsets(
         self,
@@ -434,20 +481,24 @@ class Tower:
 
     Parameters
     ----------
-    beacon_in : str, default "tcp://*:5556"
-        Endpoint the XSUB socket binds, where nodes send beacons (5556 as in the C reference).
-        Port 0 or ``*`` picks a free port. A wildcard host shows as 127.0.0.1 in ``endpoint``.
-    beacon_out : str, default "tcp://*:5557"
+    beacon_in : str, default 'tcp://*:5556'
+        Endpoint the XSUB socket binds, where nodes send beacons (5556 as in the C
+        reference). Port 0 or ``*`` picks a free port. A wildcard host shows as 127.0.0.1
+        in ``endpoint``.
+    beacon_out : str, default 'tcp://*:5557'
         Endpoint the XPUB socket binds, where nodes receive beacons (5557 as in the C
         reference). Port 0 or ``*`` picks a free port.
-    cert : str or os.PathLike or None, default None
-        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
-        tower's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
-        ``"tower"``. Needs ``trust``. None: plaintext, anyone who reaches the tower joins.
-    trust : str or os.PathLike or None, default None
-        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
-        it changes. Needs ``cert``. A secure tower's ``endpoint`` carries its public key
-        (``tcp://HOST:IN,OUT;curve=KEY``), what secure nodes pass in ``towers=[...]``.
+    cert : str | os.PathLike[str] | None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of
+        the node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it,
+        of the node's role (``"producer"``, ``"consumer"``, ``"store"``, ``"tower"``; a
+        read client's is ``"consumer"``). Needs ``trust``. None: plaintext, anyone who
+        reaches the node joins.
+    trust : str | os.PathLike[str] | None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read
+        again when it changes. Needs ``cert``. A secure node takes only keyed tower and
+        peer endpoints (``...;curve=KEY``, what a secure ``Tower.endpoint`` gives), an
+        insecure one only keyless; a secure tower's ``endpoint`` carries its key.
 
     Raises
     ------
@@ -456,7 +507,8 @@ class Tower:
         Secure mode: ``cert`` without ``trust`` (or the reverse), or a certificate of another
         role.
     OSError
-        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+        ``cert`` or ``trust`` cannot be read: ``FileNotFoundError``, ``PermissionError``, ...
+        (the error names the path).
     SecurityError
         ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
@@ -475,15 +527,18 @@ class Tower:
     @property
     def endpoint(self) -> str:
         """What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``, with
-        ``;curve=KEY`` (the tower's public key) after it for a secure tower."""
+        ``;curve=KEY`` (the tower's public key) after it for a secure tower.
+        """
     @property
     def beacon_in(self) -> str:
         """The bound endpoint of the XSUB that receives beacons (a wildcard host shows as
-        127.0.0.1)."""
+        127.0.0.1).
+        """
     @property
     def beacon_out(self) -> str:
         """The bound endpoint of the XPUB that sends beacons (a wildcard host shows as
-        127.0.0.1)."""
+        127.0.0.1).
+        """
     def stats(self) -> dict[str, int]:
         """Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
         knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers);
@@ -512,84 +567,92 @@ class Producer:
     ----------
     topic : str
         The topic, 1 to 255 bytes.
-    towers : list of str or None, default None
-        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
-        gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
-    peers : list of str or None, default None
-        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
-        to, no tower needed. ``connect(endpoint)`` adds one later.
-    wire : str, default "rfc"
-        The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
-        node receives both.
-    min_acks : int, default 1
-        Distinct stores that must ACK a record before it leaves the buffer, 0 to 1,024. With 0 a
-        record is released as soon as it is sent.
-    head_interval : float, default 1.0
-        Seconds between HEADs once something was published; must be > 0.
-    max_unacked_bytes : int, default 268435456 (256 MiB)
-        Bound on the bytes of records not yet released; must be > 0. ``send`` blocks while a record
-        would pass it, until ACKs free room or its timeout passes. An empty buffer takes any record.
-    send_timeout : float or None, default None
-        Seconds ``send``, ``send_many`` and ``send_buffers`` wait for room when called without
-        ``timeout``, before they raise ``BufferFullError``. None waits for good.
-    on_delivery : callable or None, default None
-        Delivery reports, called by ``poll()``, ``flush()`` and ``close()`` in the calling thread.
-        A callable of two arguments is called as ``on_delivery(err, record)``, as confluent-kafka
-        calls it: once per record, in offset order, ``err`` None once ``min_acks`` stores ACKed
-        it, or a ``DeliveryError`` for a record the producer closed without (``record`` is a
-        ``Record``: topic, partition, offset, value, key, headers, timestamp). Each record sent is
-        then kept until reported. A callable of one argument is called as
-        ``on_delivery(acked_offset)`` when the acknowledged offset has advanced. Another is refused
-        with ``TypeError``.
-    bind : str, default "tcp://127.0.0.1:*"
-        Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
-        from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+    towers : list[str] | None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what
+        ``Tower.endpoint`` gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1).
+        None: no tower.
+    peers : list[str] | None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to)
+        to connect to, no tower needed. A node's ``connect(endpoint)`` adds one later.
+    wire : str, default 'rfc'
+        The dialect the node sends in, ``"rfc"`` or ``"zproto"`` (the C reference's
+        framing). A node receives both.
+    bind : str, default 'tcp://127.0.0.1:*'
+        Where the node's XPUB binds; port 0 or ``*`` picks a free port. The default is
+        reachable from this host only: bind ``tcp://*:0`` to be reachable from others.
     beacon_interval : float, default 1.0
         Seconds between the node's beacons; must be > 0.
     beacon_timeout : float, default 4.0
-        A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+        Seconds after which a silent peer is forgotten; must be longer than
+        ``beacon_interval``.
+    advertise_host : str | None, default None
+        Host put in beacons (NAT, containers): peers connect to ``tcp://HOST:PORT``.
+        ``""`` lets the tower use the TCP peer address. None: the bound host, or ``""``
+        when bound to a wildcard.
+    cert : str | os.PathLike[str] | None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of
+        the node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it,
+        of the node's role (``"producer"``, ``"consumer"``, ``"store"``, ``"tower"``; a
+        read client's is ``"consumer"``). Needs ``trust``. None: plaintext, anyone who
+        reaches the node joins.
+    trust : str | os.PathLike[str] | None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read
+        again when it changes. Needs ``cert``. A secure node takes only keyed tower and
+        peer endpoints (``...;curve=KEY``, what a secure ``Tower.endpoint`` gives), an
+        insecure one only keyless; a secure tower's ``endpoint`` carries its key.
     sndhwm : int, default 1000000
-        Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+        XPUB send high-water mark, in messages per subscriber; 0 = unlimited, at most
         2,147,483,647.
     rcvhwm : int, default 1000000
-        Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+        SUB receive high-water mark, in messages per peer; 0 = unlimited, at most
         2,147,483,647.
-    max_record_bytes : int, default 67108864 (64 MiB)
-        A longer value raises ``RecordTooLargeError`` and nothing is sent; must be > 0. Stores drop
-        records over their own ``max_record_bytes`` (the same default): raise both together.
-    advertise_host : str or None, default None
-        Host put in beacons, for a node behind NAT or in a container: peers connect to
-        ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
-        or ``""`` when bound to a wildcard.
+    min_acks : int, default 1
+        Distinct stores that must ACK a record before it leaves the buffer, 0 to 1,024.
+        With 0 a record is released as soon as it is sent.
+    head_interval : float, default 1.0
+        Seconds between HEADs once something was published; must be > 0.
+    max_unacked_bytes : int, default 268435456
+        Bytes of records not yet released (268435456 is 256 MiB); must be > 0. ``send``
+        blocks while a record would pass it, until ACKs free room or its timeout passes.
+        An empty buffer takes any record.
+    send_timeout : float | None, default None
+        Seconds ``send``, ``send_many`` and ``send_buffers`` wait for room when called
+        without ``timeout``, before they raise ``BufferFullError``. None waits for good.
+    on_delivery : Callable[[int], object] | Callable[[DeliveryError | None, Record], object] | None, default None
+        Delivery reports, called by ``poll()``, ``flush()`` and ``close()`` in the calling
+        thread. A callable of two arguments is called as ``on_delivery(err, record)``, as
+        confluent-kafka calls it: once per record, in offset order, ``err`` None once
+        ``min_acks`` stores ACKed it, or a ``DeliveryError`` for a record the producer
+        closed without (``record`` is a ``Record``: topic, partition, offset, value, key,
+        headers, timestamp). Each record sent is then kept until reported. A callable of
+        one argument is called as ``on_delivery(acked_offset)`` when the acknowledged
+        offset has advanced. Another is refused with ``TypeError``.
+    max_record_bytes : int, default 67108864
+        A longer value raises ``RecordTooLargeError`` and nothing is sent (67108864 is 64
+        MiB); must be > 0. Stores drop records over their own ``max_record_bytes`` (the
+        same default): raise both together.
     record_batches : bool, default False
-        Stores and consumers of this project always get records in batches of up to 64 KiB
-        (META-RECORD-BATCH, this project's extension of the wire, with keys, headers and
-        timestamps). For a node that does not know it (the C reference): False sends one RECORD
-        per record, True none, and such a node gets the records by fetching them. The XPUB holds
-        ``sndhwm / 64`` messages per subscriber (at least 1,000).
-    address_seed : str or bytes or None, default None
-        The partition's address comes from this seed: the same seed (and, in secure mode, the
-        same certificate) gives the same address, for a writer that runs again and goes on with
-        its partition (per-key order across restarts) or rewrites it (a retried Spark task).
-        None: a new address.
-    first_offset : int or None, default None
-        The offset of the first record sent. None: 0 for a new address; with ``address_seed``,
-        where the partition ends, which the constructor asks the stores (up to 10 s, then
-        ``FetchTimeoutError``), so the records follow the ones stored instead of being dropped as
-        duplicates of them. Give it to rewrite offsets (what the Spark sink does on a retry), and
-        in secure mode, where a producer may not ask.
+        Whether nodes that know no metadata (the C reference) get no RECORDs: stores and
+        consumers of this project always get records in batches of up to 64 KiB
+        (META-RECORD-BATCH, with keys, headers and timestamps). For a node that does not
+        know it, False sends one RECORD per record, True none, and such a node gets the
+        records by fetching them. The XPUB holds ``sndhwm / 64`` messages per subscriber
+        (at least 1,000).
+    address_seed : str | bytes | None, default None
+        The seed the partition's address comes from: the same seed (and, in secure mode,
+        the same certificate) gives the same address, for a writer that runs again and
+        goes on with its partition (per-key order across restarts) or rewrites it (a
+        retried Spark task). None: a new address.
+    first_offset : int | None, default None
+        The offset of the first record sent. None: 0 for a new address; with
+        ``address_seed``, where the partition ends, which the constructor asks the stores
+        (up to 10 s, then ``FetchTimeoutError``), so the records follow the ones stored
+        instead of being dropped as duplicates of them. Give it to rewrite offsets (what
+        the Spark sink does on a retry), and in secure mode, where a producer may not ask.
     close_timeout : float, default 10.0
-        Seconds ``close()`` and leaving a ``with`` block wait for the stores' ACKs of what was
-        sent; 0 closes at once. Leaving a ``with`` block with records still unacknowledged raises
-        ``DeliveryError`` (unless 0).
-    cert : str or os.PathLike or None, default None
-        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
-        node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
-        ``"producer"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
-    trust : str or os.PathLike or None, default None
-        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
-        it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
-        (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
+        Seconds ``close()`` and leaving a ``with`` block wait for the stores' ACKs of what
+        was sent; 0 closes at once. Leaving a ``with`` block with records still
+        unacknowledged raises ``DeliveryError`` (unless 0).
 
     Raises
     ------
@@ -607,7 +670,8 @@ class Producer:
         ``address_seed`` without ``first_offset``, and no store said where the partition ends
         within 10 seconds.
     OSError
-        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+        ``cert`` or ``trust`` cannot be read: ``FileNotFoundError``, ``PermissionError``, ...
+        (the error names the path).
     SecurityError
         ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
@@ -622,6 +686,14 @@ class Producer:
         towers: list[str] | None = None,
         peers: list[str] | None = None,
         wire: str = "rfc",
+        bind: str = "tcp://127.0.0.1:*",
+        beacon_interval: float = 1.0,
+        beacon_timeout: float = 4.0,
+        advertise_host: str | None = None,
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
+        sndhwm: int = 1000000,
+        rcvhwm: int = 1000000,
         min_acks: int = 1,
         head_interval: float = 1.0,
         max_unacked_bytes: int = 268435456,
@@ -629,16 +701,8 @@ class Producer:
         on_delivery: Callable[[int], object]
         | Callable[[DeliveryError | None, Record], object]
         | None = None,
-        bind: str = "tcp://127.0.0.1:*",
-        beacon_interval: float = 1.0,
-        beacon_timeout: float = 4.0,
-        sndhwm: int = 1000000,
-        rcvhwm: int = 1000000,
         max_record_bytes: int = 67108864,
-        advertise_host: str | None = None,
         record_batches: bool = False,
-        cert: str | os.PathLike[str] | None = None,
-        trust: str | os.PathLike[str] | None = None,
         address_seed: str | bytes | None = None,
         first_offset: int | None = None,
         close_timeout: float = 10.0,
@@ -813,84 +877,94 @@ class Consumer:
     ----------
     topics : list of str
         The topics to read, at least one, each 1 to 255 bytes.
-    towers : list of str or None, default None
-        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
-        gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
-    peers : list of str or None, default None
-        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
-        to, no tower needed. ``connect(endpoint)`` adds one later.
-    wire : str, default "rfc"
-        The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
-        node receives both.
-    offset_reset : str, default "earliest"
-        Where a partition seen for the first time starts, unless ``start_offsets`` lists it:
-        ``"earliest"`` at offset 0, fetching everything the producer and stores still hold;
-        ``"latest"`` at the first record seen (or after the first HEAD seen). Every producer run is
-        a new partition, found only once discovery connects to it, so ``"latest"`` skips the first
-        records of partitions born while the consumer runs. With ``start_offsets`` given, every
-        partition it does not name starts at ``"earliest"``, whatever this says.
-    fetch_retry : float, default 0.5
-        Seconds after which an unanswered FETCH is sent again; must be > 0. After
-        ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16 times this.
-    max_fetch : int, default 10000
-        Most records one FETCH asks for; must be > 0.
-    max_pending : int, default 100000
-        Out-of-order records held per partition while a gap is fetched (and at most 64 MiB); must
-        be > 0. Records past the bound are fetched again once the gap fills.
-    max_buffered : int, default 100000
-        Records received but not yet returned to the application; must be > 0. While it is full,
-        the node stops reading (counted in ``stats()["pauses"]``); what the producers drop
-        meanwhile is fetched once it reads again.
-    max_buffered_bytes : int, default 67108864 (64 MiB)
-        The same bound in bytes of values; must be > 0. One record is taken however large.
-    give_up_fetches : int, default 6
-        FETCH rounds in a row, each answered from past the gap and none with any of it, before
-        the gap is skipped (retention deleted it). Skipped records count in
-        ``stats()["records_lost"]``. Must be > 0.
-    start_offsets : dict of str to int, or None, default None
-        ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It overrides
-        ``offset_reset`` for the partitions listed; given (even empty), the partitions it does not
-        name (born while the consumer was away) start at their first record held, whatever
-        ``offset_reset`` says.
-    idle_after : float, default 60.0
-        A partition caught up and not heard of for this many seconds keeps only its position, not
-        its protocol state; must be > 0.
-    forget_after : float or None, default 691200.0 (8 days)
-        The position of a partition not heard of for this many seconds is forgotten, unless it was
-        seeked; heard of again, it starts by ``offset_reset``. Keep it above the stores' retention
-        (168 hours by default). None keeps every position; 0 is refused.
-    bind : str, default "tcp://127.0.0.1:*"
-        Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
-        from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+    towers : list[str] | None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what
+        ``Tower.endpoint`` gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1).
+        None: no tower.
+    peers : list[str] | None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to)
+        to connect to, no tower needed. A node's ``connect(endpoint)`` adds one later.
+    wire : str, default 'rfc'
+        The dialect the node sends in, ``"rfc"`` or ``"zproto"`` (the C reference's
+        framing). A node receives both.
+    bind : str, default 'tcp://127.0.0.1:*'
+        Where the node's XPUB binds; port 0 or ``*`` picks a free port. The default is
+        reachable from this host only: bind ``tcp://*:0`` to be reachable from others.
     beacon_interval : float, default 1.0
         Seconds between the node's beacons; must be > 0.
     beacon_timeout : float, default 4.0
-        A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+        Seconds after which a silent peer is forgotten; must be longer than
+        ``beacon_interval``.
+    advertise_host : str | None, default None
+        Host put in beacons (NAT, containers): peers connect to ``tcp://HOST:PORT``.
+        ``""`` lets the tower use the TCP peer address. None: the bound host, or ``""``
+        when bound to a wildcard.
+    cert : str | os.PathLike[str] | None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of
+        the node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it,
+        of the node's role (``"producer"``, ``"consumer"``, ``"store"``, ``"tower"``; a
+        read client's is ``"consumer"``). Needs ``trust``. None: plaintext, anyone who
+        reaches the node joins.
+    trust : str | os.PathLike[str] | None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read
+        again when it changes. Needs ``cert``. A secure node takes only keyed tower and
+        peer endpoints (``...;curve=KEY``, what a secure ``Tower.endpoint`` gives), an
+        insecure one only keyless; a secure tower's ``endpoint`` carries its key.
     sndhwm : int, default 1000000
-        Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+        XPUB send high-water mark, in messages per subscriber; 0 = unlimited, at most
         2,147,483,647.
     rcvhwm : int, default 1000000
-        Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+        SUB receive high-water mark, in messages per peer; 0 = unlimited, at most
         2,147,483,647.
-    advertise_host : str or None, default None
-        Host put in beacons, for a node behind NAT or in a container: peers connect to
-        ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
-        or ``""`` when bound to a wildcard.
-    cert : str or os.PathLike or None, default None
-        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
-        node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
-        ``"consumer"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
-    trust : str or os.PathLike or None, default None
-        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
-        it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
-        (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
-    start_time : int or datetime or str or None, default None
-        Start every partition the stores hold at its first record at or after this time (ms
-        since the epoch, a ``datetime``, or an ISO 8601 str such as ``"2026-11-27T09:00"``, naive
-        times being local), as ``offsets_for_times`` finds it (the constructor waits for it), and
-        every other partition at its start (``offset_reset`` is then ``"earliest"``);
-        ``start_offsets`` still wins for the partitions it lists. Raises ``FetchTimeoutError``
-        when no store answers within 10 seconds.
+    offset_reset : str, default 'earliest'
+        Where a partition seen for the first time starts, ``"earliest"`` or ``"latest"``,
+        unless ``start_offsets`` lists it: ``"earliest"`` at offset 0, fetching
+        everything the producer and stores still hold; ``"latest"`` at the first record
+        seen (or after the first HEAD seen). Every producer run is a new partition, found
+        only once discovery connects to it, so ``"latest"`` skips the first records of
+        partitions born while the consumer runs. With ``start_offsets`` given, every
+        partition it does not name starts at ``"earliest"``, whatever this says.
+    fetch_retry : float, default 0.5
+        Seconds after which an unanswered FETCH is sent again; must be > 0. After
+        ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16
+        times this.
+    max_fetch : int, default 10000
+        Most records one FETCH asks for; must be > 0.
+    max_pending : int, default 100000
+        Out-of-order records held per partition while a gap is fetched (and at most 64
+        MiB); must be > 0. Records past the bound are fetched again once the gap fills.
+    max_buffered : int, default 100000
+        Records received but not yet returned to the application; must be > 0. While it
+        is full, the node stops reading (counted in ``stats()["pauses"]``); what the
+        producers drop meanwhile is fetched once it reads again.
+    max_buffered_bytes : int, default 67108864
+        The same bound in bytes of values (67108864 is 64 MiB); must be > 0. One record
+        is taken however large.
+    give_up_fetches : int, default 6
+        FETCH rounds in a row, each answered from past a gap and none with any of it,
+        before the gap is skipped (retention deleted it). Skipped records count in
+        ``stats()["records_lost"]``. Must be > 0.
+    start_offsets : dict[str, int] | None, default None
+        ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It
+        overrides ``offset_reset`` for the partitions listed; given (even empty), the
+        partitions it does not name (born while the consumer was away) start at their
+        first record held, whatever ``offset_reset`` says.
+    idle_after : float, default 60.0
+        Seconds after which a partition caught up and not heard of keeps only its
+        position, not its protocol state; must be > 0.
+    forget_after : float | None, default 691200.0
+        Seconds (691200.0 is 8 days) after which the position of a partition not heard of
+        is forgotten, unless it was seeked; heard of again, it starts by
+        ``offset_reset``. Keep it above the stores' retention (168 hours by default).
+        None keeps every position; 0 is refused.
+    start_time : int | datetime | str | None, default None
+        Where every partition the stores hold starts: at its first record at or after
+        this time (ms since the epoch, a ``datetime``, or an ISO 8601 str such as
+        ``"2026-11-27T09:00"``, naive times being local), as ``offsets_for_times`` finds
+        it (the constructor waits for it), and every other partition at its start
+        (``offset_reset`` is then ``"earliest"``); ``start_offsets`` still wins for the
+        partitions it lists. Raises ``FetchTimeoutError`` when no store answers within 10
+        seconds.
 
     Raises
     ------
@@ -905,7 +979,8 @@ class Consumer:
     TypeError
         ``topics``, ``towers`` or ``peers`` is a ``str`` instead of a list of str.
     OSError
-        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+        ``cert`` or ``trust`` cannot be read: ``FileNotFoundError``, ``PermissionError``, ...
+        (the error names the path).
     SecurityError
         ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
@@ -920,6 +995,14 @@ class Consumer:
         towers: list[str] | None = None,
         peers: list[str] | None = None,
         wire: str = "rfc",
+        bind: str = "tcp://127.0.0.1:*",
+        beacon_interval: float = 1.0,
+        beacon_timeout: float = 4.0,
+        advertise_host: str | None = None,
+        cert: str | os.PathLike[str] | None = None,
+        trust: str | os.PathLike[str] | None = None,
+        sndhwm: int = 1000000,
+        rcvhwm: int = 1000000,
         offset_reset: str = "earliest",
         fetch_retry: float = 0.5,
         max_fetch: int = 10000,
@@ -930,14 +1013,6 @@ class Consumer:
         start_offsets: dict[str, int] | None = None,
         idle_after: float = 60.0,
         forget_after: float | None = 691200.0,
-        bind: str = "tcp://127.0.0.1:*",
-        beacon_interval: float = 1.0,
-        beacon_timeout: float = 4.0,
-        sndhwm: int = 1000000,
-        rcvhwm: int = 1000000,
-        advertise_host: str | None = None,
-        cert: str | os.PathLike[str] | None = None,
-        trust: str | os.PathLike[str] | None = None,
         start_time: int | datetime | str | None = None,
     ) -> Consumer: ...
     def poll(self, timeout: float | None = None) -> Record | None:
@@ -1011,23 +1086,63 @@ class Consumer:
 class NativeLog:
     """The native handle of a log directory; ``dafka.Log`` is its typed Python face
     (use that: it documents every option and method). Every call releases the GIL
-    around the disk work; after :meth:`close`, calls raise ``LogError``."""
+    around the disk work; after :meth:`close`, calls raise ``LogError``.
+
+    Parameters
+    ----------
+    segment_bytes : int, default 536870912
+        Roll a partition to a new segment file when the active one would pass this size
+        (536870912 is 512 MiB); 48 to 2147483648.
+    retain_hours : int | None, default 168
+        Delete segments whose newest record is older than this many hours, the active one
+        too, checked every 60 s; an emptied partition keeps its next offset, parked. None
+        keeps records for good; 0 is refused.
+    retain_bytes : int | None, default None
+        Delete a partition's oldest sealed segments while it holds more bytes than this.
+        None sets no limit.
+    forget_parked_hours : int | None, default 720
+        Forget a parked partition (one that retention emptied, kept as its next offset)
+        this many hours after it was parked. None keeps them for good; 0 is refused.
+    index_interval_bytes : int, default 4096
+        Bytes of records between two index entries.
+    flush_messages : int, default 10000
+        With ``fsync="interval"``: sync once this many records are unsynced.
+    flush_interval_ms : int, default 1000
+        With ``fsync="interval"``: sync once this many milliseconds passed since the last
+        sync.
+    fsync : Literal["always", "interval", "never"], default 'interval'
+        When appends are synced: ``"always"`` (every append call), ``"interval"`` (once
+        ``flush_messages`` records are unsynced or ``flush_interval_ms`` passed, checked on
+        append and ``tick()``) or ``"never"`` (only ``flush()``).
+    recovery : Literal["tolerate_tail_corruption", "absolute_consistency"], default 'tolerate_tail_corruption'
+        What opening does with damage at the end of a partition's last segment:
+        ``"tolerate_tail_corruption"`` cuts it off if no valid record follows it,
+        ``"absolute_consistency"`` cuts off only a torn last record.
+    read_only : bool, default False
+        Open without changing anything (no recovery truncation, no appends).
+    isolate_damaged : bool, default False
+        Set aside a partition whose damage recovery refuses (see ``damaged()``) instead of
+        failing the open, as a store does.
+    """
 
     __signature__: ClassVar[Signature]
     def __new__(
         cls,
         path: str | os.PathLike[str],
-        segment_bytes: int,
-        index_interval_bytes: int,
-        retain_hours: int | None,
-        retain_bytes: int | None,
-        flush_messages: int,
-        flush_interval_ms: int,
-        fsync: str,
-        recovery: str,
-        read_only: bool,
-        isolate_damaged: bool = False,
+        *,
+        segment_bytes: int = 536870912,
+        retain_hours: int | None = 168,
+        retain_bytes: int | None = None,
         forget_parked_hours: int | None = 720,
+        index_interval_bytes: int = 4096,
+        flush_messages: int = 10000,
+        flush_interval_ms: int = 1000,
+        fsync: Literal["always", "interval", "never"] = "interval",
+        recovery: Literal[
+            "tolerate_tail_corruption", "absolute_consistency"
+        ] = "tolerate_tail_corruption",
+        read_only: bool = False,
+        isolate_damaged: bool = False,
     ) -> NativeLog: ...
     def append(
         self,
@@ -1042,7 +1157,8 @@ class NativeLog:
     ) -> None:
         """Appends one record at ``offset``, the partition's next one, with its key,
         headers (``(name, value)`` pairs) and create time (ms since the epoch);
-        without any of them, a plain value."""
+        without any of them, a plain value.
+        """
     def append_many(
         self,
         topic: bytes,
@@ -1056,29 +1172,35 @@ class NativeLog:
     ) -> None:
         """Appends records at ``first_offset``, ``first_offset + 1``, ... in one write;
         ``keys``, ``headers`` and ``timestamps``, when given, hold one entry per value
-        (None for none)."""
+        (None for none).
+        """
     def read(
         self, topic: bytes, partition: str, start: int, max_records: int, max_bytes: int
     ) -> list[tuple[int, int, bytes, bytes | None, list[tuple[str, bytes]], int | None]]:
         """``(offset, append_time, value, key, headers, create_time)`` of the records
         from ``start`` on, at most ``max_records`` and ``max_bytes`` of bodies (at
-        least one record); ``create_time`` is None for a plain value."""
+        least one record); ``create_time`` is None for a plain value.
+        """
     def partitions(
         self, topic: bytes | None = None
     ) -> list[tuple[bytes, str, int, int, int, int, int]]:
         """The partitions held (of ``topic``, or all) as the fields of
-        ``dafka.log.PartitionInfo``."""
+        ``dafka.log.PartitionInfo``.
+        """
     def damaged(self) -> list[tuple[bytes, str, str]]:
         """``(topic, partition, why)`` of each partition set aside because it could not
-        be opened (``isolate_damaged``)."""
+        be opened (``isolate_damaged``).
+        """
     def topics(self) -> list[bytes]:
         """The topics held."""
     def offset_for_time(self, topic: bytes, partition: str, timestamp: int) -> int | None:
         """The first offset whose time (its create time, else its append time) is at or
-        after ``timestamp`` (ms since the epoch)."""
+        after ``timestamp`` (ms since the epoch).
+        """
     def verify(self, topic: bytes, partition: str) -> int:
         """Reads every record of the partition checking its CRC, offset and metadata;
-        returns how many it holds (0 for a parked one)."""
+        returns how many it holds (0 for a parked one).
+        """
     def next_offset(self, topic: bytes, partition: str) -> int | None:
         """The partition's next offset (None for a partition not held)."""
     def first_offset(self, topic: bytes, partition: str) -> int | None:
@@ -1089,10 +1211,12 @@ class NativeLog:
         """Syncs every partition's unsynced appends to disk."""
     def tick(self) -> None:
         """Periodic work: the interval syncs that fell due and, once a minute, retention.
-        Cheap when nothing is due."""
+        Cheap when nothing is due.
+        """
     def enforce_retention(self) -> int:
         """Applies retention to every partition now, parking those left with no record;
-        returns how many segments it deleted."""
+        returns how many segments it deleted.
+        """
     def close(self) -> None:
         """Syncs and closes the log (idempotent)."""
     def closed(self) -> bool:
@@ -1114,76 +1238,84 @@ class Store:
     path : str or os.PathLike
         The store's directory, created if missing. It must not be empty (``"."`` names the
         current directory).
-    towers : list of str or None, default None
-        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what ``Tower.endpoint``
-        gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1). None: no tower.
-    peers : list of str or None, default None
-        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to) to connect
-        to, no tower needed. ``connect(endpoint)`` adds one later.
-    wire : str, default "rfc"
-        The dialect the node sends in: ``"rfc"`` or ``"zproto"`` (the C reference's framing). A
-        node receives both.
-    bind : str, default "tcp://127.0.0.1:*"
-        Endpoint the node's XPUB binds; port 0 or ``*`` picks a free port. The default is reachable
-        from this host only: bind ``tcp://*:0`` to be reachable from other hosts.
+    towers : list[str] | None, default None
+        Towers to find peers through, each ``tcp://HOST:IN_PORT,OUT_PORT`` (what
+        ``Tower.endpoint`` gives) or ``tcp://HOST:IN_PORT`` (OUT_PORT = IN_PORT + 1).
+        None: no tower.
+    peers : list[str] | None, default None
+        Static peers: XPUB endpoints ``tcp://HOST:PORT`` (the port the peer is bound to)
+        to connect to, no tower needed. A node's ``connect(endpoint)`` adds one later.
+    wire : str, default 'rfc'
+        The dialect the node sends in, ``"rfc"`` or ``"zproto"`` (the C reference's
+        framing). A node receives both.
+    bind : str, default 'tcp://127.0.0.1:*'
+        Where the node's XPUB binds; port 0 or ``*`` picks a free port. The default is
+        reachable from this host only: bind ``tcp://*:0`` to be reachable from others.
     beacon_interval : float, default 1.0
         Seconds between the node's beacons; must be > 0.
     beacon_timeout : float, default 4.0
-        A peer silent for this many seconds is forgotten; must be longer than ``beacon_interval``.
+        Seconds after which a silent peer is forgotten; must be longer than
+        ``beacon_interval``.
+    advertise_host : str | None, default None
+        Host put in beacons (NAT, containers): peers connect to ``tcp://HOST:PORT``.
+        ``""`` lets the tower use the TCP peer address. None: the bound host, or ``""``
+        when bound to a wildcard.
+    cert : str | os.PathLike[str] | None, default None
+        Secure mode (CURVE encryption and authentication, docs/security.md): the path of
+        the node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it,
+        of the node's role (``"producer"``, ``"consumer"``, ``"store"``, ``"tower"``; a
+        read client's is ``"consumer"``). Needs ``trust``. None: plaintext, anyone who
+        reaches the node joins.
+    trust : str | os.PathLike[str] | None, default None
+        Secure mode: the directory of trusted public certificates (``NAME.key``), read
+        again when it changes. Needs ``cert``. A secure node takes only keyed tower and
+        peer endpoints (``...;curve=KEY``, what a secure ``Tower.endpoint`` gives), an
+        insecure one only keyless; a secure tower's ``endpoint`` carries its key.
     sndhwm : int, default 1000000
-        Send high-water mark of the XPUB, in messages per subscriber; 0 = unlimited. At most
+        XPUB send high-water mark, in messages per subscriber; 0 = unlimited, at most
         2,147,483,647.
     rcvhwm : int, default 1000000
-        Receive high-water mark of the SUB, in messages per peer; 0 = unlimited. At most
+        SUB receive high-water mark, in messages per peer; 0 = unlimited, at most
         2,147,483,647.
-    fsync : str, default "interval"
-        When appends are synced: ``"interval"`` (a group commit once ``flush_interval_ms`` passed
-        or ``flush_messages`` records are unsynced), ``"always"`` (a sync whenever records are
-        unsynced and none is running) or ``"never"`` (only when the store closes).
+    fsync : Literal["always", "interval", "never"], default 'interval'
+        When appends are synced: ``"interval"`` (a group commit once
+        ``flush_interval_ms`` passed or ``flush_messages`` records are unsynced),
+        ``"always"`` (a sync whenever records are unsynced and none is running) or
+        ``"never"`` (only when the store closes).
     flush_interval_ms : int, default 1
-        With ``fsync="interval"``: sync once this many milliseconds passed since the last sync.
+        With ``fsync="interval"``: sync once this many milliseconds passed since the last
+        sync.
     flush_messages : int, default 100000
         With ``fsync="interval"``: sync once this many records are unsynced; must be >= 1.
-    segment_bytes : int, default 536870912 (512 MiB)
-        Roll a partition to a new segment file when the active one would pass this size; 48 to
-        2147483648.
-    retain_hours : int or None, default 168
-        Delete segments whose newest record is older than this many hours, the active one too,
-        checked every 60 s; an emptied partition keeps its next offset, parked. None keeps records
-        for good; 0 is refused.
-    retain_bytes : int or None, default None
-        Delete a partition's oldest sealed segments while it holds more bytes than this. None sets
-        no limit.
-    recovery : str, default "tolerate_tail_corruption"
+    recovery : Literal["tolerate_tail_corruption", "absolute_consistency"], default 'tolerate_tail_corruption'
         What opening does with damage at the end of a partition's last segment:
         ``"tolerate_tail_corruption"`` cuts it off if no valid record follows it,
-        ``"absolute_consistency"`` cuts off only a torn last record. A partition whose damage
-        recovery refuses is set aside (counted in ``stats()["damaged_partitions"]``).
-    max_record_bytes : int, default 67108864 (64 MiB)
-        Longer records are dropped and counted in ``stats()["dropped_oversize"]``; must be >= 1.
-        Keep it at least the producers' ``max_record_bytes``.
+        ``"absolute_consistency"`` cuts off only a torn last record. A partition whose
+        damage recovery refuses is set aside (counted in ``stats()["damaged_partitions"]``).
+    max_record_bytes : int, default 67108864
+        Longer records are dropped (67108864 is 64 MiB) and counted in
+        ``stats()["dropped_oversize"]``; must be >= 1. Keep it at least the producers'
+        ``max_record_bytes``.
     fetch_retry : float, default 0.5
-        Seconds after which an unanswered FETCH for a gap is sent again; at least 0.001. After 6
-        unanswered tries the interval doubles per retry, up to 16 times this.
-    max_open_files : int or None, default None
-        Most segment files kept open; the others are reopened on use. None: half the process's
-        open-files limit (whose soft value is raised to the hard one), at least 64. All stores in a
-        process together keep within that half. 0 is refused.
-    forget_parked_hours : int or None, default 720
-        Forget a parked partition (one that retention emptied, kept as its next offset) this many
-        hours after it was parked. None keeps them for good; 0 is refused.
-    advertise_host : str or None, default None
-        Host put in beacons, for a node behind NAT or in a container: peers connect to
-        ``tcp://HOST:PORT``. ``""`` lets the tower use the TCP peer address. None: the bound host,
-        or ``""`` when bound to a wildcard.
-    cert : str or os.PathLike or None, default None
-        Secure mode (CURVE encryption and authentication, docs/security.md): the path of the
-        node's secret certificate, ``NAME.key_secret`` as ``dafka keygen`` writes it, of role
-        ``"store"``. Needs ``trust``. None: plaintext, anyone who reaches the node joins.
-    trust : str or os.PathLike or None, default None
-        Secure mode: the directory of trusted public certificates (``NAME.key``), read again when
-        it changes. Needs ``cert``. A secure node takes only keyed tower and peer endpoints
-        (``...;curve=KEY``, as a secure ``Tower.endpoint`` gives), an insecure one only keyless.
+        Seconds after which an unanswered FETCH for a gap is sent again; at least 0.001.
+        After 6 unanswered tries the interval doubles per retry, up to 16 times this.
+    max_open_files : int | None, default None
+        Most segment files kept open; the others are reopened on use. None: half the
+        process's open-files limit (whose soft value is raised to the hard one), at least
+        64. All stores in a process together keep within that half. 0 is refused.
+    segment_bytes : int, default 536870912
+        Roll a partition to a new segment file when the active one would pass this size
+        (536870912 is 512 MiB); 48 to 2147483648.
+    retain_hours : int | None, default 168
+        Delete segments whose newest record is older than this many hours, the active one
+        too, checked every 60 s; an emptied partition keeps its next offset, parked. None
+        keeps records for good; 0 is refused.
+    retain_bytes : int | None, default None
+        Delete a partition's oldest sealed segments while it holds more bytes than this.
+        None sets no limit.
+    forget_parked_hours : int | None, default 720
+        Forget a parked partition (one that retention emptied, kept as its next offset)
+        this many hours after it was parked. None keeps them for good; 0 is refused.
 
     Raises
     ------
@@ -1201,7 +1333,8 @@ class Store:
         The log cannot be opened, e.g. another ``Store`` or ``Log`` holds it; ``LogValueError`` for
         ``segment_bytes`` out of range or ``max_open_files=0``.
     OSError
-        ``cert`` or ``trust`` cannot be read, e.g. does not exist (the error names the path).
+        ``cert`` or ``trust`` cannot be read: ``FileNotFoundError``, ``PermissionError``, ...
+        (the error names the path).
     SecurityError
         ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
     NodeError
@@ -1219,22 +1352,24 @@ class Store:
         bind: str = "tcp://127.0.0.1:*",
         beacon_interval: float = 1.0,
         beacon_timeout: float = 4.0,
-        sndhwm: int = 1000000,
-        rcvhwm: int = 1000000,
-        fsync: str = "interval",
-        flush_interval_ms: int = 1,
-        flush_messages: int = 100000,
-        segment_bytes: int = 536870912,
-        retain_hours: int | None = 168,
-        retain_bytes: int | None = None,
-        recovery: str = "tolerate_tail_corruption",
-        max_record_bytes: int = 67108864,
-        fetch_retry: float = 0.5,
-        max_open_files: int | None = None,
-        forget_parked_hours: int | None = 720,
         advertise_host: str | None = None,
         cert: str | os.PathLike[str] | None = None,
         trust: str | os.PathLike[str] | None = None,
+        sndhwm: int = 1000000,
+        rcvhwm: int = 1000000,
+        fsync: Literal["always", "interval", "never"] = "interval",
+        flush_interval_ms: int = 1,
+        flush_messages: int = 100000,
+        recovery: Literal[
+            "tolerate_tail_corruption", "absolute_consistency"
+        ] = "tolerate_tail_corruption",
+        max_record_bytes: int = 67108864,
+        fetch_retry: float = 0.5,
+        max_open_files: int | None = None,
+        segment_bytes: int = 536870912,
+        retain_hours: int | None = 168,
+        retain_bytes: int | None = None,
+        forget_parked_hours: int | None = 720,
     ) -> Store: ...
     @property
     def address(self) -> str:

@@ -12,7 +12,9 @@ __all__ = [
     "DeliveryError",
     "FetchTimeoutError",
     "LogError",
+    "LogFileNotFoundError",
     "LogIOError",
+    "LogPermissionError",
     "LogValueError",
     "NodeError",
     "OffsetError",
@@ -75,7 +77,19 @@ class LogError(DafkaError):
 
 class LogIOError(LogError, OSError):
     """An operating-system I/O error (disk full, permission, ...); the message names
-    the path. The log stays consistent and a reopen recovers."""
+    the path and ``errno`` is the OS's. The log stays consistent and a reopen
+    recovers. A missing file or directory is the subclass
+    :class:`LogFileNotFoundError` (also a :class:`FileNotFoundError`), a refused
+    permission :class:`LogPermissionError` (also a :class:`PermissionError`)."""
+
+
+class LogFileNotFoundError(LogIOError, FileNotFoundError):
+    """A :class:`LogIOError` for a file or directory that does not exist."""
+
+
+class LogPermissionError(LogIOError, PermissionError):
+    """A :class:`LogIOError` for an operation the OS did not permit (a directory the
+    process may not write, a file it may not read)."""
 
 
 class CorruptionError(LogError):

@@ -16,6 +16,7 @@ time (:class:`StoredRecord`).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -181,51 +182,51 @@ class PartitionInfo:
 class Log:
     """A durable log directory (see the module docs).
 
-    Options (keyword-only, defaults as ZPER): ``segment_bytes`` (512 MiB) rolls to a
-    new segment; ``retain_hours`` (168, ``None`` keeps forever) and ``retain_bytes``
-    (per partition, ``None``) delete whole old segments (age also the active one, once
-    all of it is that old: the partition keeps its next offset, "parked" in the log's
-    ``.parked`` file without a directory of its own); ``forget_parked_hours`` (720,
-    ``None`` keeps them for good) forgets a parked partition that long after it was
-    parked (checked by :meth:`tick` and :meth:`enforce_retention`); ``fsync`` is ``"always"``
-    (every append call), ``"interval"`` (once ``flush_messages`` records are unsynced
-    or ``flush_interval_ms`` passed, checked on append and :meth:`tick`) or
-    ``"never"`` (only :meth:`flush`); ``recovery`` says what to do with a damaged
-    tail at open; ``read_only`` opens without changing anything; ``isolate_damaged``
-    sets aside a partition whose damage recovery refuses (see :meth:`damaged`) instead
-    of failing the open, as a store does.
+    Its options (keyword-only) are declared in Rust with ``NativeLog``'s, and their
+    "Parameters" below come from there: how large a segment grows
+    (``segment_bytes``), what retention deletes (``retain_hours``, ``retain_bytes``,
+    ``forget_parked_hours``, checked by :meth:`tick` and :meth:`enforce_retention`),
+    when appends are synced (``fsync``, ``flush_messages``, ``flush_interval_ms``),
+    what opening does with damage (``recovery``, ``isolate_damaged``; see
+    :meth:`damaged`) and ``read_only``.
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         *,
-        segment_bytes: int = 512 * MiB,
-        index_interval_bytes: int = 4096,
+        # <options>
+        segment_bytes: int = 536870912,
         retain_hours: int | None = 168,
         retain_bytes: int | None = None,
-        flush_messages: int = 10_000,
-        flush_interval_ms: int = 1_000,
-        fsync: FsyncPolicy = "interval",
-        recovery: RecoveryPolicy = "tolerate_tail_corruption",
+        forget_parked_hours: int | None = 720,
+        index_interval_bytes: int = 4096,
+        flush_messages: int = 10000,
+        flush_interval_ms: int = 1000,
+        fsync: Literal["always", "interval", "never"] = "interval",
+        recovery: Literal[
+            "tolerate_tail_corruption", "absolute_consistency"
+        ] = "tolerate_tail_corruption",
         read_only: bool = False,
         isolate_damaged: bool = False,
-        forget_parked_hours: int | None = 720,
+        # </options>
     ) -> None:
         self.path = os.fspath(path)
         self._log = NativeLog(
             self.path,
-            segment_bytes,
-            index_interval_bytes,
-            retain_hours,
-            retain_bytes,
-            flush_messages,
-            flush_interval_ms,
-            fsync,
-            recovery,
-            read_only,
-            isolate_damaged,
-            forget_parked_hours,
+            # <options>
+            segment_bytes=segment_bytes,
+            retain_hours=retain_hours,
+            retain_bytes=retain_bytes,
+            forget_parked_hours=forget_parked_hours,
+            index_interval_bytes=index_interval_bytes,
+            flush_messages=flush_messages,
+            flush_interval_ms=flush_interval_ms,
+            fsync=fsync,
+            recovery=recovery,
+            read_only=read_only,
+            isolate_damaged=isolate_damaged,
+            # </options>
         )
 
     def append(
@@ -411,3 +412,15 @@ class Log:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<dafka.Log {self.path!r} {state}>"
+
+
+def _with_parameters(doc: str | None, native: str | None) -> str:
+    """``doc`` followed by the "Parameters" section of ``native`` (``NativeLog``'s
+    docstring, made from the options' declarations)."""
+    head = "Parameters\n----------\n"
+    at = (native or "").find(head)
+    section = (native or "")[at:] if at >= 0 else ""
+    return f"{inspect.cleandoc(doc or '')}\n\n{section}".rstrip() + "\n"
+
+
+Log.__doc__ = _with_parameters(Log.__doc__, NativeLog.__doc__)

@@ -2,8 +2,15 @@
 //! start-up, configuration, a node thread that died, a full producer buffer,
 //! a bounded read that timed out or found its records gone. Each variant
 //! carries what it concerns as fields (as [`crate::wire::WireError`] and
-//! [`crate::log::LogError`] do); the messages say what to do about it.
+//! [`crate::log::LogError`] do); the messages say what to do about it, in
+//! the words of the core's API (the Spark layer words its own errors, with
+//! its option names).
+//!
+//! A node thread's error crosses to the handle as itself
+//! ([`Error::Thread`], shared by every later call), so Python raises the
+//! same class for it as for the error raised in the caller's thread.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
@@ -25,12 +32,18 @@ pub enum Error {
     /// Any other ZeroMQ failure.
     #[error("zmq: {0}")]
     Zmq(#[from] zmq::Error),
-    /// The node thread stopped with an error or a panic (or could not start).
+    /// The node thread panicked, could not start, or stopped for a reason
+    /// that is no [`Error`] of its own.
     #[error("node thread stopped: {reason}")]
     Died {
-        /// Why: the error the thread stopped with, or its panic message.
+        /// Why: the panic message, or what could not be done.
         reason: String,
     },
+    /// The node thread stopped with this error: every call on the handle
+    /// from then on reports it (hence shared), and Python raises it as the
+    /// class of the error inside (`rust/src/python/errors.rs`).
+    #[error("node thread stopped: {0}")]
+    Thread(Arc<Error>),
     /// The node was closed; create a new one.
     #[error("the node is closed")]
     Closed,
@@ -70,7 +83,7 @@ pub enum Error {
     /// Records a bounded read needed are gone from every store (retention).
     #[error(
         "records [{from}, {to}) of {topic}/{partition} are gone from every store \
-         (retention); set failOnDataLoss=false to skip them"
+         (retention); read from offset {to} on, or read with fail_on_loss off to skip them"
     )]
     DataLoss {
         topic: String,
@@ -143,12 +156,21 @@ fn what_timed_out(topic: &str, unanswered: &Unanswered, waited: &Duration) -> St
         } => format!(
             "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
              {secs:.1}s; no store answered for the rest (check `towers`, that a store holds \
-             the partition, or retention if failOnDataLoss is off)"
+             the partition, or retention if fail_on_loss is off)"
         ),
     }
 }
 
 impl Error {
+    /// The error inside [`Error::Thread`] (itself for any other): what
+    /// decides its Python class.
+    pub fn cause(&self) -> &Error {
+        match self {
+            Error::Thread(inner) => inner.cause(),
+            e => e,
+        }
+    }
+
     /// [`Error::Died`] for `reason`.
     pub fn died(reason: impl Into<String>) -> Self {
         Error::Died {

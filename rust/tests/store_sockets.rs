@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use _native::node::store::{Store, StoreConfig};
 use _native::node::*;
+use _native::wire::{Kind, Prefix, Subscription};
 
 mod common;
 use common::stores::*;
@@ -37,12 +38,12 @@ impl RawRequester {
         sub.set_rcvbuf(4096).unwrap();
         // DIRECT-RECORD first, then STORE-HELLO: the HELLO proves the store
         // took the first subscription too.
-        sub.set_subscribe(&[b"D", address.as_bytes()].concat())
+        sub.set_subscribe(&Prefix::of(Kind::DirectRecord, address.as_bytes()).to_bytes())
             .unwrap();
         for prefix in extra {
             sub.set_subscribe(prefix).unwrap();
         }
-        sub.set_subscribe(&[b"L", address.as_bytes()].concat())
+        sub.set_subscribe(&Prefix::of(Kind::StoreHello, address.as_bytes()).to_bytes())
             .unwrap();
         sub.connect(s.endpoint()).unwrap();
         s.connect(&ep).unwrap();
@@ -55,7 +56,11 @@ impl RawRequester {
                 "no FETCH subscription from the store"
             );
             if let Ok(f) = xpub.recv_bytes(0) {
-                if f == b"\x01F" {
+                let every_fetch = Subscription {
+                    subscribe: true,
+                    prefix: Prefix::of(Kind::Fetch, b""),
+                };
+                if f == every_fetch.encode() {
                     break;
                 }
             }
@@ -66,7 +71,7 @@ impl RawRequester {
             assert!(Instant::now() < deadline, "no STORE-HELLO from the store");
             if let Ok(f) = sub.recv_bytes(0) {
                 let more = sub.get_rcvmore().unwrap();
-                if f.first() == Some(&b'L') {
+                if f.first() == Some(&Kind::StoreHello.id()) {
                     while sub.get_rcvmore().unwrap() {
                         sub.recv_bytes(0).unwrap();
                     }
@@ -89,9 +94,9 @@ impl RawRequester {
     fn fetch(&self, partition: &str, sequence: u64, count: u32) {
         use _native::wire::{Dialect, Fetch, Message};
         let frames = Message::Fetch(Fetch {
-            topic: partition.as_bytes(),
-            address: &self.address,
-            subject: b"t",
+            partition: partition.as_bytes(),
+            requester: &self.address,
+            topic: b"t",
             sequence,
             count,
         })
@@ -219,14 +224,15 @@ fn a_store_catching_up_from_us_does_not_keep_us_from_fetching_a_gap() {
     let ctx = zmq::Context::new();
     // The other store: subscribed to every FETCH, catching up on `part`,
     // reading slower than we answer (here: not at all).
-    let peer = RawRequester::subscribed(&ctx, &s, &"1".repeat(32), &[b"F"]);
+    let every_fetch = Prefix::of(Kind::Fetch, b"").to_bytes();
+    let peer = RawRequester::subscribed(&ctx, &s, &"1".repeat(32), &[&every_fetch]);
     peer.fetch(&part, 0, n as u32);
     wait_until_stalled(&s, n as u64);
 
     // A producer of partition X whose first records we missed: its HEAD
     // tells us, and we must FETCH them from it.
     let x = "B".repeat(32);
-    let fetch_key = [b"F", x.as_bytes()].concat();
+    let fetch_key = Prefix::of(Kind::Fetch, x.as_bytes()).to_bytes();
     let producer = RawRequester::subscribed(&ctx, &s, &x, &[&fetch_key]);
     let head = Message::Head(Head {
         topic: b"t",

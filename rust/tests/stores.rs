@@ -271,8 +271,13 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
         Duration::from_secs(60),
         || held(&a) == (Some(first), Some(3000)),
     );
-    let skipped = a.shared().counters.lock().unwrap().records_skipped;
-    assert_eq!(skipped, first - 500);
+    // The handle's copy of the counters is refreshed after the turn that
+    // skipped, which a query can see first.
+    let skipped = || a.shared().counters.lock().unwrap().records_skipped;
+    wait_for("the skip to be counted", Duration::from_secs(60), || {
+        skipped() != 0
+    });
+    assert_eq!(skipped(), first - 500);
     let read = |s: &Store| {
         let part = part.clone();
         s.query(move |l| l.log().unwrap().read(b"t", &part, first, 5000, 1 << 30))

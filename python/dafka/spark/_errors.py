@@ -23,6 +23,7 @@ KEYWORD_OPTIONS: Mapping[str, str] = {
     "beacon_timeout": "beaconTimeout",
     "connect_wait": "connectWait",
     "fail_on_data_loss": "failOnDataLoss",
+    "fail_on_loss": "failOnDataLoss",
     "fetch_timeout": "fetchTimeout",
     "flush_timeout": "flushTimeout",
     "heads_settle": "headsSettle",
@@ -74,3 +75,25 @@ def as_options(renamed: Mapping[str, str] | None = None) -> Iterator[None]:
         except Exception:  # an exception type that takes other arguments
             again = ValueError(worded)
         raise again from e
+
+
+@contextmanager
+def as_read() -> Iterator[None]:
+    """A read's errors (:class:`dafka.DataLossError`, :class:`dafka.FetchTimeoutError`)
+    name the data-source options (``option failOnDataLoss``), not the keywords of
+    ``fetch_ranges``: the same exception type, without the original (Spark prints a
+    task's whole traceback, which would name the keyword again)."""
+    from dafka.exceptions import DafkaError
+
+    try:
+        yield
+    except DafkaError as e:
+        text = str(e)
+        worded = spark_wording(text)
+        if worded == text:
+            raise
+        try:
+            again = type(e)(worded)
+        except Exception:  # an exception type that takes other arguments
+            raise e from None
+        raise again from None

@@ -15,7 +15,7 @@ from pyspark.sql.datasource import InputPartition
 
 from dafka._defaults import BEACON_INTERVAL, BIND, WIRE
 from dafka._native import HeadsWatch, check_node, fetch_ranges, offsets
-from dafka.spark._errors import as_options
+from dafka.spark._errors import as_options, as_read
 from dafka.spark._options import BATCH_READ, READ, STREAM_READ, check_options, timestamp_ms
 from dafka.spark._produce import Options, flag, integer, seconds, split_endpoints
 
@@ -429,13 +429,14 @@ class ReadSettings:
             assert p.value is None, p
             return
         schema = to_arrow_schema(source_schema(self.include_headers), timezone="UTC")
-        got = fetch_ranges(
-            [(r.topic, r.partition, r.start, r.end) for r in ranges],
-            timeout=self.fetch_timeout,
-            fail_on_loss=self.fail_on_data_loss,
-            with_meta=True,
-            **self.client_args(),
-        )
+        with as_read():
+            got = fetch_ranges(
+                [(r.topic, r.partition, r.start, r.end) for r in ranges],
+                timeout=self.fetch_timeout,
+                fail_on_loss=self.fail_on_data_loss,
+                with_meta=True,
+                **self.client_args(),
+            )
         for r, (records, _lost) in zip(ranges, got, strict=True):
             for at in range(0, len(records), ARROW_ROWS):
                 yield arrow_batch(r.topic, r.partition, records[at : at + ARROW_ROWS], schema)

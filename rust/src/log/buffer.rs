@@ -165,7 +165,7 @@ impl Log {
         }
         let mut n = 0;
         let mut at = None;
-        for body in bodies {
+        while let Some(body) = bodies.next() {
             let offset = first.saturating_add(n);
             if offset == u64::MAX {
                 // No next offset could follow it.
@@ -185,6 +185,14 @@ impl Log {
             if self.buffer.bytes >= WRITE_BUFFER_BYTES {
                 at = None;
                 if let Err(e) = self.flush_writes() {
+                    // The error is the next body's, as for every error here:
+                    // it is taken from `bodies` unappended, so the caller's
+                    // count of what follows (from `first + n + 1`) stays
+                    // true. Without this the caller labelled every later
+                    // body one offset too high (a disk-full store stored
+                    // records at the wrong offsets). What the failed write
+                    // dropped, `next_offset` shows.
+                    bodies.next();
                     return (n, Some(e));
                 }
             }

@@ -10,7 +10,10 @@
 //!   costs the sender no syscall.
 //! - [`Actor::close`] sets `$TERM`, wakes the thread and joins it. A panic or an
 //!   error in the thread is kept and reported by [`Actor::check`] and `close`,
-//!   never lost.
+//!   never lost. The error stays itself: [`Error::Thread`] shares it with
+//!   every later call (and `spawn` returns it as it was), so a caller sees
+//!   the same error, of the same type, as if it had happened in its own
+//!   thread.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -29,17 +32,18 @@ pub struct ActorState {
     term: AtomicBool,
     alive: AtomicBool,
     queued: AtomicUsize,
-    error: Mutex<Option<String>>,
+    /// What the thread stopped with, shared by every call that reports it.
+    error: Mutex<Option<Arc<Error>>>,
 }
 
 impl ActorState {
     pub fn alive(&self) -> bool {
         self.alive.load(SeqCst)
     }
-    fn fail(&self, msg: String) {
-        tracing::error!("dafka node thread failed: {msg}");
+    fn fail(&self, err: Error) {
+        tracing::error!("dafka node thread failed: {err}");
         let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
-        e.get_or_insert(msg);
+        e.get_or_insert(Arc::new(err));
     }
 }
 
@@ -128,14 +132,14 @@ impl<C: Send + 'static> Actor<C> {
                 let outcome = catch_unwind(AssertUnwindSafe(|| body(&mut inbox, &mut ready)));
                 match outcome {
                     Ok(Ok(())) => {}
-                    Ok(Err(e)) => st.fail(e.to_string()),
+                    Ok(Err(e)) => st.fail(e),
                     Err(panic) => {
                         let msg = panic
                             .downcast_ref::<&str>()
                             .map(|s| s.to_string())
                             .or_else(|| panic.downcast_ref::<String>().cloned())
                             .unwrap_or_else(|| "unknown panic".into());
-                        st.fail(format!("panic: {msg}"));
+                        st.fail(Error::died(format!("panic: {msg}")));
                     }
                 }
                 st.alive.store(false, SeqCst);
@@ -153,21 +157,38 @@ impl<C: Send + 'static> Actor<C> {
             Ok(info) => Ok((actor, info)),
             Err(_) => {
                 actor.join_thread();
-                Err(actor
-                    .error()
-                    .unwrap_or(Error::died("the node thread exited before it was ready")))
+                // The thread is gone: its error is the caller's, as it was.
+                let failed = actor
+                    .state
+                    .error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                match failed {
+                    Some(e) => Err(Arc::try_unwrap(e).unwrap_or_else(Error::Thread)),
+                    None => Err(Error::died("the node thread exited before it was ready")),
+                }
             }
         }
     }
 
     /// Queues a command and wakes the thread if it sleeps.
     pub fn send(&self, cmd: C) -> Result<()> {
+        self.send_quiet(cmd)?;
+        self.wake_if_sleeping();
+        Ok(())
+    }
+
+    /// [`Actor::send`] without waking the thread: for a thread that is sure
+    /// to look at its commands soon on its own (a poll with a short timeout,
+    /// e.g. a producer napping: `producer/mod.rs`), it saves the sender the
+    /// wake's syscall and the thread a context switch.
+    pub fn send_quiet(&self, cmd: C) -> Result<()> {
         self.check()?;
         self.state.queued.fetch_add(1, SeqCst);
         if self.tx.send(cmd).is_err() {
             return Err(self.error().unwrap_or(Error::Closed));
         }
-        self.wake_if_sleeping();
         Ok(())
     }
 
@@ -187,7 +208,7 @@ impl<C: Send + 'static> Actor<C> {
 
     fn error(&self) -> Option<Error> {
         let e = self.state.error.lock().unwrap_or_else(|p| p.into_inner());
-        e.clone().map(Error::died)
+        e.clone().map(Error::Thread)
     }
 
     /// `Ok` while the thread runs; its error once it stopped.
@@ -285,85 +306,4 @@ impl<C> Inbox<C> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn idle_loop(inbox: &mut Inbox<u32>, seen: &AtomicUsize) -> Result<()> {
-        loop {
-            if inbox.terminated() {
-                return Ok(());
-            }
-            while let Some(c) = inbox.try_recv() {
-                if c == 99 {
-                    return Err(Error::died("asked to fail"));
-                }
-                if c == 66 {
-                    panic!("asked to panic");
-                }
-                seen.fetch_add(c as usize, SeqCst);
-            }
-            let mut items = [inbox.poll_item()];
-            let t = inbox.before_poll(-1);
-            zmq::poll(&mut items, t)?;
-            inbox.after_poll();
-        }
-    }
-
-    fn start(seen: &Arc<AtomicUsize>) -> Actor<u32> {
-        let ctx = zmq::Context::new();
-        let s = seen.clone();
-        let (a, info) = Actor::spawn("t", &ctx, move |inbox, ready: &mut Ready<&str>| {
-            ready.send("ready");
-            idle_loop(inbox, &s)
-        })
-        .unwrap();
-        assert_eq!(info, "ready");
-        a
-    }
-
-    #[test]
-    fn commands_wake_a_sleeping_thread_and_close_joins() {
-        let seen = Arc::new(AtomicUsize::new(0));
-        let a = start(&seen);
-        for _ in 0..1000 {
-            a.send(7).unwrap();
-        }
-        let t0 = std::time::Instant::now();
-        while seen.load(SeqCst) != 7000 {
-            assert!(t0.elapsed().as_secs() < 20, "commands not processed");
-            std::thread::yield_now();
-        }
-        a.close().unwrap();
-        assert!(matches!(a.send(1), Err(Error::Closed)));
-        a.close().unwrap();
-    }
-
-    #[test]
-    fn errors_and_panics_are_reported_not_lost() {
-        let seen = Arc::new(AtomicUsize::new(0));
-        for (cmd, want) in [(99, "asked to fail"), (66, "panic: asked to panic")] {
-            let a = start(&seen);
-            a.send(cmd).unwrap();
-            let t0 = std::time::Instant::now();
-            while a.check().is_ok() {
-                assert!(t0.elapsed().as_secs() < 20, "thread did not stop");
-                std::thread::yield_now();
-            }
-            let err = a.check().unwrap_err().to_string();
-            assert!(err.contains(want), "{err}");
-            assert!(a.send(1).unwrap_err().to_string().contains(want));
-            assert!(a.close().unwrap_err().to_string().contains(want));
-        }
-    }
-
-    #[test]
-    fn failure_before_ready_is_the_spawn_error() {
-        let ctx = zmq::Context::new();
-        let r = Actor::<u32>::spawn("t", &ctx, |_, _: &mut Ready<()>| {
-            Err(Error::Config("cannot bind".into()))
-        });
-        assert!(r.err().unwrap().to_string().contains("cannot bind"));
-        let r = Actor::<u32>::spawn("t", &ctx, |_, _: &mut Ready<()>| panic!("boom"));
-        assert!(r.err().unwrap().to_string().contains("boom"));
-    }
-}
+mod tests;

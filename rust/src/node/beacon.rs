@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::node::config::{split_tcp, TowerAddr};
-use crate::wire::{decode_beacon, Beacon};
+use crate::wire::{decode_beacon, Beacon, BEACON, WELCOME};
 
 /// What the node's SUB must do after a beacon or a timer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -303,8 +303,8 @@ impl Discovery {
             // Every tower's subscription, not only the first.
             p.set_xpub_verbose(true)?;
             s.set_linger(0)?;
-            s.set_subscribe(b"B")?;
-            s.set_subscribe(b"W")?;
+            s.set_subscribe(BEACON)?;
+            s.set_subscribe(WELCOME)?;
             for t in towers {
                 let a = TowerAddr::parse(t)?;
                 if let (Some(id), Some(key)) = (&secure, &a.key) {

@@ -29,6 +29,7 @@
 //! a handle. The tests that start real nodes are in `rust/tests/`.
 
 pub mod actor;
+pub mod answers;
 pub mod batch;
 pub mod beacon;
 pub mod config;
@@ -38,6 +39,7 @@ mod held;
 pub mod monitor;
 pub mod out;
 pub mod producer;
+mod receive;
 pub mod secure;
 pub mod socket;
 pub mod stats;

@@ -7,20 +7,13 @@
 use std::time::{Duration, Instant};
 
 use crate::wire::{
-    Ack, ConsumerHello, Fetch, GetHeads, Head, Message, Record, StoreHello, Subjects,
+    Ack, ConsumerHello, Fetch, GetHeads, Head, Message, StoreHello, Subjects, TimeQuery,
 };
 
 /// One message a node should send, owned; the sender's own address is filled
 /// in by [`Core::emit`](crate::node::socket::Core::emit) where the message carries it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Out {
-    DirectRecord {
-        to: Vec<u8>,
-        partition: Vec<u8>,
-        subject: Vec<u8>,
-        sequence: u64,
-        content: Vec<u8>,
-    },
     Head {
         topic: Vec<u8>,
         partition: Vec<u8>,
@@ -32,16 +25,24 @@ pub enum Out {
         subject: Vec<u8>,
         sequence: u64,
     },
-    /// FETCH from `partition` (its producer and every store), as ourselves.
+    /// FETCH from `partition` of `topic` (its producer and every store), as
+    /// ourselves.
     Fetch {
         partition: Vec<u8>,
-        subject: Vec<u8>,
+        topic: Vec<u8>,
         sequence: u64,
         count: u32,
     },
     /// ACK to `partition`'s producer, from ourselves: the address is sent in
-    /// the `rfc` dialect, and in ADDRESSED-ACKs ([`Core::emit`](crate::node::socket::Core::emit)).
+    /// the `rfc` dialect only.
     Ack {
+        partition: Vec<u8>,
+        subject: Vec<u8>,
+        sequence: u64,
+    },
+    /// ADDRESSED-ACK: an ACK that names us in both dialects, to a producer
+    /// that subscribed `A` + its partition.
+    AddressedAck {
         partition: Vec<u8>,
         subject: Vec<u8>,
         sequence: u64,
@@ -75,19 +76,6 @@ impl Out {
     /// for the messages that carry it.
     pub fn as_message<'a>(&'a self, own: &'a [u8]) -> Message<'a> {
         match self {
-            Out::DirectRecord {
-                to,
-                partition,
-                subject,
-                sequence,
-                content,
-            } => Message::DirectRecord(Record {
-                topic: to,
-                address: partition,
-                subject,
-                sequence: *sequence,
-                content,
-            }),
             Out::Head {
                 topic,
                 partition,
@@ -111,13 +99,13 @@ impl Out {
             }),
             Out::Fetch {
                 partition,
-                subject,
+                topic,
                 sequence,
                 count,
             } => Message::Fetch(Fetch {
-                topic: partition,
-                address: own,
-                subject,
+                partition,
+                requester: own,
+                topic,
                 sequence: *sequence,
                 count: *count,
             }),
@@ -126,6 +114,16 @@ impl Out {
                 subject,
                 sequence,
             } => Message::Ack(Ack {
+                topic: partition,
+                address: Some(own),
+                subject,
+                sequence: *sequence,
+            }),
+            Out::AddressedAck {
+                partition,
+                subject,
+                sequence,
+            } => Message::AddressedAck(Ack {
                 topic: partition,
                 address: Some(own),
                 subject,
@@ -155,14 +153,30 @@ impl Out {
                 subject,
                 sequence: *sequence,
             }),
-            Out::TimeQuery { topic, time } => Message::TimeQuery(Head {
+            Out::TimeQuery { topic, time } => Message::TimeQuery(TimeQuery {
                 topic,
-                address: own,
+                requester: own,
                 subject: topic,
-                sequence: *time,
+                time: *time,
             }),
         }
     }
+}
+
+/// What became of one message a node received, as its state's dispatch
+/// says; the one receive path ([`Core::receive`](crate::node::socket::Core::receive))
+/// counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Handled, carrying this many records (`records_received`; a FETCH
+    /// or an ACK taken counts in `fetches_received`, `acks_received`).
+    Taken(u64),
+    /// Not for this node (`ignored`): another topic, partition or address,
+    /// or a message its kind does not take.
+    Ignored,
+    /// Well-formed on the wire, but no node could take it (`malformed`):
+    /// a record at offset 2^64 - 1, a value too long to be given a body.
+    Malformed,
 }
 
 /// How far the FETCH retry interval of a gap that nobody answers has backed

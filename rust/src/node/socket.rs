@@ -1,20 +1,22 @@
 //! The sockets every Dafka node (producer, consumer, store) has in common:
 //! [`Core`] holds its XPUB (verbose) and SUB, its [`Discovery`], its
-//! address and the dialect it sends in, and sends the [`Out`]s its pure
-//! state returns; [`Frames`] receives, [`Takers`] tracks the peers that take
-//! this project's extensions, [`poll`] waits. The unsafe FFI for socket
-//! options the `zmq` crate lacks ([`set_int_option`]) lives here too, with
-//! its SAFETY notes.
+//! address and the dialect it sends in, and sends the [`Out`]s and
+//! [`Reply`]s its pure state returns; [`Frames`] are its receive buffers,
+//! [`poll`] waits. What arrives goes through the one receive path
+//! ([`receive`](crate::node::receive)). The unsafe FFI for socket options
+//! the `zmq` crate lacks ([`set_int_option`]) lives here too, with its
+//! SAFETY notes.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::node::actor::Inbox;
+use crate::node::answers::{Dest, Form, Reply};
 use crate::node::beacon::{Discovery, PeerEvent};
 use crate::node::config::{bind_spelling, split_tcp, NodeConfig, WIRE_BATCH_BYTES};
 use crate::node::out::Out;
-use crate::node::secure::{SecureCore, Sender, Verdict};
+use crate::node::secure::SecureCore;
 use crate::node::stats::Stats;
 use crate::security::Role;
 use crate::wire::{subscriptions, Dialect, FrameBuf, Message, NodeType, Record, RecordBatch};
@@ -146,12 +148,9 @@ pub struct Core {
     /// with a NUL byte cannot be a `zproto` topic key): dropped, and added to
     /// `malformed` by [`Core::count_unsendable`] (each turn of a node's loop).
     unsendable: u64,
-    /// Partitions whose producer takes ADDRESSED-ACKs (a store's XPUB feeds
-    /// it): [`Core::emit`] sends their [`Out::Ack`]s as such.
-    pub addressed_acks: Takers,
     ctx: zmq::Context,
     /// Secure mode (last: its ZAP handler closes after the sockets above).
-    secure: Option<SecureCore>,
+    pub(super) secure: Option<SecureCore>,
 }
 
 impl Drop for Core {
@@ -334,79 +333,9 @@ impl Core {
             buf: FrameBuf::new(),
             values: Vec::new(),
             unsendable: 0,
-            addressed_acks: Takers::addressed_acks(),
             ctx: ctx.clone(),
             secure,
         })
-    }
-
-    /// The next message from a peer, without blocking (`None`: none waits),
-    /// and who sent it: in secure mode each peer has a socket of its own,
-    /// so the sender is known by its key.
-    pub fn recv_sub(&mut self, frames: &mut Frames) -> Result<Option<Sender>> {
-        match &mut self.secure {
-            Some(sc) => sc.recv(frames),
-            None => Ok(frames.recv(&self.sub)?.then_some(Sender::Anyone)),
-        }
-    }
-
-    /// Whether a message from `from`, as [`crate::wire::decode`] gave it, is
-    /// refused by the roles of a secure cluster (counted in `denied`); never
-    /// in insecure mode, nor a malformed one (the loop counts those).
-    pub fn refuse(
-        &mut self,
-        from: Sender,
-        decoded: &std::result::Result<(Message<'_>, Dialect), crate::wire::WireError>,
-        stats: &Stats,
-    ) -> bool {
-        let (Some(sc), Sender::Key(key), Ok((msg, _))) = (&mut self.secure, from, decoded) else {
-            return false;
-        };
-        let refused = sc.refuse(&key, msg).is_some();
-        if refused {
-            Stats::add(&stats.denied, 1);
-        }
-        refused
-    }
-
-    /// The next subscription (or other message) on the XPUB, without
-    /// blocking. In secure mode each subscription is applied here, only if
-    /// the subscriber's role and topics allow it (refused ones are counted
-    /// in `denied` and not returned), to the connection it came by (libzmq
-    /// patched so: third_party/zeromq-src/README.dafka.md).
-    pub fn recv_xpub(&mut self, frames: &mut Frames, stats: &Stats) -> Result<bool> {
-        loop {
-            if !frames.recv(&self.xpub)? {
-                return Ok(false);
-            }
-            let Some(sc) = &mut self.secure else {
-                return Ok(true);
-            };
-            let first = frames.first_mut();
-            let user = first.gets("User-Id").map(str::to_string);
-            let fd = crate::security::conns::fd_of(first);
-            let (s, n) = frames.slices();
-            let frame = s[0].to_vec();
-            if n != 1 || frames.too_long() {
-                Stats::add(&stats.denied, 1);
-                continue;
-            }
-            // A peer's connection ended: libzmq takes back what it asked for
-            // (no sender then, and nothing to apply).
-            if user.is_none() && frame.first() == Some(&0) {
-                return Ok(true);
-            }
-            if sc.on_subscription(user.as_deref(), fd, &frame) != Verdict::Apply {
-                Stats::add(&stats.denied, 1);
-                continue;
-            }
-            match frame.split_first() {
-                Some((1, prefix)) => self.xpub.set_subscribe(prefix)?,
-                Some((_, prefix)) => self.xpub.set_unsubscribe(prefix)?,
-                None => {}
-            }
-            return Ok(true);
-        }
     }
 
     /// Secure mode: the distinct store keys subscribed to every
@@ -647,17 +576,19 @@ impl Core {
     }
 
     /// Sends one [`Out`], filling in our address where the message carries it.
-    /// An ACK for a partition in [`Core::addressed_acks`] goes as an
-    /// ADDRESSED-ACK, in either dialect.
     pub fn emit(&mut self, out: &Out) -> Result<()> {
         let own = std::mem::take(&mut self.address);
-        let msg = match out.as_message(&own) {
-            Message::Ack(a) if self.addressed_acks.takes(a.topic) => Message::AddressedAck(a),
-            m => m,
-        };
-        let r = self.send_message(&msg);
+        let r = self.send_message(&out.as_message(&own));
         self.address = own;
         r
+    }
+
+    /// Sends a FETCH answer ([`Core::send_records`] of it).
+    pub fn send_reply<'v>(
+        &mut self,
+        reply: Reply<'_, impl Iterator<Item = &'v [u8]>>,
+    ) -> Result<usize> {
+        self.send_records(reply.dest, reply.first, reply.bodies, reply.form)
     }
 
     /// Sends every [`Out`] in order.
@@ -667,32 +598,6 @@ impl Core {
         }
         Ok(())
     }
-}
-
-/// Where [`Core::send_records`] sends.
-#[derive(Debug, Clone, Copy)]
-pub enum Dest<'a> {
-    /// RECORDs (RECORD-BATCHes) of our own partition of `topic`.
-    Live { topic: &'a [u8] },
-    /// DIRECT-RECORDs (DIRECT-RECORD-BATCHes) to `to`, of `partition` of
-    /// `topic`: a FETCH answer.
-    Direct {
-        to: &'a [u8],
-        partition: &'a [u8],
-        topic: &'a [u8],
-    },
-}
-
-/// How [`Core::send_records`] sends records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Form {
-    /// One RECORD (DIRECT-RECORD) per record, values only: for the C reference.
-    Records,
-    /// RECORD-BATCHes (DIRECT-...), values only: for a node that knows
-    /// batches but not metadata.
-    Batches,
-    /// META-RECORD-BATCHes (DIRECT-...): bodies, for this project's nodes.
-    Bodies,
 }
 
 /// The value of a body this node made or checked (an unparsable one, which
@@ -712,146 +617,6 @@ pub fn value_of(body: &[u8]) -> &[u8] {
 fn put_value(out: &mut Vec<u8>, v: &[u8]) {
     out.extend_from_slice(&(v.len() as u32).to_be_bytes());
     out.extend_from_slice(v);
-}
-
-/// The most requesters a node answers in DIRECT-RECORD-BATCHes (or
-/// partitions it ACKs with ADDRESSED-ACKs) at once; the others get
-/// DIRECT-RECORDs (plain ACKs).
-pub const MAX_TAKERS: usize = 16_384;
-
-/// The peers that take one of this project's extensions, known by a
-/// subscription to its ID + their address on our XPUB, gone again with its
-/// unsubscription; at most [`MAX_TAKERS`]. A C-reference node never
-/// subscribes either ID.
-/// - [`Takers::batches`]: requesters whose `Q` + address subscription
-///   reached us (this project's consumers, stores and read clients) get
-///   their FETCH answers in DIRECT-RECORD-BATCHes.
-/// - [`Takers::addressed_acks`]: partitions whose producer subscribed `A` +
-///   its address get ADDRESSED-ACKs instead of ACKs.
-#[derive(Debug)]
-pub struct Takers {
-    id: u8,
-    who: std::collections::HashSet<Vec<u8>>,
-}
-
-impl Takers {
-    /// Requesters that take DIRECT-RECORD-BATCHes (`Q`).
-    pub fn batches() -> Self {
-        Self {
-            id: b'Q',
-            who: Default::default(),
-        }
-    }
-
-    /// Requesters that take DIRECT-META-RECORD-BATCHes (`Y`): bodies.
-    pub fn bodies() -> Self {
-        Self {
-            id: b'Y',
-            who: Default::default(),
-        }
-    }
-
-    /// Partitions whose producer takes ADDRESSED-ACKs (`A`).
-    pub fn addressed_acks() -> Self {
-        Self {
-            id: b'A',
-            who: Default::default(),
-        }
-    }
-
-    /// A subscription (or unsubscription) seen on the XPUB.
-    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
-        let Some((&id, who)) = prefix.split_first() else {
-            return;
-        };
-        if id != self.id || who.is_empty() {
-            return;
-        }
-        if !subscribe {
-            self.who.remove(who);
-        } else if self.who.len() < MAX_TAKERS {
-            self.who.insert(who.to_vec());
-        }
-    }
-
-    /// Whether `who` takes the extension.
-    pub fn takes(&self, who: &[u8]) -> bool {
-        self.who.contains(who)
-    }
-}
-
-/// How a requester gets FETCH answers: bodies if it subscribed `Y` + its
-/// address, batches of values if `Q` + it, else DIRECT-RECORDs; and not
-/// before its `D` + address subscription was read. This project's nodes
-/// subscribe `Y` and `Q` before `D`, and libzmq lets an answer through as
-/// soon as its filter has `D`, which can be before this node read the
-/// subscriptions: an answer sent then in the form of a node that takes
-/// neither would strip a record's key, headers and timestamp. A requester
-/// not known yet FETCHes again.
-#[derive(Debug)]
-pub struct AnswerForms {
-    bodies: Takers,
-    batches: Takers,
-    direct: Takers,
-}
-
-impl Default for AnswerForms {
-    fn default() -> Self {
-        Self {
-            bodies: Takers::bodies(),
-            batches: Takers::batches(),
-            direct: Takers {
-                id: b'D',
-                who: Default::default(),
-            },
-        }
-    }
-}
-
-impl AnswerForms {
-    /// A subscription (or unsubscription) seen on the XPUB.
-    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) {
-        self.bodies.on_subscription(prefix, subscribe);
-        self.batches.on_subscription(prefix, subscribe);
-        self.direct.on_subscription(prefix, subscribe);
-    }
-
-    /// The form `who`'s FETCH answers take; None while its `D` + address
-    /// subscription is not read yet (past [`MAX_TAKERS`] requesters known,
-    /// any is answered, as DIRECT-RECORDs if nothing else is known).
-    pub fn form(&self, who: &[u8]) -> Option<Form> {
-        if self.bodies.takes(who) {
-            Some(Form::Bodies)
-        } else if self.batches.takes(who) {
-            Some(Form::Batches)
-        } else if self.direct.takes(who) || self.direct.who.len() >= MAX_TAKERS {
-            Some(Form::Records)
-        } else {
-            None
-        }
-    }
-}
-
-#[cfg(test)]
-mod answer_forms_tests {
-    use super::*;
-
-    #[test]
-    fn a_requester_is_answered_once_its_direct_subscription_is_read() {
-        let mut f = AnswerForms::default();
-        assert_eq!(f.form(b"C"), None, "nothing known: FETCH again");
-        f.on_subscription(b"DC", true);
-        assert_eq!(f.form(b"C"), Some(Form::Records), "a C-reference node");
-        f.on_subscription(b"QO", true);
-        f.on_subscription(b"DO", true);
-        assert_eq!(f.form(b"O"), Some(Form::Batches));
-        f.on_subscription(b"YN", true);
-        f.on_subscription(b"QN", true);
-        f.on_subscription(b"DN", true);
-        assert_eq!(f.form(b"N"), Some(Form::Bodies));
-        f.on_subscription(b"DC", false);
-        assert_eq!(f.form(b"C"), None, "gone");
-    }
 }
 
 /// Which of a node's sockets [`Core::poll`] found readable.

@@ -77,6 +77,11 @@ impl Stats {
         c.fetch_add(n, Relaxed);
     }
 
+    /// Sets a counter a node's state keeps (it only grows there).
+    pub fn set(c: &AtomicU64, n: u64) {
+        c.store(n, Relaxed);
+    }
+
     /// Name/value pairs, for display and Python dicts.
     pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
         let g = |c: &AtomicU64| c.load(Relaxed);
@@ -163,20 +168,4 @@ impl SyncTimes {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sync_times_bucket_by_duration_and_keep_the_maximum() {
-        let t = SyncTimes::default();
-        for us in [100, 499, 500, 1_500, 7_000, 250_000] {
-            t.record(Duration::from_micros(us));
-        }
-        let s = t.snapshot();
-        assert_eq!(s.count, 6);
-        assert_eq!(s.micros, 100 + 499 + 500 + 1_500 + 7_000 + 250_000);
-        assert_eq!(s.max_micros, 250_000);
-        // [0,0.5) [0.5,1) [1,2) [2,5) [5,10) [10,50) [50,200) [200,-)
-        assert_eq!(s.buckets, [2, 1, 1, 0, 1, 0, 0, 1]);
-    }
-}
+mod tests;

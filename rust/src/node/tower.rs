@@ -37,7 +37,7 @@ use crate::node::stats::Stats;
 use crate::security::cert::parse_key_z85;
 use crate::security::conns::{fd_of, Conns};
 use crate::security::said::Said;
-use crate::wire::{decode_beacon, Beacon, WELCOME};
+use crate::wire::{decode_beacon, Beacon, BEACON, WELCOME};
 
 /// Why [`rewrite`] relays nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,8 +258,8 @@ impl Relayed {
     fn forward(&mut self, msg: &[u8]) -> bool {
         match msg.split_first() {
             Some((1, topic)) => {
-                let beacons = b"B".starts_with(topic)
-                    || (topic.starts_with(b"B") && topic.len() <= RELAYED_TOPIC_MAX);
+                let beacons = BEACON.starts_with(topic)
+                    || (topic.starts_with(BEACON) && topic.len() <= RELAYED_TOPIC_MAX);
                 let room = self.0.len() < RELAYED_MAX || topic.len() <= 1;
                 beacons && room && self.0.insert(topic.to_vec())
             }
@@ -593,7 +593,7 @@ fn run(
                 if n == 1 && !frames.too_long() {
                     let m = s[0];
                     if let Some((1, topic)) = m.split_first() {
-                        if topic.starts_with(b"B") {
+                        if topic.starts_with(BEACON) {
                             known.joined(Instant::now());
                         }
                     }

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
-use super::node::check_signals;
+use super::wait::check_signals;
 
 type Entry = fn(&str, Vec<OsString>, &mut dyn FnMut() -> bool) -> i32;
 

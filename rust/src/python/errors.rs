@@ -28,6 +28,8 @@ pub(crate) enum Exc {
     FetchTimeout,
     Log,
     LogIo,
+    LogFileNotFound,
+    LogPermission,
     Corruption,
     Offset,
     UnknownPartition,
@@ -50,6 +52,8 @@ impl Exc {
             Exc::FetchTimeout => "FetchTimeoutError",
             Exc::Log => "LogError",
             Exc::LogIo => "LogIOError",
+            Exc::LogFileNotFound => "LogFileNotFoundError",
+            Exc::LogPermission => "LogPermissionError",
             Exc::Corruption => "CorruptionError",
             Exc::Offset => "OffsetError",
             Exc::UnknownPartition => "UnknownPartitionError",
@@ -88,22 +92,104 @@ impl Exc {
     }
 }
 
+/// An `OSError` of the class Python gives `kind` (`FileNotFoundError`,
+/// `PermissionError`, ...), as `open()` would raise it, carrying `msg` (which
+/// names the path) and the OS's `errno`.
+fn os_error(source: &std::io::Error, msg: String) -> PyErr {
+    use pyo3::exceptions::{
+        PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyNotADirectoryError,
+        PyOSError, PyPermissionError,
+    };
+    use std::io::ErrorKind;
+    let err = match source.kind() {
+        ErrorKind::NotFound => PyFileNotFoundError::new_err(msg),
+        ErrorKind::PermissionDenied => PyPermissionError::new_err(msg),
+        ErrorKind::AlreadyExists => PyFileExistsError::new_err(msg),
+        ErrorKind::IsADirectory => PyIsADirectoryError::new_err(msg),
+        ErrorKind::NotADirectory => PyNotADirectoryError::new_err(msg),
+        _ => PyOSError::new_err(msg),
+    };
+    with_errno(err, source)
+}
+
+/// `err` with the `errno` of `source` (its message stays `msg`: no
+/// `strerror` or `filename` is set, which would reword it).
+fn with_errno(err: PyErr, source: &std::io::Error) -> PyErr {
+    // An error made by the core rather than the OS (a directory found
+    // missing) gets the errno of its kind, as `open()`'s would have.
+    let by_kind = || match source.kind() {
+        std::io::ErrorKind::NotFound => Some(libc::ENOENT),
+        std::io::ErrorKind::PermissionDenied => Some(libc::EACCES),
+        _ => None,
+    };
+    if let Some(n) = source.raw_os_error().or_else(by_kind) {
+        Python::attach(|py| {
+            // An exception whose attribute cannot be set keeps its errno None.
+            let _ = err.value(py).setattr("errno", n);
+        });
+    }
+    err
+}
+
+fn security_err(e: &SecurityError, msg: String) -> PyErr {
+    match e {
+        SecurityError::Exists { .. } => pyo3::exceptions::PyFileExistsError::new_err(msg),
+        SecurityError::Io { source, .. } => os_error(source, msg),
+        SecurityError::BadRole { .. }
+        | SecurityError::WrongRole { .. }
+        | SecurityError::BadPattern { .. }
+        | SecurityError::BadName { .. } => Exc::Config.err(msg),
+        SecurityError::BadCertificate { .. }
+        | SecurityError::BadKey { .. }
+        | SecurityError::NoSecret { .. }
+        | SecurityError::NoCurve(_) => Exc::Security.err(msg),
+    }
+}
+
+fn log_err(e: &LogError, msg: String) -> PyErr {
+    use std::io::ErrorKind;
+    let exc = match e {
+        LogError::Io { source, .. } => {
+            let exc = match source.kind() {
+                ErrorKind::NotFound => Exc::LogFileNotFound,
+                ErrorKind::PermissionDenied => Exc::LogPermission,
+                _ => Exc::LogIo,
+            };
+            return with_errno(exc.err(msg), source);
+        }
+        LogError::Corruption { .. } => Exc::Corruption,
+        LogError::OffsetMismatch { .. } | LogError::OffsetOutOfRange { .. } => Exc::Offset,
+        LogError::UnknownPartition { .. } => Exc::UnknownPartition,
+        LogError::Invalid { .. } => Exc::LogValue,
+        LogError::Failed { .. } | LogError::ReadOnly { .. } | LogError::Locked { .. } => Exc::Log,
+    };
+    exc.err(msg)
+}
+
+/// The exception of `e` (the class of what a node thread stopped with, for
+/// [`Error::Thread`]), carrying `msg`.
+fn node_err(e: &Error, msg: String) -> PyErr {
+    let exc = match e.cause() {
+        Error::Log(log) => return log_err(log, msg),
+        Error::Security(sec) => return security_err(sec, msg),
+        Error::Interrupted => return PyKeyboardInterrupt::new_err(msg),
+        Error::Config { .. } => Exc::Config,
+        Error::BufferFull { .. } => Exc::BufferFull,
+        Error::TooLarge { .. } => Exc::TooLarge,
+        Error::Closed => Exc::Closed,
+        Error::DataLoss { .. } => Exc::DataLoss,
+        Error::Timeout { .. } => Exc::FetchTimeout,
+        Error::Socket { .. } | Error::Zmq { .. } | Error::Died { .. } | Error::Thread(_) => {
+            Exc::Node
+        }
+    };
+    exc.err(msg)
+}
+
 impl From<SecurityError> for PyErr {
     fn from(e: SecurityError) -> PyErr {
-        use pyo3::exceptions::{PyFileExistsError, PyOSError};
         let msg = e.to_string();
-        match e {
-            SecurityError::Exists { .. } => PyFileExistsError::new_err(msg),
-            SecurityError::Io { .. } => PyOSError::new_err(msg),
-            SecurityError::BadRole { .. }
-            | SecurityError::WrongRole { .. }
-            | SecurityError::BadPattern { .. }
-            | SecurityError::BadName { .. } => Exc::Config.err(msg),
-            SecurityError::BadCertificate { .. }
-            | SecurityError::BadKey { .. }
-            | SecurityError::NoSecret { .. }
-            | SecurityError::NoCurve(_) => Exc::Security.err(msg),
-        }
+        security_err(&e, msg)
     }
 }
 
@@ -115,34 +201,17 @@ impl From<WireError> for PyErr {
 
 impl From<LogError> for PyErr {
     fn from(e: LogError) -> PyErr {
-        let exc = match &e {
-            LogError::Io { .. } => Exc::LogIo,
-            LogError::Corruption { .. } => Exc::Corruption,
-            LogError::OffsetMismatch { .. } | LogError::OffsetOutOfRange { .. } => Exc::Offset,
-            LogError::UnknownPartition { .. } => Exc::UnknownPartition,
-            LogError::Invalid { .. } => Exc::LogValue,
-            LogError::Failed { .. } | LogError::ReadOnly { .. } | LogError::Locked { .. } => {
-                Exc::Log
-            }
-        };
-        exc.err(e.to_string())
+        let msg = e.to_string();
+        log_err(&e, msg)
     }
 }
 
+/// The class is that of the error itself, wherever it happened: a node
+/// thread's (inside [`Error::Thread`]) is raised as if the caller's thread
+/// had met it, its message saying the node stopped.
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
-        let exc = match e {
-            Error::Log(log) => return log.into(),
-            Error::Security(sec) => return sec.into(),
-            Error::Interrupted => return PyKeyboardInterrupt::new_err(e.to_string()),
-            Error::Config { .. } => Exc::Config,
-            Error::BufferFull { .. } => Exc::BufferFull,
-            Error::TooLarge { .. } => Exc::TooLarge,
-            Error::Closed => Exc::Closed,
-            Error::DataLoss { .. } => Exc::DataLoss,
-            Error::Timeout { .. } => Exc::FetchTimeout,
-            Error::Socket { .. } | Error::Zmq { .. } | Error::Died { .. } => Exc::Node,
-        };
-        exc.err(e.to_string())
+        let msg = e.to_string();
+        node_err(&e, msg)
     }
 }

@@ -1,57 +1,44 @@
-//! `dafka._native.heads`, `dafka._native.offsets`, `dafka._native.fetch_range`
-//! and `dafka._native.fetch_ranges`: the bounded read client (`crate::node::fetcher`) for batch jobs, GIL released while waiting.
+//! The bounded read clients (`crate::node::fetcher`) for batch jobs, GIL
+//! released while waiting: `heads`, `offsets`, `offsets_for_times`,
+//! `topics`, `fetch_range`, `fetch_ranges`, `HeadsWatch`, and `check_node`.
+//! Each takes its per-call arguments and the [`Discovery`] options.
 
-use std::path::PathBuf;
+use std::time::Duration;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
+use super::args::{seconds, str_list, unsigned, StrList};
+use super::discovery::{CheckNodeOptions, Discovery};
+use super::options::{options, Options};
+use super::record::PyRecord;
+use super::time::time_ms;
+use super::wait::check_signals;
 use crate::node::fetcher;
-use crate::python::defaults::DEFAULT;
-use crate::python::discovery::Discovery;
-use crate::python::node::check_signals;
-use crate::python::record::PyRecord;
-use crate::python::time::time_ms;
-use crate::python::{seconds, str_list, unsigned, StrList};
-use crate::security::Role;
+
+options! {
+    /// `HeadsWatch`'s options.
+    pub(crate) struct HeadsWatchOptions {
+        ..discovery: Discovery,
+        /// Seconds after which a partition no store announces leaves the answers; None
+        /// (the default): never (stores announce every partition they hold records of).
+        forget_after: Option<Duration> = None,
+    }
+}
 
 /// The partitions of ``topic`` held by stores (and live producers), each with
 /// its next offset: ``{partition: last_offset + 1}``.
 #[pyfunction]
-#[pyo3(signature = (
-    topic, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5,
-    bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
-    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None, cert = None, trust = None
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (topic, *, timeout = 10.0, settle = 0.5, **options))]
 fn heads(
     py: Python<'_>,
     topic: String,
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
     timeout: f64,
     settle: f64,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
-    let cfg = Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(Role::Consumer)?;
+    let cfg = Discovery::parse("heads", options)?.read_config()?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::heads::<PyErr>(&cfg, &topic, t, s, check_signals))
 }
@@ -64,42 +51,17 @@ fn heads(
 /// soon as every partition it covers answered 0, else ``settle`` after the
 /// last answer (a lower one may still come from another store).
 #[pyfunction]
-#[pyo3(signature = (
-    topic, *, partitions = None, exclude = None, towers = None, peers = None,
-    wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5, bind = DEFAULT.node.bind.clone(),
-    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None, cert = None, trust = None
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (topic, *, partitions = None, exclude = None, timeout = 10.0, settle = 0.5, **options))]
 fn offsets(
     py: Python<'_>,
     topic: String,
     partitions: Option<StrList>,
     exclude: Option<StrList>,
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
     timeout: f64,
     settle: f64,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<std::collections::BTreeMap<String, (u64, u64)>> {
-    let cfg = Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(Role::Consumer)?;
+    let cfg = Discovery::parse("offsets", options)?.read_config()?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let (partitions, exclude) = (partitions.map(|l| l.0), str_list(exclude));
     let got = py.detach(|| {
@@ -125,12 +87,7 @@ fn offsets(
 /// and ``lost`` the ``(from, to)`` ranges retention removed (raises
 /// DataLossError instead when ``fail_on_loss``).
 #[pyfunction]
-#[pyo3(signature = (
-    topic, partition, start, end, *, towers = None, peers = None, wire = DEFAULT.node.wire,
-    timeout = 60.0, fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
-    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None, cert = None, trust = None, with_meta = false
-))]
+#[pyo3(signature = (topic, partition, start, end, *, timeout = 60.0, fail_on_loss = true, with_meta = false, **options))]
 #[allow(clippy::too_many_arguments)]
 fn fetch_range<'py>(
     py: Python<'py>,
@@ -138,31 +95,12 @@ fn fetch_range<'py>(
     partition: String,
     start: i128,
     end: i128,
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
     timeout: f64,
     fail_on_loss: bool,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
     with_meta: bool,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyFetched<'py>> {
-    let cfg = Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(Role::Consumer)?;
+    let cfg = Discovery::parse("fetch_range", options)?.read_config()?;
     let t = seconds("timeout", timeout)?;
     let (start, end): (u64, u64) = (unsigned("start", start)?, unsigned("end", end)?);
     let got = py.detach(|| {
@@ -217,38 +155,14 @@ fn to_py<'py>(
 /// when none connects. Not in secure clusters: only a store's key may ask for
 /// every topic.
 #[pyfunction]
-#[pyo3(signature = (
-    *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0, settle = 0.5,
-    bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
-    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None, cert = None, trust = None
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (*, timeout = 10.0, settle = 0.5, **options))]
 fn topics(
     py: Python<'_>,
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
     timeout: f64,
     settle: f64,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<String>> {
-    let cfg = Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(Role::Consumer)?;
+    let cfg = Discovery::parse("topics", options)?.read_config()?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     let got = py.detach(|| fetcher::topics::<PyErr>(&cfg, t, s, check_signals))?;
     Ok(got
@@ -269,41 +183,17 @@ fn topics(
 /// the first store connected with no lower answer since; raises
 /// FetchTimeoutError when no store connects within ``timeout``.
 #[pyfunction]
-#[pyo3(signature = (
-    topic, timestamp, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 10.0,
-    settle = 0.5, bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
-    beacon_timeout = DEFAULT.node.beacon_timeout, advertise_host = None, cert = None, trust = None
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (topic, timestamp, *, timeout = 10.0, settle = 0.5, **options))]
 fn offsets_for_times(
     py: Python<'_>,
     topic: String,
     timestamp: &Bound<'_, PyAny>,
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
     timeout: f64,
     settle: f64,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<std::collections::BTreeMap<String, u64>> {
     let time = time_ms(py, timestamp, "timestamp")?;
-    let cfg = Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(Role::Consumer)?;
+    let cfg = Discovery::parse("offsets_for_times", options)?.read_config()?;
     let (t, s) = (seconds("timeout", timeout)?, seconds("settle", settle)?);
     py.detach(|| fetcher::offsets_for_time::<PyErr>(&cfg, &topic, time, t, s, check_signals))
 }
@@ -312,41 +202,16 @@ fn offsets_for_times(
 /// in turn, by one client (discovery and connections paid once); returns one
 /// ``(records, lost)`` per range. ``timeout`` applies to each range.
 #[pyfunction]
-#[pyo3(signature = (
-    ranges, *, towers = None, peers = None, wire = DEFAULT.node.wire, timeout = 60.0,
-    fail_on_loss = true, bind = DEFAULT.node.bind.clone(),
-    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None, cert = None, trust = None, with_meta = false
-))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (ranges, *, timeout = 60.0, fail_on_loss = true, with_meta = false, **options))]
 fn fetch_ranges<'py>(
     py: Python<'py>,
     ranges: Vec<(String, String, i128, i128)>,
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
     timeout: f64,
     fail_on_loss: bool,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
     with_meta: bool,
+    options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<PyFetched<'py>>> {
-    let cfg = Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(Role::Consumer)?;
+    let cfg = Discovery::parse("fetch_ranges", options)?.read_config()?;
     let t = seconds("timeout", timeout)?;
     let mut owned = Vec::with_capacity(ranges.len());
     for (topic, partition, start, end) in ranges {
@@ -388,41 +253,11 @@ pub struct HeadsWatch {
 #[pymethods]
 impl HeadsWatch {
     #[new]
-    #[pyo3(signature = (
-        topic, *, towers = None, peers = None, wire = DEFAULT.node.wire,
-        bind = DEFAULT.node.bind.clone(), beacon_interval = DEFAULT.node.beacon_interval,
-        beacon_timeout = DEFAULT.node.beacon_timeout, forget_after = None, advertise_host = None,
-        cert = None, trust = None
-    ))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        topic: String,
-        towers: Option<StrList>,
-        peers: Option<StrList>,
-        wire: &str,
-        bind: String,
-        beacon_interval: f64,
-        beacon_timeout: f64,
-        forget_after: Option<f64>,
-        advertise_host: Option<String>,
-        cert: Option<PathBuf>,
-        trust: Option<PathBuf>,
-    ) -> PyResult<Self> {
-        let cfg = Discovery {
-            towers,
-            peers,
-            wire,
-            bind,
-            beacon_interval,
-            beacon_timeout,
-            advertise_host,
-            cert,
-            trust,
-        }
-        .read_config(Role::Consumer)?;
-        let forget_after = forget_after
-            .map(|f| seconds("forget_after", f))
-            .transpose()?;
+    #[pyo3(signature = (topic, **options))]
+    fn new(topic: String, options: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let o = HeadsWatchOptions::parse("HeadsWatch", options)?;
+        let cfg = o.discovery.read_config()?;
+        let forget_after = o.forget_after;
         let w = fetcher::HeadsWatch::open(&cfg, &topic, forget_after)?;
         Ok(Self {
             inner: std::sync::Mutex::new(Some(w)),
@@ -485,7 +320,7 @@ impl HeadsWatch {
 
     /// Closes the client on leaving the ``with`` block; an exception propagates.
     #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> bool {
         self.close(py);
         false
     }
@@ -499,38 +334,9 @@ impl HeadsWatch {
 /// ``"tower"``) would: a missing file raises ``OSError``, a certificate of
 /// another role ``ConfigError``.
 #[pyfunction]
-#[pyo3(signature = (
-    *, towers = None, peers = None, wire = DEFAULT.node.wire, bind = DEFAULT.node.bind.clone(),
-    beacon_interval = DEFAULT.node.beacon_interval, beacon_timeout = DEFAULT.node.beacon_timeout,
-    advertise_host = None, cert = None, trust = None, role = "consumer"
-))]
-#[allow(clippy::too_many_arguments)]
-fn check_node(
-    towers: Option<StrList>,
-    peers: Option<StrList>,
-    wire: &str,
-    bind: String,
-    beacon_interval: f64,
-    beacon_timeout: f64,
-    advertise_host: Option<String>,
-    cert: Option<PathBuf>,
-    trust: Option<PathBuf>,
-    role: &str,
-) -> PyResult<()> {
-    let role: Role = role.parse()?;
-    Discovery {
-        towers,
-        peers,
-        wire,
-        bind,
-        beacon_interval,
-        beacon_timeout,
-        advertise_host,
-        cert,
-        trust,
-    }
-    .read_config(role)
-    .map(drop)
+#[pyo3(signature = (**options))]
+fn check_node(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    CheckNodeOptions::parse("check_node", options)?.check()
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

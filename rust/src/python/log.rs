@@ -3,14 +3,77 @@
 
 use std::sync::Mutex;
 
-use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use std::sync::LazyLock;
 
-use super::defaults::DEFAULT;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::args::{forget_parked_hours, log_choice, opt_unsigned, retain_hours, unsigned};
 use super::errors::Exc;
+use super::options::{options, Options};
 use crate::log::{FsyncPolicy, Log, LogConfig, PartitionInfo, RecoveryPolicy};
 use crate::meta;
-use crate::python::{opt_unsigned, unsigned};
+
+/// `dafka.Log`'s defaults (`LogConfig::default()`, the core's).
+static LOG: LazyLock<LogConfig> = LazyLock::new(LogConfig::default);
+
+options! {
+    /// How much a log keeps, `dafka.Log`'s and a `dafka.Store`'s. The defaults
+    /// are `LogConfig::default()`'s, which a store's log keeps too
+    /// (`StoreConfig::default()` changes only how it syncs).
+    pub(crate) struct Retention {
+        /// Roll a partition to a new segment file when the active one would pass this size
+        /// (536870912 is 512 MiB); 48 to 2147483648.
+        segment_bytes: u64 = LOG.segment_bytes,
+        /// Delete segments whose newest record is older than this many hours, the active one
+        /// too, checked every 60 s; an emptied partition keeps its next offset, parked. None
+        /// keeps records for good; 0 is refused.
+        retain_hours: Option<u64> = LOG.retain_hours => retain_hours,
+        /// Delete a partition's oldest sealed segments while it holds more bytes than this.
+        /// None sets no limit.
+        retain_bytes: Option<u64> = LOG.retain_bytes,
+        /// Forget a parked partition (one that retention emptied, kept as its next offset)
+        /// this many hours after it was parked. None keeps them for good; 0 is refused.
+        forget_parked_hours: Option<u64> = LOG.forget_parked_hours => forget_parked_hours,
+    }
+}
+
+impl Retention {
+    /// Sets these in `log`.
+    pub(crate) fn apply(self, log: &mut LogConfig) {
+        log.segment_bytes = self.segment_bytes;
+        log.retain_hours = self.retain_hours;
+        log.retain_bytes = self.retain_bytes;
+        log.forget_parked_hours = self.forget_parked_hours;
+    }
+}
+
+options! {
+    /// `dafka.Log`'s options (its `NativeLog`'s).
+    pub(crate) struct LogOptions {
+        ..retention: Retention,
+        /// Bytes of records between two index entries.
+        index_interval_bytes: u32 = LOG.index_interval_bytes,
+        /// With ``fsync="interval"``: sync once this many records are unsynced.
+        flush_messages: u64 = LOG.flush_messages,
+        /// With ``fsync="interval"``: sync once this many milliseconds passed since the last
+        /// sync.
+        flush_interval_ms: u64 = LOG.flush_interval_ms,
+        /// When appends are synced: ``"always"`` (every append call), ``"interval"`` (once
+        /// ``flush_messages`` records are unsynced or ``flush_interval_ms`` passed, checked on
+        /// append and ``tick()``) or ``"never"`` (only ``flush()``).
+        fsync: FsyncPolicy = LOG.fsync => log_choice,
+        /// What opening does with damage at the end of a partition's last segment:
+        /// ``"tolerate_tail_corruption"`` cuts it off if no valid record follows it,
+        /// ``"absolute_consistency"`` cuts off only a torn last record.
+        recovery: RecoveryPolicy = LOG.recovery => log_choice,
+        /// Open without changing anything (no recovery truncation, no appends).
+        read_only: bool = LOG.read_only,
+        /// Set aside a partition whose damage recovery refuses (see ``damaged()``) instead of
+        /// failing the open, as a store does.
+        isolate_damaged: bool = LOG.isolate_damaged,
+    }
+}
 
 type InfoTuple = (Vec<u8>, String, u64, u64, u64, u64, usize);
 
@@ -101,42 +164,24 @@ impl NativeLog {
 #[pymethods]
 impl NativeLog {
     #[new]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (path, segment_bytes, index_interval_bytes, retain_hours, retain_bytes,
-                        flush_messages, flush_interval_ms, fsync, recovery, read_only,
-                        isolate_damaged = DEFAULT.log.isolate_damaged,
-                        forget_parked_hours = DEFAULT.log.forget_parked_hours))]
+    #[pyo3(signature = (path, **options))]
     fn new(
         py: Python<'_>,
         path: std::path::PathBuf,
-        segment_bytes: i128,
-        index_interval_bytes: i128,
-        retain_hours: Option<i128>,
-        retain_bytes: Option<i128>,
-        flush_messages: i128,
-        flush_interval_ms: i128,
-        fsync: &str,
-        recovery: &str,
-        read_only: bool,
-        isolate_damaged: bool,
-        forget_parked_hours: Option<i128>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<NativeLog> {
-        let fsync: FsyncPolicy = fsync.parse().map_err(Exc::LogValue.with())?;
-        let recovery: RecoveryPolicy = recovery.parse().map_err(Exc::LogValue.with())?;
-        let cfg = LogConfig {
-            segment_bytes: unsigned("segment_bytes", segment_bytes)?,
-            index_interval_bytes: unsigned("index_interval_bytes", index_interval_bytes)?,
-            retain_hours: crate::python::retain_hours(retain_hours)?,
-            retain_bytes: opt_unsigned("retain_bytes", retain_bytes)?,
-            forget_parked_hours: crate::python::forget_parked_hours(forget_parked_hours)?,
-            flush_messages: unsigned("flush_messages", flush_messages)?,
-            flush_interval_ms: unsigned("flush_interval_ms", flush_interval_ms)?,
-            fsync,
-            recovery,
-            read_only,
-            isolate_damaged,
+        let o = LogOptions::parse("Log", options)?;
+        let mut cfg = LogConfig {
+            index_interval_bytes: o.index_interval_bytes,
+            flush_messages: o.flush_messages,
+            flush_interval_ms: o.flush_interval_ms,
+            fsync: o.fsync,
+            recovery: o.recovery,
+            read_only: o.read_only,
+            isolate_damaged: o.isolate_damaged,
             ..LogConfig::default()
         };
+        o.retention.apply(&mut cfg);
         let log = py.detach(|| Log::open(&path, cfg))?;
         Ok(NativeLog {
             inner: Mutex::new(Some(log)),

@@ -13,9 +13,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use super::args::{opt_unsigned, unsigned};
 use crate::meta::{self, MetaRef, TimeType};
 use crate::node::Delivery;
-use crate::python::{opt_unsigned, unsigned};
 
 /// One record of a partition.
 ///

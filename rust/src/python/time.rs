@@ -89,7 +89,7 @@ pub(super) fn record_time_ms(py: Python<'_>, v: &Bound<'_, PyAny>, what: &str) -
         )));
     }
     if v.is_instance_of::<PyInt>() {
-        let ms = super::unsigned::<u64>(what, v.extract()?)?;
+        let ms = super::args::unsigned::<u64>(what, v.extract()?)?;
         return check_ms(ms, what);
     }
     let dt = py.import("datetime")?.getattr("datetime")?;

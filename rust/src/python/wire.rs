@@ -8,7 +8,7 @@ use super::errors::Exc;
 
 use crate::wire::{
     decode, Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, RecordBatch,
-    StoreHello, Subjects,
+    StoreHello, Subjects, TimeQuery,
 };
 
 fn dialect_of(s: &str) -> PyResult<Dialect> {
@@ -53,10 +53,11 @@ fn wire_encode<'py>(
     let msg = match kind {
         Kind::Record => Message::Record(rec),
         Kind::DirectRecord => Message::DirectRecord(rec),
+        // The RFC's names: the key is the partition, `address` the requester.
         Kind::Fetch => Message::Fetch(Fetch {
-            topic,
-            address: addr,
-            subject,
+            partition: topic,
+            requester: addr,
+            topic: subject,
             sequence,
             count,
         }),
@@ -74,7 +75,12 @@ fn wire_encode<'py>(
         }),
         Kind::Head => Message::Head(head),
         Kind::DirectHead => Message::DirectHead(head),
-        Kind::TimeQuery => Message::TimeQuery(head),
+        Kind::TimeQuery => Message::TimeQuery(TimeQuery {
+            topic,
+            requester: addr,
+            subject,
+            time: sequence,
+        }),
         Kind::TimeOffset => Message::TimeOffset(head),
         Kind::GetHeads => Message::GetHeads(GetHeads {
             topic,
@@ -191,8 +197,8 @@ fn wire_decode(py: Python<'_>, frames: Vec<Bound<'_, PyBytes>>) -> PyResult<Deco
             d.content = Some(b(r.content));
         }
         Message::Fetch(f) => {
-            d.address = Some(b(f.address));
-            d.subject = Some(b(f.subject));
+            d.address = Some(b(f.requester));
+            d.subject = Some(b(f.topic));
             d.sequence = Some(f.sequence);
             d.count = Some(f.count);
         }
@@ -201,13 +207,15 @@ fn wire_decode(py: Python<'_>, frames: Vec<Bound<'_, PyBytes>>) -> PyResult<Deco
             d.subject = Some(b(a.subject));
             d.sequence = Some(a.sequence);
         }
-        Message::Head(h)
-        | Message::DirectHead(h)
-        | Message::TimeQuery(h)
-        | Message::TimeOffset(h) => {
+        Message::Head(h) | Message::DirectHead(h) | Message::TimeOffset(h) => {
             d.address = Some(b(h.address));
             d.subject = Some(b(h.subject));
             d.sequence = Some(h.sequence);
+        }
+        Message::TimeQuery(q) => {
+            d.address = Some(b(q.requester));
+            d.subject = Some(b(q.subject));
+            d.sequence = Some(q.time);
         }
         Message::GetHeads(g) => d.address = Some(b(g.address)),
         Message::StoreHello(s) => d.address = Some(b(s.address)),

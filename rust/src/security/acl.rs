@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::error::SecurityError;
+use crate::wire::{Kind, Prefix};
 
 /// What a node may do in a secure cluster; a certificate's `role`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -278,8 +279,8 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
         }
         M::Fetch(f) => {
             from.roles(&[Consumer, Store], "FETCH")?;
-            from.own(f.address, "a FETCH's requester")?;
-            from.topic(f.subject)
+            from.own(f.requester, "a FETCH's requester")?;
+            from.topic(f.topic)
         }
         M::GetHeads(g) => {
             from.roles(&[Consumer, Store], "GET-HEADS")?;
@@ -302,7 +303,7 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
         }
         M::TimeQuery(q) => {
             from.roles(&[Consumer, Store], "TIME-QUERY")?;
-            from.own(q.address, "a TIME-QUERY's requester")?;
+            from.own(q.requester, "a TIME-QUERY's requester")?;
             from.topic(q.subject)
         }
         M::TimeOffset(o) => {
@@ -319,39 +320,51 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
 /// partition keys of ACK and FETCH (`A`, `K`, `F` + partition: what a
 /// producer hears) need the partition to be its own, and every FETCH (`F`)
 /// a store.
-pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> {
+pub fn check_subscription(from: &Peer<'_>, prefix: &Prefix<'_>) -> Result<(), Denied> {
     use Role::{Consumer, Producer, Store, Tower};
-    let Some((&id, key)) = prefix.split_first() else {
-        // The empty prefix: everything.
-        from.roles(&[Store], "a subscription to everything")?;
-        return if from.topics.is_all() {
+    let every_topic = |from: &Peer<'_>, what| -> Result<(), Denied> {
+        from.roles(&[Store], what)?;
+        if from.topics.is_all() {
             Ok(())
         } else {
             Err(Denied::Topic { topic: "*".into() })
-        };
+        }
+    };
+    let (kind, key) = match *prefix {
+        // The empty prefix: everything.
+        Prefix::Everything => return every_topic(from, "a subscription to everything"),
+        // Beacons (a tower's XPUB): every trusted node hears them.
+        Prefix::Beacons { .. } => {
+            from.roles(
+                &[Producer, Consumer, Store, Tower],
+                "a subscription to beacons",
+            )?;
+            return Ok(());
+        }
+        Prefix::Unknown(_) => {
+            return Err(Denied::Subscription {
+                what: "an unknown ID",
+            })
+        }
+        Prefix::Messages { kind, key } => (kind, key),
     };
     let read = |what| -> Result<(), Denied> {
         from.roles(&[Consumer, Store], what)?;
         if key.is_empty() {
             // Every topic: a store's subscription (producers count stores by it).
-            from.roles(&[Store], "a subscription to every topic")?;
-            if from.topics.is_all() {
-                Ok(())
-            } else {
-                Err(Denied::Topic { topic: "*".into() })
-            }
+            every_topic(from, "a subscription to every topic")
         } else {
             from.topic(key)
         }
     };
-    match id {
+    match kind {
         // RECORD, HEAD, RECORD-BATCH by topic: a reader's.
-        b'M' => read("a subscription to RECORDs"),
-        b'H' => read("a subscription to HEADs"),
-        b'R' => read("a subscription to RECORD-BATCHes"),
-        b'X' => read("a subscription to META-RECORD-BATCHes"),
+        Kind::Record => read("a subscription to RECORDs"),
+        Kind::Head => read("a subscription to HEADs"),
+        Kind::RecordBatch => read("a subscription to RECORD-BATCHes"),
+        Kind::MetaRecordBatch => read("a subscription to META-RECORD-BATCHes"),
         // TIME-QUERYs (every topic): what stores answer.
-        b'T' => {
+        Kind::TimeQuery => {
             from.roles(&[Store], "a subscription to TIME-QUERYs")?;
             if key.is_empty() {
                 Ok(())
@@ -360,7 +373,7 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> 
             }
         }
         // GET-HEADS by topic: what producers and stores answer.
-        b'G' => {
+        Kind::GetHeads => {
             from.roles(&[Producer, Store], "a subscription to GET-HEADS")?;
             if key.is_empty() {
                 from.roles(&[Store], "a subscription to every GET-HEADS")?;
@@ -370,17 +383,23 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> 
             }
         }
         // Answers and hellos addressed to a node: its own.
-        b'D' | b'E' | b'L' | b'Q' | b'W' | b'Y' | b'O' => {
+        Kind::DirectRecord
+        | Kind::DirectHead
+        | Kind::StoreHello
+        | Kind::DirectRecordBatch
+        | Kind::ConsumerHello
+        | Kind::DirectMetaRecordBatch
+        | Kind::TimeOffset => {
             from.roles(&[Producer, Consumer, Store], "an addressed subscription")?;
             from.own(key, "an addressed subscription")
         }
         // ACKs of a partition: its producer's.
-        b'A' | b'K' => {
+        Kind::AddressedAck | Kind::Ack => {
             from.roles(&[Producer], "a subscription to ACKs")?;
             from.own(key, "a subscription to ACKs")
         }
         // FETCHes: of its own partition (a producer), or every one (a store).
-        b'F' => {
+        Kind::Fetch => {
             if key.is_empty() {
                 from.roles(&[Store], "a subscription to every FETCH")?;
                 Ok(())
@@ -389,17 +408,6 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &[u8]) -> Result<(), Denied> 
                 from.own(key, "a subscription to FETCHes")
             }
         }
-        // Beacons (a tower's XPUB): every trusted node hears them.
-        b'B' => {
-            from.roles(
-                &[Producer, Consumer, Store, Tower],
-                "a subscription to beacons",
-            )?;
-            Ok(())
-        }
-        _ => Err(Denied::Subscription {
-            what: "an unknown ID",
-        }),
     }
 }
 

@@ -39,15 +39,4 @@ impl Said {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn once_per_peer_and_reason() {
-        let mut s = Said::default();
-        assert!(s.due("a", "x"));
-        assert!(!s.due("a", "x"));
-        assert!(s.due("a", "y"));
-        assert!(s.due("b", "x"));
-    }
-}
+mod tests;

@@ -14,6 +14,10 @@ use super::error::WireError;
 /// The one-frame welcome a tower's XPUB sends to each new subscriber.
 pub const WELCOME: &[u8] = b"W";
 
+/// The first frame of every beacon, and what a node subscribes to on a
+/// tower's XPUB.
+pub const BEACON: &[u8] = b"B";
+
 /// A beacon, as sent by a node or as relayed by a tower, or the tower's welcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Beacon<'a> {
@@ -46,7 +50,7 @@ impl Beacon<'_> {
                 key,
             } => {
                 let mut v = vec![
-                    b"B".to_vec(),
+                    BEACON.to_vec(),
                     uuid.to_vec(),
                     host.to_vec(),
                     port_text(*port),
@@ -55,7 +59,7 @@ impl Beacon<'_> {
                 v
             }
             Beacon::Tower { uuid, endpoint } => {
-                vec![b"B".to_vec(), uuid.to_vec(), endpoint.to_vec()]
+                vec![BEACON.to_vec(), uuid.to_vec(), endpoint.to_vec()]
             }
             Beacon::Welcome => vec![WELCOME.to_vec()],
         }
@@ -74,7 +78,7 @@ pub fn decode_beacon<F: AsRef<[u8]>>(frames: &[F]) -> Result<Beacon<'_>, WireErr
             reason: "a one-frame beacon message must be exactly \"W\"",
         }),
         3..=5 => {
-            if f(0) != b"B" {
+            if f(0) != BEACON {
                 return Err(WireError::BadField {
                     field: "beacon id",
                     frame: 0,

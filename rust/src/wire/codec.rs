@@ -10,7 +10,7 @@
 use super::error::WireError;
 use super::{
     Ack, ConsumerHello, Dialect, Fetch, GetHeads, Head, Kind, Message, Record, RecordBatch,
-    StoreHello, Subjects, SIGNATURE, VERSION,
+    StoreHello, Subjects, TimeQuery, SIGNATURE, VERSION,
 };
 
 /// Reusable buffers for the frames of one encoded message, except the content.
@@ -95,8 +95,9 @@ impl Message<'_> {
                 out.extend_from_slice(&r.sequence.to_be_bytes());
             }
             Message::Fetch(f) => {
-                put_string(out, "address", f.address)?;
-                put_string(out, "subject", f.subject)?;
+                // The RFC's names: the requester is `address`, the topic `subject`.
+                put_string(out, "address", f.requester)?;
+                put_string(out, "subject", f.topic)?;
                 out.extend_from_slice(&f.sequence.to_be_bytes());
                 out.extend_from_slice(&f.count.to_be_bytes());
             }
@@ -119,13 +120,16 @@ impl Message<'_> {
                 put_string(out, "subject", a.subject)?;
                 out.extend_from_slice(&a.sequence.to_be_bytes());
             }
-            Message::Head(h)
-            | Message::DirectHead(h)
-            | Message::TimeQuery(h)
-            | Message::TimeOffset(h) => {
+            Message::Head(h) | Message::DirectHead(h) | Message::TimeOffset(h) => {
                 put_string(out, "address", h.address)?;
                 put_string(out, "subject", h.subject)?;
                 out.extend_from_slice(&h.sequence.to_be_bytes());
+            }
+            Message::TimeQuery(q) => {
+                // Framed as a HEAD: requester, topic, time.
+                put_string(out, "address", q.requester)?;
+                put_string(out, "subject", q.subject)?;
+                out.extend_from_slice(&q.time.to_be_bytes());
             }
             Message::GetHeads(g) => put_string(out, "address", g.address)?,
             Message::ConsumerHello(c) => {
@@ -399,9 +403,9 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             }
         }
         Kind::Fetch => Message::Fetch(Fetch {
-            topic,
-            address: r.string("address")?,
-            subject: r.string("subject")?,
+            partition: topic,
+            requester: r.string("address")?,
+            topic: r.string("subject")?,
             sequence: r.u64("sequence")?,
             count: r.u32("count")?,
         }),
@@ -440,7 +444,13 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             subject: r.string("subject")?,
             sequence: r.u64("sequence")?,
         }),
-        Kind::Head | Kind::DirectHead | Kind::TimeQuery | Kind::TimeOffset => {
+        Kind::TimeQuery => Message::TimeQuery(TimeQuery {
+            topic,
+            requester: r.string("address")?,
+            subject: r.string("subject")?,
+            time: r.u64("sequence")?,
+        }),
+        Kind::Head | Kind::DirectHead | Kind::TimeOffset => {
             let h = Head {
                 topic,
                 address: r.string("address")?,
@@ -450,7 +460,6 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(Message<'_>, Dialect), Wi
             match kind {
                 Kind::Head => Message::Head(h),
                 Kind::DirectHead => Message::DirectHead(h),
-                Kind::TimeQuery => Message::TimeQuery(h),
                 _ => Message::TimeOffset(h),
             }
         }

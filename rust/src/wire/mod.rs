@@ -21,7 +21,7 @@
 //! |----------------|-----|---------------------|-----------------------------------------|
 //! | RECORD         | `M` | topic               | address, subject, sequence, [content]   |
 //! | DIRECT-RECORD  | `D` | requester address   | address, subject, sequence, [content]   |
-//! | FETCH          | `F` | partition           | address, subject, sequence, count       |
+//! | FETCH          | `F` | partition           | address, subject, sequence, count ([`Fetch`]: requester, topic, ...) |
 //! | ACK            | `K` | partition           | [address (rfc)], subject, sequence      |
 //! | HEAD           | `H` | topic               | address, subject, sequence              |
 //! | DIRECT-HEAD    | `E` | requester address   | address, subject, sequence              |
@@ -84,10 +84,10 @@ mod codec;
 mod error;
 mod subscription;
 
-pub use beacon::{decode_beacon, Beacon, WELCOME};
+pub use beacon::{decode_beacon, Beacon, BEACON, WELCOME};
 pub use codec::{decode, FrameBuf};
 pub use error::WireError;
-pub use subscription::{subscriptions, topic_matches, NodeType, Subscription};
+pub use subscription::{subscriptions, topic_matches, NodeType, Prefix, Subscription};
 
 /// The protocol signature that starts every `rfc` body frame.
 pub const SIGNATURE: [u8; 2] = [0xAA, 0xA5];
@@ -393,13 +393,20 @@ impl<'a> Iterator for Values<'a> {
 
 impl ExactSizeIterator for Values<'_> {}
 
-/// FETCH: `topic` is the partition asked, `address` the requester.
+/// FETCH, its fields named for what they hold. On the wire (RFC 46) the
+/// partition is the topic key, the requester the `address` field and the
+/// topic the `subject` field: only the codec knows those names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fetch<'a> {
+    /// The partition asked for: its producer's address (the topic key).
+    pub partition: &'a [u8],
+    /// Who asks, and gets the answers (`address`).
+    pub requester: &'a [u8],
+    /// The partition's topic (`subject`).
     pub topic: &'a [u8],
-    pub address: &'a [u8],
-    pub subject: &'a [u8],
+    /// The first offset asked for.
     pub sequence: u64,
+    /// How many records from there.
     pub count: u32,
 }
 
@@ -423,6 +430,22 @@ pub struct Head<'a> {
     pub subject: &'a [u8],
     /// The offset of the partition's last record.
     pub sequence: u64,
+}
+
+/// TIME-QUERY, this project's extension: "the first offset at or after
+/// `time`" of every partition of a topic, asked of the stores. Framed as a
+/// HEAD: the topic key, then `address` (the requester), `subject` (the
+/// topic) and `sequence` (the time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeQuery<'a> {
+    /// The topic key: the topic asked about.
+    pub topic: &'a [u8],
+    /// Who asks, and gets the TIME-OFFSETs (`address`).
+    pub requester: &'a [u8],
+    /// The topic again (`subject`): a store answers only when it is the key.
+    pub subject: &'a [u8],
+    /// Milliseconds since the epoch (`sequence`).
+    pub time: u64,
 }
 
 /// GET-HEADS: `topic` is the topic name, `address` the consumer.
@@ -548,8 +571,8 @@ pub enum Message<'a> {
     MetaRecordBatch(RecordBatch<'a>),
     /// A DIRECT-RECORD-BATCH of bodies.
     DirectMetaRecordBatch(RecordBatch<'a>),
-    /// `topic` = the topic, `address` the requester, `sequence` the time (ms).
-    TimeQuery(Head<'a>),
+    /// The first offsets at or after a time, asked of the stores.
+    TimeQuery(TimeQuery<'a>),
     /// `topic` = the requester, `address` the partition, `sequence` the first
     /// offset at or after the time asked (the next offset if none).
     TimeOffset(Head<'a>),
@@ -581,12 +604,10 @@ impl<'a> Message<'a> {
     pub fn topic(&self) -> &'a [u8] {
         match self {
             Message::Record(m) | Message::DirectRecord(m) => m.topic,
-            Message::Fetch(m) => m.topic,
+            Message::Fetch(m) => m.partition,
             Message::Ack(m) | Message::AddressedAck(m) => m.topic,
-            Message::Head(m)
-            | Message::DirectHead(m)
-            | Message::TimeQuery(m)
-            | Message::TimeOffset(m) => m.topic,
+            Message::Head(m) | Message::DirectHead(m) | Message::TimeOffset(m) => m.topic,
+            Message::TimeQuery(m) => m.topic,
             Message::GetHeads(m) => m.topic,
             Message::ConsumerHello(m) => m.topic,
             Message::StoreHello(m) => m.topic,

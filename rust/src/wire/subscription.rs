@@ -1,53 +1,146 @@
-//! XPUB subscription frames and the subscriptions each node type makes
-//! (RFC 46, "ZeroMQ Subscriptions").
+//! XPUB subscription frames, parsed once into what they ask for
+//! ([`Prefix`]), and the subscriptions each node type makes (RFC 46,
+//! "ZeroMQ Subscriptions").
+//!
+//! A subscription prefix is read here and nowhere else: a node's routing,
+//! the forms of its FETCH answers and ACKs, its handling of consumers,
+//! stores and producers joining, and the checks of a secure cluster all
+//! take a [`Prefix`], never its bytes.
 
+use super::beacon::BEACON;
 use super::error::WireError;
 use super::Kind;
 
-/// A subscription frame as an XPUB sees it: `01`/`00` + prefix.
+/// A subscription frame as an XPUB sees it: `01` (subscribe) or `00`
+/// (unsubscribe), then the prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Subscription<'a> {
     pub subscribe: bool,
-    pub prefix: &'a [u8],
+    pub prefix: Prefix<'a>,
+}
+
+/// What a subscription prefix lets through. ZeroMQ matches prefixes: a key
+/// is the start of the keys it matches (`Mlo` matches topic `logs` too), and
+/// an empty key matches every key of its message kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefix<'a> {
+    /// The empty prefix: every message.
+    Everything,
+    /// Messages of `kind` whose key (topic, partition or address, as the
+    /// kind has it) starts with `key`.
+    Messages { kind: Kind, key: &'a [u8] },
+    /// Beacons (`B`, then the start of a beacon's next frame's bytes): what a
+    /// node subscribes on a tower's XPUB.
+    Beacons { rest: &'a [u8] },
+    /// A first octet that names no message (kept whole, to be shown).
+    Unknown(&'a [u8]),
+}
+
+impl<'a> Prefix<'a> {
+    /// The prefix `bytes` (after the subscribe octet).
+    pub fn parse(bytes: &'a [u8]) -> Self {
+        let Some((&id, key)) = bytes.split_first() else {
+            return Prefix::Everything;
+        };
+        match Kind::from_id(id) {
+            Some(kind) => Prefix::Messages { kind, key },
+            None if id == BEACON[0] => Prefix::Beacons { rest: key },
+            None => Prefix::Unknown(bytes),
+        }
+    }
+
+    /// `kind` + `key`.
+    pub fn of(kind: Kind, key: &'a [u8]) -> Self {
+        Prefix::Messages { kind, key }
+    }
+
+    /// Appends the prefix's bytes to `out`.
+    pub fn put(&self, out: &mut Vec<u8>) {
+        match *self {
+            Prefix::Everything => {}
+            Prefix::Messages { kind, key } => {
+                out.push(kind.id());
+                out.extend_from_slice(key);
+            }
+            Prefix::Beacons { rest } => {
+                out.extend_from_slice(BEACON);
+                out.extend_from_slice(rest);
+            }
+            Prefix::Unknown(bytes) => out.extend_from_slice(bytes),
+        }
+    }
+
+    /// The prefix's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.put(&mut v);
+        v
+    }
+
+    /// Whether it is `kind` with an empty key: every message of that kind
+    /// (a store's subscriptions: every RECORD, every FETCH, ...).
+    pub fn every(&self, kind: Kind) -> bool {
+        matches!(*self, Prefix::Messages { kind: k, key: [] } if k == kind)
+    }
+
+    /// The key of a subscription to the `kind` messages of one key (a
+    /// non-empty one): the address after `L`, `D`, `Q`, `Y`, the partition
+    /// after `A`, `F`, the topic after `G`.
+    pub fn keyed(&self, kind: Kind) -> Option<&'a [u8]> {
+        match *self {
+            Prefix::Messages { kind: k, key } if k == kind && !key.is_empty() => Some(key),
+            _ => None,
+        }
+    }
+
+    /// The key of a `kind` subscription, empty or not.
+    pub fn key_of(&self, kind: Kind) -> Option<&'a [u8]> {
+        match *self {
+            Prefix::Messages { kind: k, key } if k == kind => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Whether a `kind` message keyed `key` gets through (as ZeroMQ
+    /// matches: the prefix's key starts the message's). The empty prefix
+    /// is not counted here: no node of this project subscribes it.
+    pub fn lets_through(&self, kind: Kind, key: &[u8]) -> bool {
+        self.key_of(kind).is_some_and(|k| key.starts_with(k))
+    }
 }
 
 impl<'a> Subscription<'a> {
     pub fn decode(frame: &'a [u8]) -> Result<Self, WireError> {
-        match frame.split_first() {
-            Some((1, prefix)) => Ok(Self {
-                subscribe: true,
-                prefix,
-            }),
-            Some((0, prefix)) => Ok(Self {
-                subscribe: false,
-                prefix,
-            }),
-            Some(_) => Err(WireError::BadField {
-                field: "subscription",
-                frame: 0,
-                reason: "must start with 0x01 (subscribe) or 0x00 (unsubscribe)",
-            }),
-            None => Err(WireError::Truncated {
-                field: "subscription",
-                frame: 0,
-                offset: 0,
-                need: 1,
-                have: 0,
-            }),
-        }
+        let (subscribe, prefix) = match frame.split_first() {
+            Some((1, prefix)) => (true, prefix),
+            Some((0, prefix)) => (false, prefix),
+            Some(_) => {
+                return Err(WireError::BadField {
+                    field: "subscription",
+                    frame: 0,
+                    reason: "must start with 0x01 (subscribe) or 0x00 (unsubscribe)",
+                })
+            }
+            None => {
+                return Err(WireError::Truncated {
+                    field: "subscription",
+                    frame: 0,
+                    offset: 0,
+                    need: 1,
+                    have: 0,
+                })
+            }
+        };
+        Ok(Self {
+            subscribe,
+            prefix: Prefix::parse(prefix),
+        })
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(1 + self.prefix.len());
-        v.push(u8::from(self.subscribe));
-        v.extend_from_slice(self.prefix);
+        let mut v = vec![u8::from(self.subscribe)];
+        self.prefix.put(&mut v);
         v
-    }
-
-    /// The message kind and key, if the prefix names one (`L` + address, ...).
-    pub fn target(&self) -> Option<(Kind, &'a [u8])> {
-        let (&id, key) = self.prefix.split_first()?;
-        Some((Kind::from_id(id)?, key))
     }
 }
 
@@ -60,10 +153,7 @@ pub enum NodeType {
 }
 
 fn prefix(kind: Kind, key: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(1 + key.len());
-    v.push(kind.id());
-    v.extend_from_slice(key);
-    v
+    Prefix::of(kind, key).to_bytes()
 }
 
 /// The SUB prefixes a node of `node` type with `address` sets, for `topics`

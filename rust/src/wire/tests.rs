@@ -71,11 +71,11 @@ fn meta_batches_carry_bodies_and_refuse_values_that_are_not() {
         assert!(matches!(decode(&frames), Ok((Message::RecordBatch(_), _))));
     }
     // TIME-QUERY and TIME-OFFSET round trip.
-    let q = Message::TimeQuery(Head {
+    let q = Message::TimeQuery(TimeQuery {
         topic: b"logs",
-        address: b"C",
+        requester: b"C",
         subject: b"logs",
-        sequence: 1_700_000_000_000,
+        time: 1_700_000_000_000,
     });
     let o = Message::TimeOffset(Head {
         topic: b"C",
@@ -115,8 +115,9 @@ fn golden_messages_decode_and_reencode_byte_exact() {
                 assert_eq!(hex::encode(r.content), d["content_hex"].as_str().unwrap());
             }
             Message::Fetch(f) => {
-                assert_eq!(f.address, text(d, "address"));
-                assert_eq!(f.subject, text(d, "subject"));
+                // RFC names: the requester is `address`, the topic `subject`.
+                assert_eq!(f.requester, text(d, "address"));
+                assert_eq!(f.topic, text(d, "subject"));
                 assert_eq!(Some(f.sequence), seq);
                 assert_eq!(Some(u64::from(f.count)), d["count"].as_u64());
             }
@@ -197,9 +198,9 @@ fn golden_beacons_welcome_and_subscriptions() {
             assert_eq!(frames.len(), 1);
             let s = Subscription::decode(&frames[0]).unwrap();
             assert_eq!(u64::from(s.subscribe), d["subscribe"].as_u64().unwrap());
-            assert_eq!(s.prefix, text(d, "prefix_text"));
+            assert_eq!(s.prefix.to_bytes(), text(d, "prefix_text"));
             if let Some(name) = d.get("msg_type").and_then(Value::as_str) {
-                if let Some((kind, key)) = s.target() {
+                if let Prefix::Messages { kind, key } = s.prefix {
                     assert_eq!(kind.name(), name);
                     assert_eq!(key, text(d, "topic_part"));
                 }
@@ -257,9 +258,9 @@ fn rfc_every_message_by_hand() {
     let cases: Vec<(Message, Vec<u8>, Vec<u8>)> = vec![
         (
             Message::Fetch(Fetch {
-                topic: ADDR,
-                address: b"C1",
-                subject: b"t",
+                partition: ADDR,
+                requester: b"C1",
+                topic: b"t",
                 sequence: 7,
                 count: 0x0A0B,
             }),
@@ -644,9 +645,9 @@ impl Owned {
             Kind::Record => Message::Record(rec),
             Kind::DirectRecord => Message::DirectRecord(rec),
             Kind::Fetch => Message::Fetch(Fetch {
-                topic: &self.topic,
-                address: &self.address,
-                subject: &self.subject,
+                partition: &self.topic,
+                requester: &self.address,
+                topic: &self.subject,
                 sequence: self.sequence,
                 count: self.count,
             }),
@@ -664,7 +665,12 @@ impl Owned {
             }),
             Kind::Head => Message::Head(head),
             Kind::DirectHead => Message::DirectHead(head),
-            Kind::TimeQuery => Message::TimeQuery(head),
+            Kind::TimeQuery => Message::TimeQuery(TimeQuery {
+                topic: &self.topic,
+                requester: &self.address,
+                subject: &self.subject,
+                time: self.sequence,
+            }),
             Kind::TimeOffset => Message::TimeOffset(head),
             Kind::GetHeads => Message::GetHeads(GetHeads {
                 topic: &self.topic,

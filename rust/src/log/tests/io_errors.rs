@@ -266,3 +266,46 @@ fn a_failed_partition_create_leaves_no_stray_segment_that_eats_the_real_one() {
         seg_files(&pdir(dir.path()), "log")
     );
 }
+
+/// A write of the buffer failing in the middle of `append_buffered_run`
+/// (the buffer filled, and the disk with it) is the error of the next body:
+/// that body is taken from the iterator, not appended, so a caller that
+/// labels what follows from `first + n + 1` labels it right. Before the fix
+/// no body was taken, and a store stored every later record one offset too
+/// high (`tests/test_store.py::test_disk_full_stops_acks_and_resumes`: the
+/// values of offsets 2171-2200 were those of 2170-2199).
+#[test]
+fn a_buffer_write_failing_mid_run_takes_the_next_body_as_the_failed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::new(5);
+    let fail_write = Arc::new(AtomicBool::new(false));
+    let fw = fail_write.clone();
+    let fp: Failpoint = Arc::new(move |op, path| {
+        let log_file = path.extension().is_some_and(|e| e == "log");
+        if op == IoOp::Write && log_file && fw.load(Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        Ok(())
+    });
+    let cfg = LogConfig {
+        failpoint: Some(fp),
+        ..small(&clock)
+    }
+    .with_segment(64 << 20);
+    let mut log = Log::open(dir.path(), cfg).unwrap();
+    // Bodies of 16 KiB: the buffer is written (and fails) after the 16th.
+    let bodies: Vec<Vec<u8>> = (0..40u8)
+        .map(|i| {
+            let mut b = Vec::new();
+            crate::meta::wrap(&mut b, Some(5), &[i; 16 << 10]);
+            b
+        })
+        .collect();
+    fail_write.store(true, Ordering::SeqCst);
+    let mut it = bodies.iter().map(Vec::as_slice);
+    let (n, e) = log.append_buffered_run(T, P, 0, &mut it);
+    assert!(e.is_some(), "the write failed");
+    assert!(n > 0 && (n as usize) < bodies.len(), "{n}");
+    // The failed one is body n: the iterator goes on with body n + 1.
+    assert_eq!(it.next(), Some(bodies[n as usize + 1].as_slice()));
+}

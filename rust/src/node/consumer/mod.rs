@@ -21,7 +21,7 @@ use crate::node::actor::Actor;
 use crate::node::config::{check_name, ConsumerConfig};
 use crate::node::stats::Stats;
 
-pub use state::{ConsumerState, Delivery, MAX_PENDING_BYTES, MAX_PENDING_TOTAL_BYTES};
+pub use state::{ConsumerState, Delivery, MAX_HELD_BYTES, MAX_HELD_TOTAL_BYTES};
 
 enum Cmd {
     Seek(Vec<u8>, u64),

@@ -1,19 +1,19 @@
-//! The consumer's event loop: receives what the peers send, hands it to
-//! [`ConsumerState`], sends what that returns and passes the records it
-//! delivers to the handle. No protocol decision is made here.
+//! The consumer's event loop: hands what the peers send to [`ConsumerState`]
+//! through the one receive path ([`Core::receive`],
+//! [`Core::drain_subscriptions`]), sends what that returns and passes the
+//! records it delivers to the handle. No protocol decision is made here.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::mpsc::Sender;
 use std::time::Instant;
 
 use crate::error::Result;
-use crate::meta;
 use crate::node::actor::{Inbox, Ready};
 use crate::node::config::ConsumerConfig;
 use crate::node::out::poll_timeout;
 use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
-use crate::wire::{decode, Head, Message, NodeType, Record, Subscription};
+use crate::wire::NodeType;
 
 use super::state::{lossy, ConsumerState, Delivery};
 use super::{Cmd, ConsumerShared};
@@ -42,8 +42,6 @@ pub(super) fn run(
     // Whether the application was behind at the last turn (for `pauses`).
     let mut was_full = false;
     core.emit_all(&st.get_heads())?;
-    // Bodies made of records that came without metadata.
-    let mut body = Vec::new();
     loop {
         if inbox.terminated() {
             return Ok(());
@@ -79,107 +77,23 @@ pub(super) fn run(
             ],
         );
         let r = core.poll(inbox, timeout, !full)?;
-        let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
-        if xpub_in {
-            // A peer that answers GET-HEADS for our topic just subscribed: ask now.
-            // Bounded per turn, as the SUB: a flood of subscriptions must not
-            // keep the loop from everything else.
-            for _ in 0..BATCH {
-                if !core.recv_xpub(&mut frames, stats)? {
-                    break;
-                }
-                let (s, n) = frames.slices();
-                if n != 1 {
-                    continue;
-                }
-                if let Ok(sub) = Subscription::decode(s[0]) {
-                    match (sub.subscribe, sub.target()) {
-                        (true, Some((crate::wire::Kind::GetHeads, t))) => {
-                            outs.clear();
-                            outs.extend(st.get_heads_for(t));
-                            core.emit_all(&outs)?;
-                        }
-                        // A producer connected: FETCH it again now.
-                        (true, Some((crate::wire::Kind::Fetch, partition))) => {
-                            st.on_fetcher(partition, Instant::now());
-                        }
-                        _ => {}
-                    }
-                }
-            }
+        if r.xpub {
+            // A peer that answers GET-HEADS for our topic just subscribed:
+            // ask now; a producer connected: FETCH it again now.
+            core.drain_subscriptions(&mut frames, stats, BATCH, |core, sub| {
+                outs.clear();
+                st.on_subscription(&sub, Instant::now(), &mut outs);
+                core.emit_all(&outs)
+            })?;
         }
-        if sub_in {
+        if r.sub {
             outs.clear();
             dels.clear();
             let now = Instant::now();
-            for _ in 0..BATCH {
-                let Some(from) = core.recv_sub(&mut frames)? else {
-                    break;
-                };
-                if frames.too_long() {
-                    Stats::add(&stats.malformed, 1);
-                    continue;
-                }
-                let (s, n) = frames.slices();
-                let decoded = decode(&s[..n]);
-                if core.refuse(from, &decoded, stats) {
-                    continue;
-                }
-                match decoded {
-                    // No record can stand at the last offset: the partition's
-                    // next one would overflow.
-                    Ok((
-                        Message::Record(Record { sequence, .. })
-                        | Message::DirectRecord(Record { sequence, .. })
-                        | Message::Head(Head { sequence, .. })
-                        | Message::DirectHead(Head { sequence, .. }),
-                        _,
-                    )) if sequence == u64::MAX => Stats::add(&stats.malformed, 1),
-                    // Records with metadata: their bodies as they came.
-                    Ok((
-                        m @ (Message::MetaRecordBatch(b) | Message::DirectMetaRecordBatch(b)),
-                        _,
-                    )) => {
-                        let direct = matches!(m, Message::DirectMetaRecordBatch(_));
-                        Stats::add(&stats.records_received, u64::from(b.count));
-                        for r in b.records() {
-                            st.on_record(&r, direct, now, &mut dels, &mut outs);
-                        }
-                    }
-                    // Records without (from a node that knows no metadata):
-                    // bodies with no timestamp.
-                    Ok((m @ (Message::Record(r) | Message::DirectRecord(r)), _)) => {
-                        let direct = matches!(m, Message::DirectRecord(_));
-                        Stats::add(&stats.records_received, 1);
-                        body.clear();
-                        meta::wrap(&mut body, None, r.content);
-                        let r = Record {
-                            content: &body,
-                            ..r
-                        };
-                        st.on_record(&r, direct, now, &mut dels, &mut outs);
-                    }
-                    Ok((m @ (Message::RecordBatch(b) | Message::DirectRecordBatch(b)), _)) => {
-                        let direct = matches!(m, Message::DirectRecordBatch(_));
-                        Stats::add(&stats.records_received, u64::from(b.count));
-                        for r in b.records() {
-                            body.clear();
-                            meta::wrap(&mut body, None, r.content);
-                            let r = Record {
-                                content: &body,
-                                ..r
-                            };
-                            st.on_record(&r, direct, now, &mut dels, &mut outs);
-                        }
-                    }
-                    Ok((Message::Head(h), _)) => st.on_head(&h, false, now, &mut outs),
-                    Ok((Message::DirectHead(h), _)) => st.on_head(&h, true, now, &mut outs),
-                    Ok((Message::StoreHello(s), _)) => outs.extend(st.on_store_hello(&s, now)),
-                    Ok(_) => Stats::add(&stats.ignored, 1),
-                    Err(_) => Stats::add(&stats.malformed, 1),
-                }
-            }
+            core.receive(&mut frames, stats, BATCH, |_, _, msg| {
+                Ok(st.on_message(msg, now, &mut dels, &mut outs))
+            })?;
             core.emit_all(&outs)?;
             // Before the records go out, as `records_lost` below: a reader
             // that got them sees the stats that go with them.
@@ -189,7 +103,7 @@ pub(super) fn run(
             }
             shared.deliver(&tx, &mut dels);
         }
-        if beacon_in {
+        if r.beacon {
             core.on_beacons(stats)?;
         }
         let now = Instant::now();

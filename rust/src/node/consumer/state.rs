@@ -4,6 +4,9 @@
 //! deadline) and decides what to deliver and what to send.
 //!
 //! Where each decision is made:
+//! - what each message and subscription that arrives is, and what to do
+//!   with it: `state/receive.rs` ([`ConsumerState::on_message`],
+//!   [`ConsumerState::on_subscription`]);
 //! - a record in order, a duplicate, or past a gap (held, the gap
 //!   FETCHed): [`ConsumerState::on_record`];
 //! - the FETCH of a gap: `ConsumerState::maybe_fetch` (called by
@@ -26,7 +29,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::node::config::{ConsumerConfig, OffsetReset};
 use crate::node::held::Held;
 use crate::node::out::{Backoff, Out};
-use crate::wire::{Head, Record, StoreHello};
+use crate::wire::{Head, Record};
 
 /// One record handed to the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,9 +74,9 @@ struct Part {
     /// FETCHes cover [next, requested) until `retry_at`.
     requested: u64,
     retry_at: Option<Instant>,
-    /// Records past a gap (at most `max_pending` and [`MAX_PENDING_BYTES`],
+    /// Records past a gap (at most `max_pending` and [`MAX_HELD_BYTES`],
     /// or one record's bytes if larger).
-    pending: Held,
+    held: Held,
     epoch: u64,
     /// A DIRECT-RECORD beyond `next` arrived in this FETCH round (since the
     /// last retry): a store (or the producer) answered from past the gap, so
@@ -123,14 +126,14 @@ pub struct ConsumerState {
     reset: OffsetReset,
     retry: Duration,
     max_fetch: u32,
-    max_pending: usize,
+    max_held: usize,
     give_up_fetches: u32,
     idle_after: Duration,
     forget_after: Option<Duration>,
     parts: FxHashMap<Vec<u8>, Part>,
     /// Bytes of records held past gaps, every partition's (bounded by
-    /// [`MAX_PENDING_TOTAL_BYTES`]).
-    pending_total: Arc<std::sync::atomic::AtomicUsize>,
+    /// [`MAX_HELD_TOTAL_BYTES`]).
+    held_total: Arc<std::sync::atomic::AtomicUsize>,
     /// FETCH retry deadlines, earliest first. An entry whose partition's
     /// `retry_at` is no longer its time is stale and dropped when it comes
     /// up, so neither the loop's deadline nor a timer visits every partition.
@@ -157,17 +160,19 @@ pub struct ConsumerState {
     /// Partitions whose gap no node answered in `give_up_fetches` tries: they
     /// wait for a store that holds the records (as of the last timer).
     pub stalled: u64,
+    /// A body made for a record that came without metadata, reused.
+    body: Vec<u8>,
 }
 
 /// Bytes of out-of-order records a consumer holds per partition while it
 /// fetches a gap (as a store's `max_held_bytes`); past it, and past
 /// `max_pending` records, they are fetched again once the gap is filled.
-pub const MAX_PENDING_BYTES: usize = 64 << 20;
+pub const MAX_HELD_BYTES: usize = 64 << 20;
 
 /// Bytes of out-of-order records a consumer holds over all its partitions:
-/// many partitions with a gap each would otherwise hold `MAX_PENDING_BYTES`
+/// many partitions with a gap each would otherwise hold `MAX_HELD_BYTES`
 /// apiece. Past it, each partition still holds the one record nearest its gap.
-pub const MAX_PENDING_TOTAL_BYTES: usize = 1 << 30;
+pub const MAX_HELD_TOTAL_BYTES: usize = 1 << 30;
 
 pub(super) fn lossy(b: &[u8]) -> Arc<str> {
     Arc::from(String::from_utf8_lossy(b).as_ref())
@@ -175,8 +180,8 @@ pub(super) fn lossy(b: &[u8]) -> Arc<str> {
 
 impl Part {
     /// Delivers the held records that follow `next` in order; `next` moved.
-    fn deliver_pending(&mut self, deliver: &mut Vec<Delivery>) {
-        while let Some(v) = self.pending.remove(self.next) {
+    fn deliver_held(&mut self, deliver: &mut Vec<Delivery>) {
+        while let Some(v) = self.held.remove(self.next) {
             deliver.push(Delivery {
                 topic: self.topic.clone(),
                 partition: self.name.clone(),
@@ -232,7 +237,7 @@ impl Part {
         if self.beyond_rounds < give_up {
             return 0;
         }
-        let Some(first) = self.pending.first() else {
+        let Some(first) = self.held.first() else {
             return 0;
         };
         let lost = first - self.next;
@@ -245,7 +250,7 @@ impl Part {
             first
         );
         self.next = first;
-        self.deliver_pending(deliver);
+        self.deliver_held(deliver);
         lost
     }
 }
@@ -280,12 +285,12 @@ impl ConsumerState {
             },
             retry: cfg.fetch_retry,
             max_fetch: cfg.max_fetch,
-            max_pending: cfg.max_pending,
+            max_held: cfg.max_pending,
             give_up_fetches: cfg.give_up_fetches,
             idle_after: cfg.idle_after,
             forget_after: cfg.forget_after,
             parts: FxHashMap::default(),
-            pending_total: Arc::default(),
+            held_total: Arc::default(),
             timers: BinaryHeap::new(),
             stall_watch: FxHashSet::default(),
             starts,
@@ -296,72 +301,12 @@ impl ConsumerState {
             lost: 0,
             forgotten: 0,
             stalled: 0,
+            body: Vec::new(),
         }
     }
 
     fn subscribed(&self, topic: &[u8]) -> bool {
         self.topics.iter().any(|t| t == topic)
-    }
-
-    /// GET-HEADS for every topic (on subscribe, and whenever a new peer that
-    /// answers GET-HEADS for a topic subscribes to us).
-    pub fn get_heads(&self) -> Vec<Out> {
-        self.topics
-            .iter()
-            .map(|t| Out::GetHeads { topic: t.clone() })
-            .collect()
-    }
-
-    /// GET-HEADS for one topic if it is ours; for every topic when `topic` is
-    /// empty (a store subscribes to all GET-HEADS with the bare `G` prefix).
-    pub fn get_heads_for(&self, topic: &[u8]) -> Vec<Out> {
-        if topic.is_empty() {
-            self.get_heads()
-        } else if self.subscribed(topic) {
-            vec![Out::GetHeads {
-                topic: topic.to_vec(),
-            }]
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// STORE-HELLO addressed to us: answer CONSUMER-HELLO with our topics. A
-    /// store (re)appeared: stalled partitions that backed off FETCH again now.
-    pub fn on_store_hello(&mut self, s: &StoreHello<'_>, now: Instant) -> Vec<Out> {
-        if s.topic != self.address.as_slice() {
-            return Vec::new();
-        }
-        for k in &self.stall_watch {
-            if let Some(p) = self.parts.get_mut(&**k) {
-                if p.backoff.is_on() && p.retry_at.is_some() {
-                    p.backoff = Backoff::default();
-                    p.retry_at = Some(now);
-                    self.timers.push(Reverse((now, k.clone())));
-                }
-            }
-        }
-        vec![Out::ConsumerHello {
-            to: s.address.to_vec(),
-            subjects: self.topics.clone(),
-        }]
-    }
-
-    /// A node that answers FETCHes of `partition` (its producer: `F` +
-    /// partition) subscribed to us: a FETCH of it still unanswered may have
-    /// gone out before that node could hear it, so it goes again now, not
-    /// after a retry interval that may have grown to seconds.
-    pub fn on_fetcher(&mut self, partition: &[u8], now: Instant) {
-        let Some(p) = self.parts.get_mut(partition) else {
-            return;
-        };
-        if p.defer.is_none() && p.retry_at.is_some() && p.requested > p.next {
-            // The tries so far went to nobody who could answer.
-            p.stalled = 0;
-            p.backoff = Backoff::default();
-            p.retry_at = Some(now);
-            self.timers.push(Reverse((now, p.key.clone())));
-        }
     }
 
     fn part(
@@ -392,7 +337,7 @@ impl ConsumerState {
         let start = self.starts.remove(partition);
         self.next_sweep.get_or_insert(now + self.idle_after);
         let topic_ix = self.topics.iter().position(|t| t == subject).unwrap_or(0) as u32;
-        let pending_total = self.pending_total.clone();
+        let held_total = self.held_total.clone();
         self.parts.entry(partition.to_vec()).or_insert_with(|| {
             let (next, epoch) = match (start, reset, first) {
                 (Some(start), _, _) => (start.next, start.epoch),
@@ -409,7 +354,7 @@ impl ConsumerState {
                 known: next,
                 requested: next,
                 retry_at: None,
-                pending: Held::counted(pending_total),
+                held: Held::counted(held_total),
                 epoch,
                 answered_beyond: false,
                 beyond_rounds: 0,
@@ -437,7 +382,7 @@ impl ConsumerState {
         let (starts, watch) = (&mut self.starts, &self.stall_watch);
         self.parts.retain(|k, p| {
             let idle = p.next >= p.known
-                && p.pending.is_empty()
+                && p.held.is_empty()
                 && p.retry_at.is_none()
                 && p.requested <= p.next
                 && !watch.contains(&*p.key)
@@ -505,7 +450,7 @@ impl ConsumerState {
             // A DIRECT-RECORD for a partition we never asked for.
             return;
         }
-        let (max_pending, seq) = (self.max_pending, r.sequence);
+        let (max_held, seq) = (self.max_held, r.sequence);
         let p = self.part(r.address, r.subject, Some(seq), now);
         p.known = p.known.max(seq.saturating_add(1));
         if !direct {
@@ -520,7 +465,7 @@ impl ConsumerState {
                 p.backoff = Backoff::default();
             }
         }
-        if seq < p.next || p.pending.contains(seq) {
+        if seq < p.next || p.held.contains(seq) {
             self.duplicates += 1;
             return;
         }
@@ -533,14 +478,14 @@ impl ConsumerState {
                 epoch: p.epoch,
             });
             p.next += 1;
-            p.deliver_pending(deliver);
+            p.deliver_held(deliver);
         } else {
-            let new_gap = p.pending.is_empty() && p.requested <= p.next;
+            let new_gap = p.held.is_empty() && p.requested <= p.next;
             // Past a bound, those farthest from the gap are fetched again
             // later (`retry_or_skip` skips to the first held). One is always
             // taken, however large: it may be all that follows the gap.
-            let bounds = (max_pending, MAX_PENDING_BYTES, MAX_PENDING_TOTAL_BYTES);
-            p.pending.hold_bounded(seq, r.content, bounds, true);
+            let bounds = (max_held, MAX_HELD_BYTES, MAX_HELD_TOTAL_BYTES);
+            p.held.hold_bounded(seq, r.content, bounds, true);
             self.gaps += u64::from(new_gap);
         }
         self.maybe_fetch(r.address, now, out);
@@ -570,7 +515,7 @@ impl ConsumerState {
         let known = seq.saturating_add(1);
         let mut new_gap = false;
         if known > p.known {
-            new_gap = p.pending.is_empty() && p.requested <= p.next && p.known <= p.next;
+            new_gap = p.held.is_empty() && p.requested <= p.next && p.known <= p.next;
             p.known = known;
         }
         let live = p
@@ -603,7 +548,7 @@ impl ConsumerState {
             return;
         };
         if p.defer.is_some() {
-            if p.pending.is_empty() && p.next < p.known {
+            if p.held.is_empty() && p.next < p.known {
                 return; // waiting for the live records (`on_head`)
             }
             // Caught up, or a record came past a gap: the wait is over.
@@ -623,7 +568,7 @@ impl ConsumerState {
             p.next
         };
         let end = p
-            .pending
+            .held
             .first_from(from)
             .unwrap_or(p.known)
             .min(from.saturating_add(u64::from(max_fetch)));
@@ -638,7 +583,7 @@ impl ConsumerState {
         self.fetches += 1;
         out.push(Out::Fetch {
             partition: partition.to_vec(),
-            subject: p.topic.as_bytes().to_vec(),
+            topic: p.topic.as_bytes().to_vec(),
             sequence: from,
             count,
         });
@@ -747,7 +692,7 @@ impl ConsumerState {
         p.next = offset;
         p.requested = offset;
         p.touched = now;
-        p.pending.clear();
+        p.held.clear();
         p.retry_at = None;
         p.defer = None;
         p.epoch += 1;
@@ -766,6 +711,8 @@ impl ConsumerState {
             .collect()
     }
 }
+
+mod receive;
 
 #[cfg(test)]
 mod tests;

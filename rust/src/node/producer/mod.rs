@@ -62,8 +62,13 @@ const HEADS_SETTLE: Duration = Duration::from_millis(500);
 /// before the node thread takes them (sooner if it is idle).
 pub(crate) const COALESCE: usize = 64 << 10;
 
+/// How long the node thread naps, when nobody listens live and records wait
+/// in [`Unsent`], before it takes them without being woken
+/// ([`Unsent::napping`]).
+pub(crate) const NAP: Duration = Duration::from_millis(2);
+
 pub(super) enum Cmd {
-    /// Take [`Pending::batch`] if its generation is still this one.
+    /// Take [`Unsent::batch`] if its generation is still this one.
     Take(u64),
     Many(Batch),
     Connect(String),
@@ -74,7 +79,7 @@ pub(super) enum Cmd {
 /// Every hand-over happens under this lock, so the node thread receives the
 /// records in offset order.
 #[derive(Debug, Default)]
-struct Pending {
+struct Unsent {
     /// The offset the next record sent gets.
     next: u64,
     batch: Batch,
@@ -85,19 +90,34 @@ struct Pending {
     /// from then on, so the thread's last drain is bounded and takes every
     /// record a `send` returned an offset for.
     closed: bool,
+    /// Set by the node thread before each poll (under this lock): nobody
+    /// listens live and records flow (it took some this turn, or some wait
+    /// here), so the thread polls for at most
+    /// [`NAP`] and then takes them ([`Unsent::take`]) unwoken. Meanwhile
+    /// `send` queues no [`Cmd::Take`] and wakes nothing: a record nobody
+    /// waits for costs no syscall and no context switch (without this, the
+    /// idle thread took each batch as soon as it began, and every few
+    /// records paid a wake: issue 37, where `send`'s rate went).
+    napping: bool,
 }
 
-impl Pending {
+impl Unsent {
     /// Hands `batch` over: the caller sends it as [`Cmd::Many`].
     fn hand_over(&mut self) -> Batch {
         self.gen += 1;
         std::mem::take(&mut self.batch)
     }
+
+    /// The node thread's take of the records waiting, if any (whether or
+    /// not a [`Cmd::Take`] is on its way for them).
+    fn take(&mut self) -> Option<Batch> {
+        (!self.batch.is_empty()).then(|| self.hand_over())
+    }
 }
 
 /// What the handle and the node thread share. The counters (`stats`,
 /// written by the node thread at every turn) and the lock over the records
-/// `send` copies (`pending`, taken by `send` and by the node thread) each
+/// `send` copies (`unsent`, taken by `send` and by the node thread) each
 /// have cache lines of their own, apart from the release state both threads
 /// touch. The records' bytes are on the heap either way.
 #[derive(Debug, Default)]
@@ -111,7 +131,7 @@ pub struct ProducerShared {
     /// [`ProducerState::countable_stores`]: the stores connected now whose
     /// ACKs can be counted apart.
     stores_seen: AtomicUsize,
-    pending: CachePadded<Mutex<Pending>>,
+    unsent: CachePadded<Mutex<Unsent>>,
 }
 
 impl ProducerShared {
@@ -120,8 +140,8 @@ impl ProducerShared {
         self.cv.notify_all();
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn unsent(&self) -> std::sync::MutexGuard<'_, Unsent> {
+        self.unsent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn wait(&self, slice: Duration) {
@@ -181,7 +201,7 @@ impl Producer {
             acked: AtomicI64::new(i64::try_from(first).unwrap_or(i64::MAX) - 1),
             ..Default::default()
         });
-        shared.pending().next = first;
+        shared.unsent().next = first;
         let ctx = zmq::Context::new();
         let (t, a, sh) = (topic.to_string(), address.clone(), shared.clone());
         let (max_bytes, max_record) = (cfg.max_unacked_bytes, cfg.max_record_bytes);
@@ -247,7 +267,7 @@ impl Producer {
 
     /// Offsets handed out so far (the next `send` gets this one).
     pub fn next_offset(&self) -> u64 {
-        self.shared.pending().next
+        self.shared.unsent().next
     }
 
     pub fn unacked_bytes(&self) -> usize {
@@ -356,24 +376,34 @@ impl Producer {
         self.push(value, extra, n).map(Some)
     }
 
-    /// Adds a reserved record to the pending batch: hands the batch over
+    /// Adds a reserved record to the unsent batch: hands the batch over
     /// first if the value does not fit in it, starts a new one (and wakes
     /// the node thread to take it) if it is empty. A batch never grows past
     /// the room it started with, unless for one larger value.
     fn push(&self, value: &[u8], extra: &Extra<'_>, body_len: usize) -> Result<u64> {
         let create_time = extra.timestamp.unwrap_or_else(crate::meta::now_ms);
-        let mut p = self.shared.pending();
+        let mut p = self.shared.unsent();
         if p.closed {
             return Err(Error::Closed);
         }
         let off = p.next;
+        if p.napping {
+            // No command tells whether the thread still runs.
+            self.actor.check()?;
+        }
         if !p.batch.is_empty() && p.batch.bytes() + body_len > COALESCE {
             let b = p.hand_over();
-            self.actor.send(Cmd::Many(b))?;
+            if p.napping {
+                self.actor.send_quiet(Cmd::Many(b))?;
+            } else {
+                self.actor.send(Cmd::Many(b))?;
+            }
         }
         if p.batch.is_empty() {
             p.batch = Batch::with_capacity(0, COALESCE.max(body_len));
-            self.actor.send(Cmd::Take(p.gen))?;
+            if !p.napping {
+                self.actor.send(Cmd::Take(p.gen))?;
+            }
         }
         p.batch
             .push_body(create_time, extra.key, extra.headers, value);
@@ -424,7 +454,7 @@ impl Producer {
                 continue;
             }
             self.reserve(piece.bytes(), timeout, &mut check)?;
-            let mut p = self.shared.pending();
+            let mut p = self.shared.unsent();
             if p.closed {
                 return Err(Error::Closed.into());
             }
@@ -533,7 +563,7 @@ impl Producer {
     /// takes only what was sent before, and every offset `send` returned is
     /// published.
     pub fn close(&self) -> Result<()> {
-        self.shared.pending().closed = true;
+        self.shared.unsent().closed = true;
         let r = self.actor.close();
         self.shared.notify();
         r

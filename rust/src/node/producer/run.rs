@@ -1,24 +1,24 @@
 //! The producer's event loop: publishes what the handle hands over, holds
-//! it in [`ProducerState`] until ACKed, and answers FETCH, GET-HEADS and
-//! subscriptions with what the state returns. No protocol decision is made
-//! here.
+//! it in [`ProducerState`] until ACKed, and hands what arrives to the state
+//! through the one receive path ([`Core::receive`],
+//! [`Core::drain_subscriptions`]), sending what it returns. No protocol
+//! decision is made here.
 
 use std::sync::atomic::Ordering::SeqCst;
 use std::time::Instant;
 
 use crate::error::Result;
 use crate::node::actor::{Inbox, Ready};
+use crate::node::answers::{Dest, Form};
 use crate::node::batch::Batch;
 use crate::node::config::ProducerConfig;
-use crate::node::out::poll_timeout;
-use crate::node::secure::Sender;
-use crate::node::socket::{AnswerForms, Core, Dest, Form, Frames};
+use crate::node::out::{poll_timeout, Fate, Out};
+use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
-use crate::wire::{decode, topic_matches, Message, NodeType, Subscription};
+use crate::wire::NodeType;
 
-use super::routes::Routes;
-use super::state::{AckReach, Acker, ProducerState};
-use super::{Cmd, ProducerShared};
+use super::state::{ProducerState, Step};
+use super::{Cmd, ProducerShared, NAP};
 
 const BATCH: usize = 4096;
 
@@ -34,10 +34,6 @@ pub(super) fn run(
     let tb = topic.as_bytes();
     let node = cfg.socket_config();
     let mut core = Core::open(ctx, &node, NodeType::Producer, address, &[tb])?;
-    // How each requester's FETCHes are answered.
-    let mut forms = AnswerForms::default();
-    // Who hears our records live, and in which messages.
-    let mut routes = Routes::new(tb);
     // Every unsubscription too, also when one of several stores leaves: the
     // count of stores connected goes down again.
     core.set_xpub_option(zmq_sys::ZMQ_XPUB_VERBOSER, 1)?;
@@ -61,8 +57,13 @@ pub(super) fn run(
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
                     sent += b.len();
-                    freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+                    freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
                 }
+            }
+            // Records sent while the thread napped have no command.
+            if let Some(b) = sweep(inbox, shared) {
+                sent += b.len();
+                freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
             }
             Stats::add(&stats.records_sent, sent as u64);
             // With `min_acks = 0` what went out is released: closing leaves
@@ -84,10 +85,17 @@ pub(super) fn run(
                 Some(cmd) => {
                     if let Some(b) = command_batch(cmd, shared) {
                         sent += b.len();
-                        freed += publish(&mut core, &mut st, &routes, cfg.record_batches, b)?;
+                        freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
                     }
                 }
                 None => break,
+            }
+        }
+        // Records sent while the thread napped (no command brings them).
+        if sent < BATCH {
+            if let Some(b) = sweep(inbox, shared) {
+                sent += b.len();
+                freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
             }
         }
         if sent > 0 {
@@ -101,108 +109,58 @@ pub(super) fn run(
         core.count_unsendable(stats);
         keyed_stores(&mut core, &mut st, shared);
         let now = Instant::now();
-        let timeout = if inbox.pending() > 0 {
+        // Nobody listens live and records flow (taken this turn, or
+        // waiting): the next ones can wait a nap, unwoken. Once a nap finds
+        // none, the thread sleeps until woken again.
+        // Records waiting while the thread does not nap: a command brings
+        // them, or (napping just ended) no command does and the next turn
+        // sweeps them. Either way, no sleep.
+        let (napping, waiting) = {
+            let mut p = shared.unsent();
+            let waiting = !p.batch.is_empty();
+            p.napping = !st.routes().meta() && !st.routes().plain() && (sent > 0 || waiting);
+            (p.napping, waiting)
+        };
+        let nap_end = napping.then(|| now + NAP);
+        let timeout = if inbox.pending() > 0 || (waiting && !napping) {
             0
         } else {
-            poll_timeout(now, [st.next_head(), core.disc.next_deadline()])
+            poll_timeout(now, [st.next_head(), core.disc.next_deadline(), nap_end])
         };
         let r = core.poll(inbox, timeout, true)?;
-        let (xpub_in, sub_in, beacon_in) = (r.xpub, r.sub, r.beacon);
 
-        if xpub_in {
-            subscriptions(
-                &mut core,
-                &mut subs,
-                &mut st,
-                &mut routes,
-                &mut forms,
-                shared,
-            )?;
+        if r.xpub {
+            subscriptions(&mut core, &mut subs, &mut st, shared)?;
         }
-        if sub_in {
-            let mut freed = 0;
+        if r.sub {
             let released = st.released_upto();
-            for _ in 0..BATCH {
-                let Some(from) = core.recv_sub(&mut frames)? else {
-                    break;
-                };
-                if frames.too_long() {
-                    Stats::add(&stats.malformed, 1);
-                    continue;
-                }
-                let (s, n) = frames.slices();
-                let decoded = decode(&s[..n]);
-                if core.refuse(from, &decoded, stats) {
-                    continue;
-                }
-                match decoded {
-                    Ok((Message::Ack(a) | Message::AddressedAck(a), _)) => {
-                        if a.topic == address.as_bytes() && a.subject == tb {
-                            Stats::add(&stats.acks_received, 1);
-                            if let AckReach::Unreachable { first } = st.ack_reach(&a) {
-                                Stats::add(&stats.min_acks_unreachable, 1);
-                                if first {
-                                    tracing::warn!(
-                                        "producer {address} of topic {topic:?}: min_acks={} \
-                                         cannot be reached by the stores whose ACKs it can \
-                                         count ({}): C-reference stores' ACKs carry no \
-                                         address and count as one store together; records \
-                                         are not released until more of dafka's stores ACK, \
-                                         or lower min_acks (PROTOCOL.md, ADDRESSED-ACK)",
-                                        st.min_acks(),
-                                        st.countable_stores(),
-                                    );
-                                }
-                            }
-                            if st.last().is_none_or(|last| a.sequence > last) {
-                                ack_ahead(stats, topic, address, a.sequence, st.last());
-                            }
-                            let acker = match &from {
-                                Sender::Key(k) => Acker::Key(k),
-                                Sender::Anyone => Acker::Address,
-                            };
-                            freed += st.on_ack(&a, acker);
-                        } else {
-                            Stats::add(&stats.ignored, 1);
-                        }
+            core.receive(&mut frames, stats, BATCH, |core, from, msg| {
+                outs.clear();
+                match st.on_message(msg, from, &mut outs) {
+                    Step::Done(fate) => {
+                        core.emit_all(&outs)?;
+                        Ok(fate)
                     }
-                    Ok((Message::Fetch(f), _)) => {
-                        Stats::add(&stats.fetches_received, 1);
-                        subscriptions(
-                            &mut core,
-                            &mut subs,
-                            &mut st,
-                            &mut routes,
-                            &mut forms,
-                            shared,
-                        )?;
-                        let range = st.fetch_range(&f);
-                        let values = range.clone().map_while(|off| st.get(off));
-                        let dest = Dest::Direct {
-                            to: f.address,
-                            partition: address.as_bytes(),
-                            topic: tb,
-                        };
-                        // A requester not known yet FETCHes again (AnswerForms).
-                        if let Some(form) = forms.form(f.address) {
-                            let sent = core.send_records(dest, range.start, values, form)?;
+                    Step::Answer(f) => {
+                        // Who takes which form, as of now
+                        // (`Core::drain_subscriptions`).
+                        subscriptions(core, &mut subs, &mut st, shared)?;
+                        if let Some(reply) = st.on_fetch(&f) {
+                            let sent = core.send_reply(reply)?;
                             Stats::add(&stats.direct_records_sent, sent as u64);
                         }
+                        Ok(Fate::Taken(0))
                     }
-                    Ok((Message::GetHeads(g), _)) if topic_matches(tb, g.topic) => {
-                        outs.clear();
-                        outs.extend(st.on_get_heads(&g));
-                        core.emit_all(&outs)?;
-                    }
-                    Ok(_) => Stats::add(&stats.ignored, 1),
-                    Err(_) => Stats::add(&stats.malformed, 1),
                 }
-            }
+            })?;
+            Stats::set(&stats.acks_ahead, st.acks_ahead);
+            Stats::set(&stats.min_acks_unreachable, st.min_acks_unreachable);
+            let freed = st.take_freed();
             if st.released_upto() != released {
                 release(shared, &st, freed);
             }
         }
-        if beacon_in {
+        if r.beacon {
             core.on_beacons(stats)?;
         }
         let now = Instant::now();
@@ -216,59 +174,31 @@ pub(super) fn run(
     }
 }
 
-/// Reads the subscriptions waiting on the XPUB (at most [`BATCH`]): counts
-/// the stores' (every RECORD, `M`), knows the consumers (`L` + address),
-/// who takes which messages ([`Routes`], [`AnswerForms`]); who leaves
-/// unsubscribes. Also right before a FETCH is answered: libzmq applies a
-/// requester's subscriptions to its filter as they arrive, before this loop
-/// reads them, so an answer could otherwise go out in the form of a
-/// requester whose `Y` subscription was not read yet.
+/// Reads the subscriptions waiting on the XPUB ([`Core::drain_subscriptions`])
+/// into the state: the stores and consumers connected, who takes which
+/// messages. A store that connects is told our head; the handle learns how
+/// many stores can be counted.
 fn subscriptions(
     core: &mut Core,
     frames: &mut Frames,
     st: &mut ProducerState,
-    routes: &mut Routes,
-    forms: &mut AnswerForms,
     shared: &ProducerShared,
 ) -> Result<()> {
     let stats = &shared.stats;
-    // Subscriptions: count the stores' (every RECORD, `M`) and know
-    // the consumers (`L` + address); who leaves unsubscribes.
-    // Bounded per turn, as the SUB: a flood of subscriptions must not
-    // keep the loop from everything else.
-    for _ in 0..BATCH {
-        if !core.recv_xpub(frames, stats)? {
-            break;
-        }
-        let (s, n) = frames.slices();
-        let decoded = Subscription::decode(s[0]);
-        if let (Ok(sub), 1) = (&decoded, n) {
-            routes.on_subscription(sub.prefix, sub.subscribe);
-        }
-        match decoded {
-            Ok(sub) if n == 1 && st.on_store_subscription(sub.prefix, sub.subscribe) => {
-                // A store connecting: what we published before its
-                // subscription arrived never reached it, and stores'
-                // GET-HEADS never reach producers. Tell it now, not
-                // a `head_interval` later.
-                if sub.subscribe && sub.prefix == b"M" {
-                    if let Some(h) = st.head() {
-                        Stats::add(&stats.heads_sent, 1);
-                        core.emit(&h)?;
-                    }
-                }
-                shared.stores_seen.store(st.countable_stores(), SeqCst);
-                shared.notify();
+    core.drain_subscriptions(frames, stats, BATCH, |core, sub| {
+        let heard = st.on_subscription(&sub);
+        if let Some(o) = &heard.send {
+            if matches!(o, Out::Head { .. }) {
+                Stats::add(&stats.heads_sent, 1);
             }
-            Ok(sub) if n == 1 => {
-                forms.on_subscription(sub.prefix, sub.subscribe);
-                if let Some(h) = st.on_subscription(sub.prefix, sub.subscribe) {
-                    core.emit(&h)?;
-                }
-            }
-            _ => {}
+            core.emit(o)?;
         }
-    }
+        if heard.stores_changed {
+            shared.stores_seen.store(st.countable_stores(), SeqCst);
+            shared.notify();
+        }
+        Ok(())
+    })?;
     keyed_stores(core, st, shared);
     Ok(())
 }
@@ -285,14 +215,27 @@ fn keyed_stores(core: &mut Core, st: &mut ProducerState, shared: &ProducerShared
     }
 }
 
-/// The records a command brings: a [`Cmd::Many`]'s batch, or the pending
+/// The records waiting in the unsent batch, taken without a command (sent
+/// while the thread napped), unless a command is queued: it may bring
+/// earlier records (a batch handed over), which go first, so the sweep
+/// waits for the next turn. Senders queue record-carrying commands under
+/// the unsent lock, so none can slip in between the check and the take.
+fn sweep<C>(inbox: &Inbox<C>, shared: &ProducerShared) -> Option<Batch> {
+    let mut p = shared.unsent();
+    if inbox.pending() > 0 {
+        return None;
+    }
+    p.take()
+}
+
+/// The records a command brings: a [`Cmd::Many`]'s batch, or the unsent
 /// batch for a [`Cmd::Take`] still of its generation (else its records went
 /// with a later command).
 fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
     match cmd {
         Cmd::Many(b) => Some(b),
         Cmd::Take(gen) => {
-            let mut p = shared.pending();
+            let mut p = shared.unsent();
             (p.gen == gen).then(|| p.hand_over())
         }
         Cmd::Connect(_) => None,
@@ -303,42 +246,16 @@ fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
 /// returns the bytes released at once. In META-RECORD-BATCHes if this
 /// project's nodes listen, and also as one RECORD per record if a node that
 /// knows no metadata does, unless `batches` (`record_batches`: it FETCHes).
-fn publish(
-    core: &mut Core,
-    st: &mut ProducerState,
-    routes: &Routes,
-    batches: bool,
-    b: Batch,
-) -> Result<usize> {
+fn publish(core: &mut Core, st: &mut ProducerState, batches: bool, b: Batch) -> Result<usize> {
     let dest = Dest::Live { topic: &st.topic };
     let first = st.next_offset();
-    if routes.meta() {
+    if st.routes().meta() {
         core.send_records(dest, first, b.iter(), Form::Bodies)?;
     }
-    if routes.plain() && !batches {
+    if st.routes().plain() && !batches {
         core.send_records(dest, first, b.iter(), Form::Records)?;
     }
     Ok(st.append_batch(b).1)
-}
-
-/// A store ACKed `acked`, past the last offset this producer sent: it holds
-/// records of this partition that this producer did not write (an earlier
-/// producer of the same `address_seed`), and drops this one's records at
-/// those offsets as duplicates, whatever they hold. Counted, and logged the
-/// first time.
-fn ack_ahead(stats: &Stats, topic: &str, address: &str, acked: u64, last: Option<u64>) {
-    if stats.acks_ahead.fetch_add(1, SeqCst) > 0 {
-        return;
-    }
-    let sent = last.map_or("none yet".to_string(), |l| format!("up to {l}"));
-    tracing::warn!(
-        "producer {address} of topic {topic:?}: a store ACKed offset {acked}, past what this \
-         producer sent ({sent}): the stores hold records of this partition that it did not \
-         write, and drop its records at offsets up to {acked} as duplicates (counted in \
-         stats()[\"acks_ahead\"]). An earlier producer of the same address_seed wrote them: \
-         leave first_offset unset to go on where the partition ends (harmless when rewriting \
-         the same records, as a retried Spark task does)"
-    );
 }
 
 fn release(shared: &ProducerShared, st: &ProducerState, freed: usize) {

@@ -1,16 +1,25 @@
 //! The producer's protocol decisions as a pure state machine, no sockets:
 //! the offsets it gives, the records it holds for retransmission until
 //! `min_acks` stores ACKed them ([`ProducerState::on_ack`]), its answers to
-//! FETCH ([`ProducerState::on_fetch`]) and GET-HEADS, and when it sends a
-//! HEAD. The loop (`run.rs`) feeds it and sends what it returns.
+//! FETCH ([`ProducerState::on_fetch`]) and GET-HEADS, when it sends a HEAD,
+//! and what the subscriptions on its XPUB say: the stores and consumers
+//! connected, who hears its records live and in which messages ([`Routes`]),
+//! and in which form each requester takes FETCH answers ([`AnswerForms`]).
+//! The loop (`run.rs`) hands it each message ([`ProducerState::on_message`])
+//! and subscription ([`ProducerState::on_subscription`]) and sends what it
+//! returns.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
+use crate::node::answers::{AnswerForms, Dest, Reply};
 use crate::node::batch::Batch;
 use crate::node::config::MAX_ACKERS;
-use crate::node::out::Out;
-use crate::wire::{Ack, Fetch, GetHeads};
+use crate::node::out::{Fate, Out};
+use crate::node::secure::Sender;
+use crate::wire::{Ack, Fetch, GetHeads, Kind, Message, Subscription};
+
+use super::routes::Routes;
 
 /// Pure producer protocol state.
 #[derive(Debug)]
@@ -44,6 +53,37 @@ pub struct ProducerState {
     stores_keyed: Option<usize>,
     /// Whether the address-less ACKs' shortfall was logged.
     warned_uncountable: bool,
+    /// Who hears our records live, and in which messages.
+    routes: Routes,
+    /// How each requester's FETCHes are answered.
+    forms: AnswerForms,
+    /// Bytes released by ACKs since [`ProducerState::take_freed`].
+    freed: usize,
+    /// ACKs past the last offset sent (an earlier producer of this
+    /// partition wrote there), and address-less ACKs while `min_acks` is out
+    /// of their reach ([`AckReach::Unreachable`]): counted for the stats.
+    pub acks_ahead: u64,
+    pub min_acks_unreachable: u64,
+}
+
+/// What the loop does with a message after [`ProducerState::on_message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'m> {
+    /// Nothing more: it was this.
+    Done(Fate),
+    /// A FETCH: read the subscriptions waiting on the XPUB (the requester's
+    /// may be among them), then send [`ProducerState::on_fetch`]'s answer.
+    Answer(Fetch<'m>),
+}
+
+/// What a subscription on the XPUB changed ([`ProducerState::on_subscription`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Heard {
+    /// A HEAD for a store that connected, or a DIRECT-HEAD for a consumer
+    /// that did, once we have published.
+    pub send: Option<Out>,
+    /// The stores connected changed ([`ProducerState::countable_stores`]).
+    pub stores_changed: bool,
 }
 
 /// Who an ACK counts as toward `min_acks` ([`ProducerState::on_ack`]).
@@ -86,24 +126,58 @@ impl ProducerState {
             stores_ours: 0,
             stores_keyed: None,
             warned_uncountable: false,
+            routes: Routes::new(topic),
+            forms: AnswerForms::default(),
+            freed: 0,
+            acks_ahead: 0,
+            min_acks_unreachable: 0,
+        }
+    }
+
+    /// A subscription or unsubscription on the XPUB: it tells who hears our
+    /// records ([`Routes`]), the stores connected (each subscribes every
+    /// RECORD; a store connecting is told our head at once: what we
+    /// published before its subscription arrived never reached it, and
+    /// stores' GET-HEADS never reach producers), the consumers connected
+    /// (`L` + address, see [`ProducerState::on_consumer`]) and the form of
+    /// each requester's FETCH answers ([`AnswerForms`]).
+    pub fn on_subscription(&mut self, sub: &Subscription<'_>) -> Heard {
+        self.routes.on_subscription(sub);
+        if self.on_store_subscription(sub) {
+            let joined = sub.subscribe && sub.prefix.every(Kind::Record);
+            return Heard {
+                send: if joined { self.head() } else { None },
+                stores_changed: true,
+            };
+        }
+        self.forms.on_subscription(sub);
+        Heard {
+            send: self.on_consumer(sub),
+            stores_changed: false,
         }
     }
 
     /// A store's subscription to every RECORD (`M`) or every RECORD-BATCH
-    /// (`R`, this project's stores alone) came or went; false for any other
-    /// prefix.
-    pub fn on_store_subscription(&mut self, prefix: &[u8], subscribe: bool) -> bool {
-        let n = match prefix {
-            b"M" => &mut self.stores_all,
-            b"R" => &mut self.stores_ours,
-            _ => return false,
+    /// (`R`, this project's stores alone) came or went; false for any other.
+    fn on_store_subscription(&mut self, sub: &Subscription<'_>) -> bool {
+        let n = if sub.prefix.every(Kind::Record) {
+            &mut self.stores_all
+        } else if sub.prefix.every(Kind::RecordBatch) {
+            &mut self.stores_ours
+        } else {
+            return false;
         };
-        *n = if subscribe {
+        *n = if sub.subscribe {
             n.saturating_add(1)
         } else {
             n.saturating_sub(1)
         };
         true
+    }
+
+    /// Who hears our records live.
+    pub fn routes(&self) -> &Routes {
+        &self.routes
     }
 
     /// Secure mode: `n` distinct store keys are subscribed now.
@@ -142,21 +216,15 @@ impl ProducerState {
         self.min_acks
     }
 
-    /// A subscription or unsubscription arrived on the XPUB: a consumer
-    /// subscribes `L` + its address on every peer. A consumer that connects
-    /// once we have published is told our head (a DIRECT-HEAD): records
-    /// published before its subscriptions arrived never reached it, and its
-    /// GET-HEADS may have come before our first record (then unanswered) or
-    /// before our own connection to it; with HEADs far apart it would not
-    /// hear of them for a `head_interval`.
-    pub fn on_subscription(&mut self, prefix: &[u8], subscribe: bool) -> Option<Out> {
-        let Some((b'L', consumer)) = prefix.split_first() else {
-            return None;
-        };
-        if consumer.is_empty() {
-            return None;
-        }
-        if subscribe {
+    /// A consumer's subscription (`L` + its address, made on every peer)
+    /// came or went. A consumer that connects once we have published is told
+    /// our head (a DIRECT-HEAD): records published before its subscriptions
+    /// arrived never reached it, and its GET-HEADS may have come before our
+    /// first record (then unanswered) or before our own connection to it;
+    /// with HEADs far apart it would not hear of them for a `head_interval`.
+    fn on_consumer(&mut self, sub: &Subscription<'_>) -> Option<Out> {
+        let consumer = sub.prefix.keyed(Kind::StoreHello)?;
+        if sub.subscribe {
             *self.consumers.entry(consumer.to_vec()).or_insert(0) += 1;
             return Some(Out::DirectHead {
                 to: consumer.to_vec(),
@@ -329,10 +397,11 @@ impl ProducerState {
     /// us, while every store holding it is away (restarting), that would skip
     /// records that still exist. It waits for a store instead.
     pub fn fetch_range(&self, f: &Fetch<'_>) -> std::ops::Range<u64> {
-        if f.topic != self.address.as_slice() || f.subject != self.topic.as_slice() {
+        if f.partition != self.address.as_slice() || f.topic != self.topic.as_slice() {
             return 0..0;
         }
-        if f.sequence < self.base && self.min_acks > 0 && self.consumers.contains_key(f.address) {
+        let consumer = self.consumers.contains_key(f.requester);
+        if f.sequence < self.base && self.min_acks > 0 && consumer {
             return 0..0;
         }
         let from = f.sequence.max(self.base);
@@ -354,22 +423,109 @@ impl ProducerState {
         &self.topic
     }
 
-    /// A FETCH for our partition: exactly the requested records we still hold,
-    /// byte-identical, ascending, as DIRECT-RECORDs to the requester. (The node
-    /// thread sends the same thing straight from the buffer, via
-    /// [`ProducerState::fetch_range`] and [`ProducerState::get`], without copies.)
-    pub fn on_fetch(&self, f: &Fetch<'_>) -> Vec<Out> {
-        self.fetch_range(f)
-            .filter_map(|off| {
-                Some(Out::DirectRecord {
-                    to: f.address.to_vec(),
-                    partition: self.address.clone(),
-                    subject: self.topic.clone(),
-                    sequence: off,
-                    content: self.get(off)?.to_vec(),
-                })
-            })
-            .collect()
+    /// The answer to a FETCH: exactly the requested records we still hold
+    /// ([`ProducerState::fetch_range`]), byte-identical, ascending, read in
+    /// place, to the requester, in the form it takes; None while its
+    /// subscriptions are not read yet (it FETCHes again, [`AnswerForms`]).
+    pub fn on_fetch<'a>(
+        &'a self,
+        f: &Fetch<'a>,
+    ) -> Option<Reply<'a, impl Iterator<Item = &'a [u8]> + 'a>> {
+        let form = self.forms.form(f.requester)?;
+        let range = self.fetch_range(f);
+        Some(Reply {
+            dest: Dest::Direct {
+                to: f.requester,
+                partition: &self.address,
+                topic: &self.topic,
+            },
+            first: range.start,
+            bodies: range.map_while(|off| self.get(off)),
+            form,
+        })
+    }
+
+    /// One message from a peer (the one receive path hands each over): an
+    /// ACK of our partition, a FETCH to answer, a GET-HEADS of our topic;
+    /// anything else is not for a producer. Answers go to `out`.
+    pub fn on_message<'m>(
+        &mut self,
+        msg: Message<'m>,
+        from: Sender,
+        out: &mut Vec<Out>,
+    ) -> Step<'m> {
+        match msg {
+            Message::Ack(a) | Message::AddressedAck(a) => Step::Done(self.on_ack_from(&a, from)),
+            Message::Fetch(f) => Step::Answer(f),
+            Message::GetHeads(g) if g.topic == self.topic.as_slice() => {
+                out.extend(self.on_get_heads(&g));
+                Step::Done(Fate::Taken(0))
+            }
+            _ => Step::Done(Fate::Ignored),
+        }
+    }
+
+    /// An ACK as it arrived from `from`: counted toward `min_acks` if it is
+    /// of our partition; a `min_acks` it cannot help reach, and an ACK past
+    /// what we sent, are said once and counted.
+    fn on_ack_from(&mut self, a: &Ack<'_>, from: Sender) -> Fate {
+        if a.topic != self.address.as_slice() || a.subject != self.topic.as_slice() {
+            return Fate::Ignored;
+        }
+        if let AckReach::Unreachable { first } = self.ack_reach(a) {
+            self.min_acks_unreachable += 1;
+            if first {
+                tracing::warn!(
+                    "producer {} of topic {:?}: min_acks={} cannot be reached by the stores \
+                     whose ACKs it can count ({}): C-reference stores' ACKs carry no address \
+                     and count as one store together; records are not released until more of \
+                     dafka's stores ACK, or lower min_acks (PROTOCOL.md, ADDRESSED-ACK)",
+                    String::from_utf8_lossy(&self.address),
+                    String::from_utf8_lossy(&self.topic),
+                    self.min_acks,
+                    self.countable_stores(),
+                );
+            }
+        }
+        if self.last().is_none_or(|last| a.sequence > last) {
+            self.ack_ahead(a.sequence);
+        }
+        let acker = match &from {
+            Sender::Key(k) => Acker::Key(k),
+            Sender::Anyone => Acker::Address,
+        };
+        self.freed += self.on_ack(a, acker);
+        Fate::Taken(0)
+    }
+
+    /// A store ACKed `acked`, past the last offset this producer sent: it
+    /// holds records of this partition that this producer did not write (an
+    /// earlier producer of the same `address_seed`), and drops this one's
+    /// records at those offsets as duplicates, whatever they hold. Counted,
+    /// and logged the first time.
+    fn ack_ahead(&mut self, acked: u64) {
+        self.acks_ahead += 1;
+        if self.acks_ahead > 1 {
+            return;
+        }
+        let sent = self
+            .last()
+            .map_or("none yet".to_string(), |l| format!("up to {l}"));
+        tracing::warn!(
+            "producer {} of topic {:?}: a store ACKed offset {acked}, past what this producer \
+             sent ({sent}): the stores hold records of this partition that it did not write, \
+             and drop its records at offsets up to {acked} as duplicates (counted in \
+             stats()[\"acks_ahead\"]). An earlier producer of the same address_seed wrote them: \
+             leave first_offset unset to go on where the partition ends (harmless when \
+             rewriting the same records, as a retried Spark task does)",
+            String::from_utf8_lossy(&self.address),
+            String::from_utf8_lossy(&self.topic),
+        );
+    }
+
+    /// The bytes ACKs released since the last call.
+    pub fn take_freed(&mut self) -> usize {
+        std::mem::take(&mut self.freed)
     }
 
     /// GET-HEADS for our topic: a DIRECT-HEAD once we have published.
@@ -387,428 +543,4 @@ impl ProducerState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::node::producer::COALESCE;
-
-    const P: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
-    const C: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
-
-    fn fetch(seq: u64, count: u32) -> Fetch<'static> {
-        Fetch {
-            topic: P,
-            address: C,
-            subject: b"hello",
-            sequence: seq,
-            count,
-        }
-    }
-
-    fn ack(store: Option<&'static [u8]>, seq: u64) -> Ack<'static> {
-        Ack {
-            topic: P,
-            address: store,
-            subject: b"hello",
-            sequence: seq,
-        }
-    }
-
-    fn seqs(outs: &[Out]) -> Vec<(u64, Vec<u8>)> {
-        outs.iter()
-            .map(|o| match o {
-                Out::DirectRecord {
-                    sequence,
-                    content,
-                    to,
-                    ..
-                } => {
-                    assert_eq!(to, C);
-                    (*sequence, content.clone())
-                }
-                other => panic!("unexpected {other:?}"),
-            })
-            .collect()
-    }
-
-    // C reference feature: "FETCH 0 → DIRECT-RECORD".
-    #[test]
-    fn fetch_zero_answers_direct_record() {
-        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        st.append(b"CONTENT");
-        let out = st.on_fetch(&fetch(0, 1));
-        assert_eq!(
-            out,
-            vec![Out::DirectRecord {
-                to: C.to_vec(),
-                partition: P.to_vec(),
-                subject: b"hello".to_vec(),
-                sequence: 0,
-                content: b"CONTENT".to_vec()
-            }]
-        );
-        // Another partition or topic: not ours.
-        let mut other = fetch(0, 1);
-        other.subject = b"hello2";
-        assert!(st.on_fetch(&other).is_empty());
-    }
-
-    #[test]
-    fn fetch_returns_exactly_the_range_after_partial_ack() {
-        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        for i in 0..10u8 {
-            st.append(&vec![i; usize::from(i) + 1]);
-        }
-        assert_eq!(
-            st.on_ack(&ack(Some(b"S1"), 3), Acker::Address),
-            1 + 2 + 3 + 4
-        );
-        assert_eq!(st.released_upto(), 4);
-        let got = seqs(&st.on_fetch(&fetch(5, 3)));
-        assert_eq!(
-            got,
-            (5..8u8)
-                .map(|i| (u64::from(i), vec![i; usize::from(i) + 1]))
-                .collect::<Vec<_>>()
-        );
-        // Released offsets are not served; the range is clipped to what exists.
-        let got = seqs(&st.on_fetch(&fetch(2, 100)));
-        assert_eq!(got.first().map(|g| g.0), Some(4));
-        assert_eq!(got.last().map(|g| g.0), Some(9));
-        assert!(st.on_fetch(&fetch(10, 5)).is_empty());
-        assert!(st.on_fetch(&fetch(u64::MAX, u32::MAX)).is_empty());
-    }
-
-    #[test]
-    fn a_consumer_is_not_answered_from_past_what_stores_hold_for_it() {
-        let lsub = [b"L".as_slice(), C].concat();
-        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        for i in 0..10u8 {
-            st.append(&[i]);
-        }
-        st.on_ack(&ack(Some(b"S1"), 3), Acker::Address);
-        assert_eq!(st.released_upto(), 4);
-        // A store (no `L` subscription) new to the partition starts at our base.
-        assert_eq!(seqs(&st.on_fetch(&fetch(0, 100)))[0].0, 4);
-        // A consumer below the base: stores hold 0..4; nothing from us, or the
-        // consumer would skip them while the stores are away.
-        st.on_subscription(&lsub, true);
-        st.on_subscription(&lsub, true); // a second connection of the same consumer
-        assert!(st.on_fetch(&fetch(0, 100)).is_empty());
-        assert!(st.on_fetch(&fetch(3, 2)).is_empty());
-        // From the base on, the consumer is answered as before.
-        assert_eq!(seqs(&st.on_fetch(&fetch(4, 2))).len(), 2);
-        st.on_subscription(&lsub, false);
-        assert!(
-            st.on_fetch(&fetch(0, 100)).is_empty(),
-            "still connected once"
-        );
-        st.on_subscription(&lsub, false);
-        assert_eq!(
-            seqs(&st.on_fetch(&fetch(0, 100))).len(),
-            6,
-            "gone: unknown again"
-        );
-        // Other prefixes say nothing about consumers.
-        st.on_subscription(&[b"D".as_slice(), C].concat(), true);
-        st.on_subscription(b"L", true);
-        assert_eq!(seqs(&st.on_fetch(&fetch(0, 100))).len(), 6);
-    }
-
-    /// `send` starts a pending batch with room for 64 KiB; the node thread
-    /// takes it at once when idle. Held until stores ACK, each such batch
-    /// must cost what its records use, not 64 KiB each (a producer sending a
-    /// record a second with no store up would hold 64 KiB per record).
-    #[test]
-    fn batches_held_cost_what_their_records_use() {
-        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        for i in 0..100u8 {
-            let mut b = Batch::with_capacity(0, COALESCE);
-            b.push(&[i; 100]);
-            st.append_batch(b);
-        }
-        assert_eq!(st.held_bytes(), 100 * 100);
-        assert!(
-            st.held_allocated() <= 100 * (100 + 8),
-            "{}",
-            st.held_allocated()
-        );
-        assert_eq!(st.get(42), Some(&[42u8; 100][..]));
-    }
-
-    #[test]
-    fn min_acks_counts_distinct_stores() {
-        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
-        for _ in 0..5 {
-            st.append(&[0; 10]);
-        }
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4), Acker::Address), 0);
-        assert_eq!(
-            st.on_ack(&ack(Some(b"S1"), 4), Acker::Address),
-            0,
-            "same store twice"
-        );
-        assert_eq!(
-            st.on_ack(&ack(None, 1), Acker::Address),
-            20,
-            "anonymous store is a second one"
-        );
-        assert_eq!(st.released_upto(), 2);
-        assert_eq!(
-            st.on_ack(&ack(Some(b"S2"), 9), Acker::Address),
-            30,
-            "clamped to the last offset"
-        );
-        assert_eq!(st.held_bytes(), 0);
-        let mut zero = ProducerState::new(b"hello", P, 0, Duration::from_secs(1));
-        assert_eq!(zero.append(&[1, 2, 3]), (0, 3));
-        assert_eq!(zero.released_upto(), 1);
-    }
-
-    /// Address-less ACKs (C-reference stores in zproto) count as one store
-    /// together; this project's stores are known by their `R` subscription
-    /// and counted apart. A `min_acks` above what can be counted is said.
-    #[test]
-    fn countable_stores_are_ours_plus_one_for_every_c_store() {
-        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
-        assert_eq!(st.countable_stores(), 0);
-        assert!(!st.on_store_subscription(b"Mhello", true), "a consumer's");
-        assert!(!st.on_store_subscription(b"Rhello", true), "a consumer's");
-        // Two C stores: every RECORD, no RECORD-BATCH.
-        assert!(st.on_store_subscription(b"M", true));
-        assert!(st.on_store_subscription(b"M", true));
-        assert_eq!(st.countable_stores(), 1);
-        st.append(&[0; 10]);
-        assert_eq!(
-            st.ack_reach(&ack(None, 0)),
-            AckReach::Unreachable { first: true }
-        );
-        assert_eq!(
-            st.ack_reach(&ack(None, 0)),
-            AckReach::Unreachable { first: false },
-            "warned once"
-        );
-        assert_eq!(st.ack_reach(&ack(Some(b"S1"), 0)), AckReach::Counted);
-        // One of ours joins: two can be counted, min_acks=2 is in reach.
-        st.on_store_subscription(b"M", true);
-        st.on_store_subscription(b"R", true);
-        assert_eq!(st.countable_stores(), 2);
-        assert_eq!(st.ack_reach(&ack(None, 0)), AckReach::Counted);
-        // Both C stores leave: only ours remains.
-        st.on_store_subscription(b"M", false);
-        st.on_store_subscription(b"M", false);
-        assert_eq!(st.countable_stores(), 1);
-        st.on_store_subscription(b"R", false);
-        st.on_store_subscription(b"M", false);
-        assert_eq!(st.countable_stores(), 0);
-        st.on_store_subscription(b"M", false);
-        assert_eq!(st.countable_stores(), 0, "never below zero");
-        let mut one = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        one.on_store_subscription(b"M", true);
-        assert_eq!(one.ack_reach(&ack(None, 0)), AckReach::Counted);
-    }
-
-    #[test]
-    fn acks_from_made_up_addresses_are_bounded() {
-        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
-        for _ in 0..10 {
-            st.append(&[0; 10]);
-        }
-        let names: Vec<Vec<u8>> = (0..3 * MAX_ACKERS)
-            .map(|i| format!("F{i}").into_bytes())
-            .collect();
-        let fake = |st: &mut ProducerState, n: &[u8], seq| {
-            st.on_ack(
-                &Ack {
-                    topic: P,
-                    address: Some(n),
-                    subject: b"hello",
-                    sequence: seq,
-                },
-                Acker::Address,
-            )
-        };
-        // Fakes at offset 0 release 0 (min_acks of them agree), then fill the
-        // table; past it, new ones are refused.
-        for n in &names {
-            fake(&mut st, n, 0);
-        }
-        assert_eq!(st.acks.len(), MAX_ACKERS);
-        assert_eq!(st.released_upto(), 1);
-        // Those at 0 can release nothing more: they go to make room for real
-        // stores, whose ACKs still count.
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 9), Acker::Address), 0);
-        assert_eq!(st.on_ack(&ack(Some(b"S2"), 9), Acker::Address), 90);
-        assert_eq!(st.held_bytes(), 0);
-        assert!(st.acks.len() <= MAX_ACKERS);
-    }
-
-    /// Secure mode (issue 35): ACKs count per store key. One store-role
-    /// peer naming two addresses, or one address and none, is one store:
-    /// with `min_acks=2` it releases nothing alone; a second key does.
-    #[test]
-    fn min_acks_counts_keys_not_addresses_in_secure_mode() {
-        let mut st = ProducerState::new(b"hello", P, 2, Duration::from_secs(1));
-        st.set_keyed_stores(1);
-        for _ in 0..10 {
-            st.append(&[0; 10]);
-        }
-        let (mallory, honest) = ([0xAA; 32], [0xBB; 32]);
-        for addr in [Some(&b"S1"[..]), Some(&b"S2"[..]), None, Some(&b"S3"[..])] {
-            assert_eq!(st.on_ack(&ack(addr, 9), Acker::Key(&mallory)), 0);
-        }
-        assert_eq!(st.released_upto(), 0, "one key, however many addresses");
-        assert_eq!(
-            st.ack_reach(&ack(None, 9)),
-            AckReach::Counted,
-            "no C stores here"
-        );
-        assert_eq!(st.on_ack(&ack(Some(b"S1"), 4), Acker::Key(&honest)), 50);
-        assert_eq!(st.released_upto(), 5, "the lower of the two keys' ACKs");
-        st.set_keyed_stores(2);
-        assert_eq!(st.countable_stores(), 2);
-    }
-
-    mod held {
-        use super::*;
-        use proptest::prelude::*;
-
-        proptest! {
-            /// Records sent one at a time and in batches, ACKed in any steps:
-            /// every record not released reads back as sent, every released one
-            /// is gone, and the bytes released and held add up, against a model
-            /// that keeps one value per offset.
-            #[test]
-            fn held_batches_read_and_release_like_one_value_per_offset(
-                ops in proptest::collection::vec(
-                    proptest::prop_oneof![
-                        proptest::collection::vec(proptest::num::u8::ANY, 0..300)
-                            .prop_map(|v| (0u8, vec![v], 0u64)),
-                        proptest::collection::vec(
-                            proptest::collection::vec(proptest::num::u8::ANY, 0..50), 0..40)
-                            .prop_map(|vs| (1u8, vs, 0u64)),
-                        (0u64..2000).prop_map(|upto| (2u8, Vec::new(), upto)),
-                    ],
-                    1..60,
-                ),
-            ) {
-                let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-                let mut model: Vec<Vec<u8>> = Vec::new();
-                let mut released = 0usize;
-                for (kind, values, upto) in ops {
-                    match kind {
-                        0 => {
-                            let (off, freed) = st.append(&values[0]);
-                            prop_assert_eq!((off, freed), (model.len() as u64, 0));
-                            model.push(values[0].clone());
-                        }
-                        1 => {
-                            let (off, freed) = st.append_batch(values.iter().collect());
-                            prop_assert_eq!((off, freed), (model.len() as u64, 0));
-                            model.extend(values);
-                        }
-                        _ => {
-                            let freed = st.on_ack(&ack(Some(b"S1"), upto), Acker::Address);
-                            let now = usize::try_from(
-                                upto.saturating_add(1).min(model.len() as u64)
-                            ).unwrap().max(released);
-                            let want: usize = model[released..now].iter().map(Vec::len).sum();
-                            prop_assert_eq!(freed, want);
-                            released = now;
-                        }
-                    }
-                    prop_assert_eq!(st.released_upto(), released as u64);
-                    let held: usize = model[released..].iter().map(Vec::len).sum();
-                    prop_assert_eq!(st.held_bytes(), held);
-                    for (off, v) in model.iter().enumerate() {
-                        let got = st.get(off as u64);
-                        if off < released {
-                            prop_assert_eq!(got, None);
-                        } else {
-                            prop_assert_eq!(got, Some(v.as_slice()));
-                        }
-                    }
-                    prop_assert_eq!(st.get(model.len() as u64), None);
-                }
-            }
-        }
-    }
-
-    // C reference feature: producer answers GET-HEADS with DIRECT-HEAD.
-    #[test]
-    fn get_heads_answered_after_first_record() {
-        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(1));
-        let g = GetHeads {
-            topic: b"hello",
-            address: C,
-        };
-        assert!(st.on_get_heads(&g).is_empty());
-        st.append(b"a");
-        st.append(b"b");
-        assert_eq!(
-            st.on_get_heads(&g),
-            vec![Out::DirectHead {
-                to: C.to_vec(),
-                partition: P.to_vec(),
-                subject: b"hello".to_vec(),
-                sequence: 1
-            }]
-        );
-    }
-
-    /// A consumer connecting (its `L<address>` subscription) once we have
-    /// published is told our head: what we published before its
-    /// subscriptions arrived never reached it.
-    #[test]
-    fn a_consumer_connecting_after_the_first_record_is_told_the_head() {
-        let lsub = [b"L".as_slice(), C].concat();
-        let mut st = ProducerState::new(b"hello", P, 1, Duration::from_secs(600));
-        assert_eq!(st.on_subscription(&lsub, true), None, "nothing published");
-        st.on_subscription(&lsub, false);
-        st.append(b"a");
-        st.append(b"b");
-        let head = Some(Out::DirectHead {
-            to: C.to_vec(),
-            partition: P.to_vec(),
-            subject: b"hello".to_vec(),
-            sequence: 1,
-        });
-        assert_eq!(st.on_subscription(&lsub, true), head);
-        assert_eq!(st.on_subscription(&lsub, true), head, "a second connection");
-        assert_eq!(st.on_subscription(&lsub, false), None);
-        // Stores' subscriptions and the bare prefix are not consumers.
-        assert_eq!(st.on_subscription(b"M", true), None);
-        assert_eq!(
-            st.on_subscription(&[b"D".as_slice(), C].concat(), true),
-            None
-        );
-        assert_eq!(st.on_subscription(b"L", true), None);
-    }
-
-    // C reference feature: "HEAD at intervals".
-    #[test]
-    fn head_at_intervals_after_first_record() {
-        let t0 = Instant::now();
-        let s = Duration::from_secs(1);
-        let mut st = ProducerState::new(b"hello", P, 1, s);
-        st.arm_head(t0);
-        assert_eq!(st.next_head(), None, "no HEAD before the first record");
-        st.append(b"x");
-        st.arm_head(t0);
-        assert_eq!(st.on_timer(t0), None);
-        let h = st.on_timer(t0 + s).expect("HEAD after one interval");
-        assert_eq!(
-            h,
-            Out::Head {
-                topic: b"hello".to_vec(),
-                partition: P.to_vec(),
-                sequence: 0
-            }
-        );
-        st.append(b"y");
-        assert_eq!(st.on_timer(t0 + s + s / 2), None);
-        assert!(matches!(
-            st.on_timer(t0 + 2 * s),
-            Some(Out::Head { sequence: 1, .. })
-        ));
-    }
-}
+mod tests;

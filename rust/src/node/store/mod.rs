@@ -204,13 +204,16 @@ pub fn store_identity(dir: &Path, node: &NodeConfig) -> Result<String> {
     }
 }
 
-/// The error of a store address file that cannot be read or written.
+/// The error of a store address file that cannot be read or written: an
+/// IO error of its kind (Python: `LogFileNotFoundError`,
+/// `LogPermissionError`, ...), naming the file.
 fn identity_io(path: &Path) -> impl Fn(std::io::Error) -> Error + Copy + '_ {
     move |e| {
-        Error::Config(format!(
-            "cannot read or create the store's address file {}: {e}; the store's path must \
-             name a directory it can write in",
-            path.display()
+        Error::Log(crate::log::LogError::io(
+            "read or create the store's address file (the store's path must name a \
+             directory it can write in)",
+            path,
+            e,
         ))
     }
 }

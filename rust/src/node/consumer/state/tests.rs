@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::node::config::IDLE_AFTER;
+use crate::wire::StoreHello;
 
 const P: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
 const ME: &[u8] = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
@@ -71,18 +72,18 @@ fn past_a_gap(
 fn held_records_are_bounded_in_bytes_and_fetched_again() {
     let (mut st, t0, mut d, mut o) = past_a_gap(2..=5);
     let p = &st.parts[P];
-    assert_eq!(p.pending.offsets().collect::<Vec<_>>(), vec![2, 3, 4]);
-    assert_eq!(p.pending.bytes(), 3 * BIG.len());
+    assert_eq!(p.held.offsets().collect::<Vec<_>>(), vec![2, 3, 4]);
+    assert_eq!(p.held.bytes(), 3 * BIG.len());
     // The gap filled: the held ones go out, and 5 is fetched again.
     d.clear();
     o.clear();
     st.on_record(&rec(1, b"b"), false, t0, &mut d, &mut o);
     assert_eq!(offsets(&d), vec![1, 2, 3, 4]);
-    assert_eq!(st.parts[P].pending.bytes(), 0);
+    assert_eq!(st.parts[P].held.bytes(), 0);
     st.on_record(&at(5), false, t0, &mut d, &mut o);
     assert_eq!(offsets(&d), vec![1, 2, 3, 4, 5]);
     // One record is always held, however large.
-    let huge = vec![1u8; MAX_PENDING_BYTES + 1];
+    let huge = vec![1u8; MAX_HELD_BYTES + 1];
     st.on_record(
         &Record {
             content: &huge,
@@ -93,9 +94,9 @@ fn held_records_are_bounded_in_bytes_and_fetched_again() {
         &mut d,
         &mut o,
     );
-    assert_eq!(st.parts[P].pending.len(), 1);
+    assert_eq!(st.parts[P].held.len(), 1);
     st.seek(P, 20, t0, &mut o);
-    assert_eq!(st.parts[P].pending.bytes(), 0, "a seek drops what is held");
+    assert_eq!(st.parts[P].held.bytes(), 0, "a seek drops what is held");
 }
 
 /// Past the bound, a record nearer the gap displaces the farthest held
@@ -114,12 +115,12 @@ fn a_record_nearer_the_gap_displaces_the_farthest_held_one() {
         st.on_record(&direct, true, t0, &mut d, &mut o);
     }
     let p = &st.parts[P];
-    assert_eq!(p.pending.offsets().collect::<Vec<_>>(), vec![5, 6, 10]);
-    assert_eq!(p.pending.bytes(), 3 * BIG.len());
+    assert_eq!(p.held.offsets().collect::<Vec<_>>(), vec![5, 6, 10]);
+    assert_eq!(p.held.bytes(), 3 * BIG.len());
     // A farther one than all held is the one let go.
     st.on_record(&at(13), false, t0, &mut d, &mut o);
-    assert_eq!(st.parts[P].pending.len(), 3);
-    assert!(!st.parts[P].pending.contains(13));
+    assert_eq!(st.parts[P].held.len(), 3);
+    assert!(!st.parts[P].held.contains(13));
 }
 
 /// A partition caught up and unheard of for `IDLE_AFTER` keeps only its
@@ -290,7 +291,7 @@ fn earliest_record_one_fetches_zero() {
         o,
         vec![Out::Fetch {
             partition: P.to_vec(),
-            subject: b"hello".to_vec(),
+            topic: b"hello".to_vec(),
             sequence: 0,
             count: 1
         }]
@@ -548,7 +549,7 @@ fn gap_fetch_retry_and_head() {
         o,
         vec![Out::Fetch {
             partition: P.to_vec(),
-            subject: b"hello".to_vec(),
+            topic: b"hello".to_vec(),
             sequence: 11,
             count: 2
         }]

@@ -1,4 +1,5 @@
 //! Where an ACK is produced, and which partitions a loop turn looks at.
+//! An ACK goes as an ADDRESSED-ACK to a producer that takes them (`ack`).
 //!
 //! ACKs are pushed by durability: the storage reports what each finished
 //! sync made durable ([`StoreLog::take_durable`]: exactly the partitions
@@ -21,7 +22,28 @@
 use std::time::Instant;
 
 use super::{PartKey, StoreLog, StoreState};
+use crate::node::answers::Takers;
 use crate::node::out::Out;
+
+/// The ACK of `sequence` to `partition`'s producer: an ADDRESSED-ACK if it
+/// subscribed `A` + its partition (this project's producers), else a plain
+/// ACK (the C reference's).
+fn ack(addressed: &Takers, partition: &[u8], topic: &[u8], sequence: u64) -> Out {
+    let (partition, subject) = (partition.to_vec(), topic.to_vec());
+    if addressed.takes(&partition) {
+        Out::AddressedAck {
+            partition,
+            subject,
+            sequence,
+        }
+    } else {
+        Out::Ack {
+            partition,
+            subject,
+            sequence,
+        }
+    }
+}
 
 impl<L: StoreLog> StoreState<L> {
     /// What syncs made durable, as `(topic, partition)` → durable offset
@@ -51,11 +73,7 @@ impl<L: StoreLog> StoreState<L> {
             st.acked = Some(durable - 1);
             st.ack_sent = Some(now);
             self.counters.acks_sent += 1;
-            out.push(Out::Ack {
-                partition: partition.clone(),
-                subject: topic.clone(),
-                sequence: durable - 1,
-            });
+            out.push(ack(&self.addressed_acks, partition, topic, durable - 1));
             if !st.touched {
                 st.touched = true;
                 self.touched.push((topic.clone(), partition.clone()));
@@ -124,11 +142,7 @@ impl<L: StoreLog> StoreState<L> {
                 st.acked = Some(sequence);
                 st.ack_sent = Some(now);
                 self.counters.acks_sent += 1;
-                out.push(Out::Ack {
-                    partition: partition.to_vec(),
-                    subject: topic.to_vec(),
-                    sequence,
-                });
+                out.push(ack(&self.addressed_acks, partition, topic, sequence));
             }
         }
         if let Some(n) = self.log.next_offset(topic, partition) {
@@ -245,14 +259,15 @@ impl<L: StoreLog> StoreState<L> {
         busy
     }
 
-    /// When the next tick is due: at once if partitions were touched since
-    /// the last, else the first partition timer (a FETCH retry, an ACK
-    /// repeat) or the storage's next sync.
+    /// When [`StoreState::maintain`] is due next: at once if partitions were
+    /// touched since the last tick, else the first partition timer (a FETCH
+    /// retry, an ACK repeat) or the storage's next sync. The next GET-HEADS
+    /// to the other stores is [`StoreState::peer_heads_at`].
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
         if !self.touched.is_empty() {
             return Some(now);
         }
         let first = self.wakes.first().map(|(at, _)| *at);
-        first.into_iter().chain(self.log.next_sync()).min()
+        [first, self.log.next_sync()].into_iter().flatten().min()
     }
 }

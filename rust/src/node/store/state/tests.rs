@@ -1,7 +1,8 @@
 //! Store logic scenarios against an in-memory log with an explicit durable mark.
 
 use super::*;
-use crate::wire::Message;
+use crate::node::out::Out;
+use crate::wire::{ConsumerHello, Fetch, GetHeads, Head, Kind, Message, Prefix, Subscription};
 use std::collections::BTreeMap;
 
 pub(crate) const ME: &[u8] = b"STORE000000000000000000000000001";
@@ -153,8 +154,18 @@ fn rec(s: &mut StoreState<MemLog>, seq: u64, now: Instant) -> Vec<Out> {
     s.on_record(T, P, seq, format!("r{seq}").as_bytes(), now)
 }
 
-/// The next slice of FETCH answers as messages.
-fn replies(s: &mut StoreState<MemLog>) -> Vec<Out> {
+/// One record of a FETCH answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Answered {
+    to: Vec<u8>,
+    partition: Vec<u8>,
+    topic: Vec<u8>,
+    sequence: u64,
+    content: Vec<u8>,
+}
+
+/// The next slice of FETCH answers, record by record.
+fn replies(s: &mut StoreState<MemLog>) -> Vec<Answered> {
     let mut slice = ReplySlice::default();
     if !s.next_reply_slice(&mut slice, Instant::now()) {
         return Vec::new();
@@ -162,10 +173,10 @@ fn replies(s: &mut StoreState<MemLog>) -> Vec<Out> {
     slice
         .contents()
         .enumerate()
-        .map(|(i, content)| Out::DirectRecord {
+        .map(|(i, content)| Answered {
             to: slice.to.clone(),
             partition: slice.partition.clone(),
-            subject: slice.topic.clone(),
+            topic: slice.topic.clone(),
             sequence: slice.first + i as u64,
             content: content.to_vec(),
         })
@@ -402,7 +413,7 @@ fn head_beyond_what_is_stored_triggers_fetch() {
     let Message::Fetch(f) = out[0].as_message(ME) else {
         panic!()
     };
-    assert_eq!((f.topic, f.address, f.subject), (&b"OTHER"[..], ME, T));
+    assert_eq!((f.partition, f.requester, f.topic), (&b"OTHER"[..], ME, T));
 }
 
 #[test]
@@ -493,18 +504,16 @@ fn pipelined_fetch_continues_the_answer_in_progress() {
         rec(&mut s, i, now);
     }
     let f = Fetch {
-        topic: P,
-        address: C,
-        subject: T,
+        partition: P,
+        requester: C,
+        topic: T,
         sequence: 0,
         count: 6,
     };
     let mut sent = Vec::new();
     let mut take_slice = |s: &mut StoreState<MemLog>| {
         for o in replies(s) {
-            if let Out::DirectRecord { sequence, .. } = o {
-                sent.push(sequence);
-            }
+            sent.push(o.sequence);
         }
     };
     s.on_fetch(&f);
@@ -546,9 +555,9 @@ fn a_fetch_below_the_first_record_held_is_answered_from_it() {
     part.1.drain(..6);
     part.0 = 6;
     let f = Fetch {
-        topic: P,
-        address: C,
-        subject: T,
+        partition: P,
+        requester: C,
+        topic: T,
         sequence: 0,
         count: 3,
     };
@@ -557,9 +566,7 @@ fn a_fetch_below_the_first_record_held_is_answered_from_it() {
     let mut seqs = Vec::new();
     while s.has_replies() {
         for o in replies(&mut s) {
-            if let Out::DirectRecord { sequence, .. } = o {
-                seqs.push(sequence);
-            }
+            seqs.push(o.sequence);
         }
     }
     assert_eq!(seqs, vec![6, 7, 8]);
@@ -582,9 +589,9 @@ fn a_requester_with_a_full_queue_waits_alone_and_backs_off() {
     let (a, b) = (&b"AAAA"[..], &b"BBBB"[..]);
     for to in [a, b] {
         s.on_fetch(&Fetch {
-            topic: P,
-            address: to,
-            subject: T,
+            partition: P,
+            requester: to,
+            topic: T,
             sequence: 0,
             count: 10,
         });
@@ -638,9 +645,9 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
         rec(&mut s, i, now);
     }
     let f = Fetch {
-        topic: P,
-        address: C,
-        subject: T,
+        partition: P,
+        requester: C,
+        topic: T,
         sequence: 2,
         count: 7,
     };
@@ -648,12 +655,9 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
     let mut seqs = Vec::new();
     while s.has_replies() {
         for o in replies(&mut s) {
-            let Message::DirectRecord(r) = o.as_message(ME) else {
-                panic!()
-            };
-            assert_eq!((r.topic, r.address, r.subject), (C, P, T));
-            assert_eq!(r.content, format!("r{}", r.sequence).as_bytes());
-            seqs.push(r.sequence);
+            assert_eq!((&o.to[..], &o.partition[..], &o.topic[..]), (C, P, T));
+            assert_eq!(o.content, format!("r{}", o.sequence).as_bytes());
+            seqs.push(o.sequence);
         }
     }
     assert_eq!(seqs, (2..9).collect::<Vec<_>>(), "exactly count records");
@@ -665,9 +669,7 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
     let mut again: Vec<u64> = Vec::new();
     while s.has_replies() {
         for o in replies(&mut s) {
-            if let Out::DirectRecord { sequence, .. } = o {
-                again.push(sequence);
-            }
+            again.push(o.sequence);
         }
     }
     assert_eq!(again, vec![3, 4, 5, 6]);
@@ -680,7 +682,7 @@ fn fetch_is_answered_exactly_in_ascending_slices() {
     let n: usize = std::iter::from_fn(|| s.has_replies().then(|| replies(&mut s).len())).sum();
     assert_eq!(n, 2);
     s.on_fetch(&Fetch {
-        topic: b"NOPE",
+        partition: b"NOPE",
         ..f
     });
     assert!(!s.has_replies());
@@ -847,18 +849,32 @@ fn stores_exchange_every_head_and_fetch_what_they_miss() {
     assert_eq!(b.counters().dropped_invalid, 1);
 }
 
+/// A subscription on the XPUB, as the one receive path hands it over.
+pub(crate) fn sub(kind: Kind, key: &[u8], subscribe: bool) -> Subscription<'_> {
+    Subscription {
+        subscribe,
+        prefix: Prefix::of(kind, key),
+    }
+}
+
 #[test]
 fn store_hello_on_consumer_subscription() {
     let mut s = store();
-    let mut prefix = b"L".to_vec();
-    prefix.extend_from_slice(C);
-    let out = s.on_subscribe(&prefix);
+    let now = Instant::now();
+    let out = s.on_subscription(&sub(Kind::StoreHello, C, true), now);
     let Message::StoreHello(h) = out[0].as_message(ME) else {
         panic!()
     };
     assert_eq!((h.topic, h.address), (C, ME));
-    assert!(s.on_subscribe(b"L").is_empty());
-    assert!(s.on_subscribe(b"Mweather").is_empty());
+    assert!(s
+        .on_subscription(&sub(Kind::StoreHello, C, false), now)
+        .is_empty());
+    assert!(s
+        .on_subscription(&sub(Kind::StoreHello, b"", true), now)
+        .is_empty());
+    assert!(s
+        .on_subscription(&sub(Kind::Record, T, true), now)
+        .is_empty());
 }
 
 #[test]
@@ -980,9 +996,9 @@ fn thousands_of_fetches_at_once_are_each_answered_once() {
     }
     fn fetch(p: &[u8]) -> Fetch<'_> {
         Fetch {
-            topic: p,
-            address: C,
-            subject: T,
+            partition: p,
+            requester: C,
+            topic: T,
             sequence: 0,
             count: 100,
         }
@@ -995,14 +1011,7 @@ fn thousands_of_fetches_at_once_are_each_answered_once() {
     let mut got: std::collections::HashMap<Vec<u8>, Vec<u64>> = Default::default();
     while s.has_replies() {
         for o in replies(&mut s) {
-            if let Out::DirectRecord {
-                partition,
-                sequence,
-                ..
-            } = o
-            {
-                got.entry(partition).or_default().push(sequence);
-            }
+            got.entry(o.partition).or_default().push(o.sequence);
         }
     }
     assert_eq!(got.len(), names.len());
@@ -1022,9 +1031,7 @@ fn thousands_of_fetches_at_once_are_each_answered_once() {
     let mut served = Vec::new();
     while s.has_replies() {
         for o in replies(&mut s) {
-            if let Out::DirectRecord { partition, .. } = o {
-                served.push(partition);
-            }
+            served.push(o.partition);
         }
     }
     assert_eq!(served, names[10..20].to_vec());

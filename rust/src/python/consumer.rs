@@ -1,0 +1,394 @@
+//! `dafka.Consumer`: a thin PyO3 class over [`Consumer`], and its options.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+
+use super::args::{opt_seconds, seconds, unsigned, StartOffsets, TimeMs};
+use super::discovery::{Discovery, Hwm};
+use super::options::{options, Options};
+use super::record::{PartitionNames, PyRecord};
+use super::wait::{check_signals, stats_dict, SLICE};
+use crate::error::Error;
+use crate::node::{Consumer, ConsumerConfig, Delivery, OffsetReset};
+
+/// The consumers' defaults (`ConsumerConfig::default()`, the core's).
+static CONSUMER: LazyLock<ConsumerConfig> = LazyLock::new(ConsumerConfig::default);
+
+options! {
+    /// `dafka.Consumer`'s options.
+    pub(crate) struct ConsumerOptions {
+        ..discovery: Discovery,
+        ..hwm: Hwm,
+        /// Where a partition seen for the first time starts, ``"earliest"`` or ``"latest"``,
+        /// unless ``start_offsets`` lists it: ``"earliest"`` at offset 0, fetching
+        /// everything the producer and stores still hold; ``"latest"`` at the first record
+        /// seen (or after the first HEAD seen). Every producer run is a new partition, found
+        /// only once discovery connects to it, so ``"latest"`` skips the first records of
+        /// partitions born while the consumer runs. With ``start_offsets`` given, every
+        /// partition it does not name starts at ``"earliest"``, whatever this says.
+        offset_reset: OffsetReset = CONSUMER.offset_reset,
+        /// Seconds after which an unanswered FETCH is sent again; must be > 0. After
+        /// ``give_up_fetches`` unanswered tries the interval doubles per retry, up to 16
+        /// times this.
+        fetch_retry: Duration = CONSUMER.fetch_retry,
+        /// Most records one FETCH asks for; must be > 0.
+        max_fetch: u32 = CONSUMER.max_fetch,
+        /// Out-of-order records held per partition while a gap is fetched (and at most 64
+        /// MiB); must be > 0. Records past the bound are fetched again once the gap fills.
+        max_pending: usize = CONSUMER.max_pending,
+        /// Records received but not yet returned to the application; must be > 0. While it
+        /// is full, the node stops reading (counted in ``stats()["pauses"]``); what the
+        /// producers drop meanwhile is fetched once it reads again.
+        max_buffered: usize = CONSUMER.max_buffered,
+        /// The same bound in bytes of values (67108864 is 64 MiB); must be > 0. One record
+        /// is taken however large.
+        max_buffered_bytes: usize = CONSUMER.max_buffered_bytes,
+        /// FETCH rounds in a row, each answered from past a gap and none with any of it,
+        /// before the gap is skipped (retention deleted it). Skipped records count in
+        /// ``stats()["records_lost"]``. Must be > 0.
+        give_up_fetches: u32 = CONSUMER.give_up_fetches,
+        /// ``{partition: next offset}`` to start at, e.g. a saved ``positions()``. It
+        /// overrides ``offset_reset`` for the partitions listed; given (even empty), the
+        /// partitions it does not name (born while the consumer was away) start at their
+        /// first record held, whatever ``offset_reset`` says.
+        start_offsets: Option<StartOffsets> = None,
+        /// Seconds after which a partition caught up and not heard of keeps only its
+        /// position, not its protocol state; must be > 0.
+        idle_after: Duration = CONSUMER.idle_after,
+        /// Seconds (691200.0 is 8 days) after which the position of a partition not heard of
+        /// is forgotten, unless it was seeked; heard of again, it starts by
+        /// ``offset_reset``. Keep it above the stores' retention (168 hours by default).
+        /// None keeps every position; 0 is refused.
+        forget_after: Option<Duration> = CONSUMER.forget_after,
+        /// Where every partition the stores hold starts: at its first record at or after
+        /// this time (ms since the epoch, a ``datetime``, or an ISO 8601 str such as
+        /// ``"2026-11-27T09:00"``, naive times being local), as ``offsets_for_times`` finds
+        /// it (the constructor waits for it), and every other partition at its start
+        /// (``offset_reset`` is then ``"earliest"``); ``start_offsets`` still wins for the
+        /// partitions it lists. Raises ``FetchTimeoutError`` when no store answers within 10
+        /// seconds.
+        start_time: Option<TimeMs> = None,
+    }
+}
+
+/// A consumer of one or more topics.
+///
+/// Receives the records of every partition (producer) of ``topics`` that it finds through its
+/// towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
+/// fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
+/// resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+/// on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
+///
+/// Parameters
+/// ----------
+/// topics : list of str
+///     The topics to read, at least one, each 1 to 255 bytes.
+///
+/// Raises
+/// ------
+/// ConfigError
+///     An option is out of range or malformed: an endpoint, ``wire``, ``offset_reset``, a topic or
+///     partition name, a zero interval or bound.
+///     Secure mode: ``cert`` without ``trust`` (or the reverse), a certificate of another role,
+///     or a tower or peer endpoint keyed (``;curve=KEY``) without ``cert``, or keyless with it.
+/// ValueError
+///     ``topics`` is empty, an integer or offset is negative or too large, or a number of seconds
+///     is negative or not finite.
+/// TypeError
+///     ``topics``, ``towers`` or ``peers`` is a ``str`` instead of a list of str.
+/// OSError
+///     ``cert`` or ``trust`` cannot be read: ``FileNotFoundError``, ``PermissionError``, ...
+///     (the error names the path).
+/// SecurityError
+///     ``cert`` is malformed or holds no secret key (``NAME.key`` given for ``NAME.key_secret``).
+/// NodeError
+///     The node cannot start, e.g. its ``bind`` endpoint is in use.
+#[pyclass(module = "dafka._native", name = "Consumer", frozen)]
+struct PyConsumer {
+    inner: Consumer,
+    names: PartitionNames,
+    /// The node settings, for the time queries of `seek_to_time`.
+    node: crate::node::NodeConfig,
+}
+
+impl PyConsumer {
+    fn take(&self, py: Python<'_>, max: usize, timeout: Option<f64>) -> PyResult<Vec<Delivery>> {
+        if max == 0 {
+            return Err(PyValueError::new_err("max_records must be >= 1"));
+        }
+        let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
+        // Before any record is taken: a Ctrl-C raised while logging loses none.
+        crate::python::logbridge::drain(py)?;
+        py.detach(|| -> PyResult<Vec<Delivery>> {
+            let mut v = Vec::new();
+            loop {
+                let slice = match deadline {
+                    Some(d) => SLICE.min(d.saturating_duration_since(Instant::now())),
+                    None => SLICE,
+                };
+                self.inner.poll_slice(max, slice, &mut v)?;
+                if !v.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(v);
+                }
+                check_signals()?;
+            }
+        })
+    }
+}
+
+#[pymethods]
+impl PyConsumer {
+    #[new]
+    #[pyo3(signature = (topics, **options))]
+    fn new(
+        py: Python<'_>,
+        topics: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let o = ConsumerOptions::parse("Consumer", options)?;
+        if topics.is_instance_of::<PyString>() || topics.is_instance_of::<PyBytes>() {
+            return Err(PyTypeError::new_err(
+                "topics must be a list of str, e.g. Consumer([\"weather\"])",
+            ));
+        }
+        let topics: Vec<String> = topics.extract()?;
+        if topics.is_empty() {
+            return Err(PyValueError::new_err("topics must name at least one topic"));
+        }
+        // Resuming: the partitions the saved positions do not name were born
+        // while this consumer was away (every producer run is a partition),
+        // so they start at their first record, whatever `offset_reset` says.
+        let resuming = o.start_offsets.is_some();
+        let mut cfg = ConsumerConfig {
+            node: o.discovery.node_config(o.hwm)?,
+            offset_reset: o.offset_reset,
+            fetch_retry: o.fetch_retry,
+            max_fetch: o.max_fetch,
+            max_pending: o.max_pending,
+            max_buffered: o.max_buffered,
+            max_buffered_bytes: o.max_buffered_bytes,
+            give_up_fetches: o.give_up_fetches,
+            start_offsets: o.start_offsets.map(|s| s.0).unwrap_or_default(),
+            idle_after: o.idle_after,
+            forget_after: o.forget_after,
+        };
+        if resuming {
+            cfg.offset_reset = OffsetReset::Earliest;
+        }
+        if let Some(TimeMs(t)) = o.start_time {
+            // Where each partition the stores hold reaches the time; the
+            // others (none of their records stored yet) from their start.
+            let given: std::collections::HashSet<String> =
+                cfg.start_offsets.iter().map(|(p, _)| p.clone()).collect();
+            for topic in &topics {
+                let got = py.detach(|| time_offsets(&cfg.node, topic, t))?;
+                cfg.start_offsets
+                    .extend(got.into_iter().filter(|(p, _)| !given.contains(p)));
+            }
+            cfg.offset_reset = OffsetReset::Earliest;
+        }
+        let node = cfg.node.clone();
+        let inner = py.detach(|| Consumer::new(&topics, cfg))?;
+        Ok(Self {
+            inner,
+            names: PartitionNames::default(),
+            node,
+        })
+    }
+
+    /// Moves ``partition`` (every partition of this consumer's topics the
+    /// stores hold, when None) to the first offset at or after
+    /// ``timestamp`` (ms since the epoch, a ``datetime`` or an ISO 8601 str):
+    /// asks the stores as :func:`offsets_for_times` does, then seeks. Returns
+    /// ``{partition: offset}`` as sought; raises FetchTimeoutError when no
+    /// store answers within 10 seconds, and UnknownPartitionError (a
+    /// LookupError) when ``partition`` is not among what the stores hold.
+    #[pyo3(signature = (partition, timestamp))]
+    fn seek_to_time(
+        &self,
+        py: Python<'_>,
+        partition: Option<&str>,
+        timestamp: &Bound<'_, PyAny>,
+    ) -> PyResult<HashMap<String, u64>> {
+        let t = crate::python::time::time_ms(py, timestamp, "timestamp")?;
+        let mut found = Vec::new();
+        for topic in self.inner.topics() {
+            found.extend(py.detach(|| time_offsets(&self.node, topic, t))?);
+        }
+        let chosen: Vec<(String, u64)> = match partition {
+            None => found,
+            Some(p) => {
+                let hit: Vec<_> = found.into_iter().filter(|(q, _)| q == p).collect();
+                if hit.is_empty() {
+                    return Err(super::errors::Exc::UnknownPartition.err(format!(
+                        "no store of topics {:?} holds partition {p:?}: seek_to_time needs \
+                         a partition the stores hold (or None for all)",
+                        self.inner.topics()
+                    )));
+                }
+                hit
+            }
+        };
+        for (p, off) in &chosen {
+            self.inner.seek(p, *off)?;
+        }
+        Ok(chosen.into_iter().collect())
+    }
+
+    /// The next record, waiting up to ``timeout`` seconds (None = until one
+    /// arrives); None on timeout.
+    #[pyo3(signature = (timeout = None))]
+    fn poll(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyRecord>>> {
+        let ds = self.take(py, 1, timeout)?;
+        Ok(self.names.records(py, ds)?.into_iter().next())
+    }
+
+    /// Up to ``max_records`` records in one call, waiting up to ``timeout``
+    /// seconds (None = until at least one arrives) for the first.
+    #[pyo3(signature = (max_records = 10000, timeout = None))]
+    fn poll_many(
+        &self,
+        py: Python<'_>,
+        max_records: i128,
+        timeout: Option<f64>,
+    ) -> PyResult<Vec<Py<PyRecord>>> {
+        let ds = self.take(py, unsigned("max_records", max_records)?, timeout)?;
+        self.names.records(py, ds)
+    }
+
+    /// For ``dafka.aio``: the records already here, up to ``max_records``,
+    /// never waiting (for records, or for a thread waiting for them: then
+    /// none). Safe on an event loop's thread.
+    fn _take(&self, py: Python<'_>, max_records: i128) -> PyResult<Vec<Py<PyRecord>>> {
+        let max = unsigned("max_records", max_records)?;
+        if max == 0 {
+            return Err(PyValueError::new_err("max_records must be >= 1"));
+        }
+        let mut ds = Vec::new();
+        self.inner.try_poll(max, &mut ds)?;
+        self.names.records(py, ds)
+    }
+
+    /// For ``dafka.aio``: waits (GIL released) up to ``timeout`` seconds until
+    /// a record is here to take, and takes none: a caller that gives up
+    /// loses nothing. Raises ``ClosedError`` once the consumer is closed.
+    fn _ready(&self, py: Python<'_>, timeout: f64) -> PyResult<bool> {
+        let deadline = Instant::now() + seconds("timeout", timeout)?;
+        py.detach(|| -> PyResult<bool> {
+            loop {
+                let slice = SLICE.min(deadline.saturating_duration_since(Instant::now()));
+                if self.inner.wait_ready(slice)? {
+                    return Ok(true);
+                }
+                if Instant::now() >= deadline {
+                    return Ok(false);
+                }
+                check_signals()?;
+            }
+        })
+    }
+
+    /// Restarts ``partition`` (a producer address) at ``offset``, fetching
+    /// from there (a partition gone idle too); a partition not seen yet
+    /// starts there when it is. A name that is no producer address (32 hex
+    /// characters, e.g. Kafka's ``"0"``) raises ``ConfigError``.
+    fn seek(&self, partition: &str, offset: i128) -> PyResult<()> {
+        Ok(self.inner.seek(partition, unsigned("offset", offset)?)?)
+    }
+    /// The next offset of each partition this consumer has returned records
+    /// of (or seeked, or started at): ``{partition: offset}``. Save it and pass
+    /// it as ``start_offsets=`` to resume where this consumer left off.
+    fn positions(&self) -> HashMap<String, u64> {
+        self.inner.positions().into_iter().collect()
+    }
+    /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
+    fn connect(&self, endpoint: &str) -> PyResult<()> {
+        Ok(self.inner.connect(endpoint)?)
+    }
+    /// The topics this consumer reads.
+    #[getter]
+    fn topics(&self) -> Vec<String> {
+        self.inner.topics().to_vec()
+    }
+    /// This consumer's address (32 hex characters).
+    #[getter]
+    fn address(&self) -> &str {
+        self.inner.address()
+    }
+    /// The XPUB endpoint other nodes list in ``peers=[...]``.
+    #[getter]
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+    /// The node's counters as ``{name: count}``, e.g. ``delivered``, ``gaps``, ``fetches_sent``,
+    /// ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``, ``malformed``.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, self.inner.stats())
+    }
+    /// Stops the node (idempotent).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let closed = py.detach(|| self.inner.close());
+        crate::python::logbridge::drain(py)?;
+        Ok(closed?)
+    }
+    /// Returns the consumer: ``for record in consumer`` waits for each record and ends when
+    /// the consumer is closed.
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    /// Blocks until the next record; stops when the consumer is closed.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyRecord>> {
+        match self.take(py, 1, None) {
+            Ok(ds) => self
+                .names
+                .records(py, ds)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| PyStopIteration::new_err(())),
+            // A clean close ends the loop; a node thread that failed raises its
+            // NodeError (it must not look like the end of the stream).
+            Err(e) if matches!(self.inner.check(), Err(Error::Closed)) => {
+                drop(e);
+                Err(PyStopIteration::new_err(()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+    /// Returns the consumer, for ``with Consumer(...) as consumer:``.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+    /// Closes the consumer on leaving the ``with`` block; an exception propagates.
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}
+
+/// The offsets of `topic`'s partitions at time `t` (ms), as the stores
+/// answer a TIME-QUERY (10 s to find one, 0.5 s to settle).
+fn time_offsets(
+    node: &crate::node::NodeConfig,
+    topic: &str,
+    t: u64,
+) -> PyResult<Vec<(String, u64)>> {
+    let got = crate::node::fetcher::offsets_for_time::<PyErr>(
+        node,
+        topic,
+        t,
+        Duration::from_secs(10),
+        Duration::from_millis(500),
+        check_signals,
+    )?;
+    Ok(got.into_iter().collect())
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyConsumer>()
+}
