@@ -9,11 +9,13 @@
 //! - [`registry`]: the groups as a store or `describe` hears them: live
 //!   members and claims, the check of a COMMIT's sender, the description
 //!   of a group with its lag.
-//! - [`wire`]: the four group messages (GROUP-MEMBER, COMMIT, COMMIT-QUERY,
-//!   COMMIT-OFFSETS) in both dialects; to move into `wire/` when wired.
+//!
+//! The four group messages (GROUP-MEMBER, COMMIT, COMMIT-QUERY,
+//! COMMIT-OFFSETS) are in [`crate::wire::group`], beside the other
+//! extensions; the nodes use these parts in `node/consumer/group.rs` and
+//! `node/store/groups.rs`.
 
 pub mod assign;
 pub mod commits;
 pub mod registry;
 pub mod view;
-pub mod wire;

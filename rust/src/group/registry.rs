@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::commits::{lag, CommitRecord, CommitTable, Position};
 use super::view::Part;
-use super::wire::{ClaimState, Commit, Member, MEMBER_LEAVING};
+use crate::wire::group::{ClaimState, Commit, Member, MEMBER_LEAVING};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Known {

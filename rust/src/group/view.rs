@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::assign;
-use super::wire::{Claim, ClaimState, Member, MEMBER_LEAVING};
+use crate::wire::group::{Claim, ClaimState, Member, MEMBER_LEAVING};
 
 /// A partition: `(topic, partition)`.
 pub type Part = (Vec<u8>, Vec<u8>);

@@ -1,5 +1,5 @@
 use super::*;
-use crate::group::wire::{Claim, Entry};
+use crate::wire::group::{Claim, Entry};
 
 const A: &[u8] = b"A0000000000000000000000000000000";
 const B: &[u8] = b"B0000000000000000000000000000000";

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use super::{part, view, TIMING};
 use crate::group::commits::{CommitRecord, CommitTable, Position};
 use crate::group::view::*;
-use crate::group::wire::{decode, GroupMessage};
+use crate::wire::group::{decode, GroupMessage};
 use crate::wire::Dialect;
 
 struct Node {

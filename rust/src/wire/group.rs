@@ -25,7 +25,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::wire::{Dialect, WireError, SIGNATURE, VERSION};
+use super::{Dialect, WireError, SIGNATURE, VERSION};
 
 /// The IDs of the group messages; none is a Dafka or extension ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
