@@ -2,7 +2,8 @@
 //! streaming platform, exposed to Python through PyO3.
 //!
 //! Modules:
-//! - [`wire`]: the pure codec (both dialects, beacons, subscriptions).
+//! - [`wire`]: the pure codec (both dialects, beacons, subscriptions, the
+//!   consumer-group extension).
 //! - [`log`]: the durable segment store (no sockets).
 //! - [`meta`]: a record's key, headers and create time, encoded (wire and log).
 //! - [`node`]: towers, producers, consumers and stores, one thread each.
@@ -10,7 +11,8 @@
 //!   roles and topic patterns (secure clusters).
 //! - [`error`]: the crate error type.
 //! - [`group`]: consumer groups without a coordinator (docs/groups.md):
-//!   assignment, a member's view, commit records, the group messages.
+//!   assignment, a member's view, commit records (pure; the messages are in
+//!   [`wire::group`], the nodes' use of them in `node/`).
 //! - [`cli`]: the `dafka-store` / `dafka-tower` command lines and config file,
 //!   shared by the binaries and the Python `dafka store` / `dafka tower`.
 //! - `python` (feature `python`): the PyO3 bindings, nothing else.

@@ -239,6 +239,15 @@ impl View {
             .collect()
     }
 
+    /// The partitions whose commit is being looked up, answer not in yet.
+    pub fn looking(&self) -> Vec<&Part> {
+        self.own
+            .iter()
+            .filter(|(_, s)| matches!(s, Own::Looking(None)))
+            .map(|(p, _)| p)
+            .collect()
+    }
+
     fn expire(&mut self, now: u64) {
         self.peers.retain(|_, p| p.expires_at > now);
         let timeout = u64::from(self.timing.timeout_ms);

@@ -176,6 +176,8 @@ impl PyConsumer {
             start_offsets: o.start_offsets.map(|s| s.0).unwrap_or_default(),
             idle_after: o.idle_after,
             forget_after: o.forget_after,
+            // Groups reach Python in the next step.
+            ..ConsumerConfig::default()
         };
         if resuming {
             cfg.offset_reset = OffsetReset::Earliest;

@@ -5,6 +5,7 @@
 //! retry deadline, when to give a gap up. `run.rs` is the event loop over its
 //! sockets.
 
+pub mod group;
 mod run;
 pub mod state;
 
@@ -26,6 +27,8 @@ pub use state::{ConsumerState, Delivery, MAX_HELD_BYTES, MAX_HELD_TOTAL_BYTES};
 enum Cmd {
     Seek(Vec<u8>, u64),
     Connect(String),
+    /// A group member commits what `poll` returned.
+    Commit,
 }
 
 /// The counters (`stats`, written by the node thread at every turn) have
@@ -45,6 +48,14 @@ pub(super) struct ConsumerShared {
     /// Partitions the node thread forgot (`forget_after`), for the handle
     /// to drop from its positions.
     forgotten: Mutex<Vec<Arc<str>>>,
+    /// The next offset of each partition the application has been given
+    /// records of (or seeked, or started at): where a new consumer resumes,
+    /// and what a group member commits. Taken before `epochs`.
+    positions: Mutex<HashMap<Arc<str>, u64>>,
+    /// A group member's partitions, `(topic, partition)`, as of the node
+    /// thread's last turn; and the live members it counts.
+    assignment: Mutex<Vec<(String, String)>>,
+    members: AtomicUsize,
 }
 
 impl ConsumerShared {
@@ -82,9 +93,7 @@ pub struct Consumer {
     topics: Vec<String>,
     max_buffered: usize,
     max_buffered_bytes: usize,
-    /// The next offset of each partition the application has been given
-    /// records of (or seeked, or started at): where a new consumer resumes.
-    positions: Mutex<HashMap<Arc<str>, u64>>,
+    group: Option<String>,
 }
 
 impl Consumer {
@@ -94,17 +103,26 @@ impl Consumer {
         for t in topics {
             check_name(&format!("topic {t:?}"), t)?;
         }
+        if cfg.group.is_some() && cfg.node.security.is_some() {
+            return Err(Error::Config(
+                "consumer groups are not available in secure clusters yet".into(),
+            ));
+        }
         let address = cfg.node.new_address()?;
-        let shared = Arc::new(ConsumerShared::default());
         let (tx, rx) = mpsc::channel();
         let ctx = zmq::Context::new();
-        let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
         let (max_buffered, max_buffered_bytes) = (cfg.max_buffered, cfg.max_buffered_bytes);
         let positions = cfg
             .start_offsets
             .iter()
             .map(|(p, off)| (Arc::from(p.as_str()), *off))
             .collect();
+        let shared = Arc::new(ConsumerShared {
+            positions: Mutex::new(positions),
+            ..Default::default()
+        });
+        let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
+        let group = cfg.group.clone();
         let (actor, endpoint) =
             Actor::spawn("dafka-consumer", &ctx.clone(), move |inbox, ready| {
                 run::run(inbox, ready, &ctx, cfg, &ts, &a, &sh, tx)
@@ -118,7 +136,7 @@ impl Consumer {
             topics: topics.to_vec(),
             max_buffered,
             max_buffered_bytes,
-            positions: Mutex::new(positions),
+            group,
         })
     }
 
@@ -234,7 +252,11 @@ impl Consumer {
             self.shared.buffered.fetch_sub(got, SeqCst);
             // Held across the epoch check, as `seek` holds it: a seek lands
             // either before this batch is checked or after its positions.
-            let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut positions = self
+                .shared
+                .positions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if self.shared.seeks.load(SeqCst) > 0 {
                 let epochs = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
                 let mut i = 0usize;
@@ -250,7 +272,13 @@ impl Consumer {
         } else {
             drop(guard);
             // An application that only polls an idle topic lets the names pile up.
-            self.drop_forgotten(&mut self.positions.lock().unwrap_or_else(|p| p.into_inner()));
+            self.drop_forgotten(
+                &mut self
+                    .shared
+                    .positions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
             self.actor.check()?;
         }
         // The thread stopped reading while the channel was full: there is room
@@ -268,7 +296,11 @@ impl Consumer {
     /// save them and pass them as [`ConsumerConfig::start_offsets`] to
     /// resume where this consumer left off.
     pub fn positions(&self) -> Vec<(String, u64)> {
-        let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut positions = self
+            .shared
+            .positions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         self.drop_forgotten(&mut positions);
         let mut v: Vec<(String, u64)> =
             positions.iter().map(|(p, o)| (p.to_string(), *o)).collect();
@@ -328,7 +360,11 @@ impl Consumer {
             )));
         }
         {
-            let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut positions = self
+                .shared
+                .positions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             self.shared.seeks.fetch_add(1, SeqCst);
             let mut e = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
             *e.entry(Arc::from(partition)).or_insert(0) += 1;
@@ -342,6 +378,36 @@ impl Consumer {
         self.actor.check()
     }
 
+    /// The group it is a member of (`ConsumerConfig::group`).
+    pub fn group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// A group member's partitions, `(topic, partition)` sorted, as of the
+    /// node thread's last turn; empty without a group.
+    pub fn assignment(&self) -> Vec<(String, String)> {
+        let a = self.shared.assignment.lock();
+        a.unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The live members of its group it counts, itself too (0 without a
+    /// group).
+    pub fn group_members(&self) -> usize {
+        self.shared.members.load(SeqCst)
+    }
+
+    /// A group member commits, without waiting, the position of each of its
+    /// partitions that `poll` moved since the last commit. Without a group
+    /// it is an error.
+    pub fn commit(&self) -> Result<()> {
+        if self.group.is_none() {
+            return Err(Error::Config(
+                "commit: this consumer is in no group (ConsumerConfig::group)".into(),
+            ));
+        }
+        self.actor.send(Cmd::Commit)
+    }
+
     /// Test hook: records the node thread handed over that the application
     /// has not taken yet.
     #[doc(hidden)]
@@ -353,7 +419,10 @@ impl Consumer {
     /// records waits for it before it notes them), until the guard drops.
     #[doc(hidden)]
     pub fn hold_positions(&self) -> impl Drop + '_ {
-        self.positions.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared
+            .positions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Connects to one more peer's XPUB endpoint (static peers added later).

@@ -7,6 +7,7 @@
 //! decisions are all in [`state`](super::state); this file only moves bytes
 //! and time.
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
@@ -15,10 +16,13 @@ use crate::meta;
 use crate::node::actor::{Inbox, Ready};
 use crate::node::config::NodeConfig;
 use crate::node::out::{poll_timeout, Out};
+use crate::node::receive::Incoming;
 use crate::node::socket::{set_int_option, Core, Frames};
 use crate::node::stats::Stats;
+use crate::wire::group::{subscriptions as group_subscriptions, GroupMessage, Subscriber};
 use crate::wire::NodeType;
 
+use super::groups::StoreGroups;
 use super::state::{ReplySlice, StoreLog, StoreState, StoreStateConfig};
 use super::{Cmd, StoreShared};
 
@@ -26,6 +30,29 @@ use super::{Cmd, StoreShared};
 const BATCH: usize = 4096;
 /// FETCH answer slices sent per turn at most (each is one read of the log).
 const REPLY_SLICES: usize = 256;
+
+/// Sends one group answer lossy, as [`send_all`]: a requester whose queue
+/// is full misses it (it asks again; a member commits again).
+fn send_group(core: &mut Core, msg: &GroupMessage<'_>) -> Result<()> {
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 0)?;
+    let sent = match core.send_group(msg) {
+        Err(Error::Zmq(zmq::Error::EAGAIN)) => Ok(()),
+        r => r,
+    };
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
+    sent
+}
+
+/// Copies the groups' counters for the handle to read.
+fn publish_groups(shared: &StoreShared, groups: &StoreGroups) {
+    shared
+        .commit_rows
+        .store(groups.table().len() as u64, Relaxed);
+    shared.commits_taken.store(groups.commits_taken, Relaxed);
+    shared
+        .commits_refused
+        .store(groups.commits_refused, Relaxed);
+}
 
 /// Copies the counters and the storage error `error` for the handle to read.
 fn publish(shared: &StoreShared, st: &StoreState<impl StoreLog>, error: Option<&str>) {
@@ -96,18 +123,27 @@ fn subscriptions<L: StoreLog>(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `cfg`: the node's settings, the state's, and where the groups'
+/// commits are kept (`None`: in memory).
 pub(super) fn run<L: StoreLog>(
     inbox: &mut Inbox<Cmd<L>>,
     ready: &mut Ready<String>,
     ctx: &zmq::Context,
-    node: NodeConfig,
-    state_cfg: StoreStateConfig,
+    cfg: (NodeConfig, StoreStateConfig, Option<PathBuf>),
     address: &str,
     log: L,
     shared: &StoreShared,
 ) -> Result<()> {
+    let (node, state_cfg, commits) = cfg;
+    let mut groups = StoreGroups::open(address.as_bytes(), commits.as_deref(), Instant::now())?;
     let mut core = Core::open(ctx, &node, NodeType::Store, address, &[])?;
+    if node.security.is_none() {
+        // Consumer groups: insecure clusters only, so far.
+        for prefix in group_subscriptions(Subscriber::Store, address.as_bytes(), &[]) {
+            core.subscribe(&prefix)?;
+        }
+    }
+    publish_groups(shared, &groups);
     // A full subscriber queue makes `send` fail with EAGAIN instead of
     // silently dropping.
     core.set_xpub_option(zmq_sys::ZMQ_XPUB_NODROP, 1)?;
@@ -156,12 +192,29 @@ pub(super) fn run<L: StoreLog>(
             // Records without metadata get bodies stamped with the time
             // they were received at (one clock read per turn).
             let stamp = meta::now_ms();
-            core.receive(&mut frames, stats, BATCH, |core, _, msg| {
-                outs.clear();
-                let fate = st.on_message(msg, now, stamp, &mut outs);
-                send_all(core, &outs)?;
-                Ok(fate)
-            })?;
+            let mut group_input = false;
+            core.receive_any(
+                &mut frames,
+                stats,
+                BATCH,
+                |core, _, incoming| match incoming {
+                    Incoming::Message(msg) => {
+                        outs.clear();
+                        let fate = st.on_message(msg, now, stamp, &mut outs);
+                        send_all(core, &outs)?;
+                        Ok(fate)
+                    }
+                    Incoming::Group(m) => {
+                        group_input = true;
+                        groups.on_group(&m, now, stamp, &mut |a: &GroupMessage<'_>| {
+                            send_group(core, a)
+                        })
+                    }
+                },
+            )?;
+            if group_input {
+                publish_groups(shared, &groups);
+            }
         }
         if r.beacon {
             core.on_beacons(stats)?;

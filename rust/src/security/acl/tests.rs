@@ -782,5 +782,11 @@ mod every_rule {
         assert_eq!(sub(&nobody, Prefix::Beacons { rest: b"" }), V::NoRole);
         // Anything else.
         assert_eq!(sub(&store, Prefix::parse(b"Zx")), V::Unknown);
+        // Consumer groups are not open to secure clusters yet: nobody
+        // listens to their messages.
+        for prefix in [&b"J"[..], b"Jg", b"C", b"U", b"N"] {
+            assert_eq!(sub(&store, Prefix::parse(prefix)), V::Unknown);
+            assert_eq!(sub(&any(Role::Consumer), Prefix::parse(prefix)), V::Unknown);
+        }
     }
 }

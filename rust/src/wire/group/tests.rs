@@ -558,3 +558,28 @@ proptest! {
         let _ = decode(&frames);
     }
 }
+
+/// The group messages' subscriptions parse into typed prefixes (no byte of
+/// them is read outside `wire/`), and back to the same bytes.
+#[test]
+fn group_subscriptions_parse_as_group_prefixes() {
+    use crate::wire::Prefix;
+    for who in [Subscriber::Member, Subscriber::Store] {
+        for bytes in subscriptions(who, A, &[b"billing"]) {
+            let p = Prefix::parse(&bytes);
+            let Prefix::Group { kind, key } = p else {
+                panic!("{bytes:?} parsed as {p:?}");
+            };
+            assert_eq!(kind.id(), bytes[0]);
+            assert_eq!(key, &bytes[1..]);
+            assert_eq!(p.to_bytes(), bytes);
+        }
+    }
+    assert_eq!(
+        Prefix::parse(b"Jbilling"),
+        Prefix::Group {
+            kind: GroupKind::Member,
+            key: b"billing"
+        }
+    );
+}

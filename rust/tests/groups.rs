@@ -1,0 +1,283 @@
+//! Consumer groups between real nodes on 127.0.0.1 (docs/groups.md):
+//! members that find each other through a tower share a topic's
+//! partitions, another group and a consumer without a group each read
+//! every record, a member leaving cleanly hands its partitions over where
+//! it stopped, and a group whose members and store all restarted resumes
+//! from the commits the store kept in `commits.log`.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use _native::group::commits::read_log;
+use _native::node::store::groups::COMMITS_FILE;
+use _native::node::*;
+
+mod common;
+use common::stores::{discovering_producer, discovering_store, tower_and_node};
+use common::wait_for;
+
+const LONG: Duration = Duration::from_secs(60);
+
+/// A member of `group` for topic `t`, from the first record when the group
+/// never committed, committing every 200 ms.
+fn member(node: &NodeConfig, group: &str) -> Consumer {
+    let cfg = ConsumerConfig {
+        node: node.clone(),
+        offset_reset: OffsetReset::Earliest,
+        group: Some(group.to_string()),
+        auto_commit_interval: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    Consumer::new(&["t".to_string()], cfg).unwrap()
+}
+
+/// What a consumer was given: (partition, value).
+type Got = Vec<(String, Vec<u8>)>;
+
+fn drain(c: &Consumer, got: &mut Got) {
+    for d in c.poll_many(10_000, Duration::from_millis(20)).unwrap() {
+        got.push((d.partition.to_string(), d.value().to_vec()));
+    }
+}
+
+fn values(got: &[&Got]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = got
+        .iter()
+        .flat_map(|g| g.iter().map(|x| x.1.clone()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn partitions(got: &Got) -> BTreeSet<String> {
+    got.iter().map(|x| x.0.clone()).collect()
+}
+
+fn assigned(c: &Consumer) -> BTreeSet<String> {
+    c.assignment().into_iter().map(|(_, p)| p).collect()
+}
+
+/// `n` records of each producer, `i-j` for producer `i`, from `j = from`.
+fn produce(producers: &[Producer], from: usize, n: usize) -> Vec<Vec<u8>> {
+    let mut sent = Vec::new();
+    for (i, p) in producers.iter().enumerate() {
+        let batch: Vec<Vec<u8>> = (from..from + n)
+            .map(|j| format!("{i}-{j}").into_bytes())
+            .collect();
+        sent.extend(batch.iter().cloned());
+        p.send_many(batch, None).unwrap();
+    }
+    for p in producers {
+        assert_eq!(p.flush(LONG).unwrap(), 0);
+    }
+    sent.sort();
+    sent
+}
+
+#[test]
+fn members_share_partitions_and_hand_them_over_on_a_clean_leave() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, node) = tower_and_node();
+    let _store = discovering_store(dir.path(), &node);
+    let (a, b) = (member(&node, "g"), member(&node, "g"));
+    let other = member(&node, "h");
+    let plain = Consumer::new(
+        &["t".to_string()],
+        ConsumerConfig {
+            node: node.clone(),
+            offset_reset: OffsetReset::Earliest,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    wait_for("the members to count each other", LONG, || {
+        a.group_members() == 2 && b.group_members() == 2 && other.group_members() == 1
+    });
+    let producers: Vec<Producer> = (0..12).map(|_| discovering_producer(&node)).collect();
+    let all: BTreeSet<String> = producers.iter().map(|p| p.address().to_string()).collect();
+    let sent = produce(&producers, 0, 10);
+
+    let (mut ga, mut gb, mut go, mut gp) = (Got::new(), Got::new(), Got::new(), Got::new());
+    wait_for(
+        "every record in each group and at the plain consumer",
+        LONG,
+        || {
+            drain(&a, &mut ga);
+            drain(&b, &mut gb);
+            drain(&other, &mut go);
+            drain(&plain, &mut gp);
+            ga.len() + gb.len() >= sent.len() && go.len() >= sent.len() && gp.len() >= sent.len()
+        },
+    );
+    wait_for("the partitions all assigned", LONG, || {
+        assigned(&a).len() + assigned(&b).len() == all.len()
+    });
+    // Stable membership: each record at exactly one member of the group.
+    assert_eq!(values(&[&ga, &gb]), sent, "the group's union, once each");
+    assert_eq!(values(&[&go]), sent, "another group reads every record");
+    assert_eq!(values(&[&gp]), sent, "a consumer without a group too");
+    let (pa, pb) = (assigned(&a), assigned(&b));
+    assert!(pa.is_disjoint(&pb), "{pa:?} {pb:?}");
+    assert_eq!(pa.union(&pb).cloned().collect::<BTreeSet<_>>(), all);
+    assert!(partitions(&ga).is_subset(&pa) && partitions(&gb).is_subset(&pb));
+
+    // B leaves cleanly after polling all it was given: A takes its
+    // partitions where B stopped, and reads the new records only.
+    b.close().unwrap();
+    wait_for("A to hold every partition", LONG, || {
+        drain(&a, &mut ga);
+        assigned(&a) == all && a.group_members() == 1
+    });
+    let more = produce(&producers, 10, 10);
+    let mut whole = sent.clone();
+    whole.extend(more);
+    whole.sort();
+    wait_for("the new records at A", LONG, || {
+        drain(&a, &mut ga);
+        ga.len() + gb.len() >= whole.len()
+    });
+    // Anything delivered twice would have come with them.
+    drain(&a, &mut ga);
+    assert_eq!(values(&[&ga, &gb]), whole, "nothing lost, nothing twice");
+    a.close().unwrap();
+}
+
+#[test]
+fn a_restarted_group_resumes_from_the_commits_its_restarted_store_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, node) = tower_and_node();
+    let store = discovering_store(dir.path(), &node);
+    let p = discovering_producer(&node);
+    let first = produce(std::slice::from_ref(&p), 0, 50);
+    let a = member(&node, "g");
+    let mut got = Got::new();
+    wait_for("the first 50 records", LONG, || {
+        drain(&a, &mut got);
+        got.len() >= 50
+    });
+    assert_eq!(values(&[&got]), first);
+    // Leaving, it commits where it stopped; the store keeps it on disk.
+    a.close().unwrap();
+    let log = dir.path().join(COMMITS_FILE);
+    wait_for("the final commit in commits.log", LONG, || {
+        let bytes = std::fs::read(&log).unwrap_or_default();
+        let rows = read_log(&bytes).records;
+        rows.iter().any(|r| {
+            r.group == b"g" && r.partition == p.address().as_bytes() && r.position.offset == 50
+        })
+    });
+    assert!(
+        store
+            .shared()
+            .commits_refused
+            .load(std::sync::atomic::Ordering::SeqCst)
+            == 0
+    );
+    store.close().unwrap();
+    drop(store);
+
+    let store = discovering_store(dir.path(), &node);
+    let later = produce(std::slice::from_ref(&p), 50, 30);
+    let a = member(&node, "g");
+    let mut got = Got::new();
+    wait_for("the records after the commit", LONG, || {
+        drain(&a, &mut got);
+        got.len() >= 30
+    });
+    drain(&a, &mut got);
+    assert_eq!(
+        values(&[&got]),
+        later,
+        "from the commit on, nothing before it"
+    );
+    a.close().unwrap();
+    store.close().unwrap();
+}
+
+/// An outsider speaking raw ZeroMQ: a COMMIT in the name of no member is
+/// refused and counted, a malformed group message is dropped and counted,
+/// and neither stops the store taking a member's commit.
+#[test]
+fn forged_and_malformed_group_messages_are_dropped_and_counted() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::Instant;
+
+    use _native::wire::group::{Claim, ClaimState, Commit, Entry, GroupMessage, Member};
+    use _native::wire::{Dialect, Prefix, Subscription};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::stores::store(dir.path(), &[]);
+    let ctx = zmq::Context::new();
+    let xpub = ctx.socket(zmq::XPUB).unwrap();
+    xpub.set_linger(0).unwrap();
+    xpub.bind("tcp://127.0.0.1:0").unwrap();
+    store
+        .connect(&xpub.get_last_endpoint().unwrap().unwrap())
+        .unwrap();
+    // The store's subscription to every COMMIT reached us.
+    let every_commit = Subscription {
+        subscribe: true,
+        prefix: Prefix::parse(b"C"),
+    }
+    .encode();
+    xpub.set_rcvtimeo(100).unwrap();
+    let deadline = Instant::now() + LONG;
+    while xpub.recv_bytes(0).ok() != Some(every_commit.clone()) {
+        assert!(
+            Instant::now() < deadline,
+            "no COMMIT subscription from the store"
+        );
+    }
+    let (me, part) = (
+        b"9E51FBAE55A649C1A50C0B360F3FF7AE",
+        b"85E3C6EBDC7B4156AD9C43611EBC09CE",
+    );
+    let commit = |offset| {
+        GroupMessage::Commit(Commit {
+            group: b"g",
+            address: me,
+            sequence: offset,
+            entries: vec![Entry {
+                topic: b"t",
+                partition: part,
+                epoch: 0,
+                offset,
+            }],
+        })
+        .encode(Dialect::Rfc)
+        .unwrap()
+    };
+    let shared = store.shared();
+    xpub.send_multipart(commit(10), 0).unwrap();
+    wait_for("the forged COMMIT refused", LONG, || {
+        shared.commits_refused.load(SeqCst) == 1
+    });
+    let malformed = shared.stats.malformed.load(SeqCst);
+    xpub.send_multipart([&b"Jg"[..], &[0xAA, 0xA5, b'J', 1, 0xFF][..]], 0)
+        .unwrap();
+    wait_for("the malformed GROUP-MEMBER counted", LONG, || {
+        shared.stats.malformed.load(SeqCst) > malformed
+    });
+    // A member announces its claim, then commits it: taken.
+    let member = GroupMessage::Member(Member {
+        group: b"g",
+        address: me,
+        flags: 0,
+        timeout_ms: 60_000,
+        topics: vec![b"t"],
+        claims: vec![Claim {
+            topic: b"t",
+            partition: part,
+            state: ClaimState::Held,
+            offset: 0,
+        }],
+    });
+    xpub.send_multipart(member.encode(Dialect::Rfc).unwrap(), 0)
+        .unwrap();
+    xpub.send_multipart(commit(11), 0).unwrap();
+    wait_for("the member's COMMIT taken", LONG, || {
+        shared.commits_taken.load(SeqCst) == 1
+    });
+    assert_eq!(shared.commits_refused.load(SeqCst), 1);
+    store.close().unwrap();
+}
