@@ -869,8 +869,10 @@ class Consumer:
 
     Receives the records of every partition (producer) of ``topics`` that it finds through its
     towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
-    fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
-    resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+    fetched from the producer and the stores. With ``group=`` it is a member of a consumer group:
+    the members share the partitions and commit their positions to the stores. Without one,
+    Dafka keeps no consumer offsets on the network: to resume after a restart, save
+    ``positions()`` and pass them as ``start_offsets``. The node runs
     on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
 
     Parameters
@@ -965,6 +967,16 @@ class Consumer:
         (``offset_reset`` is then ``"earliest"``); ``start_offsets`` still wins for the
         partitions it lists. Raises ``FetchTimeoutError`` when no store answers within 10
         seconds.
+    group : str | None, default None
+        The consumer group to join (1 to 255 bytes, docs/groups.md): the consumers of one
+        group share the topics' partitions, each read by one live member, found by the
+        same discovery as every node (no coordinator), and commit their positions to the
+        stores. A member starts a partition at the group's last commit, one the group
+        never committed by ``offset_reset``. None reads every partition. Not in secure
+        clusters yet (``ConfigError``).
+    auto_commit_interval : float | None, default 5.0
+        In a group, seconds between commits of what ``poll`` returned; None commits only
+        when a partition moves to another member and on ``commit()``. Must be > 0.
 
     Raises
     ------
@@ -1014,6 +1026,8 @@ class Consumer:
         idle_after: float = 60.0,
         forget_after: float | None = 691200.0,
         start_time: int | datetime | str | None = None,
+        group: str | None = None,
+        auto_commit_interval: float | None = 5.0,
     ) -> Consumer: ...
     def poll(self, timeout: float | None = None) -> Record | None:
         """The next record, waiting up to ``timeout`` seconds (None = until one
@@ -1055,6 +1069,18 @@ class Consumer:
         of (or seeked, or started at): ``{partition: offset}``. Save it and pass
         it as ``start_offsets=`` to resume where this consumer left off.
         """
+    def commit(self) -> None:
+        """In a group: commits now, without waiting, the position of each partition it reads that
+        ``poll`` moved since the last commit (auto-commit does the same every
+        ``auto_commit_interval``). ``ConfigError`` without a group.
+        """
+    def assignment(self) -> list[tuple[str, str]]:
+        """In a group: the partitions this member reads, as ``[(topic, partition)]`` sorted (empty
+        without a group, and until the group settled).
+        """
+    @property
+    def group(self) -> str | None:
+        """The consumer group it is a member of, or None."""
     def connect(self, endpoint: str) -> None:
         """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
     @property

@@ -73,6 +73,16 @@ options! {
         /// partitions it lists. Raises ``FetchTimeoutError`` when no store answers within 10
         /// seconds.
         start_time: Option<TimeMs> = None,
+        /// The consumer group to join (1 to 255 bytes, docs/groups.md): the consumers of one
+        /// group share the topics' partitions, each read by one live member, found by the
+        /// same discovery as every node (no coordinator), and commit their positions to the
+        /// stores. A member starts a partition at the group's last commit, one the group
+        /// never committed by ``offset_reset``. None reads every partition. Not in secure
+        /// clusters yet (``ConfigError``).
+        group: Option<String> = None,
+        /// In a group, seconds between commits of what ``poll`` returned; None commits only
+        /// when a partition moves to another member and on ``commit()``. Must be > 0.
+        auto_commit_interval: Option<Duration> = CONSUMER.auto_commit_interval,
     }
 }
 
@@ -80,8 +90,10 @@ options! {
 ///
 /// Receives the records of every partition (producer) of ``topics`` that it finds through its
 /// towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
-/// fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
-/// resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+/// fetched from the producer and the stores. With ``group=`` it is a member of a consumer group:
+/// the members share the partitions and commit their positions to the stores. Without one,
+/// Dafka keeps no consumer offsets on the network: to resume after a restart, save
+/// ``positions()`` and pass them as ``start_offsets``. The node runs
 /// on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
 ///
 /// Parameters
@@ -176,8 +188,8 @@ impl PyConsumer {
             start_offsets: o.start_offsets.map(|s| s.0).unwrap_or_default(),
             idle_after: o.idle_after,
             forget_after: o.forget_after,
-            // Groups reach Python in the next step.
-            ..ConsumerConfig::default()
+            group: o.group,
+            auto_commit_interval: o.auto_commit_interval,
         };
         if resuming {
             cfg.offset_reset = OffsetReset::Earliest;
@@ -307,6 +319,22 @@ impl PyConsumer {
     /// it as ``start_offsets=`` to resume where this consumer left off.
     fn positions(&self) -> HashMap<String, u64> {
         self.inner.positions().into_iter().collect()
+    }
+    /// In a group: commits now, without waiting, the position of each partition it reads that
+    /// ``poll`` moved since the last commit (auto-commit does the same every
+    /// ``auto_commit_interval``). ``ConfigError`` without a group.
+    fn commit(&self) -> PyResult<()> {
+        Ok(self.inner.commit()?)
+    }
+    /// In a group: the partitions this member reads, as ``[(topic, partition)]`` sorted (empty
+    /// without a group, and until the group settled).
+    fn assignment(&self) -> Vec<(String, String)> {
+        self.inner.assignment()
+    }
+    /// The consumer group it is a member of, or None.
+    #[getter]
+    fn group(&self) -> Option<String> {
+        self.inner.group().map(str::to_string)
     }
     /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
     fn connect(&self, endpoint: &str) -> PyResult<()> {
