@@ -2,8 +2,10 @@
 //! members that find each other through a tower share a topic's
 //! partitions, another group and a consumer without a group each read
 //! every record, a member leaving cleanly hands its partitions over where
-//! it stopped, and a group whose members and store all restarted resumes
-//! from the commits the store kept in `commits.log`.
+//! it stopped, a dead member's partition continues at a live member from
+//! its last commit, a group whose members and store all restarted resumes
+//! from the commits the store kept in `commits.log`, and forged or
+//! malformed group messages are dropped and counted.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -280,4 +282,121 @@ fn forged_and_malformed_group_messages_are_dropped_and_counted() {
     });
     assert_eq!(shared.commits_refused.load(SeqCst), 1);
     store.close().unwrap();
+}
+
+/// A member that dies (here a raw one that stops announcing, never
+/// leaving): once its announcement is older than the timeout it gave, the
+/// partition it held goes to a live member, which starts at its last
+/// commit: nothing before it is delivered again, nothing after it lost.
+#[test]
+fn a_dead_members_partition_continues_at_a_live_member_from_its_commit() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::Instant;
+
+    use _native::group::assign::owner;
+    use _native::wire::group::{Claim, ClaimState, Commit, Entry, GroupMessage, Member};
+    use _native::wire::{Dialect, Prefix, Subscription};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, node) = tower_and_node();
+    let store = discovering_store(dir.path(), &node);
+    let p = discovering_producer(&node);
+    produce(std::slice::from_ref(&p), 0, 20);
+    let a = member(&node, "g");
+    // A raw member that wins the producer's partition against A.
+    let part = p.address().as_bytes().to_vec();
+    let dead = (0u64..)
+        .map(|i| format!("{i:032X}").into_bytes())
+        .find(|d| owner(b"g", b"t", &part, [d.as_slice(), a.address().as_bytes()]) == Some(d))
+        .unwrap();
+    let ctx = zmq::Context::new();
+    let xpub = ctx.socket(zmq::XPUB).unwrap();
+    xpub.set_linger(0).unwrap();
+    xpub.bind("tcp://127.0.0.1:0").unwrap();
+    let ep = xpub.get_last_endpoint().unwrap().unwrap();
+    store.connect(&ep).unwrap();
+    a.connect(&ep).unwrap();
+    // Both subscribed to the group's announcements (the store to every one).
+    let wanted = [
+        Subscription {
+            subscribe: true,
+            prefix: Prefix::parse(b"Jg"),
+        }
+        .encode(),
+        Subscription {
+            subscribe: true,
+            prefix: Prefix::parse(b"J"),
+        }
+        .encode(),
+    ];
+    let mut seen = [false, false];
+    xpub.set_rcvtimeo(100).unwrap();
+    let deadline = Instant::now() + LONG;
+    while seen != [true, true] {
+        assert!(Instant::now() < deadline, "no J subscriptions");
+        if let Ok(f) = xpub.recv_bytes(0) {
+            for (s, w) in seen.iter_mut().zip(&wanted) {
+                *s |= f == *w;
+            }
+        }
+    }
+    let announce = |xpub: &zmq::Socket| {
+        let m = GroupMessage::Member(Member {
+            group: b"g",
+            address: &dead,
+            flags: 0,
+            timeout_ms: 1000,
+            topics: vec![b"t"],
+            claims: vec![Claim {
+                topic: b"t",
+                partition: &part,
+                state: ClaimState::Held,
+                offset: 7,
+            }],
+        });
+        xpub.send_multipart(m.encode(Dialect::Rfc).unwrap(), 0)
+            .unwrap();
+    };
+    // Alive: announcing, it commits 7; A does not touch the partition.
+    announce(&xpub);
+    let commit = GroupMessage::Commit(Commit {
+        group: b"g",
+        address: &dead,
+        sequence: 1,
+        entries: vec![Entry {
+            topic: b"t",
+            partition: &part,
+            epoch: 0,
+            offset: 7,
+        }],
+    });
+    xpub.send_multipart(commit.encode(Dialect::Rfc).unwrap(), 0)
+        .unwrap();
+    wait_for("the store to take the commit", LONG, || {
+        announce(&xpub);
+        std::thread::sleep(Duration::from_millis(50));
+        store.shared().commits_taken.load(SeqCst) == 1
+    });
+    let mut got = Got::new();
+    for _ in 0..20 {
+        announce(&xpub);
+        drain(&a, &mut got);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(a.group_members(), 2);
+    assert!(got.is_empty() && a.assignment().is_empty(), "{got:?}");
+    // Dead: silent. A takes the partition at the commit.
+    wait_for("A to deliver from the commit", LONG, || {
+        drain(&a, &mut got);
+        got.len() >= 13
+    });
+    drain(&a, &mut got);
+    let want: Vec<Vec<u8>> = {
+        let mut v: Vec<Vec<u8>> = (7..20).map(|j| format!("0-{j}").into_bytes()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(values(&[&got]), want, "from the commit on, once each");
+    assert_eq!(a.group_members(), 1);
+    a.close().unwrap();
 }
