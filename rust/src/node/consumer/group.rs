@@ -217,6 +217,15 @@ impl Membership {
         acts
     }
 
+    /// A turn without decisions, while the node does not read its peers
+    /// (its application is behind: the channel is full): their
+    /// announcements wait unread, so they must not seem silent and expire.
+    /// It still announces itself ([`Membership::due`]); the next turn comes
+    /// a [`TICK`] later.
+    pub fn hold(&mut self, now: Instant) {
+        self.next_tick = now + TICK;
+    }
+
     /// The node stopped `part` after [`Act::Stop`]; `offset` is the next
     /// one `poll` would have returned. It is committed (if past the last
     /// commit) before the announcement releases it at `offset`.

@@ -48,19 +48,27 @@ fn position(shared: &ConsumerShared, part: &Part) -> Option<u64> {
 /// view decides is applied to the consumer's partitions (stops first: what
 /// `poll` has not returned of a stopped partition is dropped by a new seek
 /// epoch, and where `poll` stopped is where the next owner starts), then
-/// the commits, lookups and announcements due go out.
+/// the commits, lookups and announcements due go out. While the node does
+/// not read its peers (`reading` false: the application is behind), nothing
+/// is decided: their announcements wait unread.
 fn group_turn(
     g: &mut Membership,
     st: &mut ConsumerState,
     core: &mut Core,
     shared: &ConsumerShared,
-    now: Instant,
+    (now, reading): (Instant, bool),
     outs: &mut Vec<Out>,
 ) -> Result<()> {
     for (topic, partition) in st.take_seen() {
         g.partition_seen(&topic, &partition);
     }
-    for act in g.decide(now) {
+    let acts = if reading {
+        g.decide(now)
+    } else {
+        g.hold(now);
+        Vec::new()
+    };
+    for act in acts {
         match act {
             Act::Stop(part) => {
                 let name = lossy(&part.1);
@@ -152,7 +160,8 @@ pub(super) fn run(
                 // Leaving cleanly: every partition stopped and committed,
                 // then the last announcement releases them all.
                 g.leave();
-                group_turn(g, &mut st, &mut core, shared, Instant::now(), &mut outs)?;
+                let now = (Instant::now(), true);
+                group_turn(g, &mut st, &mut core, shared, now, &mut outs)?;
             }
             return Ok(());
         }
@@ -256,7 +265,7 @@ pub(super) fn run(
         }
         if let Some(g) = &mut group {
             if group_input || st.has_seen() || g.next_deadline() <= now {
-                group_turn(g, &mut st, &mut core, shared, now, &mut outs)?;
+                group_turn(g, &mut st, &mut core, shared, (now, !full), &mut outs)?;
             }
         }
         stats.duplicates.store(st.duplicates, SeqCst);

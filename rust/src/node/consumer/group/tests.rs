@@ -300,3 +300,28 @@ fn a_member_that_wins_a_partition_takes_it_from_its_holder() {
         "nothing returned: nothing to commit"
     );
 }
+
+/// While the node does not read its peers (its application is behind), a
+/// silent peer is not expired: only a turn that decides expires it.
+#[test]
+fn a_turn_held_expires_nobody() {
+    let t0 = Instant::now();
+    let mut m = member(t0, None);
+    let other = b"0123456789ABCDEF0123456789ABCDEF";
+    let ann = GroupMessage::Member(Member {
+        group: b"g",
+        address: other,
+        flags: 0,
+        timeout_ms: 1000,
+        topics: vec![b"t"],
+        claims: vec![],
+    });
+    m.on_group(&ann, t0);
+    m.decide(t0);
+    assert_eq!(m.members(), 2);
+    let later = t0 + Duration::from_secs(5);
+    m.hold(later);
+    assert_eq!(m.members(), 2, "held: not expired");
+    m.decide(later);
+    assert_eq!(m.members(), 1);
+}
