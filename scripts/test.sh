@@ -3,17 +3,21 @@
 # and runs outside the checkout. Exits non-zero on any failure, including a pytest run
 # that collects no tests.
 set -euo pipefail
+# Each phase prints the seconds since the start, so a slow CI run shows where it went.
+phase() { echo "== $1 (at ${SECONDS} s)"; }
+phase "setup"
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
-echo "== rust: fmt, clippy, tests"
+phase "rust: fmt, clippy, tests"
 cargo fmt --check
-cargo clippy --all-targets -- -D warnings
-cargo clippy --lib --features python -- -D warnings
+# One clippy run over every target with the bindings on (clippy does not link, so the
+# extension-less `python` feature checks them next to the tests and benches).
+cargo clippy --all-targets --features python -- -D warnings
 cargo test --all-targets
-echo "== rust: long decoder fuzz run"
+phase "rust: long decoder fuzz run"
 DAFKA_FUZZ_CASES="${DAFKA_FUZZ_CASES:-200000}" cargo test --release --lib fuzz_ -- --nocapture
 
-echo "== python: ruff, mypy, stubtest"
+phase "python: ruff, mypy, stubtest"
 ruff check python tests benches spark_jobs
 ruff format --check python tests benches spark_jobs
 mypy
@@ -22,7 +26,7 @@ python -m mypy.stubtest dafka._native
 # dafka.Log's options are generated from the Rust declarations: fail if stale.
 python scripts/gen_api.py --check
 
-echo "== distribution: the wheel in a fresh venv outside the checkout, and an sdist"
+phase "distribution: the wheel in a fresh venv outside the checkout, and an sdist"
 # What `pip install target/wheels/dafka-*.whl` gives a user: nothing of the checkout
 # (no .venv, no python/ on the path), no extra packages (`import dafka.spark` imports
 # PySpark lazily). The wheel and sdist go to the temporary directory, so no stale wheel
@@ -42,7 +46,7 @@ maturin sdist --out "$DIST/sdist"
 )
 echo "distribution checks: $((SECONDS - dist_start)) s"
 
-echo "== python: pytest"
+phase "python: pytest"
 set +e
 # Two workers: the Spark tests (one shared SparkSession) in one, the standalone Spark
 # cluster of the speculation test and the rest in the other (tests/conftest.py); most
@@ -50,6 +54,7 @@ set +e
 python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 rc=$?
 set -e
+phase "end (pytest exit status $rc)"
 if [ "$rc" -eq 5 ]; then
     echo "pytest collected no tests: failing" >&2
     exit 1

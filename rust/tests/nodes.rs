@@ -115,6 +115,40 @@ fn static_peers_late_earliest_consumer_gets_history() {
     p.close().unwrap();
 }
 
+/// Nobody listens at first, so the producer's thread naps and sweeps up the
+/// records sent meanwhile, which no command announces (`producer/run.rs`:
+/// `orphans`); a consumer joins mid-stream, which ends the naps while a
+/// batch begun during one is still filling. Records come one at a time, far
+/// fewer than fill a batch, so only the sweeps can publish them: every one
+/// is published and reaches the consumer, the last ones too.
+#[test]
+fn records_sent_while_a_producer_napped_are_published_once_a_consumer_listens() {
+    let p = Producer::new("t", ProducerConfig::default()).unwrap();
+    let n = 400u32;
+    let c = std::thread::scope(|s| {
+        let sender = s.spawn(|| {
+            for i in 0..n {
+                p.send(i.to_be_bytes(), None).unwrap();
+                std::thread::sleep(Duration::from_micros(250));
+            }
+        });
+        wait_for("records sent unheard", Duration::from_secs(60), || {
+            stat(p.stats().snapshot(), "records_sent") >= 100
+        });
+        let c = earliest_consumer_of(&p);
+        sender.join().unwrap();
+        c
+    });
+    wait_for("every record published", Duration::from_secs(60), || {
+        stat(p.stats().snapshot(), "records_sent") == u64::from(n)
+    });
+    let got = consume(&c, n as usize, Duration::from_secs(60));
+    let offsets: Vec<u64> = got.iter().map(|d| d.offset).collect();
+    assert_eq!(offsets, (0..u64::from(n)).collect::<Vec<_>>());
+    c.close().unwrap();
+    p.close().unwrap();
+}
+
 /// `send` gathers records in a pending batch that the node thread takes;
 /// `send_many` hands that batch over before its own. From two threads at
 /// once, with values large enough to fill a pending batch: every record

@@ -124,15 +124,7 @@ fn create_error_names_the_path() {
 fn a_failed_roll_leaves_no_stray_segment() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(5);
-    let fail = Arc::new(AtomicBool::new(false));
-    let f2 = fail.clone();
-    let fp: Failpoint = Arc::new(move |op, path| {
-        let index = path.extension().is_some_and(|e| e == "index");
-        if op == IoOp::Write && index && f2.load(Ordering::SeqCst) {
-            return Err(std::io::Error::from_raw_os_error(28));
-        }
-        Ok(())
-    });
+    let (fail, fp) = disk_full_on(IoOp::Write, "index");
     let cfg = LogConfig {
         failpoint: Some(fp),
         ..small(&clock)
@@ -165,13 +157,14 @@ fn a_failed_roll_leaves_no_stray_segment() {
     assert_eq!(all.len() as u64, n + 1);
 }
 
-/// A failpoint that refuses to create index files (ENOSPC) while the flag is set.
-fn index_create_fails() -> (Arc<AtomicBool>, Failpoint) {
+/// A failpoint that fails `failing` on files ending in `.{ext}` with ENOSPC
+/// (a full disk) while the flag is set.
+fn disk_full_on(failing: IoOp, ext: &'static str) -> (Arc<AtomicBool>, Failpoint) {
     let fail = Arc::new(AtomicBool::new(false));
     let f2 = fail.clone();
     let fp: Failpoint = Arc::new(move |op, path| {
-        let index = path.extension().is_some_and(|e| e == "index");
-        if op == IoOp::Create && index && f2.load(Ordering::SeqCst) {
+        let matches = path.extension().is_some_and(|e| e == ext);
+        if op == failing && matches && f2.load(Ordering::SeqCst) {
             return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
         }
         Ok(())
@@ -190,7 +183,7 @@ fn index_create_fails() -> (Arc<AtomicBool>, Failpoint) {
 fn a_failed_skip_leaves_no_stray_segment_that_breaks_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(5);
-    let (fail, fp) = index_create_fails();
+    let (fail, fp) = disk_full_on(IoOp::Create, "index");
     let cfg = LogConfig {
         failpoint: Some(fp),
         ..small(&clock)
@@ -239,7 +232,7 @@ fn a_failed_skip_leaves_no_stray_segment_that_breaks_the_next_open() {
 fn a_failed_partition_create_leaves_no_stray_segment_that_eats_the_real_one() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(5);
-    let (fail, fp) = index_create_fails();
+    let (fail, fp) = disk_full_on(IoOp::Create, "index");
     let cfg = LogConfig {
         failpoint: Some(fp),
         fsync: FsyncPolicy::Always,
@@ -278,15 +271,7 @@ fn a_failed_partition_create_leaves_no_stray_segment_that_eats_the_real_one() {
 fn a_buffer_write_failing_mid_run_takes_the_next_body_as_the_failed_one() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Clock::new(5);
-    let fail_write = Arc::new(AtomicBool::new(false));
-    let fw = fail_write.clone();
-    let fp: Failpoint = Arc::new(move |op, path| {
-        let log_file = path.extension().is_some_and(|e| e == "log");
-        if op == IoOp::Write && log_file && fw.load(Ordering::SeqCst) {
-            return Err(std::io::Error::from_raw_os_error(28)); // ENOSPC
-        }
-        Ok(())
-    });
+    let (fail_write, fp) = disk_full_on(IoOp::Write, "log");
     let cfg = LogConfig {
         failpoint: Some(fp),
         ..small(&clock)

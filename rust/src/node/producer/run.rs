@@ -48,6 +48,12 @@ pub(super) fn run(
     // The XPUB's, apart: read while a FETCH (in `frames`) is being answered.
     let mut subs = Frames::default();
     let mut outs = Vec::new();
+    // Whether the thread napped at its last turn's end (`Unsent::napping` as
+    // it set it), and whether the unsent batch may hold records no command
+    // announced (sent while it napped): only then does a turn sweep it, and
+    // look at the unsent batch at all, so a listened producer's turns take
+    // the senders' lock only for the commands' batches, as before the nap.
+    let (mut napped, mut orphans) = (false, false);
     loop {
         if inbox.terminated() {
             // Closing: what was sent goes out (the XPUB lingers for it);
@@ -61,7 +67,7 @@ pub(super) fn run(
                 }
             }
             // Records sent while the thread napped have no command.
-            if let Some(b) = sweep(inbox, shared) {
+            if let Some(b) = sweep(inbox, shared).flatten() {
                 sent += b.len();
                 freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
             }
@@ -92,10 +98,13 @@ pub(super) fn run(
             }
         }
         // Records sent while the thread napped (no command brings them).
-        if sent < BATCH {
-            if let Some(b) = sweep(inbox, shared) {
-                sent += b.len();
-                freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+        if orphans && sent < BATCH {
+            if let Some(taken) = sweep(inbox, shared) {
+                orphans = false;
+                if let Some(b) = taken {
+                    sent += b.len();
+                    freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                }
             }
         }
         if sent > 0 {
@@ -115,14 +124,24 @@ pub(super) fn run(
         // Records waiting while the thread does not nap: a command brings
         // them, or (napping just ended) no command does and the next turn
         // sweeps them. Either way, no sleep.
-        let (napping, waiting) = {
+        // Listened, not napping and no record left from a nap: every batch
+        // started since came with a command, so there is nothing to look at.
+        let listened = st.routes().meta() || st.routes().plain();
+        let (napping, waiting) = if listened && !napped && !orphans {
+            (false, false)
+        } else {
             let mut p = shared.unsent();
             let waiting = !p.batch.is_empty();
-            p.napping = !st.routes().meta() && !st.routes().plain() && (sent > 0 || waiting);
+            let was = p.napping;
+            p.napping = !listened && (sent > 0 || waiting);
+            // Records sent during a nap, also the one ending now: the next
+            // turns sweep until one finds no command queued.
+            orphans |= was || p.napping;
             (p.napping, waiting)
         };
+        napped = napping;
         let nap_end = napping.then(|| now + NAP);
-        let timeout = if inbox.pending() > 0 || (waiting && !napping) {
+        let timeout = if inbox.pending() > 0 || (orphans && waiting && !napping) {
             0
         } else {
             poll_timeout(now, [st.next_head(), core.disc.next_deadline(), nap_end])
@@ -216,16 +235,17 @@ fn keyed_stores(core: &mut Core, st: &mut ProducerState, shared: &ProducerShared
 }
 
 /// The records waiting in the unsent batch, taken without a command (sent
-/// while the thread napped), unless a command is queued: it may bring
-/// earlier records (a batch handed over), which go first, so the sweep
-/// waits for the next turn. Senders queue record-carrying commands under
-/// the unsent lock, so none can slip in between the check and the take.
-fn sweep<C>(inbox: &Inbox<C>, shared: &ProducerShared) -> Option<Batch> {
+/// while the thread napped): `Some(batch or None)`, or `None` if a command
+/// is queued: it may bring earlier records (a batch handed over), which go
+/// first, so the sweep waits for the next turn. Senders queue
+/// record-carrying commands under the unsent lock, so none can slip in
+/// between the check and the take.
+fn sweep<C>(inbox: &Inbox<C>, shared: &ProducerShared) -> Option<Option<Batch>> {
     let mut p = shared.unsent();
     if inbox.pending() > 0 {
         return None;
     }
-    p.take()
+    Some(p.take())
 }
 
 /// The records a command brings: a [`Cmd::Many`]'s batch, or the unsent
