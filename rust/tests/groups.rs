@@ -4,8 +4,10 @@
 //! every record, a member leaving cleanly hands its partitions over where
 //! it stopped, a dead member's partition continues at a live member from
 //! its last commit, a group whose members and store all restarted resumes
-//! from the commits the store kept in `commits.log`, and forged or
-//! malformed group messages are dropped and counted.
+//! from the commits the store kept in `commits.log`, a store started later
+//! takes the commits of another (anti-entropy) and serves them once that
+//! one is gone, and forged or malformed group messages are dropped and
+//! counted.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -23,14 +25,47 @@ const LONG: Duration = Duration::from_secs(60);
 /// A member of `group` for topic `t`, from the first record when the group
 /// never committed, committing every 200 ms.
 fn member(node: &NodeConfig, group: &str) -> Consumer {
+    member_from(node, group, OffsetReset::Earliest)
+}
+
+/// [`member`], starting partitions the group never committed by `reset`.
+fn member_from(node: &NodeConfig, group: &str, reset: OffsetReset) -> Consumer {
     let cfg = ConsumerConfig {
         node: node.clone(),
-        offset_reset: OffsetReset::Earliest,
+        offset_reset: reset,
         group: Some(group.to_string()),
         auto_commit_interval: Some(Duration::from_millis(200)),
         ..Default::default()
     };
     Consumer::new(&["t".to_string()], cfg).unwrap()
+}
+
+/// Drains `c` until as many records as `want` came; asserts they are
+/// `want` (sorted), each once.
+fn expect(c: &Consumer, want: &[Vec<u8>], what: &str) {
+    let mut got = Got::new();
+    wait_for(what, LONG, || {
+        drain(c, &mut got);
+        got.len() >= want.len()
+    });
+    drain(c, &mut got);
+    assert_eq!(values(&[&got]), want, "{what}: each once, nothing else");
+}
+
+/// A producer's first 50 records read by a member of group `g` that then
+/// leaves, committing 50 to the store in `dir`; returns the producer once
+/// `dir`'s commit log has it.
+fn fifty_read_and_committed(node: &NodeConfig, dir: &std::path::Path) -> Producer {
+    let p = discovering_producer(node);
+    let first = produce(std::slice::from_ref(&p), 0, 50);
+    let a = member(node, "g");
+    expect(&a, &first, "the first 50 records");
+    // Leaving, it commits where it stopped; the store keeps it on disk.
+    a.close().unwrap();
+    wait_for("the final commit in commits.log", LONG, || {
+        logged(dir, p.address(), 50)
+    });
+    p
 }
 
 /// What a consumer was given: (partition, value).
@@ -149,25 +184,7 @@ fn a_restarted_group_resumes_from_the_commits_its_restarted_store_kept() {
     let dir = tempfile::tempdir().unwrap();
     let (_t, node) = tower_and_node();
     let store = discovering_store(dir.path(), &node);
-    let p = discovering_producer(&node);
-    let first = produce(std::slice::from_ref(&p), 0, 50);
-    let a = member(&node, "g");
-    let mut got = Got::new();
-    wait_for("the first 50 records", LONG, || {
-        drain(&a, &mut got);
-        got.len() >= 50
-    });
-    assert_eq!(values(&[&got]), first);
-    // Leaving, it commits where it stopped; the store keeps it on disk.
-    a.close().unwrap();
-    let log = dir.path().join(COMMITS_FILE);
-    wait_for("the final commit in commits.log", LONG, || {
-        let bytes = std::fs::read(&log).unwrap_or_default();
-        let rows = read_log(&bytes).records;
-        rows.iter().any(|r| {
-            r.group == b"g" && r.partition == p.address().as_bytes() && r.position.offset == 50
-        })
-    });
+    let p = fifty_read_and_committed(&node, dir.path());
     assert!(
         store
             .shared()
@@ -181,19 +198,94 @@ fn a_restarted_group_resumes_from_the_commits_its_restarted_store_kept() {
     let store = discovering_store(dir.path(), &node);
     let later = produce(std::slice::from_ref(&p), 50, 30);
     let a = member(&node, "g");
-    let mut got = Got::new();
-    wait_for("the records after the commit", LONG, || {
-        drain(&a, &mut got);
-        got.len() >= 30
-    });
-    drain(&a, &mut got);
-    assert_eq!(
-        values(&[&got]),
-        later,
-        "from the commit on, nothing before it"
-    );
+    expect(&a, &later, "the records after the commit");
     a.close().unwrap();
     store.close().unwrap();
+}
+
+/// A group restarted after all its members were down resumes from its
+/// commits, and a partition born while it was down (a producer that
+/// started meanwhile) is read from its first record, though the members
+/// start partitions the group never committed at the latest (`offset_reset`
+/// only applies to a group that never committed).
+#[test]
+fn a_restarted_group_reads_partitions_born_while_it_was_down_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_t, node) = tower_and_node();
+    let store = discovering_store(dir.path(), &node);
+    let old = discovering_producer(&node);
+    let a = member_from(&node, "g", OffsetReset::Latest);
+    // Its first record makes the partition known; the member starts after it.
+    produce(std::slice::from_ref(&old), 0, 1);
+    wait_for("the member to hold the old partition", LONG, || {
+        assigned(&a).contains(old.address())
+    });
+    let first = produce(std::slice::from_ref(&old), 1, 20);
+    expect(&a, &first, "the first records");
+    a.close().unwrap();
+    wait_for("the final commit", LONG, || {
+        logged(dir.path(), old.address(), 21)
+    });
+
+    // Down: a new producer starts and sends; the old one sends more.
+    let born = Producer::new(
+        "t",
+        ProducerConfig {
+            node: node.clone(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut later = produce(std::slice::from_ref(&old), 21, 10);
+    let fresh: Vec<Vec<u8>> = (0..15).map(|j| format!("n-{j}").into_bytes()).collect();
+    born.send_many(fresh.clone(), None).unwrap();
+    assert_eq!(born.flush(LONG).unwrap(), 0);
+    later.extend(fresh);
+    later.sort();
+
+    let b = member_from(&node, "g", OffsetReset::Latest);
+    let what = "the old partition from its commit, the new from its start";
+    expect(&b, &later, what);
+    b.close().unwrap();
+    store.close().unwrap();
+}
+
+/// The rows of commit log `dir/commits.log` of group `g`, partition `part`,
+/// at `offset`.
+fn logged(dir: &std::path::Path, part: &str, offset: u64) -> bool {
+    let bytes = std::fs::read(dir.join(COMMITS_FILE)).unwrap_or_default();
+    read_log(&bytes)
+        .records
+        .iter()
+        .any(|r| r.group == b"g" && r.partition == part.as_bytes() && r.position.offset == offset)
+}
+
+/// Anti-entropy between stores: a commit taken while only store A ran
+/// reaches store B when B starts (B asks every store for every commit);
+/// with A gone, a new member of the group resumes from it through B.
+#[test]
+fn a_store_started_later_takes_the_commits_from_another_and_serves_them() {
+    use std::sync::atomic::Ordering::SeqCst;
+
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (_t, node) = tower_and_node();
+    let store_a = discovering_store(dir_a.path(), &node);
+    let p = fifty_read_and_committed(&node, dir_a.path());
+
+    let store_b = discovering_store(dir_b.path(), &node);
+    wait_for("store B to take A's commit", LONG, || {
+        logged(dir_b.path(), p.address(), 50)
+    });
+    assert!(store_b.shared().commits_replicated.load(SeqCst) >= 1);
+    assert_eq!(store_b.shared().commits_taken.load(SeqCst), 0);
+    store_a.close().unwrap();
+    drop(store_a);
+
+    let later = produce(std::slice::from_ref(&p), 50, 30);
+    let a = member(&node, "g");
+    expect(&a, &later, "the records after the commit, through store B");
+    a.close().unwrap();
+    store_b.close().unwrap();
 }
 
 /// An outsider speaking raw ZeroMQ: a COMMIT in the name of no member is

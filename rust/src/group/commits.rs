@@ -242,6 +242,19 @@ impl CommitTable {
         }
     }
 
+    /// Takes in a commit another store holds (anti-entropy): it moves its
+    /// partition only past the `(epoch, offset)` held here, whatever the
+    /// receipt times, so two stores that took one commit at different times
+    /// do not pass it back and forth. Still a join over `(epoch, offset)`.
+    pub fn merge_replica(&mut self, record: &CommitRecord) -> bool {
+        let at = |p: &Position| (p.epoch, p.offset);
+        let held = self.get(&record.group, &record.topic, &record.partition);
+        if held.is_some_and(|p| at(&p) >= at(&record.position)) {
+            return false;
+        }
+        self.merge(record)
+    }
+
     pub fn get(&self, group: &[u8], topic: &[u8], partition: &[u8]) -> Option<Position> {
         self.entries
             .get(&(group.to_vec(), topic.to_vec(), partition.to_vec()))

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::commits::{lag, CommitRecord, CommitTable, Position};
 use super::view::Part;
-use crate::wire::group::{ClaimState, Commit, Member, MEMBER_LEAVING};
+use crate::wire::group::{ClaimState, Commit, Entry, Member, MEMBER_LEAVING};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Known {
@@ -104,19 +104,7 @@ impl Registry {
     /// The records a store merges for an accepted COMMIT, stamped `now`
     /// (wall-clock ms: the `time` of the commit record).
     pub fn records(c: &Commit<'_>, now_ms: u64) -> Vec<CommitRecord> {
-        c.entries
-            .iter()
-            .map(|e| CommitRecord {
-                group: c.group.to_vec(),
-                topic: e.topic.to_vec(),
-                partition: e.partition.to_vec(),
-                position: Position {
-                    epoch: e.epoch,
-                    offset: e.offset,
-                    time_ms: now_ms,
-                },
-            })
-            .collect()
+        entry_records(c.group, &c.entries, now_ms)
     }
 
     /// `dafka groups describe GROUP`: live members and what they hold, and
@@ -219,6 +207,24 @@ pub struct Description {
     pub members: Vec<MemberRow>,
     pub partitions: Vec<PartitionRow>,
     pub total_lag: u64,
+}
+
+/// `entries` of `group` (a COMMIT's, another store's COMMIT-OFFSETS') as
+/// the records a store merges, stamped `now_ms` (wall-clock ms).
+pub fn entry_records(group: &[u8], entries: &[Entry<'_>], now_ms: u64) -> Vec<CommitRecord> {
+    entries
+        .iter()
+        .map(|e| CommitRecord {
+            group: group.to_vec(),
+            topic: e.topic.to_vec(),
+            partition: e.partition.to_vec(),
+            position: Position {
+                epoch: e.epoch,
+                offset: e.offset,
+                time_ms: now_ms,
+            },
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -200,6 +200,28 @@ fn the_table_keeps_the_greatest_position() {
     assert_eq!(t.get(b"billing", b"orders", b"P9"), None);
 }
 
+/// Another store's commit moves a row only past its `(epoch, offset)`:
+/// the same commit taken at another time is nothing new (else two stores
+/// would pass it back and forth at every exchange).
+#[test]
+fn a_replica_moves_a_row_only_past_its_epoch_and_offset() {
+    let mut t = CommitTable::new();
+    assert!(t.merge_replica(&rec(b"g", b"t", b"P", 0, 10, 5)));
+    assert!(!t.merge_replica(&rec(b"g", b"t", b"P", 0, 10, 9)));
+    assert!(!t.merge_replica(&rec(b"g", b"t", b"P", 0, 9, 99)));
+    assert_eq!(t.get(b"g", b"t", b"P").map(|p| p.time_ms), Some(5));
+    assert!(t.merge_replica(&rec(b"g", b"t", b"P", 0, 11, 1)));
+    assert!(t.merge_replica(&rec(b"g", b"t", b"P", 1, 0, 1)));
+    assert_eq!(
+        t.get(b"g", b"t", b"P"),
+        Some(Position {
+            epoch: 1,
+            offset: 0,
+            time_ms: 1
+        })
+    );
+}
+
 #[test]
 fn lag_is_what_exists_past_the_commit() {
     assert_eq!(lag(100, 150), 50);

@@ -6,6 +6,14 @@
 //! event loop (`run.rs`) hands it the group messages and sends what it
 //! answers.
 //!
+//! Stores replicate commits by anti-entropy: each asks the others for every
+//! commit they hold (a COMMIT-QUERY of the empty group) after start-up,
+//! when another store connects, then every minute (the timer of
+//! [`PeerHeads`], as for their heads), and merges the COMMIT-OFFSETS that
+//! answer its last two asks ([`CommitTable::merge_replica`]: a join over
+//! `(epoch, offset)`), logging the rows they moved. A store that was down
+//! or missed a COMMIT thus catches up, whatever order the answers come in.
+//!
 //! `commits.log` is a sequence of commit records ([`CommitRecord`]), one
 //! per row a commit moved, written and synced before the COMMIT is
 //! answered. At start-up it is read up to its first bad record (a torn
@@ -20,9 +28,12 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::group::commits::{read_log, CommitRecord, CommitTable};
-use crate::group::registry::Registry;
+use crate::group::registry::{entry_records, Registry};
 use crate::node::out::Fate;
-use crate::wire::group::{CommitOffsets, Entry, GroupMessage, OFFSETS_GROUP_KNOWN, OFFSETS_LAST};
+use crate::node::store::state::heads::PeerHeads;
+use crate::wire::group::{
+    CommitOffsets, CommitQuery, Entry, GroupMessage, OFFSETS_GROUP_KNOWN, OFFSETS_LAST,
+};
 
 /// The commit log's name in a store's directory.
 pub const COMMITS_FILE: &str = "commits.log";
@@ -82,6 +93,12 @@ pub struct StoreGroups {
     pub log_damaged: bool,
     /// Appends to the commit log that failed (the COMMIT went unanswered).
     pub log_errors: u64,
+    /// Rows another store's answer moved (anti-entropy).
+    pub commits_replicated: u64,
+    /// When to ask the other stores for their commits.
+    peers: PeerHeads,
+    /// The sequences of the last two asks: only their answers are merged.
+    asks: [u64; 2],
 }
 
 impl StoreGroups {
@@ -136,6 +153,10 @@ impl StoreGroups {
             commits_taken: 0,
             log_damaged,
             log_errors: 0,
+            commits_replicated: 0,
+            peers: PeerHeads::new(now),
+            // Unguessable: an answer to no ask of ours is not merged.
+            asks: [uuid::Uuid::new_v4().as_u64_pair().0; 2],
         })
     }
 
@@ -172,16 +193,9 @@ impl StoreGroups {
                     return Ok(Fate::Ignored);
                 }
                 let records = Registry::records(c, wall_ms);
-                if let Err(e) = self.take(&records) {
+                if !self.take(&records, false) {
                     // Not answered: the member commits again (the next
                     // auto-commit), and the store goes on serving records.
-                    self.log_errors += 1;
-                    if self.log_errors.is_power_of_two() {
-                        tracing::warn!(
-                            "a COMMIT not made durable ({} so far): {e}",
-                            self.log_errors
-                        );
-                    }
                     return Ok(Fate::Taken(0));
                 }
                 let topics: Vec<&[u8]> = c.entries.iter().map(|e| e.topic).collect();
@@ -215,13 +229,70 @@ impl StoreGroups {
                 }
                 Ok(Fate::Taken(0))
             }
-            // Answers to queries this store makes of others: not yet.
-            GroupMessage::CommitOffsets(_) => Ok(Fate::Ignored),
+            GroupMessage::CommitOffsets(o) => Ok(self.on_replica(o, wall_ms)),
         }
     }
 
-    /// Merges `records`, appends the rows they moved to the log and syncs it.
-    fn take(&mut self, records: &[CommitRecord]) -> Result<()> {
+    /// Another store's COMMIT-OFFSETS answering one of this store's last two
+    /// asks: its rows merged as replicas and logged. An answer to nothing
+    /// asked (late, or forged) is ignored.
+    fn on_replica(&mut self, o: &CommitOffsets<'_>, wall_ms: u64) -> Fate {
+        let mine = self.address.as_slice();
+        if o.to != mine || o.address == mine || !self.asks.contains(&o.sequence) {
+            return Fate::Ignored;
+        }
+        self.take(&entry_records(o.group, &o.entries, wall_ms), true);
+        Fate::Taken(0)
+    }
+
+    /// When this store next asks the other stores for their commits.
+    pub fn next_ask_at(&self) -> Instant {
+        self.peers.next
+    }
+
+    /// Another store connected to us (its subscription to every
+    /// COMMIT-QUERY): ask the stores soon, and once more a little later.
+    pub fn store_joined(&mut self, now: Instant) {
+        self.peers.store_joined(now);
+    }
+
+    /// Asks the other stores for every commit they hold, when it is time
+    /// ([`StoreGroups::next_ask_at`]).
+    pub fn ask_if_due(
+        &mut self,
+        now: Instant,
+        send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
+    ) -> Result<()> {
+        if !self.peers.due(now) {
+            return Ok(());
+        }
+        let sequence = self.asks[1].wrapping_add(1);
+        self.asks = [self.asks[1], sequence];
+        send(&GroupMessage::CommitQuery(CommitQuery {
+            group: b"",
+            address: &self.address,
+            sequence,
+            topics: Vec::new(),
+        }))
+    }
+
+    /// Merges `records` (a member's commit, or `replica`s: another store's
+    /// rows), appends the rows they moved to the log and syncs it. False if
+    /// the log could not take them (counted in `log_errors`).
+    fn take(&mut self, records: &[CommitRecord], replica: bool) -> bool {
+        match self.merge_and_log(records, replica) {
+            Ok(()) => true,
+            Err(e) => {
+                self.log_errors += 1;
+                if self.log_errors.is_power_of_two() {
+                    tracing::warn!("commits not made durable ({} so far): {e}", self.log_errors);
+                }
+                false
+            }
+        }
+    }
+
+    fn merge_and_log(&mut self, records: &[CommitRecord], replica: bool) -> Result<()> {
         let mut buf = Vec::new();
         for r in records {
             let at = buf.len();
@@ -230,7 +301,9 @@ impl StoreGroups {
                 self.commits_refused += 1;
                 continue;
             }
-            if self.table.merge(r) {
+            if replica && self.table.merge_replica(r) {
+                self.commits_replicated += 1;
+            } else if !replica && self.table.merge(r) {
                 self.commits_taken += 1;
             } else {
                 buf.truncate(at);

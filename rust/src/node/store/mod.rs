@@ -64,10 +64,12 @@ pub struct StoreShared {
     pub active_partitions: AtomicU64,
     /// Consumer groups ([`groups`]): the rows of the commit table, the
     /// commits that moved one, and the COMMITs refused (from no live
-    /// member, or for a partition the committer does not claim).
+    /// member, or for a partition the committer does not claim), and the
+    /// rows another store's commits moved (anti-entropy).
     pub commit_rows: AtomicU64,
     pub commits_taken: AtomicU64,
     pub commits_refused: AtomicU64,
+    pub commits_replicated: AtomicU64,
 }
 
 /// A running store node over any [`StoreLog`].

@@ -19,8 +19,10 @@ use crate::node::out::{poll_timeout, Out};
 use crate::node::receive::Incoming;
 use crate::node::socket::{set_int_option, Core, Frames};
 use crate::node::stats::Stats;
-use crate::wire::group::{subscriptions as group_subscriptions, GroupMessage, Subscriber};
-use crate::wire::NodeType;
+use crate::wire::group::{
+    subscriptions as group_subscriptions, GroupKind, GroupMessage, Subscriber,
+};
+use crate::wire::{NodeType, Prefix};
 
 use super::groups::StoreGroups;
 use super::state::{ReplySlice, StoreLog, StoreState, StoreStateConfig};
@@ -52,6 +54,9 @@ fn publish_groups(shared: &StoreShared, groups: &StoreGroups) {
     shared
         .commits_refused
         .store(groups.commits_refused, Relaxed);
+    shared
+        .commits_replicated
+        .store(groups.commits_replicated, Relaxed);
 }
 
 /// Copies the counters and the storage error `error` for the handle to read.
@@ -109,15 +114,24 @@ fn send_slice(core: &mut Core, slice: &ReplySlice) -> Result<usize> {
 }
 
 /// Reads the subscriptions waiting on the XPUB into the state
-/// ([`StoreState::on_subscription`]) and sends what it answers.
+/// ([`StoreState::on_subscription`]) and sends what it answers; another
+/// store's subscription to every COMMIT-QUERY tells the groups a store
+/// joined ([`StoreGroups::store_joined`]).
 fn subscriptions<L: StoreLog>(
     core: &mut Core,
     frames: &mut Frames,
-    st: &mut StoreState<L>,
+    (st, groups): (&mut StoreState<L>, &mut StoreGroups),
     now: Instant,
     stats: &Stats,
 ) -> Result<()> {
     core.drain_subscriptions(frames, stats, BATCH, |core, sub| {
+        let every_query = Prefix::Group {
+            kind: GroupKind::CommitQuery,
+            key: b"",
+        };
+        if sub.subscribe && sub.prefix == every_query {
+            groups.store_joined(now);
+        }
         let outs = st.on_subscription(&sub, now);
         send_all(core, &outs)
     })
@@ -137,11 +151,8 @@ pub(super) fn run<L: StoreLog>(
     let (node, state_cfg, commits) = cfg;
     let mut groups = StoreGroups::open(address.as_bytes(), commits.as_deref(), Instant::now())?;
     let mut core = Core::open(ctx, &node, NodeType::Store, address, &[])?;
-    if node.security.is_none() {
-        // Consumer groups: insecure clusters only, so far.
-        for prefix in group_subscriptions(Subscriber::Store, address.as_bytes(), &[]) {
-            core.subscribe(&prefix)?;
-        }
+    for prefix in group_subscriptions(Subscriber::Store, address.as_bytes(), &[]) {
+        core.subscribe(&prefix)?;
     }
     publish_groups(shared, &groups);
     // A full subscriber queue makes `send` fail with EAGAIN instead of
@@ -179,6 +190,7 @@ pub(super) fn run<L: StoreLog>(
                 core.disc.next_deadline(),
                 replies_at,
                 Some(st.peer_heads_at()),
+                Some(groups.next_ask_at()),
             ];
             poll_timeout(now, deadlines)
         };
@@ -186,7 +198,7 @@ pub(super) fn run<L: StoreLog>(
         let now = Instant::now();
 
         if r.xpub {
-            subscriptions(&mut core, &mut frames, &mut st, now, stats)?;
+            subscriptions(&mut core, &mut frames, (&mut st, &mut groups), now, stats)?;
         }
         if r.sub {
             // Records without metadata get bodies stamped with the time
@@ -229,6 +241,9 @@ pub(super) fn run<L: StoreLog>(
             publish(shared, &st, st.storage_error());
         }
         send_all(&mut core, &outs)?;
+        // Anti-entropy of the commits, as of the heads above.
+        let send = &mut |m: &GroupMessage<'_>| send_group(&mut core, m);
+        groups.ask_if_due(now, send)?;
 
         // FETCH answers between receives: about as many records per turn as
         // a turn may receive, in up to REPLY_SLICES slices (many small jobs,
@@ -238,7 +253,7 @@ pub(super) fn run<L: StoreLog>(
         // and the others' answers go on.
         if st.next_reply_at(now).is_some_and(|t| t <= now) {
             // Who takes which form, as of now (`Core::drain_subscriptions`).
-            subscriptions(&mut core, &mut frames, &mut st, now, stats)?;
+            subscriptions(&mut core, &mut frames, (&mut st, &mut groups), now, stats)?;
             let mut records = 0;
             for _ in 0..REPLY_SLICES {
                 if records >= BATCH || !st.next_reply_slice(&mut slice, now) {

@@ -234,3 +234,88 @@ fn a_commit_that_cannot_be_logged_is_refused() {
     run(&mut g, &empty, now);
     assert_eq!((g.commits_refused, g.table().len()), (1, 0));
 }
+
+/// What `g` sends when handed `msg` (or asked, with `msg` None), encoded.
+fn sent(g: &mut StoreGroups, msg: Option<&GroupMessage<'_>>, now: Instant) -> Vec<Vec<Vec<u8>>> {
+    let mut frames = Vec::new();
+    let mut send = |m: &GroupMessage<'_>| {
+        frames.push(m.encode(Dialect::Rfc).unwrap());
+        Ok(())
+    };
+    match msg {
+        Some(m) => {
+            g.on_group(m, now, 2_000, &mut send).unwrap();
+        }
+        None => g.ask_if_due(now, &mut send).unwrap(),
+    }
+    frames
+}
+
+/// Anti-entropy: a store asks the others for every commit after start-up
+/// (and soon after another store connects), and merges their answers to
+/// its asks into its table and log; the same answer again moves nothing,
+/// an answer to no ask of its own (forged, or its own) is ignored.
+#[test]
+fn stores_merge_the_commits_they_ask_each_other_for() {
+    const OTHER: &[u8] = b"0F0E0D0C0B0A09080706050403020100";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(COMMITS_FILE);
+    let now = Instant::now();
+    let mut a = StoreGroups::open(STORE, None, now).unwrap();
+    run(&mut a, &announce(vec![held(P)]), now);
+    run(&mut a, &commit(M, 1, 42), now);
+    let mut b = StoreGroups::open(OTHER, Some(&path), now).unwrap();
+    assert!(sent(&mut b, None, now).is_empty(), "not before a second");
+    let due = b.next_ask_at();
+    let asks = sent(&mut b, None, due);
+    assert_eq!(asks.len(), 1);
+    let (GroupMessage::CommitQuery(q), _) = decode(&asks[0]).unwrap() else {
+        panic!("not a COMMIT-QUERY");
+    };
+    assert_eq!((q.group, q.address, q.topics.len()), (&b""[..], OTHER, 0));
+    let answers = sent(&mut a, Some(&GroupMessage::CommitQuery(q.clone())), now);
+    assert_eq!(answers.len(), 1);
+    let answer = decode(&answers[0]).unwrap().0;
+    let GroupMessage::CommitOffsets(o) = &answer else {
+        panic!("not a COMMIT-OFFSETS");
+    };
+    // An answer to another sequence (forged, or to an ask long gone) is not merged.
+    let mut forged = o.clone();
+    forged.sequence = o.sequence.wrapping_add(7);
+    let fate = b.on_group(
+        &GroupMessage::CommitOffsets(forged),
+        now,
+        2_000,
+        &mut |_| Ok(()),
+    );
+    assert_eq!(fate.unwrap(), Fate::Ignored);
+    // Its own answers (a loop) neither.
+    let mut own = o.clone();
+    own.address = OTHER;
+    let fate = b.on_group(&GroupMessage::CommitOffsets(own), now, 2_000, &mut |_| {
+        Ok(())
+    });
+    assert_eq!(fate.unwrap(), Fate::Ignored);
+    assert!(b.table().is_empty());
+    assert!(sent(&mut b, Some(&answer), now).is_empty());
+    assert_eq!(b.table().get(b"g", b"t", P).map(|p| p.offset), Some(42));
+    assert_eq!(b.commits_replicated, 1);
+    // Again: nothing moves (the times differ, the positions do not).
+    sent(&mut b, Some(&answer), now);
+    assert_eq!(b.commits_replicated, 1);
+    drop(b);
+    let b = StoreGroups::open(OTHER, Some(&path), now).unwrap();
+    assert_eq!(b.table().get(b"g", b"t", P).map(|p| p.offset), Some(42));
+
+    // The next ask comes 2 s later, then every minute; another store
+    // connecting brings it forward to 100 ms.
+    let mut b = b;
+    let first = b.next_ask_at();
+    sent(&mut b, None, first);
+    let again = b.next_ask_at();
+    assert_eq!(again - first, Duration::from_secs(2));
+    sent(&mut b, None, again);
+    assert_eq!(b.next_ask_at() - again, Duration::from_secs(60));
+    b.store_joined(again);
+    assert_eq!(b.next_ask_at() - again, Duration::from_millis(100));
+}
