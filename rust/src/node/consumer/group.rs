@@ -18,16 +18,26 @@
 //! store says so, and handed to the view [`LOOKUP_SETTLE`] after the first
 //! one. A query no store answers is asked again every [`LOOKUP_RETRY`], and
 //! nothing starts meanwhile: starting without the stores could skip the
-//! group's commits.
+//! group's commits. A lookup settles at once when every store that said
+//! hello (STORE-HELLO) answered.
+//!
+//! For the application: a synchronous commit is confirmed, and
+//! `committed()` answered, by the stores (`group/asks.rs`).
+
+mod asks;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+pub use asks::Commits;
+use asks::{Ask, Confirm};
+
+use crate::error::{Error, Result};
 use crate::group::view::{Decision, LookupResult, Part, StartAt, Timing, View};
 use crate::node::out::Fate;
 use crate::wire::group::{
-    Commit, CommitOffsets, CommitQuery, Entry, GroupMessage, OFFSETS_GROUP_KNOWN,
+    Commit, CommitOffsets, CommitQuery, Entry, GroupMessage, OFFSETS_GROUP_KNOWN, OFFSETS_LAST,
 };
 
 /// How long a lookup waits for more stores after the first answer.
@@ -39,6 +49,9 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// Entries in one COMMIT message (each at most 530 octets: well under the
 /// 64 KiB a store's answer is cut at).
 const COMMIT_CHUNK: usize = 100;
+
+/// The next offset `poll` returns of a partition (what a member commits).
+pub type PositionOf<'a> = &'a dyn Fn(&Part) -> Option<u64>;
 
 /// What the node does to the consumer's partitions, in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +72,8 @@ struct Query {
     /// The greatest `(epoch, offset)` heard per partition.
     found: BTreeMap<Part, (u64, u64)>,
     group_known: bool,
+    /// The stores whose answer is complete.
+    full: BTreeSet<Vec<u8>>,
 }
 
 /// One consumer's membership of its group.
@@ -82,6 +97,11 @@ pub struct Membership {
     epochs: BTreeMap<Part, u64>,
     /// The last offset committed (or started at) per running partition.
     committed: BTreeMap<Part, u64>,
+    /// The stores that said hello (STORE-HELLO): who answers.
+    stores: BTreeSet<Vec<u8>>,
+    /// Synchronous commits awaiting the stores, and `committed()` asks.
+    confirms: Vec<Confirm>,
+    asks: Vec<Ask>,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -121,6 +141,16 @@ impl Membership {
             query: None,
             epochs: BTreeMap::new(),
             committed: BTreeMap::new(),
+            stores: BTreeSet::new(),
+            confirms: Vec::new(),
+            asks: Vec::new(),
+        }
+    }
+
+    /// A store said hello to us (STORE-HELLO): it answers our questions.
+    pub fn store_seen(&mut self, store: &[u8]) {
+        if !self.stores.contains(store) {
+            self.stores.insert(store.to_vec());
         }
     }
 
@@ -147,12 +177,23 @@ impl Membership {
         if o.to != self.address.as_slice() || o.group != self.group.as_slice() {
             return Fate::Ignored;
         }
+        if let Some(c) = self.confirms.iter_mut().find(|c| c.sequence == o.sequence) {
+            c.answer(o, now);
+            return Fate::Taken(0);
+        }
+        if let Some(a) = self.asks.iter_mut().find(|a| a.sequence == o.sequence) {
+            a.answer(o, now);
+            return Fate::Taken(0);
+        }
         let Some(q) = self.query.as_mut().filter(|q| q.sequence == o.sequence) else {
             // The answer to a COMMIT, or to a lookup settled already.
             return Fate::Taken(0);
         };
         q.first_answer.get_or_insert(now);
         q.group_known |= o.flags & OFFSETS_GROUP_KNOWN != 0;
+        if o.flags & OFFSETS_LAST != 0 {
+            q.full.insert(o.address.to_vec());
+        }
         for e in &o.entries {
             let part = (e.topic.to_vec(), e.partition.to_vec());
             if q.parts.contains(&part) {
@@ -170,11 +211,12 @@ impl Membership {
 
     /// Hands a settled lookup to the view.
     fn settle(&mut self, now: Instant) {
-        let settled = self
-            .query
-            .as_ref()
-            .and_then(|q| q.first_answer)
-            .is_some_and(|t| now >= t + LOOKUP_SETTLE);
+        let stores = &self.stores;
+        let settled = self.query.as_ref().is_some_and(|q| {
+            let all = !stores.is_empty() && stores.is_subset(&q.full);
+            q.first_answer
+                .is_some_and(|t| all || now >= t + LOOKUP_SETTLE)
+        });
         if !settled {
             return;
         }
@@ -279,9 +321,13 @@ impl Membership {
                     first_answer: None,
                     found: BTreeMap::new(),
                     group_known: false,
+                    full: BTreeSet::new(),
                 });
             }
         }
+        let stores = &self.stores;
+        self.confirms.retain(|c| !c.finish(stores, now));
+        self.asks.retain_mut(|a| !a.finish(stores, now));
         if self.changed || now >= self.next_announce {
             self.changed = false;
             self.next_announce = now + self.heartbeat;
@@ -326,16 +372,18 @@ impl Membership {
                 moved.then(|| (part.clone(), pos))
             })
             .collect();
-        self.send_commit(&entries, send)
+        self.send_commit(&entries, send).map(|_| ())
     }
 
+    /// Sends COMMITs of `entries`; returns their sequence (None: nothing
+    /// to commit).
     fn send_commit(
         &mut self,
         entries: &[(Part, u64)],
         send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Option<u64>> {
         if entries.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         self.sequence += 1;
         for chunk in entries.chunks(COMMIT_CHUNK) {
@@ -359,6 +407,80 @@ impl Membership {
             self.committed.insert(p.clone(), *offset);
             self.view.committed(p, *offset);
         }
+        Ok(Some(self.sequence))
+    }
+
+    /// The application's `commit`: `offsets` (each of a partition this
+    /// member reads), or the position of every partition it reads that
+    /// `poll` moved (with `confirm`, of every one it has a position of, so
+    /// that the stores say where each stands). With `confirm`, the stores'
+    /// confirmation is awaited ([`Confirm`]) and told there, at once when
+    /// there is nothing to commit; a partition not read here any more is
+    /// an error told there.
+    pub fn commit_request(
+        &mut self,
+        offsets: Option<Vec<(Part, u64)>>,
+        confirm: Option<Sender<Result<()>>>,
+        (now, position): (Instant, PositionOf<'_>),
+        send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mine: BTreeSet<Part> = self.assignment().into_iter().collect();
+        let entries: Vec<(Part, u64)> = match offsets {
+            Some(given) => {
+                if let Some((p, _)) = given.iter().find(|(p, _)| !mine.contains(p)) {
+                    let msg = format!(
+                        "commit: partition {} of topic {} is not read by this member any more \
+                         (assignment() lists those it may commit)",
+                        String::from_utf8_lossy(&p.1),
+                        String::from_utf8_lossy(&p.0)
+                    );
+                    if let Some(c) = confirm {
+                        let _ = c.send(Err(Error::Config(msg)));
+                    }
+                    return Ok(());
+                }
+                given
+            }
+            None if confirm.is_some() => mine
+                .iter()
+                .filter_map(|p| position(p).map(|pos| (p.clone(), pos)))
+                .collect(),
+            None => return self.commit(position, send),
+        };
+        let wanted: Commits = entries
+            .iter()
+            .map(|(p, o)| (p.clone(), (self.epochs.get(p).copied().unwrap_or(0), *o)))
+            .collect();
+        let sequence = self.send_commit(&entries, send)?;
+        match (confirm, sequence) {
+            (Some(c), Some(sequence)) => {
+                self.confirms.push(Confirm::new(sequence, wanted, now, c));
+            }
+            (Some(c), None) => {
+                let _ = c.send(Ok(()));
+            }
+            (None, _) => {}
+        }
+        Ok(())
+    }
+
+    /// The application's `committed()`: the group's commits of `topics`,
+    /// as the stores answer, told on `done` once settled ([`Ask`]).
+    pub fn ask_committed(
+        &mut self,
+        topics: &[&[u8]],
+        now: Instant,
+        done: Sender<Commits>,
+        send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.sequence += 1;
+        send(&GroupMessage::CommitQuery(CommitQuery {
+            group: &self.group,
+            address: &self.address,
+            sequence: self.sequence,
+            topics: topics.to_vec(),
+        }))?;
+        self.asks.push(Ask::new(self.sequence, now, done));
         Ok(())
     }
 

@@ -20,9 +20,10 @@ use crate::node::stats::Stats;
 use crate::wire::group::{subscriptions as group_subscriptions, GroupMessage, Subscriber};
 use crate::wire::NodeType;
 
-use super::group::{Act, Membership};
+use super::group::{Act, Membership, PositionOf};
 use super::state::{lossy, ConsumerState, Delivery};
-use super::{Cmd, ConsumerShared};
+use super::{Cmd, ConsumerShared, GroupEvent};
+use crate::wire::Message;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -68,9 +69,15 @@ fn group_turn(
         g.hold(now);
         Vec::new()
     };
+    let names = |p: &Part| {
+        let t = String::from_utf8_lossy(&p.0).into_owned();
+        (t, String::from_utf8_lossy(&p.1).into_owned())
+    };
+    let (mut revoked, mut assigned) = (Vec::new(), Vec::new());
     for act in acts {
         match act {
             Act::Stop(part) => {
+                revoked.push(names(&part));
                 let name = lossy(&part.1);
                 let left = st.release(&part.1);
                 let offset = {
@@ -82,6 +89,7 @@ fn group_turn(
                 g.stopped(&part, offset, now, &mut sender(core))?;
             }
             Act::Start(part, at) => {
+                assigned.push(names(&part));
                 let name = lossy(&part.1);
                 let mut positions = lock(&shared.positions);
                 let epoch = lock(&shared.epochs).get(&name).copied().unwrap_or(0);
@@ -91,6 +99,16 @@ fn group_turn(
                 drop(positions);
                 core.emit_all(outs)?;
             }
+        }
+    }
+    if !revoked.is_empty() || !assigned.is_empty() {
+        // Stops come first in a turn: so do their events.
+        let mut events = lock(&shared.events);
+        if !revoked.is_empty() {
+            events.push(GroupEvent::Revoked(revoked));
+        }
+        if !assigned.is_empty() {
+            events.push(GroupEvent::Assigned(assigned));
         }
     }
     g.auto_commit(now, &|p: &Part| position(shared, p), &mut sender(core))?;
@@ -173,10 +191,23 @@ pub(super) fn run(
                     core.emit_all(&outs)?;
                 }
                 Cmd::Connect(ep) => core.connect(&ep),
-                Cmd::Commit => {
+                Cmd::Commit(offsets, confirm) => {
                     if let Some(g) = &mut group {
-                        g.commit(&|p: &Part| position(shared, p), &mut sender(&mut core))?;
+                        let pos = |p: &Part| position(shared, p);
+                        let now = (Instant::now(), &pos as PositionOf<'_>);
+                        g.commit_request(offsets, confirm, now, &mut sender(&mut core))?;
                     }
+                }
+                Cmd::Committed(done) => {
+                    if let Some(g) = &mut group {
+                        g.ask_committed(&tb, Instant::now(), done, &mut sender(&mut core))?;
+                    }
+                }
+                Cmd::Pause(p) => st.pause(&p, Instant::now()),
+                Cmd::Resume(p, off) => {
+                    outs.clear();
+                    st.resume(&p, off, Instant::now(), &mut outs);
+                    core.emit_all(&outs)?;
                 }
             }
         }
@@ -220,7 +251,15 @@ pub(super) fn run(
             let now = Instant::now();
             core.receive_any(&mut frames, stats, BATCH, |_, _, incoming| {
                 Ok(match (incoming, &mut group) {
-                    (Incoming::Message(msg), _) => st.on_message(msg, now, &mut dels, &mut outs),
+                    (Incoming::Message(msg), Some(g)) => {
+                        if let Message::StoreHello(h) = &msg {
+                            if h.topic == address.as_bytes() {
+                                g.store_seen(h.address);
+                            }
+                        }
+                        st.on_message(msg, now, &mut dels, &mut outs)
+                    }
+                    (Incoming::Message(msg), None) => st.on_message(msg, now, &mut dels, &mut outs),
                     (Incoming::Group(m), Some(g)) => {
                         group_input = true;
                         g.on_group(&m, now)

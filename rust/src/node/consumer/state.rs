@@ -167,6 +167,9 @@ pub struct ConsumerState {
     body: Vec<u8>,
     /// A group member's: the partitions its group gave it (`state/gate.rs`).
     gate: Option<gate::Gate>,
+    /// Partitions the application paused: nothing of them is taken until
+    /// it resumes them (`state/gate.rs`).
+    paused: FxHashSet<Vec<u8>>,
 }
 
 /// Bytes of out-of-order records a consumer holds per partition while it
@@ -308,6 +311,7 @@ impl ConsumerState {
             stalled: 0,
             body: Vec::new(),
             gate: cfg.group.as_ref().map(|_| gate::Gate::default()),
+            paused: FxHashSet::default(),
         }
     }
 

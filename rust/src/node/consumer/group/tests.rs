@@ -325,3 +325,112 @@ fn a_turn_held_expires_nobody() {
     m.decide(later);
     assert_eq!(m.members(), 1);
 }
+
+/// A COMMIT-OFFSETS from store `store` answering `sequence`, the last of
+/// its answer.
+fn answer<'a>(store: &'a [u8], sequence: u64, entries: Vec<Entry<'a>>) -> GroupMessage<'a> {
+    GroupMessage::CommitOffsets(CommitOffsets {
+        to: ME,
+        address: store,
+        group: b"g",
+        sequence,
+        flags: OFFSETS_GROUP_KNOWN | OFFSETS_LAST,
+        entries,
+    })
+}
+
+fn last_commit_sequence(w: &Wire) -> u64 {
+    match w.last_of(b'C') {
+        Some(GroupMessage::Commit(c)) => c.sequence,
+        other => panic!("no COMMIT: {other:?}"),
+    }
+}
+
+/// A synchronous commit is confirmed once every store that said hello
+/// showed it at or past what was committed (an answer behind it does not
+/// count), or 200 ms after the first that did; with nothing to commit at
+/// once; a partition not read here is refused.
+#[test]
+fn a_synchronous_commit_is_confirmed_by_the_stores() {
+    const OTHER: &[u8] = b"0F0E0D0C0B0A09080706050403020100";
+    let t0 = Instant::now();
+    let p = part(0);
+    let (mut m, t) = running(t0, None, &p);
+    m.store_seen(STORE);
+    m.store_seen(OTHER);
+    let mut w = Wire::default();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let at = |_: &Part| Some(30u64);
+    m.commit_request(None, Some(tx.clone()), (t, &at), &mut w.send())
+        .unwrap();
+    let seq = last_commit_sequence(&w);
+    let entry = |offset| Entry {
+        topic: &p.0,
+        partition: &p.1,
+        epoch: 0,
+        offset,
+    };
+    m.on_group(&answer(STORE, seq, vec![entry(30)]), t);
+    m.on_group(&answer(OTHER, seq, vec![entry(29)]), t);
+    m.due(t, &mut w.send()).unwrap();
+    assert!(rx.try_recv().is_err(), "one store is behind it");
+    m.on_group(&answer(OTHER, seq, vec![entry(31)]), t);
+    m.due(t, &mut w.send()).unwrap();
+    assert!(rx.try_recv().unwrap().is_ok(), "both stores have it");
+
+    // A third store that never answers: confirmed 200 ms after the first.
+    m.store_seen(b"11111111111111111111111111111111");
+    m.commit_request(None, Some(tx.clone()), (t, &at), &mut w.send())
+        .unwrap();
+    let seq = last_commit_sequence(&w);
+    m.on_group(&answer(STORE, seq, vec![entry(30)]), t);
+    m.due(t, &mut w.send()).unwrap();
+    assert!(rx.try_recv().is_err());
+    m.due(t + LOOKUP_SETTLE, &mut w.send()).unwrap();
+    assert!(rx.try_recv().unwrap().is_ok());
+
+    // Nothing to commit: at once. A partition not read here: refused.
+    let none = |_: &Part| None::<u64>;
+    m.commit_request(None, Some(tx.clone()), (t, &none), &mut w.send())
+        .unwrap();
+    assert!(rx.try_recv().unwrap().is_ok());
+    let other = vec![(part(9), 5)];
+    m.commit_request(Some(other), Some(tx.clone()), (t, &at), &mut w.send())
+        .unwrap();
+    let refused = rx.try_recv().unwrap().unwrap_err().to_string();
+    assert!(refused.contains("not read by this member"), "{refused}");
+    // Explicit offsets are committed as given.
+    w.take_ids();
+    m.commit_request(Some(vec![(p.clone(), 7)]), None, (t, &at), &mut w.send())
+        .unwrap();
+    match w.last_of(b'C') {
+        Some(GroupMessage::Commit(c)) => assert_eq!(c.entries[0].offset, 7),
+        other => panic!("no COMMIT: {other:?}"),
+    }
+}
+
+/// `committed()`: a COMMIT-QUERY of the member's topics, answered with the
+/// greatest commit over the stores once every known store answered.
+#[test]
+fn committed_asks_the_stores() {
+    let t0 = Instant::now();
+    let p = part(0);
+    let mut m = member(t0, None);
+    m.store_seen(STORE);
+    let mut w = Wire::default();
+    let (tx, rx) = std::sync::mpsc::channel();
+    m.ask_committed(&[b"t"], t0, tx, &mut w.send()).unwrap();
+    let seq = query_sequence(&w);
+    m.due(t0, &mut w.send()).unwrap();
+    assert!(rx.try_recv().is_err(), "no answer yet");
+    let entry = Entry {
+        topic: &p.0,
+        partition: &p.1,
+        epoch: 1,
+        offset: 12,
+    };
+    m.on_group(&answer(STORE, seq, vec![entry]), t0);
+    m.due(t0, &mut w.send()).unwrap();
+    let got = rx.try_recv().unwrap();
+    assert_eq!(got.get(&p), Some(&(1, 12)));
+}

@@ -5,6 +5,10 @@
 //! membership ([`super::super::group`]) decides; these are the consumer's
 //! ends of its decisions: [`ConsumerState::start_owned`] and
 //! [`ConsumerState::release`].
+//!
+//! The application's own gate too, in or out of a group:
+//! [`ConsumerState::pause`] stops taking a partition's records until
+//! [`ConsumerState::resume`].
 
 use std::time::Instant;
 
@@ -31,6 +35,13 @@ impl ConsumerState {
     /// to `known` - 1) are taken: always without a group; in a group only
     /// for the partitions it owns. One it does not own is noted.
     pub(super) fn admits(&mut self, partition: &[u8], topic: &[u8], known: u64) -> bool {
+        if !self.paused.is_empty() && self.paused.contains(partition) {
+            // How far it goes: fetched from there on resuming.
+            if let Some(p) = self.parts.get_mut(partition) {
+                p.known = p.known.max(known);
+            }
+            return false;
+        }
         let Some(gate) = &mut self.gate else {
             return true;
         };
@@ -122,6 +133,7 @@ impl ConsumerState {
     /// and held records are dropped. Returns the next offset it would have
     /// delivered, if it was delivering it.
     pub fn release(&mut self, partition: &[u8]) -> Option<u64> {
+        self.paused.remove(partition);
         self.stall_watch.retain(|k| &**k != partition);
         let idle = self.starts.remove(partition).map(|s| (s.next, s.next));
         let left = self.parts.remove(partition).map(|p| (p.next, p.known));
@@ -133,6 +145,46 @@ impl ConsumerState {
             }
         }
         left.map(|(next, _)| next)
+    }
+
+    /// The application paused `partition`: its records and HEADs are
+    /// dropped, its FETCHes stop, and what it delivered and `poll` did not
+    /// return is dropped by a new seek epoch (the handle bumped its own
+    /// alike, as for a seek). [`ConsumerState::resume`] then seeks it to
+    /// where `poll` stopped.
+    pub fn pause(&mut self, partition: &[u8], now: Instant) {
+        self.paused.insert(partition.to_vec());
+        self.stall_watch.retain(|k| &**k != partition);
+        match self.parts.get_mut(partition) {
+            Some(p) => {
+                p.held.clear();
+                p.retry_at = None;
+                p.defer = None;
+                p.epoch += 1;
+            }
+            None => {
+                let start = self.starts.entry(partition.to_vec()).or_insert(Start {
+                    next: 0,
+                    epoch: 0,
+                    topic: None,
+                    since: now,
+                });
+                start.epoch += 1;
+            }
+        }
+    }
+
+    /// Takes `partition`'s records again from `offset` (where `poll`
+    /// stopped), as a seek there. Returns the new seek epoch.
+    pub fn resume(
+        &mut self,
+        partition: &[u8],
+        offset: u64,
+        now: Instant,
+        out: &mut Vec<Out>,
+    ) -> u64 {
+        self.paused.remove(partition);
+        self.seek(partition, offset, now, out)
     }
 
     /// Whether this consumer delivers only what its group gives it.

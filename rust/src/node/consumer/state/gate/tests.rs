@@ -129,9 +129,13 @@ fn where_a_started_partition_begins() {
     );
 }
 
-/// Without a group, nothing is gated.
+/// Without a group, nothing is gated; but the application's pause is: a
+/// paused partition's records are dropped (the others go on) with a new
+/// seek epoch; resumed, it is fetched from where `poll` stopped and
+/// delivered under a newer epoch.
 #[test]
-fn a_consumer_without_a_group_delivers_every_partition() {
+fn without_a_group_only_a_paused_partition_is_held_back_until_resumed() {
+    let name = |p: &[u8]| String::from_utf8_lossy(p).into_owned();
     let mut st = ConsumerState::new(ME, &[b"t"], &ConsumerConfig::default());
     let now = Instant::now();
     let (mut d, mut o) = (Vec::new(), Vec::new());
@@ -139,4 +143,27 @@ fn a_consumer_without_a_group_delivers_every_partition() {
     st.on_record(&rec(Q, 0), false, now, &mut d, &mut o);
     assert_eq!(d.len(), 2);
     assert!(!st.in_group() && !st.has_seen());
+    let epoch = d[0].epoch;
+    d.clear();
+    st.pause(P, now);
+    st.on_record(&rec(P, 1), false, now, &mut d, &mut o);
+    st.on_head(&head(P, 5), false, now, &mut o);
+    st.on_record(&rec(Q, 1), false, now, &mut d, &mut o);
+    assert_eq!(offsets(&d), vec![(name(Q), 1)], "only Q");
+    assert!(o.is_empty(), "nothing fetched of P: {o:?}");
+    d.clear();
+    // `poll` returned P's offset 0: it resumes at 1, fetching it.
+    let resumed = st.resume(P, 1, now, &mut o);
+    assert!(resumed > epoch + 1, "a newer epoch than the pause's");
+    assert!(
+        o.iter().any(|x| matches!(x, Out::Fetch { .. })),
+        "fetched from where poll stopped: {o:?}"
+    );
+    let answer = Record {
+        topic: ME,
+        ..rec(P, 1)
+    };
+    st.on_record(&answer, true, now, &mut d, &mut o);
+    assert_eq!(offsets(&d), vec![(name(P), 1)]);
+    assert_eq!(d[0].epoch, resumed);
 }
