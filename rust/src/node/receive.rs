@@ -84,8 +84,7 @@ impl Core {
                     Stats::add(&stats.malformed, 1);
                     continue;
                 };
-                if let Sender::Key(_) = from {
-                    Stats::add(&stats.denied, 1);
+                if self.refused(from, stats, |sc, key| sc.refuse_group(key, &msg).is_some()) {
                     continue;
                 }
                 match dispatch(self, from, Incoming::Group(msg))? {
@@ -131,17 +130,27 @@ impl Core {
         }
     }
 
-    /// Whether `msg` from `from` is refused by the roles of a secure
-    /// cluster (counted in `denied`); never in insecure mode.
-    fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
+    /// Whether what came from `from` is refused by the roles of a secure
+    /// cluster (`denied` says, for a secure peer; counted in `denied`);
+    /// never in insecure mode.
+    fn refused(
+        &mut self,
+        from: Sender,
+        stats: &Stats,
+        denied: impl FnOnce(&mut crate::node::secure::SecureCore, &[u8; 32]) -> bool,
+    ) -> bool {
         let (Some(sc), Sender::Key(key)) = (&mut self.secure, from) else {
             return false;
         };
-        let refused = sc.refuse(&key, msg).is_some();
+        let refused = denied(sc, &key);
         if refused {
             Stats::add(&stats.denied, 1);
         }
         refused
+    }
+
+    fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
+        self.refused(from, stats, |sc, key| sc.refuse(key, msg).is_some())
     }
 
     /// Reads up to `batch` subscriptions (and unsubscriptions) waiting on

@@ -515,18 +515,18 @@ impl Core {
         Ok(())
     }
 
-    /// Subscribes the SUB to one more prefix (the consumer-group
-    /// extension's, [`crate::wire::group::subscriptions`]); insecure mode
-    /// only: a secure node's subscriptions are fixed at [`Core::open`].
+    /// Subscribes to one more prefix (the consumer-group extension's,
+    /// [`crate::wire::group::subscriptions`]): on the SUB, or in secure
+    /// mode on every peer's socket, now and later.
     pub fn subscribe(&mut self, prefix: &[u8]) -> Result<()> {
-        if self.secure.is_some() {
-            return Err(Error::Config(
-                "consumer groups are not available in secure clusters yet".into(),
-            ));
-        }
         let frame = [&[1u8][..], prefix].concat();
-        self.sub.send(frame.as_slice(), 0)?;
-        Ok(())
+        match &mut self.secure {
+            Some(sc) => sc.subscribe(frame),
+            None => {
+                self.sub.send(frame.as_slice(), 0)?;
+                Ok(())
+            }
+        }
     }
 
     /// Sends records `first, first + 1, ...` to `dest`, given their bodies
