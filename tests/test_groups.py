@@ -319,3 +319,37 @@ def test_new_group_options_are_checked() -> None:
         assert isinstance(e.value, TimeoutError)
         # Nothing to commit (no partition read): confirmed at once.
         c.commit(asynchronous=False)
+
+
+def test_a_member_behind_its_records_still_commits_synchronously(tmp_path: Path) -> None:
+    """While the application is behind (its buffer full, the node not reading), a
+    synchronous commit and ``committed()`` still get the stores' answers; what the
+    node dropped meanwhile is fetched once the application reads again."""
+    with (
+        Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
+        Store(tmp_path / "s", towers=[t.endpoint], **FAST),
+        Producer("orders", towers=[t.endpoint], **FAST) as p,
+    ):
+        p.wait_for_stores(1, timeout=30)
+        sent = produce([p], 0, 200)
+        c = Consumer(
+            ["orders"],
+            towers=[t.endpoint],
+            group="g",
+            max_buffered=10,
+            enable_auto_commit=False,
+            **FAST,
+        )
+        got: list[Record] = []
+
+        def five() -> bool:
+            got.extend(c.poll_many(max_records=5 - len(got), timeout=0.1))
+            return len(got) >= 5
+
+        wait_for(five, "five records polled")
+        wait_for(lambda: c.stats()["pauses"] >= 1, "the member's buffer full")
+        c.commit(asynchronous=False)
+        assert c.committed([p.address]) == {p.address: len(got)}
+        got.extend(drain(c, len(sent) - len(got)))
+        assert values(got) == sent, "nothing lost"
+        c.close()

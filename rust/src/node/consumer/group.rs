@@ -496,6 +496,13 @@ impl Membership {
         self.view.left()
     }
 
+    /// Whether the stores are to answer the application (a synchronous
+    /// commit, `committed()`): the node reads its peers meanwhile, even
+    /// while the application is behind.
+    pub fn waiting(&self) -> bool {
+        !self.confirms.is_empty() || !self.asks.is_empty()
+    }
+
     /// The partitions it delivers.
     pub fn assignment(&self) -> Vec<Part> {
         self.view

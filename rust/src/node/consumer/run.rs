@@ -232,7 +232,12 @@ pub(super) fn run(
                 group.as_ref().map(Membership::next_deadline),
             ],
         );
-        let r = core.poll(inbox, timeout, !full)?;
+        // A member whose application is behind still reads while the
+        // stores are to answer it (a synchronous commit, `committed()`):
+        // what else comes meanwhile is dropped, to be fetched once the
+        // application caught up, as what a full queue drops.
+        let answers_due = full && group.as_ref().is_some_and(Membership::waiting);
+        let r = core.poll(inbox, timeout, !full || answers_due)?;
 
         if r.xpub {
             // A peer that answers GET-HEADS for our topic just subscribed:
@@ -252,12 +257,17 @@ pub(super) fn run(
             core.receive_any(&mut frames, stats, BATCH, |_, _, incoming| {
                 Ok(match (incoming, &mut group) {
                     (Incoming::Message(msg), Some(g)) => {
+                        let hello = matches!(&msg, Message::StoreHello(_));
                         if let Message::StoreHello(h) = &msg {
                             if h.topic == address.as_bytes() {
                                 g.store_seen(h.address);
                             }
                         }
-                        st.on_message(msg, now, &mut dels, &mut outs)
+                        if answers_due && !hello {
+                            Fate::Ignored
+                        } else {
+                            st.on_message(msg, now, &mut dels, &mut outs)
+                        }
                     }
                     (Incoming::Message(msg), None) => st.on_message(msg, now, &mut dels, &mut outs),
                     (Incoming::Group(m), Some(g)) => {
