@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from nodes_util import drain, wait_for
+from nodes_util import drain, store_and_producer, wait_for
 
 from dafka import CommitTimeoutError, ConfigError, Consumer, Producer, Record, Store, Tower, aio
 
@@ -134,13 +134,8 @@ def test_group_options_are_checked() -> None:
 
 
 def test_commits_synchronous_explicit_and_committed(tmp_path: Path) -> None:
-    with (
-        Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
-        Store(tmp_path / "s", towers=[t.endpoint], **FAST),
-        Producer("orders", towers=[t.endpoint], **FAST) as p,
-    ):
-        towers = [t.endpoint]
-        p.wait_for_stores(1, timeout=30)
+    with store_and_producer(tmp_path, "orders", **FAST) as (tower, p):
+        towers = [tower]
         sent = produce([p], 0, 20)
         assigned: list[list[tuple[str, str]]] = []
         c = Consumer(
@@ -325,16 +320,11 @@ def test_a_member_behind_its_records_still_commits_synchronously(tmp_path: Path)
     """While the application is behind (its buffer full, the node not reading), a
     synchronous commit and ``committed()`` still get the stores' answers; what the
     node dropped meanwhile is fetched once the application reads again."""
-    with (
-        Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
-        Store(tmp_path / "s", towers=[t.endpoint], **FAST),
-        Producer("orders", towers=[t.endpoint], **FAST) as p,
-    ):
-        p.wait_for_stores(1, timeout=30)
+    with store_and_producer(tmp_path, "orders", **FAST) as (tower, p):
         sent = produce([p], 0, 200)
         c = Consumer(
             ["orders"],
-            towers=[t.endpoint],
+            towers=[tower],
             group="g",
             max_buffered=10,
             enable_auto_commit=False,

@@ -9,28 +9,22 @@ import json
 from pathlib import Path
 
 import pytest
-from nodes_util import drain, wait_for
+from nodes_util import drain, store_and_producer, wait_for
 
 import dafka
-from dafka import Consumer, Producer, Store, Tower
+from dafka import Consumer
 from dafka.cli import main
 
 pytestmark = pytest.mark.timeout(180)
 
-LOCAL = "tcp://127.0.0.1:0"
 FAST = {"beacon_interval": 0.1, "beacon_timeout": 1.0}
 
 
 def test_a_group_is_listed_and_described_with_its_lag(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with (
-        Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
-        Store(tmp_path / "s", towers=[t.endpoint], **FAST),
-        Producer("orders", towers=[t.endpoint], **FAST) as p,
-    ):
-        towers = [t.endpoint]
-        p.wait_for_stores(1, timeout=30)
+    with store_and_producer(tmp_path, "orders", **FAST) as (tower, p):
+        towers = [tower]
         for i in range(10):
             p.send(b"%d" % i)
         assert p.flush(30) == 0
@@ -62,7 +56,7 @@ def test_a_group_is_listed_and_described_with_its_lag(
         ]
         assert d["lag"] == 5
 
-        cli = ["--tower", t.endpoint]
+        cli = ["--tower", tower]
         capsys.readouterr()
         assert main(["groups", *cli]) == 0
         out = capsys.readouterr().out
