@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
-from dafka import Consumer, Record
+from dafka import Consumer, Producer, Record, Store, Tower
 
 
 def wait_for(cond: Callable[[], bool], what: str, within: float = 30.0) -> None:
@@ -24,3 +27,17 @@ def drain(c: Consumer, n: int, within: float = 90.0) -> list[Record]:
     while len(got) < n and time.monotonic() < deadline:
         got.extend(c.poll_many(timeout=0.2))
     return got
+
+
+@contextmanager
+def store_and_producer(tmp_path: Path, topic: str, **opts: Any) -> Iterator[tuple[str, Producer]]:
+    """A tower on ephemeral ports, a store in ``tmp_path/s`` and a producer of
+    ``topic`` that a store acknowledges, each with ``opts``; yields the tower's
+    endpoint and the producer."""
+    with (
+        Tower(beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0") as t,
+        Store(tmp_path / "s", towers=[t.endpoint], **opts),
+        Producer(topic, towers=[t.endpoint], **opts) as p,
+    ):
+        p.wait_for_stores(1, timeout=30)
+        yield t.endpoint, p

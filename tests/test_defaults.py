@@ -22,7 +22,7 @@ STUB = ROOT / "python" / "dafka" / "_native.pyi"
 DOCS = ROOT / "docs" / "python.md"
 
 # The read clients' per-call arguments: literals of their signatures, not config.
-PER_CALL = {"timeout", "settle", "fail_on_loss", "partitions", "exclude", "with_meta"}
+PER_CALL = {"timeout", "settle", "listen", "fail_on_loss", "partitions", "exclude", "with_meta"}
 
 NODE_ENTRIES = [
     "Tower",
@@ -37,6 +37,8 @@ NODE_ENTRIES = [
     "check_node",
     "offsets_for_times",
     "topics",
+    "list_groups",
+    "describe_group",
 ]
 
 
@@ -137,6 +139,8 @@ def test_signed_functions_stay_what_they_were() -> None:
         "check_node",
         "offsets_for_times",
         "topics",
+        "list_groups",
+        "describe_group",
     ]:
         f = getattr(_native, name)
         assert f.__name__ == name and f.__module__ == "dafka._native"

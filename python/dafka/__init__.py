@@ -4,7 +4,8 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 :class:`Tower`, :class:`Producer`, :class:`Consumer`, :class:`Store`, the
 :class:`Record` a consumer delivers, and :class:`Log` for local tooling; the
 bounded read clients :func:`heads`, :func:`offsets`, :func:`offsets_for_times`,
-:func:`fetch_range`, :func:`fetch_ranges` and :class:`HeadsWatch`; the codec in :mod:`dafka.wire`;
+:func:`fetch_range`, :func:`fetch_ranges` and :class:`HeadsWatch`; consumer groups'
+:func:`list_groups` and :func:`describe_group`; the codec in :mod:`dafka.wire`;
 the exceptions of :mod:`dafka.exceptions` (every one a :class:`DafkaError`).
 Also :mod:`dafka.aio` (asyncio helpers) and :mod:`dafka.spark` (PySpark).
 """
@@ -21,9 +22,11 @@ from dafka._native import (
     Store,
     Tower,
     __version__,
+    describe_group,
     fetch_range,
     fetch_ranges,
     heads,
+    list_groups,
     offsets,
     offsets_for_times,
     topics,
@@ -31,6 +34,7 @@ from dafka._native import (
 from dafka.exceptions import (
     BufferFullError,
     ClosedError,
+    CommitTimeoutError,
     ConfigError,
     CorruptionError,
     DafkaError,
@@ -58,6 +62,7 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND",
     "BufferFullError",
     "ClosedError",
+    "CommitTimeoutError",
     "ConfigError",
     "Consumer",
     "CorruptionError",
@@ -84,11 +89,13 @@ __all__ = [
     "UnknownPartitionError",
     "WireError",
     "__version__",
+    "describe_group",
     "fetch_range",
     "fetch_ranges",
     "has_curve",
     "heads",
     "keygen",
+    "list_groups",
     "offsets",
     "offsets_for_times",
     "read_certificate",

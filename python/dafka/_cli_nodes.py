@@ -176,10 +176,16 @@ def _time_arg(s: str) -> str:
 def _cmd_consume(args: argparse.Namespace) -> int:
     if args.from_time is not None and args.from_beginning:
         raise SystemExit("dafka: --from-time and --from-beginning exclude each other")
+    if args.group is not None and args.positions is not None:
+        raise SystemExit(
+            "dafka: --group and --positions exclude each other: a group keeps its "
+            "positions in the stores (its commits)"
+        )
     reset = "earliest" if args.from_beginning else "latest"
     out = sys.stdout
     towers, peers = _discovery(args)
     starts = _load_positions(args.positions)
+    group: dict[str, Any] = {} if args.group is None else {"group": args.group}
     with (
         _sigterm_as_interrupt(),
         Consumer(
@@ -189,10 +195,13 @@ def _cmd_consume(args: argparse.Namespace) -> int:
             peers=peers,
             start_offsets=starts,
             start_time=args.from_time,
+            **group,
             **_node_kwargs(args),
         ) as c,
     ):
         how = reset if args.from_time is None else f"from {args.from_time}"
+        if args.group is not None:
+            how += f", group {args.group!r}"
         print(f"consuming {args.topic!r} ({how}) as {c.address}", file=sys.stderr, flush=True)
         count = 0
         # Taken but not yet flushed to stdout: an interrupted write (SIGTERM, a
@@ -375,10 +384,11 @@ _offset = _natural("an offset", _U64_MAX)
 _count = _natural("a count")
 
 
-def _add_node_args(p: argparse.ArgumentParser, role: str) -> None:
-    """The topic and the discovery and security flags; ``role`` is the one a
-    ``--cert`` must have."""
-    p.add_argument("topic")
+def _add_node_args(p: argparse.ArgumentParser, role: str, topic: bool = True) -> None:
+    """The topic (if ``topic``) and the discovery and security flags; ``role`` is the
+    one a ``--cert`` must have."""
+    if topic:
+        p.add_argument("topic")
     p.add_argument(
         "--tower",
         action="append",

@@ -30,11 +30,13 @@ __all__ = [
     "Tower",
     "__version__",
     "check_node",
+    "describe_group",
     "fetch_range",
     "fetch_ranges",
     "has_curve",
     "heads",
     "keygen",
+    "list_groups",
     "offsets",
     "offsets_for_times",
     "read_certificate",
@@ -240,6 +242,51 @@ def topics(
     the first one with no new store or topic since; raises FetchTimeoutError
     when none connects. Not in secure clusters: only a store's key may ask for
     every topic.
+    """
+
+def list_groups(
+    *,
+    timeout: float = 10.0,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    bind: str = "tcp://127.0.0.1:*",
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The consumer groups the stores hold commits of, sorted:
+    ``[{"group": str, "topics": [str], "partitions": int}]`` (partitions: how many it
+    committed). Asks every store that connects within ``timeout`` seconds and listens
+    about 1.3 s after the first; raises ``CommitTimeoutError`` when none connects.
+    """
+
+def describe_group(
+    group: str,
+    *,
+    timeout: float = 10.0,
+    listen: float = 1.5,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    bind: str = "tcp://127.0.0.1:*",
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Consumer group ``group`` as the stores and its members tell it: ``{"group": str,
+    "members": [{"address", "topics", "partitions"}], "partitions": [{"topic",
+    "partition", "owner", "committed", "head", "lag"}], "lag": int}``. ``owner`` is the
+    member reading the partition (None: nobody), ``committed`` the group's commit (the
+    next offset to read; None: never committed), ``head`` the last offset the stores hold
+    (None: unknown), ``lag`` how many records exist past the commit. Members are heard
+    for ``listen`` seconds (they announce every ``beacon_interval``: keep it above one
+    and a half of theirs); raises ``CommitTimeoutError`` when no store answers within
+    ``timeout``.
     """
 
 def offsets_for_times(
@@ -869,8 +916,10 @@ class Consumer:
 
     Receives the records of every partition (producer) of ``topics`` that it finds through its
     towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
-    fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
-    resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+    fetched from the producer and the stores. With ``group=`` it is a member of a consumer group:
+    the members share the partitions and commit their positions to the stores. Without one,
+    Dafka keeps no consumer offsets on the network: to resume after a restart, save
+    ``positions()`` and pass them as ``start_offsets``. The node runs
     on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
 
     Parameters
@@ -965,6 +1014,35 @@ class Consumer:
         (``offset_reset`` is then ``"earliest"``); ``start_offsets`` still wins for the
         partitions it lists. Raises ``FetchTimeoutError`` when no store answers within 10
         seconds.
+    group : str | None, default None
+        The consumer group to join (1 to 255 bytes, docs/groups.md): the consumers of one
+        group share the topics' partitions, each read by one live member, found by the
+        same discovery as every node (no coordinator), and commit their positions to the
+        stores. A member starts a partition at the group's last commit, one the group
+        never committed by ``offset_reset``. None reads every partition. In a secure
+        cluster the certificate must allow every topic (docs/groups.md, "Security").
+    enable_auto_commit : bool, default True
+        In a group, whether what ``poll`` returned is committed every
+        ``auto_commit_interval``; False commits only on ``commit()`` (and where a
+        partition moves to another member, or the consumer closes).
+    auto_commit_interval : float | None, default 5.0
+        In a group, seconds between commits of what ``poll`` returned; None commits only
+        when a partition moves to another member and on ``commit()``. Must be > 0.
+    commit_timeout : float, default 10.0
+        In a group, seconds ``commit(asynchronous=False)`` and ``committed()`` wait for the
+        stores before raising ``CommitTimeoutError``; must be > 0.
+    on_assign : Callable[[list[tuple[str, str]]], object] | None, default None
+        In a group, called as ``on_assign(partitions)`` with the list of ``(topic,
+        partition)`` this member starts reading, from ``poll`` (and ``poll_many``,
+        iteration) in the application's thread, before it returns records of them. An
+        exception it raises propagates out of ``poll``; records it had taken come with
+        the next call.
+    on_revoke : Callable[[list[tuple[str, str]]], object] | None, default None
+        In a group, called as ``on_revoke(partitions)`` with the ``(topic, partition)``
+        given to other members, from ``poll`` in the application's thread, before any
+        ``on_assign`` that came after. They were already stopped and their positions
+        committed (where the next owner starts): ``poll`` returns none of their records
+        after this.
 
     Raises
     ------
@@ -1014,6 +1092,12 @@ class Consumer:
         idle_after: float = 60.0,
         forget_after: float | None = 691200.0,
         start_time: int | datetime | str | None = None,
+        group: str | None = None,
+        enable_auto_commit: bool = True,
+        auto_commit_interval: float | None = 5.0,
+        commit_timeout: float = 10.0,
+        on_assign: Callable[[list[tuple[str, str]]], object] | None = None,
+        on_revoke: Callable[[list[tuple[str, str]]], object] | None = None,
     ) -> Consumer: ...
     def poll(self, timeout: float | None = None) -> Record | None:
         """The next record, waiting up to ``timeout`` seconds (None = until one
@@ -1055,6 +1139,46 @@ class Consumer:
         of (or seeked, or started at): ``{partition: offset}``. Save it and pass
         it as ``start_offsets=`` to resume where this consumer left off.
         """
+    def commit(
+        self, offsets: Mapping[str, int] | None = None, *, asynchronous: bool = True
+    ) -> None:
+        """In a group: commits ``offsets`` (``{partition: next offset to read}``, each a partition
+        ``assignment()`` lists), or with None the position of each partition it reads that
+        ``poll`` moved since the last commit (auto-commit does the same every
+        ``auto_commit_interval``). ``asynchronous=False`` waits until the stores confirm
+        it (every store the member knows, or any for 200 ms), raising ``CommitTimeoutError``
+        after ``commit_timeout``. ``ConfigError`` without a group or for a partition it does
+        not read, ``TypeError`` for offsets that are no such dict, ``ValueError`` for a
+        negative offset.
+        """
+    def committed(self, partitions: Sequence[str] | None = None) -> dict[str, int | None]:
+        """In a group: the group's last commit of each of ``partitions`` (a list of partition
+        names, None for ``assignment()``'s) as the stores answer: ``{partition: offset}``,
+        None for one never committed. Raises ``CommitTimeoutError`` when no store answers
+        within ``commit_timeout``, ``ConfigError`` without a group.
+        """
+    def pause(self, partitions: Sequence[str]) -> None:
+        """Stops returning records of ``partitions`` (a list of partition names) until
+        ``resume``: what ``poll`` has not returned of them is dropped and fetched again on
+        resuming, from where ``poll`` stopped. Each must be one it reads (a group member's
+        ``assignment()``, else one of ``positions()``), else ``ConfigError``. A partition
+        given to another member is no longer paused.
+        """
+    def resume(self, partitions: Sequence[str]) -> None:
+        """Returns records of paused ``partitions`` again, from where ``poll`` stopped; others
+        are left as they are.
+        """
+    def paused(self) -> list[str]:
+        """The partitions paused, sorted."""
+    def group_members(self) -> int:
+        """In a group: the live members this one counts, itself included (0 without a group)."""
+    def assignment(self) -> list[tuple[str, str]]:
+        """In a group: the partitions this member reads, as ``[(topic, partition)]`` sorted (empty
+        without a group, and until the group settled).
+        """
+    @property
+    def group(self) -> str | None:
+        """The consumer group it is a member of, or None."""
     def connect(self, endpoint: str) -> None:
         """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
     @property

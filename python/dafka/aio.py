@@ -21,6 +21,11 @@ loop's thread: in a coroutine, ``await aio.close(p)`` first.
 
 A record sent by :func:`send` whose task is cancelled while the buffer was full
 may still go out (at-least-once, as a retried send).
+
+A consumer group member's ``poll`` through :func:`poll_many` and :func:`records` calls
+its ``on_assign`` and ``on_revoke`` on the loop's thread; :func:`commit` and
+:func:`committed` wait for the stores on a worker thread (up to the consumer's
+``commit_timeout``: a cancelled task returns at once, the worker finishes that wait).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import asyncio
 import math
 import numbers
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from dafka.exceptions import BufferFullError, ClosedError
@@ -40,7 +45,7 @@ if TYPE_CHECKING:
     from dafka._native import Consumer, Producer
     from dafka.record import Record
 
-__all__ = ["SLICE", "close", "flush", "poll_many", "records", "send"]
+__all__ = ["SLICE", "close", "commit", "committed", "flush", "poll_many", "records", "send"]
 
 #: Longest a worker thread waits in one call: the most a cancellation waits.
 SLICE = 0.1
@@ -154,3 +159,18 @@ async def close(producer: Producer, timeout: float | None = None) -> int:
         producer.close(timeout=0)
         raise
     return producer.close(timeout=0)
+
+
+async def commit(consumer: Consumer, offsets: Mapping[str, int] | None = None) -> None:
+    """A group member's synchronous commit (``consumer.commit(offsets,
+    asynchronous=False)``) without blocking the loop: returns once the stores confirmed
+    it, raises :class:`~dafka.CommitTimeoutError` after ``commit_timeout``."""
+    await asyncio.to_thread(consumer.commit, offsets, asynchronous=False)
+
+
+async def committed(
+    consumer: Consumer, partitions: Sequence[str] | None = None
+) -> dict[str, int | None]:
+    """``consumer.committed(partitions)`` (the group's last commits, as the stores
+    answer) without blocking the loop."""
+    return await asyncio.to_thread(consumer.committed, partitions)

@@ -4,7 +4,9 @@
 same Rust code as the ``dafka-tower`` and ``dafka-store`` binaries: ``dafka store --help``
 lists their flags and ``--config FILE``); ``dafka produce TOPIC`` publishes one record per stdin
 line; ``dafka consume TOPIC`` prints records (``--positions FILE`` resumes where the last
-run with that file stopped); ``dafka offsets TOPIC`` lists each
+run with that file stopped, ``--group G`` shares the topic with group G's other members
+and resumes from its commits); ``dafka groups`` lists the consumer groups and ``dafka
+groups describe GROUP`` shows one's members, commits and lag; ``dafka offsets TOPIC`` lists each
 partition's first and next offset as the stores (and live producers) report them
 (where ``--from-beginning`` starts, what retention kept); ``dafka demo`` runs a local cluster
 (tower, store, producer, consumer), checks every record arrives in order, then replays
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dafka import wire
+from dafka._cli_groups import _add_groups_parser
 from dafka._cli_log import _cmd_keygen, _cmd_log_dump, _cmd_log_inspect
 from dafka._cli_nodes import (
     _NATIVE_COMMANDS,
@@ -118,7 +121,15 @@ def build_parser() -> argparse.ArgumentParser:
         "partitions it does not name, born since, start at their first record) and save "
         "them there on exit",
     )
+    co.add_argument(
+        "--group",
+        metavar="GROUP",
+        help="join consumer group GROUP: share the topic's partitions with its other "
+        "members and resume from its commits (each partition a new group never committed "
+        "starts as --from-beginning says); commits what was printed every 5 s and on exit",
+    )
     co.set_defaults(func=_cmd_consume)
+    _add_groups_parser(sub)
 
     of = sub.add_parser(
         "offsets", help="each partition's first and next offset, as the stores report them"

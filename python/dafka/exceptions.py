@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BufferFullError",
     "ClosedError",
+    "CommitTimeoutError",
     "ConfigError",
     "CorruptionError",
     "DafkaError",
@@ -124,3 +125,9 @@ class DataLossError(DafkaError):
 class FetchTimeoutError(DafkaError, TimeoutError):
     """A bounded read or heads query got no (complete) answer in time: no store
     reachable through the towers holds the partition, or it holds fewer records."""
+
+
+class CommitTimeoutError(DafkaError, TimeoutError):
+    """A consumer group member's synchronous ``commit(asynchronous=False)`` or its
+    ``committed()`` got no answer from the stores within ``commit_timeout``: start a
+    store, check that the member reaches one, or raise ``commit_timeout``."""

@@ -105,6 +105,18 @@ pub enum Error {
         /// the reader); empty otherwise.
         towers_unheard: Vec<String>,
     },
+    /// A group member's synchronous commit, or its `committed` lookup, got
+    /// no (complete) answer from the stores in time.
+    #[error(
+        "{what}: no store answered within {:.1}s; is a store running and reachable \
+         (the member finds stores as it finds producers), or raise commit_timeout",
+        .waited.as_secs_f64()
+    )]
+    CommitTimeout {
+        /// What waited ("commit", "committed").
+        what: &'static str,
+        waited: Duration,
+    },
     /// A blocking call was interrupted by the caller's check (Ctrl-C from Python).
     #[error("interrupted")]
     Interrupted,

@@ -346,6 +346,15 @@ pub struct ConsumerConfig {
     /// (stores announce a partition while they hold records of it). `None`
     /// keeps every position for good. Default 8 days.
     pub forget_after: Option<Duration>,
+    /// The consumer group it joins (docs/groups.md): consumers of one group
+    /// share the topics' partitions, each read by one live member, and
+    /// commit their positions to the stores. `None` (the default): it reads
+    /// every partition, as without groups.
+    pub group: Option<String>,
+    /// In a group, commit what `poll` returned this often. `None`: only
+    /// when a partition moves to another member. Default 5 s (Kafka's
+    /// `auto.commit.interval.ms`).
+    pub auto_commit_interval: Option<Duration>,
 }
 
 impl Default for ConsumerConfig {
@@ -362,6 +371,8 @@ impl Default for ConsumerConfig {
             start_offsets: Vec::new(),
             idle_after: IDLE_AFTER,
             forget_after: Some(FORGET_AFTER),
+            group: None,
+            auto_commit_interval: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -379,17 +390,31 @@ impl ConsumerConfig {
                 "forget_after must be > 0 (or None to keep every position)".into(),
             ));
         }
+        if let Some(g) = &self.group {
+            check_name(&format!("group {g:?}"), g)?;
+            if g.contains('\0') {
+                return Err(Error::Config(format!(
+                    "group {g:?} has a NUL byte: the zproto dialect cannot carry it"
+                )));
+            }
+        }
+        if self.auto_commit_interval.is_some_and(|d| d.is_zero()) {
+            return Err(Error::Config(
+                "auto_commit_interval must be > 0 (or None to commit only on hand-over)".into(),
+            ));
+        }
         // Added to `Instant::now()` by the node thread: a larger one (e.g.
         // Duration::MAX for "never") would overflow there and stop it.
         let longest = [
             Some(self.fetch_retry),
             Some(self.idle_after),
             self.forget_after,
+            self.auto_commit_interval,
         ];
         if longest.into_iter().flatten().any(|d| d > LONGEST) {
             return Err(Error::Config(format!(
-                "fetch_retry, idle_after and forget_after must be at most {} s (about 95 \
-                 years; forget_after=None keeps every position)",
+                "fetch_retry, idle_after, forget_after and auto_commit_interval must be at most \
+                 {} s (about 95 years; forget_after=None keeps every position)",
                 LONGEST.as_secs()
             )));
         }

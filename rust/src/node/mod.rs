@@ -39,7 +39,7 @@ mod held;
 pub mod monitor;
 pub mod out;
 pub mod producer;
-mod receive;
+pub mod receive;
 pub mod secure;
 pub mod socket;
 pub mod stats;

@@ -11,6 +11,11 @@
 //!   it ([`Fate`]), and this path counts it: what could not be decoded
 //!   (`malformed`), what was not for the node (`ignored`), and what it
 //!   took (`records_received`, `fetches_received`, `acks_received`).
+//!   [`Core::receive_any`] is the same path for the nodes that take the
+//!   consumer-group extension too (a group member, a store): a frame whose
+//!   ID is a group message's is decoded by [`group::decode`] and handed on
+//!   as [`Incoming::Group`]. Secure clusters refuse group messages (`denied`):
+//!   groups are not open to them yet.
 //! - [`Core::drain_subscriptions`]: the subscriptions on the XPUB, each
 //!   parsed once into a [`Subscription`] for the node kind's
 //!   `on_subscription`; in secure mode applied only if the subscriber's
@@ -22,7 +27,16 @@ use crate::node::out::Fate;
 use crate::node::secure::{Sender, Verdict};
 use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
+use crate::wire::group::{self, GroupKind, GroupMessage};
 use crate::wire::{decode, Kind, Message, Subscription};
+
+/// A message from a peer as [`Core::receive_any`] hands it on: one of the
+/// Dafka messages, or one of the consumer-group extension.
+#[derive(Debug)]
+pub enum Incoming<'a> {
+    Message(Message<'a>),
+    Group(GroupMessage<'a>),
+}
 
 impl Core {
     /// Receives up to `batch` messages from peers without blocking, and
@@ -35,6 +49,24 @@ impl Core {
         batch: usize,
         mut dispatch: impl FnMut(&mut Core, Sender, Message<'_>) -> Result<Fate>,
     ) -> Result<()> {
+        self.receive_any(frames, stats, batch, |core, from, incoming| {
+            match incoming {
+                Incoming::Message(msg) => dispatch(core, from, msg),
+                // Only nodes that subscribe to them get group messages.
+                Incoming::Group(_) => Ok(Fate::Ignored),
+            }
+        })
+    }
+
+    /// [`Core::receive`], with the messages of the consumer-group
+    /// extension decoded too and handed on as [`Incoming::Group`].
+    pub fn receive_any(
+        &mut self,
+        frames: &mut Frames,
+        stats: &Stats,
+        batch: usize,
+        mut dispatch: impl FnMut(&mut Core, Sender, Incoming<'_>) -> Result<Fate>,
+    ) -> Result<()> {
         for _ in 0..batch {
             let Some(from) = self.recv_sub(frames)? else {
                 break;
@@ -44,6 +76,24 @@ impl Core {
                 continue;
             }
             let (s, n) = frames.slices();
+            let is_group = s[0]
+                .first()
+                .is_some_and(|&id| GroupKind::from_id(id).is_some());
+            if is_group {
+                let Ok((msg, _)) = group::decode(&s[..n]) else {
+                    Stats::add(&stats.malformed, 1);
+                    continue;
+                };
+                if self.refused(from, stats, |sc, key| sc.refuse_group(key, &msg).is_some()) {
+                    continue;
+                }
+                match dispatch(self, from, Incoming::Group(msg))? {
+                    Fate::Taken(_) => {}
+                    Fate::Ignored => Stats::add(&stats.ignored, 1),
+                    Fate::Malformed => Stats::add(&stats.malformed, 1),
+                }
+                continue;
+            }
             let Ok((msg, _)) = decode(&s[..n]) else {
                 Stats::add(&stats.malformed, 1);
                 continue;
@@ -52,7 +102,7 @@ impl Core {
                 continue;
             }
             let kind = msg.kind();
-            match dispatch(self, from, msg)? {
+            match dispatch(self, from, Incoming::Message(msg))? {
                 Fate::Taken(records) => {
                     if records > 0 {
                         Stats::add(&stats.records_received, records);
@@ -80,17 +130,27 @@ impl Core {
         }
     }
 
-    /// Whether `msg` from `from` is refused by the roles of a secure
-    /// cluster (counted in `denied`); never in insecure mode.
-    fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
+    /// Whether what came from `from` is refused by the roles of a secure
+    /// cluster (`denied` says, for a secure peer; counted in `denied`);
+    /// never in insecure mode.
+    fn refused(
+        &mut self,
+        from: Sender,
+        stats: &Stats,
+        denied: impl FnOnce(&mut crate::node::secure::SecureCore, &[u8; 32]) -> bool,
+    ) -> bool {
         let (Some(sc), Sender::Key(key)) = (&mut self.secure, from) else {
             return false;
         };
-        let refused = sc.refuse(&key, msg).is_some();
+        let refused = denied(sc, &key);
         if refused {
             Stats::add(&stats.denied, 1);
         }
         refused
+    }
+
+    fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
+        self.refused(from, stats, |sc, key| sc.refuse(key, msg).is_some())
     }
 
     /// Reads up to `batch` subscriptions (and unsubscriptions) waiting on

@@ -29,8 +29,10 @@ use crate::node::monitor::Monitor;
 use crate::security::conns::Conns;
 use crate::security::said::Said;
 use crate::security::{
-    check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer, Role, Secure,
+    check_group, check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer,
+    Role, Secure,
 };
+use crate::wire::group::GroupMessage;
 use crate::wire::{Kind, Message, Subscription};
 
 /// One peer we receive from, on its own socket.
@@ -109,6 +111,16 @@ impl SecureCore {
         }
     }
 
+    /// One more subscription (`01` + prefix) on every peer's socket, now
+    /// and for the peers connected later.
+    pub fn subscribe(&mut self, frame: Vec<u8>) -> Result<()> {
+        for p in &self.peers {
+            p.sock.send(frame.as_slice(), 0)?;
+        }
+        self.subscribe.push(frame);
+        Ok(())
+    }
+
     /// Connects a socket of its own to the peer at `endpoint`
     /// (`tcp://HOST:PORT;curve=KEY`), if its key is trusted and it is not
     /// connected yet.
@@ -177,22 +189,39 @@ impl SecureCore {
 
     /// Why `msg` from `key` is refused, if it is (and logs it, sparingly).
     pub fn refuse(&mut self, key: &[u8; 32], msg: &Message<'_>) -> Option<Denied> {
+        let denied = self.check(key, |peer| check_message(peer, msg))?;
+        let who = crate::security::cert::key_z85(key);
+        self.say(&who, &format!("a {} refused: {denied}", msg.kind().name()));
+        Some(denied)
+    }
+
+    /// [`SecureCore::refuse`] for a consumer-group message.
+    pub fn refuse_group(&mut self, key: &[u8; 32], msg: &GroupMessage<'_>) -> Option<Denied> {
+        let denied = self.check(key, |peer| check_group(peer, msg))?;
+        let who = crate::security::cert::key_z85(key);
+        self.say(&who, &format!("a {} refused: {denied}", msg.kind().name()));
+        Some(denied)
+    }
+
+    /// What `rule` says of the peer of `key` (a key revoked since it
+    /// connected: its socket closes at the next turn).
+    fn check(
+        &self,
+        key: &[u8; 32],
+        rule: impl FnOnce(&Peer<'_>) -> std::result::Result<(), Denied>,
+    ) -> Option<Denied> {
         let snap = self.id.trust.snapshot();
-        let denied = match snap.get(key) {
-            // Revoked since it connected: its socket closes at the next turn.
-            None => Denied::NoRole,
+        match snap.get(key) {
+            None => Some(Denied::NoRole),
             Some(t) => {
                 let peer = Peer {
                     key,
                     role: t.role,
                     topics: &t.topics,
                 };
-                check_message(&peer, msg).err()?
+                rule(&peer).err()
             }
-        };
-        let who = crate::security::cert::key_z85(key);
-        self.say(&who, &format!("a {} refused: {denied}", msg.kind().name()));
-        Some(denied)
+        }
     }
 
     /// What to do with the subscription `sub` read from the XPUB, which

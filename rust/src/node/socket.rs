@@ -19,6 +19,7 @@ use crate::node::out::Out;
 use crate::node::secure::SecureCore;
 use crate::node::stats::Stats;
 use crate::security::Role;
+use crate::wire::group::GroupMessage;
 use crate::wire::{subscriptions, Dialect, FrameBuf, Message, NodeType, Record, RecordBatch};
 
 /// Sets an int socket option that the `zmq` crate has no setter for
@@ -483,6 +484,49 @@ impl Core {
             self.xpub.send(c, zmq::DONTWAIT)?;
         }
         Ok(())
+    }
+
+    /// Encodes and sends one message of the consumer-group extension
+    /// (DONTWAIT), as [`Core::send_message`]: one that cannot be encoded is
+    /// dropped and counted.
+    pub fn send_group(&mut self, msg: &GroupMessage<'_>) -> Result<()> {
+        let frames = match msg.encode(self.dialect) {
+            Ok(f) => f,
+            Err(e) => {
+                self.unsendable += 1;
+                if self.unsendable.is_power_of_two() {
+                    tracing::warn!(
+                        "dropped a {} that cannot be encoded: {e}",
+                        msg.kind().name()
+                    );
+                }
+                return Ok(());
+            }
+        };
+        let last = frames.len() - 1;
+        for (i, f) in frames.iter().enumerate() {
+            let flags = if i < last {
+                zmq::SNDMORE | zmq::DONTWAIT
+            } else {
+                zmq::DONTWAIT
+            };
+            self.xpub.send(f.as_slice(), flags)?;
+        }
+        Ok(())
+    }
+
+    /// Subscribes to one more prefix (the consumer-group extension's,
+    /// [`crate::wire::group::subscriptions`]): on the SUB, or in secure
+    /// mode on every peer's socket, now and later.
+    pub fn subscribe(&mut self, prefix: &[u8]) -> Result<()> {
+        let frame = [&[1u8][..], prefix].concat();
+        match &mut self.secure {
+            Some(sc) => sc.subscribe(frame),
+            None => {
+                self.sub.send(frame.as_slice(), 0)?;
+                Ok(())
+            }
+        }
     }
 
     /// Sends records `first, first + 1, ...` to `dest`, given their bodies

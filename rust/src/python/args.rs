@@ -356,6 +356,28 @@ impl Arg for Callback {
     }
 }
 
+/// A callable taking the list of `(topic, partition)` a group member was
+/// given or gave up (`on_assign`, `on_revoke`).
+pub(crate) struct PartitionsCallback(pub Py<PyAny>);
+
+impl Arg for PartitionsCallback {
+    fn annotation() -> String {
+        "Callable[[list[tuple[str, str]]], object]".into()
+    }
+    fn extract(name: &str, ob: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if !ob.is_callable() {
+            return Err(PyTypeError::new_err(format!(
+                "{name} must be callable: a function taking the list of (topic, partition) \
+                 tuples, e.g. {name}=lambda partitions: print(partitions)"
+            )));
+        }
+        Ok(PartitionsCallback(ob.clone().unbind()))
+    }
+    fn to_py<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.0.bind(py).clone())
+    }
+}
+
 /// `{partition: next offset}`, each offset an `int` >= 0.
 pub(crate) struct StartOffsets(pub Vec<(String, u64)>);
 

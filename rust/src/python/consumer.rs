@@ -8,12 +8,13 @@ use pyo3::exceptions::{PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use super::args::{opt_seconds, seconds, unsigned, StartOffsets, TimeMs};
+use super::args::{opt_seconds, seconds, unsigned, PartitionsCallback, StartOffsets, TimeMs};
 use super::discovery::{Discovery, Hwm};
 use super::options::{options, Options};
 use super::record::{PartitionNames, PyRecord};
 use super::wait::{check_signals, stats_dict, SLICE};
 use crate::error::Error;
+use crate::node::consumer::GroupEvent;
 use crate::node::{Consumer, ConsumerConfig, Delivery, OffsetReset};
 
 /// The consumers' defaults (`ConsumerConfig::default()`, the core's).
@@ -73,6 +74,35 @@ options! {
         /// partitions it lists. Raises ``FetchTimeoutError`` when no store answers within 10
         /// seconds.
         start_time: Option<TimeMs> = None,
+        /// The consumer group to join (1 to 255 bytes, docs/groups.md): the consumers of one
+        /// group share the topics' partitions, each read by one live member, found by the
+        /// same discovery as every node (no coordinator), and commit their positions to the
+        /// stores. A member starts a partition at the group's last commit, one the group
+        /// never committed by ``offset_reset``. None reads every partition. In a secure
+        /// cluster the certificate must allow every topic (docs/groups.md, "Security").
+        group: Option<String> = None,
+        /// In a group, whether what ``poll`` returned is committed every
+        /// ``auto_commit_interval``; False commits only on ``commit()`` (and where a
+        /// partition moves to another member, or the consumer closes).
+        enable_auto_commit: bool = true,
+        /// In a group, seconds between commits of what ``poll`` returned; None commits only
+        /// when a partition moves to another member and on ``commit()``. Must be > 0.
+        auto_commit_interval: Option<Duration> = CONSUMER.auto_commit_interval,
+        /// In a group, seconds ``commit(asynchronous=False)`` and ``committed()`` wait for the
+        /// stores before raising ``CommitTimeoutError``; must be > 0.
+        commit_timeout: Duration = Duration::from_secs(10),
+        /// In a group, called as ``on_assign(partitions)`` with the list of ``(topic,
+        /// partition)`` this member starts reading, from ``poll`` (and ``poll_many``,
+        /// iteration) in the application's thread, before it returns records of them. An
+        /// exception it raises propagates out of ``poll``; records it had taken come with
+        /// the next call.
+        on_assign: Option<PartitionsCallback> = None,
+        /// In a group, called as ``on_revoke(partitions)`` with the ``(topic, partition)``
+        /// given to other members, from ``poll`` in the application's thread, before any
+        /// ``on_assign`` that came after. They were already stopped and their positions
+        /// committed (where the next owner starts): ``poll`` returns none of their records
+        /// after this.
+        on_revoke: Option<PartitionsCallback> = None,
     }
 }
 
@@ -80,8 +110,10 @@ options! {
 ///
 /// Receives the records of every partition (producer) of ``topics`` that it finds through its
 /// towers and peers. It returns them in offset order per partition and drops duplicates. Gaps are
-/// fetched from the producer and the stores. Dafka keeps no consumer offsets on the network: to
-/// resume after a restart, save ``positions()`` and pass them as ``start_offsets``. The node runs
+/// fetched from the producer and the stores. With ``group=`` it is a member of a consumer group:
+/// the members share the partitions and commit their positions to the stores. Without one,
+/// Dafka keeps no consumer offsets on the network: to resume after a restart, save
+/// ``positions()`` and pass them as ``start_offsets``. The node runs
 /// on its own thread; calls that wait release the GIL and can be interrupted with Ctrl-C.
 ///
 /// Parameters
@@ -114,6 +146,12 @@ struct PyConsumer {
     names: PartitionNames,
     /// The node settings, for the time queries of `seek_to_time`.
     node: crate::node::NodeConfig,
+    /// A group member's: how long to wait for the stores; its callbacks.
+    commit_timeout: Duration,
+    on_assign: Option<Py<PyAny>>,
+    on_revoke: Option<Py<PyAny>>,
+    /// Records taken when a callback raised, returned by the next poll.
+    held: std::sync::Mutex<Vec<Delivery>>,
 }
 
 impl PyConsumer {
@@ -124,7 +162,11 @@ impl PyConsumer {
         let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
         // Before any record is taken: a Ctrl-C raised while logging loses none.
         crate::python::logbridge::drain(py)?;
-        py.detach(|| -> PyResult<Vec<Delivery>> {
+        self.group_callbacks(py)?;
+        if let Some(v) = self.held_back(max) {
+            return Ok(v);
+        }
+        let v = py.detach(|| -> PyResult<Vec<Delivery>> {
             let mut v = Vec::new();
             loop {
                 let slice = match deadline {
@@ -137,7 +179,77 @@ impl PyConsumer {
                 }
                 check_signals()?;
             }
-        })
+        })?;
+        self.after_take(py, v)
+    }
+
+    /// Records a callback's exception kept from the application: returned
+    /// first by the next poll (up to `max`).
+    fn held_back(&self, max: usize) -> Option<Vec<Delivery>> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.is_empty() {
+            return None;
+        }
+        let n = max.min(held.len());
+        Some(held.drain(..n).collect())
+    }
+
+    /// The group changes that came with the records just taken (a partition
+    /// started while `poll` waited): their callbacks run before the records
+    /// are returned. If one raises, the records are kept for the next poll.
+    fn after_take(&self, py: Python<'_>, v: Vec<Delivery>) -> PyResult<Vec<Delivery>> {
+        if let Err(e) = self.group_callbacks(py) {
+            self.held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(v);
+            return Err(e);
+        }
+        Ok(v)
+    }
+}
+
+impl PyConsumer {
+    /// Calls `on_revoke` and `on_assign` for the group's changes since the
+    /// last call, in order (revocations of a turn before its assignments).
+    fn group_callbacks(&self, py: Python<'_>) -> PyResult<()> {
+        if self.inner.group().is_none() {
+            return Ok(());
+        }
+        for e in self.inner.take_group_events() {
+            let (cb, parts) = match e {
+                GroupEvent::Assigned(p) => (&self.on_assign, p),
+                GroupEvent::Revoked(p) => (&self.on_revoke, p),
+            };
+            if let Some(cb) = cb {
+                cb.call1(py, (parts,))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `offsets` as `[(partition, offset)]`: a dict `{partition: offset}`.
+    fn offsets_arg(offsets: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<(String, u64)>>> {
+        let Some(o) = offsets.filter(|o| !o.is_none()) else {
+            return Ok(None);
+        };
+        let Ok(d) = o.cast::<PyDict>() else {
+            return Err(PyTypeError::new_err(
+                "offsets must be a dict {partition: next offset to read}, e.g. positions(), \
+                 or None for what poll returned",
+            ));
+        };
+        let mut v = Vec::with_capacity(d.len());
+        for (p, off) in d.iter() {
+            let p: String = p.extract().map_err(|_| {
+                PyTypeError::new_err("offsets: each key must be a partition name (str)")
+            })?;
+            let off: i128 = off.extract().map_err(|_| {
+                PyTypeError::new_err(format!("offsets[{p:?}] must be an int offset"))
+            })?;
+            v.push((p.clone(), unsigned(&format!("offsets[{p:?}]"), off)?));
+        }
+        Ok(Some(v))
     }
 }
 
@@ -151,6 +263,22 @@ impl PyConsumer {
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let o = ConsumerOptions::parse("Consumer", options)?;
+        if o.group.is_none() {
+            let given = [
+                ("on_assign", o.on_assign.is_some()),
+                ("on_revoke", o.on_revoke.is_some()),
+                ("enable_auto_commit", !o.enable_auto_commit),
+            ];
+            if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(super::errors::Exc::Config.err(format!(
+                    "{name} is for consumer groups: give group= too, or leave {name} out"
+                )));
+            }
+        }
+        if o.commit_timeout.is_zero() {
+            return Err(super::errors::Exc::Config
+                .err("commit_timeout must be > 0 seconds (how long a synchronous commit waits)"));
+        }
         if topics.is_instance_of::<PyString>() || topics.is_instance_of::<PyBytes>() {
             return Err(PyTypeError::new_err(
                 "topics must be a list of str, e.g. Consumer([\"weather\"])",
@@ -176,6 +304,8 @@ impl PyConsumer {
             start_offsets: o.start_offsets.map(|s| s.0).unwrap_or_default(),
             idle_after: o.idle_after,
             forget_after: o.forget_after,
+            group: o.group,
+            auto_commit_interval: o.auto_commit_interval.filter(|_| o.enable_auto_commit),
         };
         if resuming {
             cfg.offset_reset = OffsetReset::Earliest;
@@ -198,6 +328,10 @@ impl PyConsumer {
             inner,
             names: PartitionNames::default(),
             node,
+            commit_timeout: o.commit_timeout,
+            on_assign: o.on_assign.map(|c| c.0),
+            on_revoke: o.on_revoke.map(|c| c.0),
+            held: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -269,8 +403,13 @@ impl PyConsumer {
         if max == 0 {
             return Err(PyValueError::new_err("max_records must be >= 1"));
         }
+        self.group_callbacks(py)?;
+        if let Some(v) = self.held_back(max) {
+            return self.names.records(py, v);
+        }
         let mut ds = Vec::new();
         self.inner.try_poll(max, &mut ds)?;
+        let ds = self.after_take(py, ds)?;
         self.names.records(py, ds)
     }
 
@@ -305,6 +444,88 @@ impl PyConsumer {
     /// it as ``start_offsets=`` to resume where this consumer left off.
     fn positions(&self) -> HashMap<String, u64> {
         self.inner.positions().into_iter().collect()
+    }
+    /// In a group: commits ``offsets`` (``{partition: next offset to read}``, each a partition
+    /// ``assignment()`` lists), or with None the position of each partition it reads that
+    /// ``poll`` moved since the last commit (auto-commit does the same every
+    /// ``auto_commit_interval``). ``asynchronous=False`` waits until the stores confirm
+    /// it (every store the member knows, or any for 200 ms), raising ``CommitTimeoutError``
+    /// after ``commit_timeout``. ``ConfigError`` without a group or for a partition it does
+    /// not read, ``TypeError`` for offsets that are no such dict, ``ValueError`` for a
+    /// negative offset.
+    #[pyo3(signature = (offsets = None, *, asynchronous = true))]
+    fn commit(
+        &self,
+        py: Python<'_>,
+        offsets: Option<&Bound<'_, PyAny>>,
+        asynchronous: bool,
+    ) -> PyResult<()> {
+        let offsets = Self::offsets_arg(offsets)?;
+        if asynchronous {
+            return Ok(self.inner.commit_async(offsets.as_deref())?);
+        }
+        let timeout = self.commit_timeout;
+        py.detach(|| {
+            self.inner
+                .commit_sync::<PyErr>(offsets.as_deref(), timeout, check_signals)
+        })
+    }
+    /// In a group: the group's last commit of each of ``partitions`` (a list of partition
+    /// names, None for ``assignment()``'s) as the stores answer: ``{partition: offset}``,
+    /// None for one never committed. Raises ``CommitTimeoutError`` when no store answers
+    /// within ``commit_timeout``, ``ConfigError`` without a group.
+    #[pyo3(signature = (partitions = None))]
+    fn committed(
+        &self,
+        py: Python<'_>,
+        partitions: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<HashMap<String, Option<u64>>> {
+        let parts = match partitions.filter(|p| !p.is_none()) {
+            None => self
+                .inner
+                .assignment()
+                .into_iter()
+                .map(|(_, p)| p)
+                .collect(),
+            Some(p) => partition_list("committed", p)?,
+        };
+        let timeout = self.commit_timeout;
+        let got = py.detach(|| {
+            self.inner
+                .committed::<PyErr>(&parts, timeout, check_signals)
+        })?;
+        Ok(got.into_iter().collect())
+    }
+    /// Stops returning records of ``partitions`` (a list of partition names) until
+    /// ``resume``: what ``poll`` has not returned of them is dropped and fetched again on
+    /// resuming, from where ``poll`` stopped. Each must be one it reads (a group member's
+    /// ``assignment()``, else one of ``positions()``), else ``ConfigError``. A partition
+    /// given to another member is no longer paused.
+    fn pause(&self, partitions: &Bound<'_, PyAny>) -> PyResult<()> {
+        Ok(self.inner.pause(&partition_list("pause", partitions)?)?)
+    }
+    /// Returns records of paused ``partitions`` again, from where ``poll`` stopped; others
+    /// are left as they are.
+    fn resume(&self, partitions: &Bound<'_, PyAny>) -> PyResult<()> {
+        Ok(self.inner.resume(&partition_list("resume", partitions)?)?)
+    }
+    /// The partitions paused, sorted.
+    fn paused(&self) -> Vec<String> {
+        self.inner.paused()
+    }
+    /// In a group: the partitions this member reads, as ``[(topic, partition)]`` sorted (empty
+    /// without a group, and until the group settled).
+    fn assignment(&self) -> Vec<(String, String)> {
+        self.inner.assignment()
+    }
+    /// In a group: the live members this one counts, itself included (0 without a group).
+    fn group_members(&self) -> usize {
+        self.inner.group_members()
+    }
+    /// The consumer group it is a member of, or None.
+    #[getter]
+    fn group(&self) -> Option<String> {
+        self.inner.group().map(str::to_string)
     }
     /// Connects to one more peer (an XPUB endpoint), like ``peers=[...]``.
     fn connect(&self, endpoint: &str) -> PyResult<()> {
@@ -369,6 +590,21 @@ impl PyConsumer {
         self.close(py)?;
         Ok(false)
     }
+}
+
+/// A list of partition names given to `what`: a `str` alone is refused
+/// (it would be read as its characters).
+fn partition_list(what: &str, ob: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if ob.is_instance_of::<PyString>() || ob.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} takes a list of partition names, e.g. {what}([record.partition])"
+        )));
+    }
+    ob.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} takes a list of partition names (str), e.g. {what}([record.partition])"
+        ))
+    })
 }
 
 /// The offsets of `topic`'s partitions at time `t` (ms), as the stores

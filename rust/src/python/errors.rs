@@ -36,6 +36,7 @@ pub(crate) enum Exc {
     LogValue,
     Security,
     Delivery,
+    CommitTimeout,
 }
 
 impl Exc {
@@ -60,6 +61,7 @@ impl Exc {
             Exc::LogValue => "LogValueError",
             Exc::Security => "SecurityError",
             Exc::Delivery => "DeliveryError",
+            Exc::CommitTimeout => "CommitTimeoutError",
         }
     }
 
@@ -179,6 +181,7 @@ fn node_err(e: &Error, msg: String) -> PyErr {
         Error::Closed => Exc::Closed,
         Error::DataLoss { .. } => Exc::DataLoss,
         Error::Timeout { .. } => Exc::FetchTimeout,
+        Error::CommitTimeout { .. } => Exc::CommitTimeout,
         Error::Socket { .. } | Error::Zmq { .. } | Error::Died { .. } | Error::Thread(_) => {
             Exc::Node
         }

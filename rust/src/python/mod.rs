@@ -19,6 +19,7 @@ mod delivery;
 mod discovery;
 mod errors;
 mod fetch;
+mod groups;
 mod log;
 mod logbridge;
 mod options;
@@ -47,5 +48,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cli::register(m)?;
     security::register(m)?;
     fetch::register(m)?;
+    groups::register(m)?;
     signature::sign(m)
 }

@@ -237,7 +237,7 @@ const fn function(name: &'static str, specs: fn() -> Vec<Spec>) -> Entry {
 }
 
 /// Every entry point with options.
-pub(crate) const ENTRIES: [Entry; 13] = {
+pub(crate) const ENTRIES: [Entry; 15] = {
     use super::discovery::{CheckNodeOptions, Discovery};
     [
         class("Tower", "Tower", specs_of::<super::tower::TowerOptions>),
@@ -265,6 +265,8 @@ pub(crate) const ENTRIES: [Entry; 13] = {
         function("check_node", specs_of::<CheckNodeOptions>),
         function("offsets_for_times", specs_of::<Discovery>),
         function("topics", specs_of::<Discovery>),
+        function("list_groups", specs_of::<Discovery>),
+        function("describe_group", specs_of::<Discovery>),
     ]
 };
 

@@ -16,7 +16,7 @@ use super::options::{defaults, described, with_parameters, Spec, ENTRIES};
 
 /// The functions of [`ENTRIES`], in order: each is replaced by a signed one
 /// ([`sign`]).
-const FUNCTIONS: [&str; 7] = [
+const FUNCTIONS: [&str; 9] = [
     "heads",
     "offsets",
     "fetch_range",
@@ -24,10 +24,12 @@ const FUNCTIONS: [&str; 7] = [
     "check_node",
     "offsets_for_times",
     "topics",
+    "list_groups",
+    "describe_group",
 ];
 
 /// The PyO3 functions the signed ones forward to, by their index in [`FUNCTIONS`].
-static TARGETS: [PyOnceLock<Py<PyAny>>; 7] = [const { PyOnceLock::new() }; 7];
+static TARGETS: [PyOnceLock<Py<PyAny>>; 9] = [const { PyOnceLock::new() }; 9];
 
 /// The body of a signed function: calls its PyO3 function with the same
 /// arguments.
@@ -53,7 +55,7 @@ unsafe extern "C" fn forward<const I: usize>(
     }
 }
 
-const FORWARDERS: [ffi::PyCFunctionWithKeywords; 7] = [
+const FORWARDERS: [ffi::PyCFunctionWithKeywords; 9] = [
     forward::<0>,
     forward::<1>,
     forward::<2>,
@@ -61,6 +63,8 @@ const FORWARDERS: [ffi::PyCFunctionWithKeywords; 7] = [
     forward::<4>,
     forward::<5>,
     forward::<6>,
+    forward::<7>,
+    forward::<8>,
 ];
 
 /// A `'static` C string, made once per process for a function's name and doc.

@@ -5,6 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::error::SecurityError;
+use crate::wire::group::{GroupKind, GroupMessage};
 use crate::wire::{Kind, Prefix};
 
 /// What a node may do in a secure cluster; a certificate's `role`.
@@ -313,6 +314,52 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
     }
 }
 
+/// Whether `from` may have sent the consumer-group message `msg`
+/// (docs/groups.md, "Security"):
+///
+/// - GROUP-MEMBER, COMMIT: a consumer as itself, every topic it lists,
+///   claims or commits one it may read.
+/// - COMMIT-QUERY: a store as itself (every group: anti-entropy), or a
+///   consumer as itself naming a group and topics, each one it may read.
+/// - COMMIT-OFFSETS: a store as itself.
+///
+/// So a producer-role insider can neither join, commit, ask nor answer, and
+/// a consumer only for the topics it may read.
+pub fn check_group(from: &Peer<'_>, msg: &GroupMessage<'_>) -> Result<(), Denied> {
+    use Role::{Consumer, Store};
+    match msg {
+        GroupMessage::Member(m) => {
+            from.roles(&[Consumer], "GROUP-MEMBER")?;
+            from.own(m.address, "a GROUP-MEMBER's member")?;
+            m.topics.iter().try_for_each(|t| from.topic(t))?;
+            m.claims.iter().try_for_each(|c| from.topic(c.topic))
+        }
+        GroupMessage::Commit(c) => {
+            from.roles(&[Consumer], "COMMIT")?;
+            from.own(c.address, "a COMMIT's member")?;
+            c.entries.iter().try_for_each(|e| from.topic(e.topic))
+        }
+        GroupMessage::CommitQuery(q) => {
+            let role = from.roles(&[Consumer, Store], "COMMIT-QUERY")?;
+            from.own(q.address, "a COMMIT-QUERY's requester")?;
+            if role == Store {
+                return Ok(());
+            }
+            if q.group.is_empty() || q.topics.is_empty() {
+                return Err(Denied::Role {
+                    role,
+                    what: "a COMMIT-QUERY of every group or every topic",
+                });
+            }
+            q.topics.iter().try_for_each(|t| from.topic(t))
+        }
+        GroupMessage::CommitOffsets(o) => {
+            from.roles(&[Store], "COMMIT-OFFSETS")?;
+            from.own(o.address, "a COMMIT-OFFSETS's store")
+        }
+    }
+}
+
 /// Whether the peer `from` may subscribe `prefix` on our XPUB (applied only
 /// then, with `ZMQ_XPUB_MANUAL`): what a subscription lets through is what
 /// the peer may read. Topic keys need a topic it may read (the empty one,
@@ -345,6 +392,23 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &Prefix<'_>) -> Result<(), De
             return Err(Denied::Subscription {
                 what: "an unknown ID",
             })
+        }
+        // Consumer groups: announcements of a group to its members and
+        // the stores (every group: a store), COMMITs and COMMIT-QUERYs to
+        // the stores, COMMIT-OFFSETS to their own requester.
+        Prefix::Group { kind, key } => {
+            return match kind {
+                GroupKind::Member if !key.is_empty() => from
+                    .roles(&[Consumer, Store], "a subscription to a group")
+                    .map(|_| ()),
+                GroupKind::Member | GroupKind::Commit | GroupKind::CommitQuery => from
+                    .roles(&[Store], "a subscription to every group's messages")
+                    .map(|_| ()),
+                GroupKind::CommitOffsets => {
+                    from.roles(&[Consumer, Store], "a subscription to COMMIT-OFFSETS")?;
+                    from.own(key, "a subscription to COMMIT-OFFSETS")
+                }
+            };
         }
         Prefix::Messages { kind, key } => (kind, key),
     };

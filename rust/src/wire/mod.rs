@@ -78,10 +78,22 @@
 //! store that saw that subscription on its XPUB ACKs the partition with
 //! ADDRESSED-ACKs, and everyone else (the C reference's producer) with
 //! plain ACKs. A partition has one producer, so its ACKs go one way only.
+//!
+//! The consumer-group extension (docs/groups.md) has four messages of its
+//! own, decoded apart by [`group::decode`] (a receiver tries it when the
+//! first octet is one of their IDs, [`group::GroupKind::from_id`]):
+//!
+//! | message        | ID  | key (after ID)      | fields                                  |
+//! |----------------|-----|---------------------|-----------------------------------------|
+//! | GROUP-MEMBER   | `J` | group               | address, flags, timeout, topics, claims |
+//! | COMMIT         | `C` | group               | address, sequence, entries              |
+//! | COMMIT-QUERY   | `U` | group (empty: all)  | address, sequence, topics               |
+//! | COMMIT-OFFSETS | `N` | requester address   | address, group, sequence, flags, entries |
 
 mod beacon;
 mod codec;
 mod error;
+pub mod group;
 mod subscription;
 
 pub use beacon::{decode_beacon, Beacon, BEACON, WELCOME};

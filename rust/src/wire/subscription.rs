@@ -9,6 +9,7 @@
 
 use super::beacon::BEACON;
 use super::error::WireError;
+use super::group::GroupKind;
 use super::Kind;
 
 /// A subscription frame as an XPUB sees it: `01` (subscribe) or `00`
@@ -29,6 +30,9 @@ pub enum Prefix<'a> {
     /// Messages of `kind` whose key (topic, partition or address, as the
     /// kind has it) starts with `key`.
     Messages { kind: Kind, key: &'a [u8] },
+    /// Messages of the group extension ([`super::group`]) of `kind` whose
+    /// key (group, or address for COMMIT-OFFSETS) starts with `key`.
+    Group { kind: GroupKind, key: &'a [u8] },
     /// Beacons (`B`, then the start of a beacon's next frame's bytes): what a
     /// node subscribes on a tower's XPUB.
     Beacons { rest: &'a [u8] },
@@ -45,7 +49,10 @@ impl<'a> Prefix<'a> {
         match Kind::from_id(id) {
             Some(kind) => Prefix::Messages { kind, key },
             None if id == BEACON[0] => Prefix::Beacons { rest: key },
-            None => Prefix::Unknown(bytes),
+            None => match GroupKind::from_id(id) {
+                Some(kind) => Prefix::Group { kind, key },
+                None => Prefix::Unknown(bytes),
+            },
         }
     }
 
@@ -59,6 +66,10 @@ impl<'a> Prefix<'a> {
         match *self {
             Prefix::Everything => {}
             Prefix::Messages { kind, key } => {
+                out.push(kind.id());
+                out.extend_from_slice(key);
+            }
+            Prefix::Group { kind, key } => {
                 out.push(kind.id());
                 out.extend_from_slice(key);
             }

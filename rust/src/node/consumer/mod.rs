@@ -5,10 +5,11 @@
 //! retry deadline, when to give a gap up. `run.rs` is the event loop over its
 //! sockets.
 
+pub mod group;
 mod run;
 pub mod state;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
@@ -17,15 +18,33 @@ use std::time::{Duration, Instant};
 use crossbeam_utils::CachePadded;
 
 use crate::error::{Error, Result};
+use crate::group::view::Part;
 use crate::node::actor::Actor;
 use crate::node::config::{check_name, ConsumerConfig};
 use crate::node::stats::Stats;
 
+pub use group::Commits;
 pub use state::{ConsumerState, Delivery, MAX_HELD_BYTES, MAX_HELD_TOTAL_BYTES};
 
 enum Cmd {
     Seek(Vec<u8>, u64),
     Connect(String),
+    /// A group member commits: these offsets, or what `poll` returned;
+    /// with a sender, the stores' confirmation is told there.
+    Commit(Option<Vec<(Part, u64)>>, Option<mpsc::Sender<Result<()>>>),
+    /// A group member asks the stores for the group's commits of its topics.
+    Committed(mpsc::Sender<Commits>),
+    /// The application pauses a partition; resumes it from an offset.
+    Pause(Vec<u8>),
+    Resume(Vec<u8>, u64),
+}
+
+/// A change of a group member's partitions, as `(topic, partition)`, in
+/// the order they happened (for `on_assign` and `on_revoke`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupEvent {
+    Assigned(Vec<(String, String)>),
+    Revoked(Vec<(String, String)>),
 }
 
 /// The counters (`stats`, written by the node thread at every turn) have
@@ -45,6 +64,16 @@ pub(super) struct ConsumerShared {
     /// Partitions the node thread forgot (`forget_after`), for the handle
     /// to drop from its positions.
     forgotten: Mutex<Vec<Arc<str>>>,
+    /// The next offset of each partition the application has been given
+    /// records of (or seeked, or started at): where a new consumer resumes,
+    /// and what a group member commits. Taken before `epochs`.
+    positions: Mutex<HashMap<Arc<str>, u64>>,
+    /// A group member's partitions, `(topic, partition)`, as of the node
+    /// thread's last turn; and the live members it counts.
+    assignment: Mutex<Vec<(String, String)>>,
+    members: AtomicUsize,
+    /// A group member's changes of partitions not yet taken by the handle.
+    events: Mutex<Vec<GroupEvent>>,
 }
 
 impl ConsumerShared {
@@ -82,9 +111,9 @@ pub struct Consumer {
     topics: Vec<String>,
     max_buffered: usize,
     max_buffered_bytes: usize,
-    /// The next offset of each partition the application has been given
-    /// records of (or seeked, or started at): where a new consumer resumes.
-    positions: Mutex<HashMap<Arc<str>, u64>>,
+    group: Option<String>,
+    /// The partitions the application paused.
+    paused: Mutex<BTreeSet<String>>,
 }
 
 impl Consumer {
@@ -95,16 +124,20 @@ impl Consumer {
             check_name(&format!("topic {t:?}"), t)?;
         }
         let address = cfg.node.new_address()?;
-        let shared = Arc::new(ConsumerShared::default());
         let (tx, rx) = mpsc::channel();
         let ctx = zmq::Context::new();
-        let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
         let (max_buffered, max_buffered_bytes) = (cfg.max_buffered, cfg.max_buffered_bytes);
         let positions = cfg
             .start_offsets
             .iter()
             .map(|(p, off)| (Arc::from(p.as_str()), *off))
             .collect();
+        let shared = Arc::new(ConsumerShared {
+            positions: Mutex::new(positions),
+            ..Default::default()
+        });
+        let (a, sh, ts) = (address.clone(), shared.clone(), topics.to_vec());
+        let group = cfg.group.clone();
         let (actor, endpoint) =
             Actor::spawn("dafka-consumer", &ctx.clone(), move |inbox, ready| {
                 run::run(inbox, ready, &ctx, cfg, &ts, &a, &sh, tx)
@@ -118,7 +151,8 @@ impl Consumer {
             topics: topics.to_vec(),
             max_buffered,
             max_buffered_bytes,
-            positions: Mutex::new(positions),
+            group,
+            paused: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -234,7 +268,11 @@ impl Consumer {
             self.shared.buffered.fetch_sub(got, SeqCst);
             // Held across the epoch check, as `seek` holds it: a seek lands
             // either before this batch is checked or after its positions.
-            let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+            let mut positions = self
+                .shared
+                .positions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if self.shared.seeks.load(SeqCst) > 0 {
                 let epochs = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
                 let mut i = 0usize;
@@ -250,7 +288,13 @@ impl Consumer {
         } else {
             drop(guard);
             // An application that only polls an idle topic lets the names pile up.
-            self.drop_forgotten(&mut self.positions.lock().unwrap_or_else(|p| p.into_inner()));
+            self.drop_forgotten(
+                &mut self
+                    .shared
+                    .positions
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()),
+            );
             self.actor.check()?;
         }
         // The thread stopped reading while the channel was full: there is room
@@ -268,7 +312,11 @@ impl Consumer {
     /// save them and pass them as [`ConsumerConfig::start_offsets`] to
     /// resume where this consumer left off.
     pub fn positions(&self) -> Vec<(String, u64)> {
-        let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
+        let mut positions = self
+            .shared
+            .positions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         self.drop_forgotten(&mut positions);
         let mut v: Vec<(String, u64)> =
             positions.iter().map(|(p, o)| (p.to_string(), *o)).collect();
@@ -314,32 +362,258 @@ impl Consumer {
     /// Restarts `partition` (a producer address) at `offset`. Records of it
     /// not yet polled are discarded. A partition not seen yet starts there.
     pub fn seek(&self, partition: &str, offset: u64) -> Result<()> {
-        check_name(
-            &format!("seek: partition {partition:?} (a producer's address)"),
-            partition,
-        )?;
+        check_partition("seek", partition)?;
         // A closed (or dead) consumer records no position.
         self.actor.check()?;
-        if !is_address(partition) {
-            return Err(Error::Config(format!(
-                "seek: {partition:?} is not a partition: a dafka partition is named by its \
-                 producer's address, 32 hex characters (a record's partition, positions(), \
-                 `dafka offsets TOPIC`); there are no numbered partitions"
-            )));
-        }
-        {
-            let mut positions = self.positions.lock().unwrap_or_else(|p| p.into_inner());
-            self.shared.seeks.fetch_add(1, SeqCst);
-            let mut e = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
-            *e.entry(Arc::from(partition)).or_insert(0) += 1;
-            positions.insert(Arc::from(partition), offset);
-        }
+        self.new_epoch(partition, Some(offset));
         self.actor
             .send(Cmd::Seek(partition.as_bytes().to_vec(), offset))
     }
 
+    /// A new seek epoch of `partition` (what `poll` has not returned of it
+    /// is dropped), and its position moved to `offset` if given.
+    fn new_epoch(&self, partition: &str, offset: Option<u64>) {
+        let mut positions = self
+            .shared
+            .positions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.shared.seeks.fetch_add(1, SeqCst);
+        let mut e = self.shared.epochs.lock().unwrap_or_else(|p| p.into_inner());
+        *e.entry(Arc::from(partition)).or_insert(0) += 1;
+        if let Some(offset) = offset {
+            positions.insert(Arc::from(partition), offset);
+        }
+    }
+
     pub fn check(&self) -> Result<()> {
         self.actor.check()
+    }
+
+    /// The group it is a member of (`ConsumerConfig::group`).
+    pub fn group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// A group member's partitions, `(topic, partition)` sorted, as of the
+    /// node thread's last turn; empty without a group.
+    pub fn assignment(&self) -> Vec<(String, String)> {
+        let a = self.shared.assignment.lock();
+        a.unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The live members of its group it counts, itself too (0 without a
+    /// group).
+    pub fn group_members(&self) -> usize {
+        self.shared.members.load(SeqCst)
+    }
+
+    /// A group member commits, without waiting, the position of each of its
+    /// partitions that `poll` moved since the last commit. Without a group
+    /// it is an error.
+    pub fn commit(&self) -> Result<()> {
+        self.commit_async(None)
+    }
+
+    fn member(&self, what: &str) -> Result<()> {
+        if self.group.is_none() {
+            return Err(Error::Config(format!(
+                "{what}: this consumer is in no group (ConsumerConfig::group, Python's group=)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `offsets` (`(partition, next offset to read)`) as the member's
+    /// partitions `(topic, partition)`: each must be one it reads.
+    fn owned(&self, offsets: &[(String, u64)]) -> Result<Vec<(Part, u64)>> {
+        let mine = self.assignment();
+        let mut v = Vec::with_capacity(offsets.len());
+        for (p, off) in offsets {
+            check_partition("commit", p)?;
+            let Some((t, _)) = mine.iter().find(|(_, q)| q == p) else {
+                return Err(Error::Config(format!(
+                    "commit: partition {p:?} is not one this member reads; it may commit only \
+                     those assignment() lists (currently {})",
+                    mine.len()
+                )));
+            };
+            v.push(((t.as_bytes().to_vec(), p.as_bytes().to_vec()), *off));
+        }
+        Ok(v)
+    }
+
+    /// Commits `offsets` (`(partition, next offset to read)`, each of a
+    /// partition this member reads), or with None what `poll` returned,
+    /// without waiting.
+    pub fn commit_async(&self, offsets: Option<&[(String, u64)]>) -> Result<()> {
+        self.member("commit")?;
+        let offsets = offsets.map(|o| self.owned(o)).transpose()?;
+        self.actor.send(Cmd::Commit(offsets, None))
+    }
+
+    /// As [`Consumer::commit_async`] (with None, the position of every
+    /// partition it reads), and waits until the stores confirm it: every
+    /// store that said hello, or any 200 ms after the first. Fails with
+    /// [`Error::CommitTimeout`] after `timeout`; `check` runs every 100 ms
+    /// (Python's signal check).
+    pub fn commit_sync<E: From<Error>>(
+        &self,
+        offsets: Option<&[(String, u64)]>,
+        timeout: Duration,
+        check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        self.member("commit")?;
+        let offsets = offsets.map(|o| self.owned(o)).transpose()?;
+        let (tx, rx) = mpsc::channel();
+        self.actor.send(Cmd::Commit(offsets, Some(tx)))?;
+        self.await_answer(&rx, "commit", timeout, check)?
+            .map_err(E::from)
+    }
+
+    /// The group's last commits of `partitions`, as the stores answer
+    /// (`None`: never committed). Fails with [`Error::CommitTimeout`]
+    /// when no store answers within `timeout`.
+    pub fn committed<E: From<Error>>(
+        &self,
+        partitions: &[String],
+        timeout: Duration,
+        check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<Vec<(String, Option<u64>)>, E> {
+        self.member("committed")?;
+        for p in partitions {
+            check_partition("committed", p)?;
+        }
+        let (tx, rx) = mpsc::channel();
+        self.actor.send(Cmd::Committed(tx))?;
+        let found = self.await_answer(&rx, "committed", timeout, check)?;
+        Ok(partitions
+            .iter()
+            .map(|p| {
+                let hit = found
+                    .iter()
+                    .filter(|((_, q), _)| q.as_slice() == p.as_bytes())
+                    .map(|(_, (_, off))| *off)
+                    .max();
+                (p.clone(), hit)
+            })
+            .collect())
+    }
+
+    /// Waits for the node thread's answer on `rx` up to `timeout`.
+    fn await_answer<T, E: From<Error>>(
+        &self,
+        rx: &mpsc::Receiver<T>,
+        what: &'static str,
+        timeout: Duration,
+        mut check: impl FnMut() -> std::result::Result<(), E>,
+    ) -> std::result::Result<T, E> {
+        let start = Instant::now();
+        loop {
+            let left = timeout.saturating_sub(start.elapsed());
+            match rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(v) => return Ok(v),
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.actor.check()?;
+                    return Err(Error::Closed.into());
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            self.actor.check()?;
+            if left.is_zero() {
+                return Err(Error::CommitTimeout {
+                    what,
+                    waited: start.elapsed(),
+                }
+                .into());
+            }
+            check()?;
+        }
+    }
+
+    /// Stops delivering `partitions` until [`Consumer::resume`]: what
+    /// `poll` has not returned of them is dropped, and they resume where
+    /// it stopped. Each must be one it reads: in a group, one of its
+    /// assignment; else one it has a position of (records returned, a
+    /// seek, `start_offsets`).
+    pub fn pause(&self, partitions: &[String]) -> Result<()> {
+        self.actor.check()?;
+        let mine = self.assignment();
+        let positions = self.positions();
+        for p in partitions {
+            check_partition("pause", p)?;
+            let known = match self.group {
+                Some(_) => mine.iter().any(|(_, q)| q == p),
+                None => positions.iter().any(|(q, _)| q == p),
+            };
+            if !known {
+                return Err(Error::Config(format!(
+                    "pause: partition {p:?} is not one this consumer reads yet: {}",
+                    if self.group.is_some() {
+                        "a group member pauses what assignment() lists"
+                    } else {
+                        "pause what positions() lists (records returned, seeked or started at)"
+                    }
+                )));
+            }
+        }
+        let mut paused = self.paused.lock().unwrap_or_else(|p| p.into_inner());
+        for p in partitions {
+            if paused.insert(p.clone()) {
+                self.new_epoch(p, None);
+                self.actor.send(Cmd::Pause(p.as_bytes().to_vec()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Delivers `partitions` again from where `poll` stopped; those not
+    /// paused (or no longer this member's) are left as they are.
+    pub fn resume(&self, partitions: &[String]) -> Result<()> {
+        self.actor.check()?;
+        for p in partitions {
+            check_partition("resume", p)?;
+        }
+        let mine = self.assignment();
+        let mut paused = self.paused.lock().unwrap_or_else(|p| p.into_inner());
+        for p in partitions {
+            if !paused.remove(p) {
+                continue;
+            }
+            if self.group.is_some() && !mine.iter().any(|(_, q)| q == p) {
+                // Given to another member meanwhile: nothing to resume.
+                continue;
+            }
+            let at = self.positions().into_iter().find(|(q, _)| q == p);
+            if let Some((_, offset)) = at {
+                self.new_epoch(p, Some(offset));
+                self.actor
+                    .send(Cmd::Resume(p.as_bytes().to_vec(), offset))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The partitions paused, sorted.
+    pub fn paused(&self) -> Vec<String> {
+        let paused = self.paused.lock().unwrap_or_else(|p| p.into_inner());
+        paused.iter().cloned().collect()
+    }
+
+    /// A group member's changes of partitions since the last call, in
+    /// order (revoked ones also leave the paused set).
+    pub fn take_group_events(&self) -> Vec<GroupEvent> {
+        let events =
+            std::mem::take(&mut *self.shared.events.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut paused = self.paused.lock().unwrap_or_else(|p| p.into_inner());
+        for e in &events {
+            if let GroupEvent::Revoked(parts) = e {
+                for (_, p) in parts {
+                    paused.remove(p);
+                }
+            }
+        }
+        events
     }
 
     /// Test hook: records the node thread handed over that the application
@@ -353,7 +627,10 @@ impl Consumer {
     /// records waits for it before it notes them), until the guard drops.
     #[doc(hidden)]
     pub fn hold_positions(&self) -> impl Drop + '_ {
-        self.positions.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared
+            .positions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Connects to one more peer's XPUB endpoint (static peers added later).
@@ -365,6 +642,23 @@ impl Consumer {
     pub fn close(&self) -> Result<()> {
         self.actor.close()
     }
+}
+
+/// Refuses, for call `what`, a name that is no partition (a producer's
+/// address).
+fn check_partition(what: &str, partition: &str) -> Result<()> {
+    check_name(
+        &format!("{what}: partition {partition:?} (a producer's address)"),
+        partition,
+    )?;
+    if !is_address(partition) {
+        return Err(Error::Config(format!(
+            "{what}: {partition:?} is not a partition: a dafka partition is named by its \
+             producer's address, 32 hex characters (a record's partition, positions(), \
+             `dafka offsets TOPIC`); there are no numbered partitions"
+        )));
+    }
+    Ok(())
 }
 
 /// Whether `name` can be a partition: a producer's address, 32 hex digits

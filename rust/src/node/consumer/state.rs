@@ -17,7 +17,10 @@
 //! - where a partition starts (`offset_reset`, `start_offsets`, a HEAD):
 //!   [`ConsumerState::on_head`] and [`ConsumerState::seek`];
 //! - idle partitions kept only by position, then forgotten:
-//!   [`ConsumerState::sweep_idle`] and [`ConsumerState::forget_idle`].
+//!   [`ConsumerState::sweep_idle`] and [`ConsumerState::forget_idle`];
+//! - a group member's partitions (only those its group gave it):
+//!   `state/gate.rs` ([`ConsumerState::start_owned`],
+//!   [`ConsumerState::release`]).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -162,6 +165,11 @@ pub struct ConsumerState {
     pub stalled: u64,
     /// A body made for a record that came without metadata, reused.
     body: Vec<u8>,
+    /// A group member's: the partitions its group gave it (`state/gate.rs`).
+    gate: Option<gate::Gate>,
+    /// Partitions the application paused: nothing of them is taken until
+    /// it resumes them (`state/gate.rs`).
+    paused: FxHashSet<Vec<u8>>,
 }
 
 /// Bytes of out-of-order records a consumer holds per partition while it
@@ -302,6 +310,8 @@ impl ConsumerState {
             forgotten: 0,
             stalled: 0,
             body: Vec::new(),
+            gate: cfg.group.as_ref().map(|_| gate::Gate::default()),
+            paused: FxHashSet::default(),
         }
     }
 
@@ -446,6 +456,9 @@ impl ConsumerState {
         if !ok_key || !self.subscribed(r.subject) {
             return;
         }
+        if !self.admits(r.address, r.subject, r.sequence.saturating_add(1)) {
+            return;
+        }
         if direct && !self.parts.contains_key(r.address) && self.reset == OffsetReset::Latest {
             // A DIRECT-RECORD for a partition we never asked for.
             return;
@@ -508,6 +521,9 @@ impl ConsumerState {
             h.topic == h.subject
         };
         if !ok_key || !self.subscribed(h.subject) {
+            return;
+        }
+        if !self.admits(h.address, h.subject, h.sequence.saturating_add(1)) {
             return;
         }
         let (seq, retry) = (h.sequence, self.retry);
@@ -712,6 +728,7 @@ impl ConsumerState {
     }
 }
 
+mod gate;
 mod receive;
 
 #[cfg(test)]

@@ -12,8 +12,10 @@ use crate::error::{Error, Result, Unanswered};
 use crate::meta;
 use crate::node::config::NodeConfig;
 use crate::node::out::{poll_timeout, Fate, Out};
+use crate::node::receive::Incoming;
 use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
+use crate::wire::group::GroupMessage;
 use crate::wire::{Kind, Message, NodeType, Prefix, Record};
 
 use super::{RETRY, SLICE, SUB_BATCH, XPUB_BATCH};
@@ -83,6 +85,18 @@ impl Client {
         on_sub: &mut dyn FnMut(Prefix<'_>),
         on_msg: &mut dyn FnMut(&Message<'_>),
     ) -> Result<()> {
+        self.step_any(until, on_sub, on_msg, &mut |_| {})
+    }
+
+    /// [`Client::step`], handing the consumer-group messages that arrive
+    /// (those it subscribed to) to `on_group`.
+    pub(super) fn step_any(
+        &mut self,
+        until: Instant,
+        on_sub: &mut dyn FnMut(Prefix<'_>),
+        on_msg: &mut dyn FnMut(&Message<'_>),
+        on_group: &mut dyn FnMut(&GroupMessage<'_>),
+    ) -> Result<()> {
         self.core.count_unsendable(&self.stats);
         let now = Instant::now();
         let cap = Some(until.min(now + SLICE));
@@ -113,8 +127,18 @@ impl Client {
         }
         if r.sub {
             let mut body = Vec::new();
-            self.core
-                .receive(&mut self.frames, &self.stats, SUB_BATCH, |_, _, msg| {
+            self.core.receive_any(
+                &mut self.frames,
+                &self.stats,
+                SUB_BATCH,
+                |_, _, incoming| {
+                    let msg = match incoming {
+                        Incoming::Message(msg) => msg,
+                        Incoming::Group(g) => {
+                            on_group(&g);
+                            return Ok(Fate::Taken(0));
+                        }
+                    };
                     match msg {
                         Message::DirectMetaRecordBatch(b) => {
                             for r in b.records() {
@@ -130,7 +154,8 @@ impl Client {
                         m => on_msg(&m),
                     }
                     Ok(Fate::Taken(0))
-                })?;
+                },
+            )?;
         }
         if r.beacon {
             self.core.on_beacons(&self.stats)?;

@@ -10,6 +10,7 @@
 //! | `time.rs` | [`offsets_for_time`] (TIME-QUERY → TIME-OFFSET) |
 //! | `watch.rs` | [`HeadsWatch`]: a client kept across rounds of [`offsets`], with its keeper thread |
 //! | `range.rs` | [`fetch_range`], [`fetch_ranges`]: exactly `[start, end)` of a partition, FETCH → DIRECT-RECORD |
+//! | `groups.rs` | [`list_groups`], [`describe_group`]: consumer groups' commits (COMMIT-QUERY → COMMIT-OFFSETS), members (GROUP-MEMBER) and heads |
 //!
 //! Stores learn about the client through discovery (towers) and connect to its
 //! XPUB; a store listed only in `peers` cannot answer unless it also lists the
@@ -18,11 +19,13 @@
 use std::time::Duration;
 
 mod client;
+mod groups;
 mod heads;
 mod range;
 mod time;
 mod watch;
 
+pub use groups::{describe_group, list_groups, GroupSummary};
 pub use heads::{heads, offsets, topics, Offsets};
 pub use range::{fetch_range, fetch_ranges, Fetched, Range};
 pub use time::offsets_for_time;

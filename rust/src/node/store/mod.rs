@@ -18,10 +18,11 @@
 //! so a slow consumer makes the store wait, never buffer without bound.
 
 pub mod durable;
+pub mod groups;
 mod run;
 pub mod state;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
@@ -61,6 +62,14 @@ pub struct StoreShared {
     /// Partitions with protocol state beside the log's: those with work
     /// left or a producer heard lately (the others are forgotten).
     pub active_partitions: AtomicU64,
+    /// Consumer groups ([`groups`]): the rows of the commit table, the
+    /// commits that moved one, and the COMMITs refused (from no live
+    /// member, or for a partition the committer does not claim), and the
+    /// rows another store's commits moved (anti-entropy).
+    pub commit_rows: AtomicU64,
+    pub commits_taken: AtomicU64,
+    pub commits_refused: AtomicU64,
+    pub commits_replicated: AtomicU64,
 }
 
 /// A running store node over any [`StoreLog`].
@@ -74,6 +83,18 @@ pub struct StoreNode<L: StoreLog + Send + 'static> {
 impl<L: StoreLog + Send + 'static> StoreNode<L> {
     /// Starts the node thread with `log`; returns once the XPUB is bound.
     pub fn start(address: &str, log: L, node: NodeConfig, state: StoreStateConfig) -> Result<Self> {
+        Self::start_keeping(address, log, node, state, None)
+    }
+
+    /// [`StoreNode::start`], keeping consumer groups' commits in the file
+    /// `commits` (read back first; `None`: in memory only).
+    pub fn start_keeping(
+        address: &str,
+        log: L,
+        node: NodeConfig,
+        state: StoreStateConfig,
+        commits: Option<PathBuf>,
+    ) -> Result<Self> {
         node.validate()?;
         let shared = Arc::new(StoreShared {
             sync_times: log.sync_times(),
@@ -82,7 +103,7 @@ impl<L: StoreLog + Send + 'static> StoreNode<L> {
         let ctx = zmq::Context::new();
         let (a, sh) = (address.to_string(), shared.clone());
         let (actor, endpoint) = Actor::spawn("dafka-store", &ctx.clone(), move |inbox, ready| {
-            run::run(inbox, ready, &ctx, node, state, &a, log, &sh)
+            run::run(inbox, ready, &ctx, (node, state, commits), &a, log, &sh)
         })?;
         Ok(Self {
             actor,
@@ -260,6 +281,7 @@ impl StoreNode<DurableLog> {
         cfg.node.validate()?;
         let address = store_identity(dir, &cfg.node)?;
         let log = DurableLog::open(dir.join(LOG_DIR), cfg.log)?;
-        Self::start(&address, log, cfg.node, cfg.state)
+        let commits = Some(dir.join(groups::COMMITS_FILE));
+        Self::start_keeping(&address, log, cfg.node, cfg.state, commits)
     }
 }

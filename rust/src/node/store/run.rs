@@ -7,6 +7,7 @@
 //! decisions are all in [`state`](super::state); this file only moves bytes
 //! and time.
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
@@ -15,10 +16,15 @@ use crate::meta;
 use crate::node::actor::{Inbox, Ready};
 use crate::node::config::NodeConfig;
 use crate::node::out::{poll_timeout, Out};
+use crate::node::receive::Incoming;
 use crate::node::socket::{set_int_option, Core, Frames};
 use crate::node::stats::Stats;
-use crate::wire::NodeType;
+use crate::wire::group::{
+    subscriptions as group_subscriptions, GroupKind, GroupMessage, Subscriber,
+};
+use crate::wire::{NodeType, Prefix};
 
+use super::groups::StoreGroups;
 use super::state::{ReplySlice, StoreLog, StoreState, StoreStateConfig};
 use super::{Cmd, StoreShared};
 
@@ -26,6 +32,32 @@ use super::{Cmd, StoreShared};
 const BATCH: usize = 4096;
 /// FETCH answer slices sent per turn at most (each is one read of the log).
 const REPLY_SLICES: usize = 256;
+
+/// Sends one group answer lossy, as [`send_all`]: a requester whose queue
+/// is full misses it (it asks again; a member commits again).
+fn send_group(core: &mut Core, msg: &GroupMessage<'_>) -> Result<()> {
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 0)?;
+    let sent = match core.send_group(msg) {
+        Err(Error::Zmq(zmq::Error::EAGAIN)) => Ok(()),
+        r => r,
+    };
+    set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
+    sent
+}
+
+/// Copies the groups' counters for the handle to read.
+fn publish_groups(shared: &StoreShared, groups: &StoreGroups) {
+    shared
+        .commit_rows
+        .store(groups.table().len() as u64, Relaxed);
+    shared.commits_taken.store(groups.commits_taken, Relaxed);
+    shared
+        .commits_refused
+        .store(groups.commits_refused, Relaxed);
+    shared
+        .commits_replicated
+        .store(groups.commits_replicated, Relaxed);
+}
 
 /// Copies the counters and the storage error `error` for the handle to read.
 fn publish(shared: &StoreShared, st: &StoreState<impl StoreLog>, error: Option<&str>) {
@@ -82,32 +114,47 @@ fn send_slice(core: &mut Core, slice: &ReplySlice) -> Result<usize> {
 }
 
 /// Reads the subscriptions waiting on the XPUB into the state
-/// ([`StoreState::on_subscription`]) and sends what it answers.
+/// ([`StoreState::on_subscription`]) and sends what it answers; another
+/// store's subscription to every COMMIT-QUERY tells the groups a store
+/// joined ([`StoreGroups::store_joined`]).
 fn subscriptions<L: StoreLog>(
     core: &mut Core,
     frames: &mut Frames,
-    st: &mut StoreState<L>,
+    (st, groups): (&mut StoreState<L>, &mut StoreGroups),
     now: Instant,
     stats: &Stats,
 ) -> Result<()> {
     core.drain_subscriptions(frames, stats, BATCH, |core, sub| {
+        let every_query = Prefix::Group {
+            kind: GroupKind::CommitQuery,
+            key: b"",
+        };
+        if sub.subscribe && sub.prefix == every_query {
+            groups.store_joined(now);
+        }
         let outs = st.on_subscription(&sub, now);
         send_all(core, &outs)
     })
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `cfg`: the node's settings, the state's, and where the groups'
+/// commits are kept (`None`: in memory).
 pub(super) fn run<L: StoreLog>(
     inbox: &mut Inbox<Cmd<L>>,
     ready: &mut Ready<String>,
     ctx: &zmq::Context,
-    node: NodeConfig,
-    state_cfg: StoreStateConfig,
+    cfg: (NodeConfig, StoreStateConfig, Option<PathBuf>),
     address: &str,
     log: L,
     shared: &StoreShared,
 ) -> Result<()> {
+    let (node, state_cfg, commits) = cfg;
+    let mut groups = StoreGroups::open(address.as_bytes(), commits.as_deref(), Instant::now())?;
     let mut core = Core::open(ctx, &node, NodeType::Store, address, &[])?;
+    for prefix in group_subscriptions(Subscriber::Store, address.as_bytes(), &[]) {
+        core.subscribe(&prefix)?;
+    }
+    publish_groups(shared, &groups);
     // A full subscriber queue makes `send` fail with EAGAIN instead of
     // silently dropping.
     core.set_xpub_option(zmq_sys::ZMQ_XPUB_NODROP, 1)?;
@@ -143,6 +190,7 @@ pub(super) fn run<L: StoreLog>(
                 core.disc.next_deadline(),
                 replies_at,
                 Some(st.peer_heads_at()),
+                Some(groups.next_ask_at()),
             ];
             poll_timeout(now, deadlines)
         };
@@ -150,18 +198,35 @@ pub(super) fn run<L: StoreLog>(
         let now = Instant::now();
 
         if r.xpub {
-            subscriptions(&mut core, &mut frames, &mut st, now, stats)?;
+            subscriptions(&mut core, &mut frames, (&mut st, &mut groups), now, stats)?;
         }
         if r.sub {
             // Records without metadata get bodies stamped with the time
             // they were received at (one clock read per turn).
             let stamp = meta::now_ms();
-            core.receive(&mut frames, stats, BATCH, |core, _, msg| {
-                outs.clear();
-                let fate = st.on_message(msg, now, stamp, &mut outs);
-                send_all(core, &outs)?;
-                Ok(fate)
-            })?;
+            let mut group_input = false;
+            core.receive_any(
+                &mut frames,
+                stats,
+                BATCH,
+                |core, _, incoming| match incoming {
+                    Incoming::Message(msg) => {
+                        outs.clear();
+                        let fate = st.on_message(msg, now, stamp, &mut outs);
+                        send_all(core, &outs)?;
+                        Ok(fate)
+                    }
+                    Incoming::Group(m) => {
+                        group_input = true;
+                        groups.on_group(&m, now, stamp, &mut |a: &GroupMessage<'_>| {
+                            send_group(core, a)
+                        })
+                    }
+                },
+            )?;
+            if group_input {
+                publish_groups(shared, &groups);
+            }
         }
         if r.beacon {
             core.on_beacons(stats)?;
@@ -176,6 +241,9 @@ pub(super) fn run<L: StoreLog>(
             publish(shared, &st, st.storage_error());
         }
         send_all(&mut core, &outs)?;
+        // Anti-entropy of the commits, as of the heads above.
+        let send = &mut |m: &GroupMessage<'_>| send_group(&mut core, m);
+        groups.ask_if_due(now, send)?;
 
         // FETCH answers between receives: about as many records per turn as
         // a turn may receive, in up to REPLY_SLICES slices (many small jobs,
@@ -185,7 +253,7 @@ pub(super) fn run<L: StoreLog>(
         // and the others' answers go on.
         if st.next_reply_at(now).is_some_and(|t| t <= now) {
             // Who takes which form, as of now (`Core::drain_subscriptions`).
-            subscriptions(&mut core, &mut frames, &mut st, now, stats)?;
+            subscriptions(&mut core, &mut frames, (&mut st, &mut groups), now, stats)?;
             let mut records = 0;
             for _ in 0..REPLY_SLICES {
                 if records >= BATCH || !st.next_reply_slice(&mut slice, now) {

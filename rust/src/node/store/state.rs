@@ -48,7 +48,7 @@ use crate::node::out::Backoff;
 
 mod acks;
 mod gaps;
-mod heads;
+pub(super) mod heads;
 mod health;
 mod ingest;
 mod receive;

@@ -782,5 +782,125 @@ mod every_rule {
         assert_eq!(sub(&nobody, Prefix::Beacons { rest: b"" }), V::NoRole);
         // Anything else.
         assert_eq!(sub(&store, Prefix::parse(b"Zx")), V::Unknown);
+        // Consumer groups: a group's announcements to its members and
+        // the stores, every group's and every COMMIT and COMMIT-QUERY to a
+        // store, COMMIT-OFFSETS to their requester.
+        let c = any(Role::Consumer);
+        assert_eq!(sub(&c, Prefix::parse(b"Jg")), V::Ok);
+        assert_eq!(sub(&store, Prefix::parse(b"Jg")), V::Ok);
+        assert_eq!(sub(&any(Role::Producer), Prefix::parse(b"Jg")), V::Role);
+        assert_eq!(sub(&nobody, Prefix::parse(b"Jg")), V::NoRole);
+        for every in [&b"J"[..], b"C", b"U", b"Cg", b"Ug"] {
+            assert_eq!(sub(&store, Prefix::parse(every)), V::Ok);
+            assert_eq!(sub(&c, Prefix::parse(every)), V::Role);
+        }
+        let own = [&b"N"[..], c.me()].concat();
+        assert_eq!(sub(&c, Prefix::parse(&own)), V::Ok);
+        let others = [&b"N"[..], OTHER].concat();
+        assert_eq!(sub(&c, Prefix::parse(&others)), V::Address);
+        assert_eq!(sub(&any(Role::Producer), Prefix::parse(&own)), V::Role);
+    }
+
+    /// The consumer-group messages: members are consumers as themselves, in
+    /// their topics; stores answer as themselves and ask of every group; a
+    /// producer-role insider can send none of them.
+    #[test]
+    fn check_group_pins_every_rule() {
+        use crate::wire::group::{
+            Claim, ClaimState, Commit, CommitOffsets, CommitQuery, Entry, Member,
+        };
+        let consumer = Who::new(2, Some(Role::Consumer), "logs");
+        let store = Who::new(3, Some(Role::Store), "*");
+        let producer = Who::new(1, Some(Role::Producer), "*");
+        let nobody = Who::new(5, None, "*");
+        let check = |w: &Who, m: &GroupMessage<'_>| kind(check_group(&w.peer(), m));
+        let me = consumer.me();
+        let member = |address, topic: &'static [u8], claim: &'static [u8]| {
+            GroupMessage::Member(Member {
+                group: b"g",
+                address,
+                flags: 0,
+                timeout_ms: 1000,
+                topics: vec![topic],
+                claims: vec![Claim {
+                    topic: claim,
+                    partition: OTHER,
+                    state: ClaimState::Held,
+                    offset: 0,
+                }],
+            })
+        };
+        assert_eq!(check(&consumer, &member(me, b"logs", b"logs")), V::Ok);
+        assert_eq!(
+            check(&consumer, &member(OTHER, b"logs", b"logs")),
+            V::Address
+        );
+        assert_eq!(check(&consumer, &member(me, b"secrets", b"logs")), V::Topic);
+        assert_eq!(check(&consumer, &member(me, b"logs", b"secrets")), V::Topic);
+        for w in [&producer, &store] {
+            assert_eq!(check(w, &member(w.me(), b"logs", b"logs")), V::Role);
+        }
+        assert_eq!(check(&nobody, &member(me, b"logs", b"logs")), V::NoRole);
+
+        let commit = |address, topic| {
+            GroupMessage::Commit(Commit {
+                group: b"g",
+                address,
+                sequence: 1,
+                entries: vec![Entry {
+                    topic,
+                    partition: OTHER,
+                    epoch: 0,
+                    offset: 5,
+                }],
+            })
+        };
+        assert_eq!(check(&consumer, &commit(me, &b"logs"[..])), V::Ok);
+        assert_eq!(check(&consumer, &commit(OTHER, &b"logs"[..])), V::Address);
+        assert_eq!(check(&consumer, &commit(me, &b"secrets"[..])), V::Topic);
+        assert_eq!(
+            check(&producer, &commit(producer.me(), &b"logs"[..])),
+            V::Role
+        );
+
+        let query = |address, group: &'static [u8], topics: Vec<&'static [u8]>| {
+            GroupMessage::CommitQuery(CommitQuery {
+                group,
+                address,
+                sequence: 1,
+                topics,
+            })
+        };
+        assert_eq!(check(&consumer, &query(me, b"g", vec![b"logs"])), V::Ok);
+        assert_eq!(
+            check(&consumer, &query(OTHER, b"g", vec![b"logs"])),
+            V::Address
+        );
+        assert_eq!(
+            check(&consumer, &query(me, b"g", vec![b"secrets"])),
+            V::Topic
+        );
+        assert_eq!(check(&consumer, &query(me, b"", vec![b"logs"])), V::Role);
+        assert_eq!(check(&consumer, &query(me, b"g", vec![])), V::Role);
+        assert_eq!(check(&store, &query(store.me(), b"", vec![])), V::Ok);
+        assert_eq!(
+            check(&producer, &query(producer.me(), b"g", vec![b"logs"])),
+            V::Role
+        );
+
+        let offsets = |address| {
+            GroupMessage::CommitOffsets(CommitOffsets {
+                to: OTHER,
+                address,
+                group: b"g",
+                sequence: 1,
+                flags: 0,
+                entries: vec![],
+            })
+        };
+        assert_eq!(check(&store, &offsets(store.me())), V::Ok);
+        assert_eq!(check(&store, &offsets(OTHER)), V::Address);
+        assert_eq!(check(&consumer, &offsets(me)), V::Role);
+        assert_eq!(check(&producer, &offsets(producer.me())), V::Role);
     }
 }

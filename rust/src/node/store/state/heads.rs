@@ -18,31 +18,33 @@ const PEER_HEADS_EVERY: Duration = Duration::from_secs(60);
 
 /// When the store next asks the other stores for every head they hold
 /// (GET-HEADS with an empty topic), so it replicates partitions whose
-/// producers are gone: HEADs only come from live producers. Another store
+/// producers are gone: HEADs only come from live producers; and, with a
+/// timer of its own, for every commit they hold (COMMIT-QUERY of every
+/// group, `node/store/groups.rs`). Another store
 /// connecting to us shows as its catch-all `G` subscription on our XPUB; our
 /// own `E<address>` subscription may reach it a moment later than its
 /// answer, hence the second ask.
 #[derive(Debug)]
-pub(super) struct PeerHeads {
-    pub(super) next: Instant,
+pub(in crate::node::store) struct PeerHeads {
+    pub(in crate::node::store) next: Instant,
     again: bool,
 }
 
 impl PeerHeads {
-    pub(super) fn new(now: Instant) -> Self {
+    pub(in crate::node::store) fn new(now: Instant) -> Self {
         Self {
             next: now + PEER_HEADS_FIRST,
             again: true,
         }
     }
 
-    pub(super) fn store_joined(&mut self, now: Instant) {
+    pub(in crate::node::store) fn store_joined(&mut self, now: Instant) {
         self.next = self.next.min(now + PEER_HEADS_JOINED);
         self.again = true;
     }
 
     /// True (and the next time set) when an ask is due.
-    pub(super) fn due(&mut self, now: Instant) -> bool {
+    pub(in crate::node::store) fn due(&mut self, now: Instant) -> bool {
         if now < self.next {
             return false;
         }

@@ -1,0 +1,107 @@
+"""Consumer groups in a secure cluster (issue 38, docs/groups.md "Security"): a
+consumer-role member joins, reads and commits through a secure store; a consumer
+whose certificate does not cover the group's topic, and a producer-role insider in
+the member's name, each send a GROUP-MEMBER and a COMMIT: the store refuses and
+counts all four, and the group's commit does not move."""
+
+from __future__ import annotations
+
+import struct
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+from nodes_util import drain, wait_for
+from secure_util import FAST, Keys, address_of, secure_tower
+
+import dafka
+
+pytestmark = pytest.mark.timeout(180)
+
+NAMES = {
+    "tower": "tower",
+    "s1": "store",
+    "p": "producer",
+    "c": "consumer",
+    "mallory": "producer",
+}
+
+
+def string(b: bytes) -> bytes:
+    return bytes([len(b)]) + b
+
+
+def commit_frames(group: bytes, member: bytes, topic: bytes, part: bytes, off: int) -> list[bytes]:
+    """A COMMIT in the rfc dialect, as PROTOCOL.md "Extensions" frames it."""
+    body = string(member) + struct.pack(">QI", 1, 1)
+    body += string(topic) + string(part) + struct.pack(">QQ", 0, off)
+    return [b"C" + group, b"\xaa\xa5C\x01" + body]
+
+
+def member_frames(group: bytes, member: bytes, topic: bytes, part: bytes) -> list[bytes]:
+    """A GROUP-MEMBER claiming `part` held, in the rfc dialect."""
+    body = string(member) + b"\x00" + struct.pack(">I", 60_000)
+    body += struct.pack(">I", 1) + struct.pack(">I", len(topic)) + topic
+    body += struct.pack(">I", 1) + string(topic) + string(part) + b"\x00" + struct.pack(">Q", 0)
+    return [b"J" + group, b"\xaa\xa5J\x01" + body]
+
+
+def test_a_secure_group_refuses_outsiders_and_forgers(tmp_path: Path) -> None:
+    keys = Keys(tmp_path / "keys", NAMES)
+    dafka.keygen(str(keys.secret), "narrow", role="consumer", topics="other")
+    (keys.secret / "narrow.key").rename(keys.trust / "narrow.key")
+    ctx = zmq.Context()
+    fakes: list[zmq.Socket[bytes]] = []
+    try:
+        with (
+            secure_tower(keys) as t,
+            dafka.Store(tmp_path / "s1", towers=[t.endpoint], **keys.of("s1"), **FAST) as s,  # type: ignore[arg-type]
+            dafka.Producer("orders", towers=[t.endpoint], **keys.of("p"), **FAST) as p,  # type: ignore[arg-type]
+        ):
+            towers = [t.endpoint]
+            p.wait_for_stores(1, timeout=30)
+            for i in range(20):
+                p.send(b"%d" % i)
+            assert p.flush(30) == 0
+            c = dafka.Consumer(
+                ["orders"],
+                towers=towers,
+                group="g",
+                **keys.of("c"),
+                **FAST,  # type: ignore[arg-type]
+            )
+            got = drain(c, 20)
+            assert sorted(int(r.value) for r in got) == list(range(20))
+            c.commit(asynchronous=False)
+            assert c.committed([p.address]) == {p.address: 20}
+
+            # Forgers the store connects to: a consumer whose certificate does not
+            # cover "orders" (as itself) and a producer-role insider (in the
+            # member's name). Each one's GROUP-MEMBER and COMMIT are refused.
+            before = s.stats()["denied"]
+            me, part = c.address.encode(), p.address.encode()
+            for name, address in (("narrow", None), ("mallory", me)):
+                pub, sec = keys.z85(name)
+                fake = ctx.socket(zmq.XPUB)
+                fakes.append(fake)
+                fake.setsockopt(zmq.XPUB_VERBOSE, 1)
+                fake.curve_server = True
+                fake.curve_secretkey = sec  # type: ignore[assignment]
+                fake.bind("tcp://127.0.0.1:*")
+                ep = fake.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
+                s.connect(f"{ep};curve={pub.decode()}")
+                deadline = time.monotonic() + 20
+                while fake.poll(100) == 0 or fake.recv() != b"\x01C":
+                    assert time.monotonic() < deadline, "the store never subscribed to COMMITs"
+                who = address or address_of(pub)
+                fake.send_multipart(member_frames(b"g", who, b"orders", part))
+                fake.send_multipart(commit_frames(b"g", who, b"orders", part, 1000))
+            wait_for(lambda: s.stats()["denied"] >= before + 4, "the four forgeries refused")
+            assert c.committed([p.address]) == {p.address: 20}, "the commit did not move"
+            assert c.group_members() == 1
+            c.close()
+    finally:
+        for fake in fakes:
+            fake.close(0)
+        ctx.term()
