@@ -284,6 +284,14 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
             .unwrap()
             .unwrap()
     };
+    // `next_offset` counts appends still in the log's write buffer, which
+    // reads see only once written: wait for them (under load the buffer was
+    // read empty right after `held` showed 3000).
+    wait_for(
+        "store A's records to be written",
+        Duration::from_secs(60),
+        || read(&a).len() as u64 == 3000 - first,
+    );
     let (ra, rb) = (read(&a), read(&b));
     assert_eq!(ra.len() as u64, 3000 - first);
     assert!(ra
