@@ -38,7 +38,9 @@ checks() {
     # directory, so no stale wheel of an earlier build is picked up.
     local dist
     dist="$(mktemp -d)"
-    trap 'rm -rf "$dist"' EXIT
+    # Expanded now: the trap runs when this subshell exits, after `dist` is gone.
+    # shellcheck disable=SC2064
+    trap "rm -rf '$dist'" EXIT
     maturin build --release --quiet --out "$dist/wheels"
     maturin sdist --out "$dist/sdist"
     "$PY" -m venv "$dist/venv"

@@ -362,9 +362,15 @@ impl Consumer {
     /// Restarts `partition` (a producer address) at `offset`. Records of it
     /// not yet polled are discarded. A partition not seen yet starts there.
     pub fn seek(&self, partition: &str, offset: u64) -> Result<()> {
-        check_partition("seek", partition)?;
-        // A closed (or dead) consumer records no position.
+        // A closed (or dead) consumer records no position: that is said before
+        // a name that is no address (as before groups), after one that cannot
+        // be a name at all.
+        check_name(
+            &format!("seek: partition {partition:?} (a producer's address)"),
+            partition,
+        )?;
         self.actor.check()?;
+        check_partition("seek", partition)?;
         self.new_epoch(partition, Some(offset));
         self.actor
             .send(Cmd::Seek(partition.as_bytes().to_vec(), offset))
