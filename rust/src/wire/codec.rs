@@ -173,19 +173,20 @@ impl Message<'_> {
 
 // ---------------------------------------------------------------- decoding
 
-/// A bounds-checked reader over one frame.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    frame: usize,
+/// A bounds-checked reader over one frame (also the group messages',
+/// `wire/group.rs`, which add their own fields to it).
+pub(super) struct Reader<'a> {
+    pub(super) buf: &'a [u8],
+    pub(super) pos: usize,
+    pub(super) frame: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8], pos: usize, frame: usize) -> Self {
+    pub(super) fn new(buf: &'a [u8], pos: usize, frame: usize) -> Self {
         Self { buf, pos, frame }
     }
 
-    fn take(&mut self, field: &'static str, need: usize) -> Result<&'a [u8], WireError> {
+    pub(super) fn take(&mut self, field: &'static str, need: usize) -> Result<&'a [u8], WireError> {
         let have = self.buf.len() - self.pos;
         if need > have {
             return Err(WireError::Truncated {
@@ -201,33 +202,33 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn u8(&mut self, field: &'static str) -> Result<u8, WireError> {
+    pub(super) fn u8(&mut self, field: &'static str) -> Result<u8, WireError> {
         Ok(self.take(field, 1)?[0])
     }
 
-    fn u32(&mut self, field: &'static str) -> Result<u32, WireError> {
+    pub(super) fn u32(&mut self, field: &'static str) -> Result<u32, WireError> {
         let b = self.take(field, 4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    fn u64(&mut self, field: &'static str) -> Result<u64, WireError> {
+    pub(super) fn u64(&mut self, field: &'static str) -> Result<u64, WireError> {
         let b = self.take(field, 8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(u64::from_be_bytes(a))
     }
 
-    fn string(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
+    pub(super) fn string(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
         let n = self.u8(field)? as usize;
         self.take(field, n)
     }
 
-    fn longstr(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
+    pub(super) fn longstr(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
         let n = self.u32(field)? as usize;
         self.take(field, n)
     }
 
-    fn version(&mut self) -> Result<(), WireError> {
+    pub(super) fn version(&mut self) -> Result<(), WireError> {
         let offset = self.pos;
         let v = self.u8("version")?;
         if v != VERSION {
@@ -240,7 +241,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    fn finish(&self) -> Result<(), WireError> {
+    pub(super) fn finish(&self) -> Result<(), WireError> {
         let left = self.buf.len() - self.pos;
         if left != 0 {
             return Err(WireError::TrailingBytes {

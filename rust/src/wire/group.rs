@@ -25,6 +25,7 @@
 
 use std::collections::BTreeSet;
 
+use super::codec::Reader;
 use super::{Dialect, WireError, SIGNATURE, VERSION};
 
 /// The IDs of the group messages; none is a Dafka or extension ID.
@@ -350,50 +351,8 @@ fn put_entries(out: &mut Vec<u8>, entries: &[Entry<'_>]) -> Result<(), WireError
     Ok(())
 }
 
-/// A bounds-checked reader over one frame.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    frame: usize,
-}
-
+/// The group messages' fields on the codec's reader.
 impl<'a> Reader<'a> {
-    fn take(&mut self, field: &'static str, need: usize) -> Result<&'a [u8], WireError> {
-        let have = self.buf.len() - self.pos;
-        if need > have {
-            return Err(WireError::Truncated {
-                field,
-                frame: self.frame,
-                offset: self.pos,
-                need,
-                have,
-            });
-        }
-        let s = &self.buf[self.pos..self.pos + need];
-        self.pos += need;
-        Ok(s)
-    }
-
-    fn u8(&mut self, field: &'static str) -> Result<u8, WireError> {
-        Ok(self.take(field, 1)?[0])
-    }
-
-    fn u32(&mut self, field: &'static str) -> Result<u32, WireError> {
-        let b = self.take(field, 4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn u64(&mut self, field: &'static str) -> Result<u64, WireError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(field, 8)?);
-        Ok(u64::from_be_bytes(a))
-    }
-
-    fn string(&mut self, field: &'static str) -> Result<&'a [u8], WireError> {
-        let n = self.u8(field)? as usize;
-        self.take(field, n)
-    }
-
     /// A 4-octet count of items of at least `min` bytes each: refused when
     /// the rest of the frame could not hold them (no allocation for lies).
     fn count(&mut self, field: &'static str, min: usize) -> Result<usize, WireError> {
@@ -416,8 +375,7 @@ impl<'a> Reader<'a> {
         let n = self.count(field, 4)?;
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {
-            let len = self.u32(field)? as usize;
-            v.push(self.take(field, len)?);
+            v.push(self.longstr(field)?);
         }
         Ok(v)
     }
@@ -491,11 +449,7 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(GroupMessage<'_>, Dialect
     let (dialect, key, mut r) = match frames.len() {
         2 => {
             let body = frames[1].as_ref();
-            let mut r = Reader {
-                buf: body,
-                pos: 0,
-                frame: 1,
-            };
+            let mut r = Reader::new(body, 0, 1);
             let sig = r.take("signature", 2)?;
             if sig != SIGNATURE {
                 return Err(WireError::BadSignature {
@@ -523,11 +477,7 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(GroupMessage<'_>, Dialect
                     need: 1,
                     have: 0,
                 })?;
-            let r = Reader {
-                buf: f0,
-                pos: 2 + nul,
-                frame: 0,
-            };
+            let r = Reader::new(f0, 2 + nul, 0);
             (Dialect::Zproto, &f0[1..1 + nul], r)
         }
         got => {
@@ -538,15 +488,7 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(GroupMessage<'_>, Dialect
             })
         }
     };
-    let at = r.pos;
-    let version = r.u8("version")?;
-    if version != VERSION {
-        return Err(WireError::BadVersion {
-            frame: r.frame,
-            offset: at,
-            found: version,
-        });
-    }
+    r.version()?;
     let msg = match kind {
         GroupKind::Member => GroupMessage::Member(Member {
             group: key,
@@ -577,14 +519,7 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(GroupMessage<'_>, Dialect
             entries: r.entries()?,
         }),
     };
-    let left = r.buf.len() - r.pos;
-    if left != 0 {
-        return Err(WireError::TrailingBytes {
-            frame: r.frame,
-            offset: r.pos,
-            count: left,
-        });
-    }
+    r.finish()?;
     msg.check(r.frame)?;
     Ok((msg, dialect))
 }
