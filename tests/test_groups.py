@@ -92,7 +92,7 @@ def test_a_restarted_group_resumes_from_its_commits(tmp_path: Path) -> None:
     with Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t:
         towers = [t.endpoint]
         with (
-            Store(store_dir, towers=towers, **FAST),
+            Store(store_dir, towers=towers, **FAST) as s,
             Producer("orders", towers=towers, **FAST) as p,
         ):
             p.wait_for_stores(1, timeout=30)
@@ -110,6 +110,11 @@ def test_a_restarted_group_resumes_from_its_commits(tmp_path: Path) -> None:
             c.commit()
             log = store_dir / "commits.log"
             wait_for(lambda: log.exists() and log.stat().st_size > 0, "the commit in the store")
+            # The store's counters show it: one row (one partition), taken, none refused.
+            wait_for(lambda: s.stats()["commits_taken"] >= 1, "the commit counted")
+            stats = s.stats()
+            assert (stats["commit_rows"], stats["commits_refused"]) == (1, 0)
+            assert stats["group_malformed"] == 0
             c.close()
             later = produce([p], 20, 10)
             with Consumer(["orders"], towers=towers, group="g", **FAST) as c2:
@@ -249,6 +254,40 @@ def test_on_revoke_and_on_assign_follow_a_rebalance_from_poll(tmp_path: Path) ->
             c.close()
         for p in producers:
             p.close()
+
+
+def test_a_callback_that_raises_loses_no_record(tmp_path: Path) -> None:
+    """``on_assign`` raising in ``poll`` (a failed connect, a Ctrl-C) leaves the
+    ``with`` block: nothing was returned, so nothing is committed past it, and the
+    next member of the group gets every record. The callback after the one that
+    raised is called by the next ``poll``."""
+    with store_and_producer(tmp_path, "orders", **FAST) as (tower, p):
+        towers = [tower]
+        sent = produce([p], 0, 20)
+        calls: list[str] = []
+
+        def fails_once(parts: list[tuple[str, str]]) -> None:
+            calls.append("assign")
+            if calls.count("assign") == 1:
+                raise RuntimeError("the database is not up yet")
+
+        with (
+            pytest.raises(RuntimeError, match="not up yet"),
+            Consumer(
+                ["orders"],
+                towers=towers,
+                group="g",
+                auto_commit_interval=0.05,
+                on_assign=fails_once,
+                **FAST,
+            ) as c,
+        ):
+            while True:
+                assert c.poll_many(timeout=0.05) == [], "records before on_assign"
+        with Consumer(["orders"], towers=towers, group="g", on_assign=fails_once, **FAST) as c2:
+            got = drain(c2, 20)
+            assert values(got) == sent, "every record, none skipped"
+            assert calls == ["assign", "assign"]
 
 
 def test_pause_holds_a_partition_back_until_resume(tmp_path: Path) -> None:

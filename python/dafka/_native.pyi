@@ -1035,8 +1035,9 @@ class Consumer:
         In a group, called as ``on_assign(partitions)`` with the list of ``(topic,
         partition)`` this member starts reading, from ``poll`` (and ``poll_many``,
         iteration) in the application's thread, before it returns records of them. An
-        exception it raises propagates out of ``poll``; records it had taken come with
-        the next call.
+        exception it raises propagates out of ``poll``, which then returned no record
+        (none is committed past what it returned before); the changes after it are
+        called by the next ``poll``.
     on_revoke : Callable[[list[tuple[str, str]]], object] | None, default None
         In a group, called as ``on_revoke(partitions)`` with the ``(topic, partition)``
         given to other members, from ``poll`` in the application's thread, before any

@@ -348,11 +348,13 @@ fn forged_and_malformed_group_messages_are_dropped_and_counted() {
         shared.commits_refused.load(SeqCst) == 1
     });
     let malformed = shared.stats.malformed.load(SeqCst);
+    assert_eq!(shared.stats.group_malformed.load(SeqCst), 0);
     xpub.send_multipart([&b"Jg"[..], &[0xAA, 0xA5, b'J', 1, 0xFF][..]], 0)
         .unwrap();
     wait_for("the malformed GROUP-MEMBER counted", LONG, || {
-        shared.stats.malformed.load(SeqCst) > malformed
+        shared.stats.group_malformed.load(SeqCst) == 1
     });
+    assert!(shared.stats.malformed.load(SeqCst) > malformed);
     // A member announces its claim, then commits it: taken.
     let member = GroupMessage::Member(Member {
         group: b"g",

@@ -14,8 +14,9 @@
 //!   [`Core::receive_any`] is the same path for the nodes that take the
 //!   consumer-group extension too (a group member, a store): a frame whose
 //!   ID is a group message's is decoded by [`group::decode`] and handed on
-//!   as [`Incoming::Group`]. Secure clusters refuse group messages (`denied`):
-//!   groups are not open to them yet.
+//!   as [`Incoming::Group`] (one that does not decode counts in `malformed`
+//!   and `group_malformed`). Secure clusters check group messages by the
+//!   rules of `security::acl::check_group` (refused: `denied`).
 //! - [`Core::drain_subscriptions`]: the subscriptions on the XPUB, each
 //!   parsed once into a [`Subscription`] for the node kind's
 //!   `on_subscription`; in secure mode applied only if the subscriber's
@@ -82,6 +83,7 @@ impl Core {
             if is_group {
                 let Ok((msg, _)) = group::decode(&s[..n]) else {
                     Stats::add(&stats.malformed, 1);
+                    Stats::add(&stats.group_malformed, 1);
                     continue;
                 };
                 if self.refused(from, stats, |sc, key| sc.refuse_group(key, &msg).is_some()) {

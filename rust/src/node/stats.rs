@@ -10,6 +10,9 @@ use std::time::Duration;
 pub struct Stats {
     /// Messages (and beacons) dropped because they were malformed.
     pub malformed: AtomicU64,
+    /// Of `malformed`: frames of the consumer-group extension (GROUP-MEMBER,
+    /// COMMIT, COMMIT-QUERY, COMMIT-OFFSETS) that did not decode.
+    pub group_malformed: AtomicU64,
     /// Well-formed messages that were not for this node (exact key mismatch).
     pub ignored: AtomicU64,
     pub records_sent: AtomicU64,
@@ -87,6 +90,7 @@ impl Stats {
         let g = |c: &AtomicU64| c.load(Relaxed);
         vec![
             ("malformed", g(&self.malformed)),
+            ("group_malformed", g(&self.group_malformed)),
             ("ignored", g(&self.ignored)),
             ("records_sent", g(&self.records_sent)),
             ("records_received", g(&self.records_received)),

@@ -94,8 +94,9 @@ options! {
         /// In a group, called as ``on_assign(partitions)`` with the list of ``(topic,
         /// partition)`` this member starts reading, from ``poll`` (and ``poll_many``,
         /// iteration) in the application's thread, before it returns records of them. An
-        /// exception it raises propagates out of ``poll``; records it had taken come with
-        /// the next call.
+        /// exception it raises propagates out of ``poll``, which then returned no record
+        /// (none is committed past what it returned before); the changes after it are
+        /// called by the next ``poll``.
         on_assign: Option<PartitionsCallback> = None,
         /// In a group, called as ``on_revoke(partitions)`` with the ``(topic, partition)``
         /// given to other members, from ``poll`` in the application's thread, before any
@@ -150,8 +151,6 @@ struct PyConsumer {
     commit_timeout: Duration,
     on_assign: Option<Py<PyAny>>,
     on_revoke: Option<Py<PyAny>>,
-    /// Records taken when a callback raised, returned by the next poll.
-    held: std::sync::Mutex<Vec<Delivery>>,
 }
 
 impl PyConsumer {
@@ -162,67 +161,53 @@ impl PyConsumer {
         let deadline = opt_seconds("timeout", timeout)?.map(|t| Instant::now() + t);
         // Before any record is taken: a Ctrl-C raised while logging loses none.
         crate::python::logbridge::drain(py)?;
-        self.group_callbacks(py)?;
-        if let Some(v) = self.held_back(max) {
-            return Ok(v);
-        }
-        let v = py.detach(|| -> PyResult<Vec<Delivery>> {
-            let mut v = Vec::new();
-            loop {
-                let slice = match deadline {
-                    Some(d) => SLICE.min(d.saturating_duration_since(Instant::now())),
-                    None => SLICE,
-                };
-                self.inner.poll_slice(max, slice, &mut v)?;
-                if !v.is_empty() || deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Ok(v);
+        loop {
+            // A group's callbacks before its records: the consumer returns
+            // none while changes wait for them, so one that raises loses none.
+            self.group_callbacks(py)?;
+            let v = py.detach(|| -> PyResult<Vec<Delivery>> {
+                let mut v = Vec::new();
+                loop {
+                    let slice = match deadline {
+                        Some(d) => SLICE.min(d.saturating_duration_since(Instant::now())),
+                        None => SLICE,
+                    };
+                    self.inner.poll_slice(max, slice, &mut v)?;
+                    if !v.is_empty()
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                        || self.inner.has_group_events()
+                    {
+                        return Ok(v);
+                    }
+                    check_signals()?;
                 }
-                check_signals()?;
+            })?;
+            if !v.is_empty() || !self.inner.has_group_events() {
+                return Ok(v);
             }
-        })?;
-        self.after_take(py, v)
-    }
-
-    /// Records a callback's exception kept from the application: returned
-    /// first by the next poll (up to `max`).
-    fn held_back(&self, max: usize) -> Option<Vec<Delivery>> {
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.is_empty() {
-            return None;
         }
-        let n = max.min(held.len());
-        Some(held.drain(..n).collect())
-    }
-
-    /// The group changes that came with the records just taken (a partition
-    /// started while `poll` waited): their callbacks run before the records
-    /// are returned. If one raises, the records are kept for the next poll.
-    fn after_take(&self, py: Python<'_>, v: Vec<Delivery>) -> PyResult<Vec<Delivery>> {
-        if let Err(e) = self.group_callbacks(py) {
-            self.held
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(v);
-            return Err(e);
-        }
-        Ok(v)
     }
 }
 
 impl PyConsumer {
     /// Calls `on_revoke` and `on_assign` for the group's changes since the
     /// last call, in order (revocations of a turn before its assignments).
+    /// If one raises, the changes after it are put back for the next call.
     fn group_callbacks(&self, py: Python<'_>) -> PyResult<()> {
         if self.inner.group().is_none() {
             return Ok(());
         }
-        for e in self.inner.take_group_events() {
+        let mut events = self.inner.take_group_events().into_iter();
+        while let Some(e) = events.next() {
             let (cb, parts) = match e {
                 GroupEvent::Assigned(p) => (&self.on_assign, p),
                 GroupEvent::Revoked(p) => (&self.on_revoke, p),
             };
             if let Some(cb) = cb {
-                cb.call1(py, (parts,))?;
+                if let Err(err) = cb.call1(py, (parts,)) {
+                    self.inner.requeue_group_events(events.collect());
+                    return Err(err);
+                }
             }
         }
         Ok(())
@@ -331,7 +316,6 @@ impl PyConsumer {
             commit_timeout: o.commit_timeout,
             on_assign: o.on_assign.map(|c| c.0),
             on_revoke: o.on_revoke.map(|c| c.0),
-            held: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -403,13 +387,16 @@ impl PyConsumer {
         if max == 0 {
             return Err(PyValueError::new_err("max_records must be >= 1"));
         }
-        self.group_callbacks(py)?;
-        if let Some(v) = self.held_back(max) {
-            return self.names.records(py, v);
-        }
         let mut ds = Vec::new();
-        self.inner.try_poll(max, &mut ds)?;
-        let ds = self.after_take(py, ds)?;
+        // Changes that came meanwhile keep the records back: their
+        // callbacks first, then one more try.
+        for _ in 0..2 {
+            self.group_callbacks(py)?;
+            self.inner.try_poll(max, &mut ds)?;
+            if !ds.is_empty() {
+                break;
+            }
+        }
         self.names.records(py, ds)
     }
 

@@ -219,6 +219,7 @@ impl PyStore {
     /// wait for: a high maximum means the disk stalls.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let shared = self.inner.shared();
+        let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let d = stats_dict(py, &shared.stats)?;
         let c = shared
             .counters
@@ -268,6 +269,10 @@ impl PyStore {
                     .active_partitions
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
+            ("commit_rows", load(&shared.commit_rows)),
+            ("commits_taken", load(&shared.commits_taken)),
+            ("commits_refused", load(&shared.commits_refused)),
+            ("commits_replicated", load(&shared.commits_replicated)),
         ] {
             d.set_item(k, v)?;
         }

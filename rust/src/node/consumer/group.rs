@@ -37,8 +37,10 @@ use crate::error::{Error, Result};
 use crate::group::view::{Decision, LookupResult, Part, StartAt, Timing, View};
 use crate::node::out::Fate;
 use crate::wire::group::{
-    Commit, CommitOffsets, CommitQuery, Entry, GroupMessage, OFFSETS_GROUP_KNOWN, OFFSETS_LAST,
+    Commit, CommitOffsets, CommitQuery, Entry, GroupKind, GroupMessage, OFFSETS_GROUP_KNOWN,
+    OFFSETS_LAST,
 };
+use crate::wire::{Prefix, Subscription};
 
 /// How long a lookup waits for more stores after the first answer.
 pub const LOOKUP_SETTLE: Duration = Duration::from_millis(200);
@@ -97,6 +99,12 @@ pub struct Membership {
     epochs: BTreeMap<Part, u64>,
     /// The last offset committed (or started at) per running partition.
     committed: BTreeMap<Part, u64>,
+    /// The greatest offset a store said it holds of each running partition
+    /// (its answer to a COMMIT, or the commit it started from): what is
+    /// committed past it is sent again until a store confirms it.
+    acked: BTreeMap<Part, u64>,
+    /// A store said hello for the first time: commit what it lacks now.
+    recommit: bool,
     /// The stores that said hello (STORE-HELLO): who answers.
     stores: BTreeSet<Vec<u8>>,
     /// Synchronous commits awaiting the stores, and `committed()` asks.
@@ -141,6 +149,8 @@ impl Membership {
             query: None,
             epochs: BTreeMap::new(),
             committed: BTreeMap::new(),
+            acked: BTreeMap::new(),
+            recommit: false,
             stores: BTreeSet::new(),
             confirms: Vec::new(),
             asks: Vec::new(),
@@ -151,6 +161,22 @@ impl Membership {
     pub fn store_seen(&mut self, store: &[u8]) {
         if !self.stores.contains(store) {
             self.stores.insert(store.to_vec());
+            self.recommit = true;
+        }
+    }
+
+    /// A peer subscribed on our XPUB: to its group's announcements (a
+    /// member, or a store, which takes COMMITs only from members it heard),
+    /// announce now rather than a heartbeat later.
+    pub fn on_subscription(&mut self, sub: &Subscription<'_>) {
+        if let Prefix::Group {
+            kind: GroupKind::Member,
+            key,
+        } = sub.prefix
+        {
+            if sub.subscribe && self.group.starts_with(key) {
+                self.changed = true;
+            }
         }
     }
 
@@ -177,6 +203,13 @@ impl Membership {
         if o.to != self.address.as_slice() || o.group != self.group.as_slice() {
             return Fate::Ignored;
         }
+        // Whatever it answers, a store holds these commits.
+        for e in &o.entries {
+            let part = (e.topic.to_vec(), e.partition.to_vec());
+            if let Some(a) = self.acked.get_mut(&part) {
+                *a = (*a).max(e.offset);
+            }
+        }
         if let Some(c) = self.confirms.iter_mut().find(|c| c.sequence == o.sequence) {
             c.answer(o, now);
             return Fate::Taken(0);
@@ -189,9 +222,12 @@ impl Membership {
             // The answer to a COMMIT, or to a lookup settled already.
             return Fate::Taken(0);
         };
-        q.first_answer.get_or_insert(now);
+        // A store's answer settles the lookup once whole (its last
+        // message): stores answer in one message, an older one in several,
+        // and a lost one must not make a partition start without its commit.
         q.group_known |= o.flags & OFFSETS_GROUP_KNOWN != 0;
         if o.flags & OFFSETS_LAST != 0 {
+            q.first_answer.get_or_insert(now);
             q.full.insert(o.address.to_vec());
         }
         for e in &o.entries {
@@ -252,6 +288,7 @@ impl Membership {
                         StartAt::Reset | StartAt::Earliest => 0,
                     };
                     self.committed.insert(p.clone(), from);
+                    self.acked.insert(p.clone(), from);
                     acts.push(Act::Start(p, at));
                 }
             }
@@ -278,12 +315,13 @@ impl Membership {
         now: Instant,
         send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
     ) -> Result<()> {
-        if self.committed.get(part).is_some_and(|c| offset > *c) {
+        if self.acked.get(part).is_some_and(|c| offset > *c) {
             self.send_commit(&[(part.clone(), offset)], send)?;
         }
         let t = self.ms(now);
         self.view.stopped(part, offset, t);
         self.committed.remove(part);
+        self.acked.remove(part);
         self.epochs.remove(part);
         self.changed = true;
         Ok(())
@@ -348,15 +386,17 @@ impl Membership {
         let Some(every) = self.auto_commit else {
             return Ok(());
         };
-        if now < self.next_commit {
+        if now < self.next_commit && !std::mem::take(&mut self.recommit) {
             return Ok(());
         }
         self.next_commit = now + every;
         self.commit(position, send)
     }
 
-    /// Commits every running partition whose position moved past its last
-    /// commit (an application's `commit()`, and auto-commit).
+    /// Commits every running partition whose position moved past what a
+    /// store confirmed (an application's `commit()`, and auto-commit): a
+    /// COMMIT no store took (none up, one that restarted and did not know
+    /// us yet, a full queue) is sent again.
     pub fn commit(
         &mut self,
         position: &dyn Fn(&Part) -> Option<u64>,
@@ -368,7 +408,7 @@ impl Membership {
             .into_iter()
             .filter_map(|(part, _)| {
                 let pos = position(part)?;
-                let moved = self.committed.get(part).is_some_and(|c| pos > *c);
+                let moved = self.acked.get(part).is_some_and(|c| pos > *c);
                 moved.then(|| (part.clone(), pos))
             })
             .collect();

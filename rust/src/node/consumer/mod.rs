@@ -258,6 +258,19 @@ impl Consumer {
                 Err(_) => break,
             }
         }
+        // A group member's `on_assign`/`on_revoke` run before records are
+        // returned: with group changes not yet taken by the handle
+        // ([`Consumer::take_group_events`]), the records go back to the
+        // front of the channel, untaken, their positions unmoved. So a
+        // callback that raises loses none: a commit or a hand-over meanwhile
+        // names only what `poll` returned (the node thread queues a
+        // partition's start before it delivers its records).
+        if self.group.is_some() && into.len() > start && self.has_group_events() {
+            for d in into.drain(start..).rev() {
+                left.push_front(d);
+            }
+            return Ok(());
+        }
         // The channel's lock is held until the positions are noted: another
         // thread polling meanwhile would take later records, note their
         // positions first, and have them moved back by these.
@@ -353,6 +366,13 @@ impl Consumer {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             self.poll_slice(max, left.min(Duration::from_millis(100)), &mut v)?;
+            if v.is_empty() && self.group.is_some() && self.has_group_events() {
+                // No callbacks here: the changes are let go (the records
+                // they hold back come next; `poll_slice` and
+                // `take_group_events` are the way to see them).
+                self.take_group_events();
+                continue;
+            }
             if !v.is_empty() || left.is_zero() {
                 return Ok(v);
             }
@@ -604,6 +624,30 @@ impl Consumer {
     pub fn paused(&self) -> Vec<String> {
         let paused = self.paused.lock().unwrap_or_else(|p| p.into_inner());
         paused.iter().cloned().collect()
+    }
+
+    /// Whether a group member has changes of partitions the handle has not
+    /// taken ([`Consumer::take_group_events`]): `poll` returns no record
+    /// until it has (their callbacks come first).
+    pub fn has_group_events(&self) -> bool {
+        !self
+            .shared
+            .events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
+    /// Puts back, first in line, the changes taken by
+    /// [`Consumer::take_group_events`] whose callbacks did not run (one
+    /// before them raised): the next `poll` calls them.
+    pub fn requeue_group_events(&self, rest: Vec<GroupEvent>) {
+        if rest.is_empty() {
+            return;
+        }
+        let mut events = self.shared.events.lock().unwrap_or_else(|p| p.into_inner());
+        let later = std::mem::replace(&mut *events, rest);
+        events.extend(later);
     }
 
     /// A group member's changes of partitions since the last call, in

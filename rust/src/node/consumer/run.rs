@@ -102,6 +102,9 @@ fn group_turn(
         }
     }
     if !revoked.is_empty() || !assigned.is_empty() {
+        // `assignment()` shows the change before the callbacks run (a
+        // `pause` checks it).
+        publish_assignment(shared, g);
         // Stops come first in a turn: so do their events.
         let mut events = lock(&shared.events);
         if !revoked.is_empty() {
@@ -113,6 +116,13 @@ fn group_turn(
     }
     g.auto_commit(now, &|p: &Part| position(shared, p), &mut sender(core))?;
     g.due(now, &mut sender(core))?;
+    publish_assignment(shared, g);
+    shared.members.store(g.members(), SeqCst);
+    Ok(())
+}
+
+/// The member's partitions as the handle's `assignment()` shows them.
+fn publish_assignment(shared: &ConsumerShared, g: &Membership) {
     let mut mine: Vec<(String, String)> = g
         .assignment()
         .iter()
@@ -123,8 +133,6 @@ fn group_turn(
         .collect();
     mine.sort();
     *lock(&shared.assignment) = mine;
-    shared.members.store(g.members(), SeqCst);
-    Ok(())
 }
 
 const BATCH: usize = 4096;
@@ -243,6 +251,12 @@ pub(super) fn run(
             // A peer that answers GET-HEADS for our topic just subscribed:
             // ask now; a producer connected: FETCH it again now.
             core.drain_subscriptions(&mut frames, stats, BATCH, |core, sub| {
+                if let Some(g) = &mut group {
+                    // A store (re)started, or a member joined: it hears
+                    // us at once, not a heartbeat later (a store takes
+                    // COMMITs only from members it heard).
+                    g.on_subscription(&sub);
+                }
                 outs.clear();
                 st.on_subscription(&sub, Instant::now(), &mut outs);
                 core.emit_all(&outs)

@@ -37,8 +37,6 @@ use crate::wire::group::{
 
 /// The commit log's name in a store's directory.
 pub const COMMITS_FILE: &str = "commits.log";
-/// Entries per COMMIT-OFFSETS (each at most 530 octets: under 64 KiB).
-const ANSWER_CHUNK: usize = 100;
 /// The log is compacted past this size, and past four times the table's.
 const COMPACT_AFTER: u64 = 1 << 20;
 
@@ -353,8 +351,8 @@ impl StoreGroups {
         Ok(())
     }
 
-    /// COMMIT-OFFSETS to `to`: `rows` of `group`, in chunks, the last one
-    /// flagged; *group known* when this store holds a commit of the group.
+    /// COMMIT-OFFSETS to `to`: `rows` of `group` in one message, flagged
+    /// *last*; *group known* when this store holds a commit of the group.
     fn answer(
         &self,
         to: &[u8],
@@ -368,32 +366,27 @@ impl StoreGroups {
         } else {
             0
         };
-        let chunks: Vec<&[CommitRecord]> = if rows.is_empty() {
-            vec![rows]
-        } else {
-            rows.chunks(ANSWER_CHUNK).collect()
-        };
-        let last = chunks.len() - 1;
-        for (i, chunk) in chunks.into_iter().enumerate() {
-            let entries = chunk
-                .iter()
-                .map(|r| Entry {
-                    topic: &r.topic,
-                    partition: &r.partition,
-                    epoch: r.position.epoch,
-                    offset: r.position.offset,
-                })
-                .collect();
-            let flags = known | if i == last { OFFSETS_LAST } else { 0 };
-            send(&GroupMessage::CommitOffsets(CommitOffsets {
-                to,
-                address: &self.address,
-                group,
-                sequence,
-                flags,
-                entries,
-            }))?;
-        }
+        // One message, whatever its size: a subscriber's queue takes or
+        // drops it whole, so a member never settles a lookup on part of an
+        // answer (rows it did not get would start their partitions without
+        // their commits). Nothing bounds what a SUB receives.
+        let entries = rows
+            .iter()
+            .map(|r| Entry {
+                topic: &r.topic,
+                partition: &r.partition,
+                epoch: r.position.epoch,
+                offset: r.position.offset,
+            })
+            .collect();
+        send(&GroupMessage::CommitOffsets(CommitOffsets {
+            to,
+            address: &self.address,
+            group,
+            sequence,
+            flags: known | OFFSETS_LAST,
+            entries,
+        }))?;
         Ok(())
     }
 }

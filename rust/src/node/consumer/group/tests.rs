@@ -46,9 +46,9 @@ impl Wire {
 
 fn offsets<'a>(to: &'a [u8], sequence: u64, entries: Vec<Entry<'a>>) -> GroupMessage<'a> {
     let flags = if entries.is_empty() {
-        0
+        OFFSETS_LAST
     } else {
-        OFFSETS_GROUP_KNOWN
+        OFFSETS_GROUP_KNOWN | OFFSETS_LAST
     };
     GroupMessage::CommitOffsets(CommitOffsets {
         to,
@@ -58,6 +58,16 @@ fn offsets<'a>(to: &'a [u8], sequence: u64, entries: Vec<Entry<'a>>) -> GroupMes
         flags,
         entries,
     })
+}
+
+/// A commit of `p`, as a store's answer carries it.
+fn entry(p: &Part, epoch: u64, offset: u64) -> Entry<'_> {
+    Entry {
+        topic: &p.0,
+        partition: &p.1,
+        epoch,
+        offset,
+    }
 }
 
 fn query_sequence(w: &Wire) -> u64 {
@@ -93,12 +103,7 @@ fn a_lone_member_starts_its_partition_at_the_stores_commit() {
         w2
     });
     // Unanswered, it was asked again; the answer to that one counts.
-    let entry = Entry {
-        topic: &p.0,
-        partition: &p.1,
-        epoch: 2,
-        offset: 40,
-    };
+    let entry = entry(&p, 2, 40);
     let t1 = settled + LOOKUP_RETRY;
     assert_eq!(
         m.on_group(&offsets(ME, seq, vec![entry]), t1),
@@ -135,15 +140,7 @@ fn nothing_starts_while_no_store_answers() {
 /// taken as the lookup's.
 #[test]
 fn answers_to_others_are_not_taken() {
-    let t0 = Instant::now();
-    let mut m = member(t0, None);
-    let mut w = Wire::default();
-    let p = part(0);
-    m.partition_seen(&p.0, &p.1);
-    let settled = t0 + HEARTBEAT * 2;
-    m.decide(settled);
-    m.due(settled, &mut w.send()).unwrap();
-    let seq = query_sequence(&w);
+    let (mut m, settled, seq) = asking(Instant::now(), None, &part(0));
     let other = b"0123456789ABCDEF0123456789ABCDEF";
     assert_eq!(
         m.on_group(&offsets(other, seq, vec![]), settled),
@@ -194,7 +191,9 @@ fn a_partition_another_member_holds_is_not_started() {
 }
 
 /// Runs a member alone until it delivers `p` from offset 0 (no commit).
-fn running(t0: Instant, auto_commit: Option<Duration>, p: &Part) -> (Membership, Instant) {
+/// A member that has seen `p`, settled, and asked the stores: the time and
+/// the COMMIT-QUERY's sequence.
+fn asking(t0: Instant, auto_commit: Option<Duration>, p: &Part) -> (Membership, Instant, u64) {
     let mut m = member(t0, auto_commit);
     let mut w = Wire::default();
     m.partition_seen(&p.0, &p.1);
@@ -202,22 +201,32 @@ fn running(t0: Instant, auto_commit: Option<Duration>, p: &Part) -> (Membership,
     m.decide(t);
     m.due(t, &mut w.send()).unwrap();
     let seq = query_sequence(&w);
+    (m, t, seq)
+}
+
+fn running(t0: Instant, auto_commit: Option<Duration>, p: &Part) -> (Membership, Instant) {
+    let (mut m, t, seq) = asking(t0, auto_commit, p);
     m.on_group(&offsets(ME, seq, vec![]), t);
     let t = t + LOOKUP_SETTLE;
     assert_eq!(m.decide(t), vec![Act::Start(p.clone(), StartAt::Reset)]);
     (m, t)
 }
 
+/// The auto-commit interval of the commit tests.
+const EVERY: Duration = Duration::from_millis(500);
+
+/// The position `poll` stands at, `o` for every partition.
+fn at(o: u64) -> impl Fn(&Part) -> Option<u64> {
+    move |_: &Part| Some(o)
+}
+
 /// Auto-commit commits what `poll` returned, only when it moved; a stop
 /// commits the last position before the release says where it stopped.
 #[test]
 fn commits_follow_the_positions_and_a_stop_commits_before_it_releases() {
-    let t0 = Instant::now();
-    let p = part(0);
-    let every = Duration::from_millis(500);
-    let (mut m, t) = running(t0, Some(every), &p);
+    let (p, every) = (part(0), EVERY);
+    let (mut m, t) = running(Instant::now(), Some(every), &p);
     let mut w = Wire::default();
-    let at = |o: u64| move |_: &Part| Some(o);
     m.auto_commit(t, &at(0), &mut w.send()).unwrap();
     m.auto_commit(t + every, &at(0), &mut w.send()).unwrap();
     assert_eq!(
@@ -423,14 +432,100 @@ fn committed_asks_the_stores() {
     let seq = query_sequence(&w);
     m.due(t0, &mut w.send()).unwrap();
     assert!(rx.try_recv().is_err(), "no answer yet");
-    let entry = Entry {
-        topic: &p.0,
-        partition: &p.1,
-        epoch: 1,
-        offset: 12,
-    };
+    let entry = entry(&p, 1, 12);
     m.on_group(&answer(STORE, seq, vec![entry]), t0);
     m.due(t0, &mut w.send()).unwrap();
     let got = rx.try_recv().unwrap();
     assert_eq!(got.get(&p), Some(&(1, 12)));
+}
+
+/// A lookup settles only on a store's whole answer (its *last* message):
+/// a part of an older store's answer in several, whose rest a full queue
+/// dropped, does not start the partition without its commit.
+#[test]
+fn a_lookup_settles_only_on_a_whole_answer() {
+    let p = part(0);
+    let (mut m, t, seq) = asking(Instant::now(), None, &p);
+    let other = part(1);
+    let first_part = GroupMessage::CommitOffsets(CommitOffsets {
+        to: ME,
+        address: STORE,
+        group: b"g",
+        sequence: seq,
+        flags: OFFSETS_GROUP_KNOWN,
+        entries: vec![entry(&other, 0, 7)],
+    });
+    m.on_group(&first_part, t);
+    assert_eq!(m.decide(t + LOOKUP_SETTLE * 5), vec![], "part of an answer");
+    let t = t + LOOKUP_SETTLE * 5;
+    let entry = entry(&p, 0, 40);
+    m.on_group(&offsets(ME, seq, vec![entry]), t);
+    assert_eq!(
+        m.decide(t + LOOKUP_SETTLE),
+        vec![Act::Start(p, StartAt::Offset(40))]
+    );
+}
+
+/// A COMMIT no store confirmed is sent again at every auto-commit, also
+/// for a partition that no longer moves, until a store's COMMIT-OFFSETS
+/// shows it; a store saying hello for the first time gets it at once.
+#[test]
+fn a_commit_no_store_confirmed_is_sent_again_until_one_does() {
+    let (p, every) = (part(0), EVERY);
+    let (mut m, t) = running(Instant::now(), Some(every), &p);
+    let mut w = Wire::default();
+    m.auto_commit(t + every, &at(12), &mut w.send()).unwrap();
+    assert_eq!(w.take_ids(), vec![b'C']);
+    m.auto_commit(t + every * 2, &at(12), &mut w.send())
+        .unwrap();
+    assert_eq!(w.take_ids(), vec![b'C'], "unconfirmed: sent again");
+    let seq = {
+        m.auto_commit(t + every * 3, &at(12), &mut w.send())
+            .unwrap();
+        last_commit_sequence(&w)
+    };
+    w.take_ids();
+    let entry = entry(&p, 0, 12);
+    m.on_group(&answer(STORE, seq, vec![entry]), t + every * 3);
+    m.auto_commit(t + every * 4, &at(12), &mut w.send())
+        .unwrap();
+    assert_eq!(w.take_ids(), Vec::<u8>::new(), "confirmed: not again");
+    // Moved, not yet due; a new store says hello: committed at once.
+    m.auto_commit(t + every * 4, &at(20), &mut w.send())
+        .unwrap();
+    assert_eq!(w.take_ids(), Vec::<u8>::new(), "not due yet");
+    m.store_seen(b"0D5B5C63E2C54B6A8C2BDA2B5D1F0A11");
+    m.auto_commit(t + every * 4, &at(20), &mut w.send())
+        .unwrap();
+    assert_eq!(w.take_ids(), vec![b'C'], "a new store: at once");
+}
+
+/// A subscription to its group's announcements (a store restarted, a
+/// member joined) makes a member announce itself at once.
+#[test]
+fn a_subscription_to_its_group_makes_a_member_announce_at_once() {
+    let t0 = Instant::now();
+    let mut m = member(t0, None);
+    let mut w = Wire::default();
+    m.due(t0, &mut w.send()).unwrap();
+    assert_eq!(w.take_ids(), vec![b'J']);
+    let soon = t0 + HEARTBEAT / 10;
+    m.due(soon, &mut w.send()).unwrap();
+    assert_eq!(w.take_ids(), Vec::<u8>::new(), "not before its heartbeat");
+    let other = Subscription {
+        subscribe: true,
+        prefix: Prefix::parse(b"Jh"),
+    };
+    m.on_subscription(&other);
+    m.due(soon, &mut w.send()).unwrap();
+    assert_eq!(w.take_ids(), Vec::<u8>::new(), "another group's");
+    for key in [&b"Jg"[..], b"J"] {
+        let sub = Subscription {
+            subscribe: true,
+            prefix: Prefix::parse(key),
+        };
+        m.on_subscription(&sub);
+        m.due(soon, &mut w.send()).unwrap();
+        assert_eq!(w.take_ids(), vec![b'J'], "{key:?}");
+    }
 }

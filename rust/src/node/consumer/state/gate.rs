@@ -87,6 +87,9 @@ impl ConsumerState {
         now: Instant,
         out: &mut Vec<Out>,
     ) -> u64 {
+        // A pause belongs to an ownership: a partition given back starts
+        // unpaused, as the handle's revocation left it.
+        self.paused.remove(partition);
         let known = match &mut self.gate {
             Some(gate) => {
                 gate.owned.insert(partition.to_vec());
@@ -153,6 +156,12 @@ impl ConsumerState {
     /// alike, as for a seek). [`ConsumerState::resume`] then seeks it to
     /// where `poll` stopped.
     pub fn pause(&mut self, partition: &[u8], now: Instant) {
+        if !self.owns(partition) {
+            // Given to another member since the application saw it in
+            // `assignment()`: its revocation took it out of the handle's
+            // paused set, and a start here later must not find it paused.
+            return;
+        }
         self.paused.insert(partition.to_vec());
         self.stall_watch.retain(|k| &**k != partition);
         match self.parts.get_mut(partition) {
@@ -184,12 +193,24 @@ impl ConsumerState {
         out: &mut Vec<Out>,
     ) -> u64 {
         self.paused.remove(partition);
+        if !self.owns(partition) {
+            // Given to another member meanwhile: nothing to take again.
+            return 0;
+        }
         self.seek(partition, offset, now, out)
     }
 
     /// Whether this consumer delivers only what its group gives it.
     pub fn in_group(&self) -> bool {
         self.gate.is_some()
+    }
+
+    /// Whether `partition` is this consumer's to deliver: any without a
+    /// group, the owned ones in a group.
+    fn owns(&self, partition: &[u8]) -> bool {
+        self.gate
+            .as_ref()
+            .is_none_or(|g| g.owned.contains(partition))
     }
 }
 

@@ -319,3 +319,41 @@ fn stores_merge_the_commits_they_ask_each_other_for() {
     b.store_joined(again);
     assert_eq!(b.next_ask_at() - again, Duration::from_millis(100));
 }
+
+/// An answer goes in one message whatever its size (here 250 rows, about
+/// 20 KB): a member's queue takes or drops it whole, never a part.
+#[test]
+fn a_large_answer_is_one_message() {
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, None, now).unwrap();
+    let parts: Vec<Vec<u8>> = (0..250u64)
+        .map(|i| format!("{:032X}", 0xA000_0000u64 + i).into_bytes())
+        .collect();
+    run(
+        &mut g,
+        &announce(parts.iter().map(|p| held(p)).collect()),
+        now,
+    );
+    let entries = parts
+        .iter()
+        .map(|p| Entry {
+            topic: b"t",
+            partition: p,
+            epoch: 0,
+            offset: 10,
+        })
+        .collect();
+    let c = GroupMessage::Commit(Commit {
+        group: b"g",
+        address: M,
+        sequence: 1,
+        entries,
+    });
+    let (_, answers) = run(&mut g, &c, now);
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].3, OFFSETS_GROUP_KNOWN | OFFSETS_LAST);
+    assert_eq!(answers[0].4.len(), 250);
+    let (_, answers) = run(&mut g, &query(b"g"), now);
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].4.len(), 250);
+}

@@ -167,3 +167,40 @@ fn without_a_group_only_a_paused_partition_is_held_back_until_resumed() {
     assert_eq!(offsets(&d), vec![(name(P), 1)]);
     assert_eq!(d[0].epoch, resumed);
 }
+
+/// A pause that reaches the node after its partition went to another
+/// member is let go, and a partition given back starts unpaused: a late
+/// pause cannot hold a partition back for as long as it is ours again
+/// (the handle forgot it at the revocation).
+#[test]
+fn a_pause_of_a_partition_no_longer_owned_is_let_go() {
+    let mut st = member(OffsetReset::Earliest);
+    let now = Instant::now();
+    let (mut d, mut o) = (Vec::new(), Vec::new());
+    st.start_owned(b"t", P, StartAt::Offset(0), 1, now, &mut o);
+    assert_eq!(st.release(P), Some(0));
+    // The application paused it from the assignment it saw before.
+    st.pause(P, now);
+    st.start_owned(b"t", P, StartAt::Offset(0), 2, now, &mut o);
+    st.on_record(&rec(P, 0), false, now, &mut d, &mut o);
+    assert_eq!(offsets(&d).len(), 1, "delivered: not paused");
+    // Paused while owned, then released and given back: unpaused too.
+    st.pause(P, now);
+    d.clear();
+    st.on_record(&rec(P, 1), false, now, &mut d, &mut o);
+    assert!(d.is_empty(), "paused while ours");
+    st.release(P);
+    st.start_owned(b"t", P, StartAt::Offset(1), 3, now, &mut o);
+    st.on_record(&rec(P, 1), false, now, &mut d, &mut o);
+    assert_eq!(
+        offsets(&d).len(),
+        1,
+        "a partition given back starts unpaused"
+    );
+    // A resume of a partition no longer ours starts nothing.
+    st.release(P);
+    o.clear();
+    st.resume(P, 2, now, &mut o);
+    assert!(o.is_empty(), "{o:?}");
+    assert_eq!(st.active_partitions(), 0);
+}
