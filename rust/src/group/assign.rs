@@ -100,6 +100,42 @@ impl Member<'_> {
     }
 }
 
+/// The members with their hashed identities computed once: what the
+/// owner of many partitions is decided from (a member's view does it for
+/// every partition it knows, at every decision).
+pub struct Ranked<'a> {
+    members: Vec<(u64, Member<'a>)>,
+}
+
+impl<'a> Ranked<'a> {
+    pub fn new(members: &[Member<'a>]) -> Self {
+        Ranked {
+            members: members
+                .iter()
+                .map(|m| (member_id(m.address), m.clone()))
+                .collect(),
+        }
+    }
+
+    /// [`owner`] of `(topic, partition)` among the members that consume
+    /// `topic` (the same scores and the same tie-break).
+    pub fn owner(&self, group: &[u8], topic: &[u8], partition: &[u8]) -> Option<&'a [u8]> {
+        let key = partition_key(group, topic, partition);
+        let mut best: Option<(u64, &'a [u8])> = None;
+        for (id, m) in &self.members {
+            if !m.consumes(topic) {
+                continue;
+            }
+            let s = mix(key ^ id);
+            best = match best {
+                Some((bs, bm)) if bs > s || (bs == s && bm <= m.address) => Some((bs, bm)),
+                _ => Some((s, m.address)),
+            };
+        }
+        best.map(|(_, m)| m)
+    }
+}
+
 /// The owner of every partition in `partitions` (`(topic, partition)`
 /// pairs) among the members that consume its topic; a partition whose
 /// topic no member consumes is left out.
@@ -108,13 +144,10 @@ pub fn assign<'a>(
     members: &[Member<'a>],
     partitions: &[(Vec<u8>, Vec<u8>)],
 ) -> BTreeMap<(Vec<u8>, Vec<u8>), &'a [u8]> {
+    let ranked = Ranked::new(members);
     let mut out = BTreeMap::new();
     for (topic, partition) in partitions {
-        let eligible = members
-            .iter()
-            .filter(|m| m.consumes(topic))
-            .map(|m| m.address);
-        if let Some(m) = owner(group, topic, partition, eligible) {
+        if let Some(m) = ranked.owner(group, topic, partition) {
             out.insert((topic.clone(), partition.clone()), m);
         }
     }

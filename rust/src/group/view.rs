@@ -255,11 +255,8 @@ impl View {
             .retain(|_, (_, at)| now < at.saturating_add(timeout));
     }
 
-    /// Whether `part` belongs to this member in the current view.
-    fn mine(&self, part: &Part) -> bool {
-        if self.leaving || !self.topics.contains(&part.0) {
-            return false;
-        }
+    /// The live members as the assignment sees them, this one included.
+    fn assignees(&self) -> Vec<assign::Member<'_>> {
         let mut members: Vec<assign::Member<'_>> = self
             .peers
             .iter()
@@ -272,8 +269,16 @@ impl View {
             address: &self.address,
             topics: &self.topics,
         });
-        let got = assign::assign(&self.group, &members, std::slice::from_ref(part));
-        got.get(part) == Some(&self.address.as_slice())
+        members
+    }
+
+    /// Whether `part` belongs to this member in the current view
+    /// (`ranked`: [`View::assignees`]).
+    fn mine(&self, ranked: &assign::Ranked<'_>, part: &Part) -> bool {
+        if self.leaving || !self.topics.contains(&part.0) {
+            return false;
+        }
+        ranked.owner(&self.group, &part.0, &part.1) == Some(self.address.as_slice())
     }
 
     fn claimed_by_other(&self, part: &Part) -> bool {
@@ -287,9 +292,26 @@ impl View {
     pub fn decide(&mut self, now: u64) -> Vec<Decision> {
         self.expire(now);
         let (mut stops, mut lookups, mut starts) = (Vec::new(), Vec::new(), Vec::new());
-        let owned: Vec<Part> = self.own.keys().cloned().collect();
-        for part in owned {
-            let mine = self.mine(&part);
+        // Who owns what is decided once per call, from the members as they
+        // are now (deciding changes only this member's own states).
+        let members = self.assignees();
+        let ranked = assign::Ranked::new(&members);
+        let owned: Vec<(Part, bool)> = self
+            .own
+            .keys()
+            .map(|p| (p.clone(), self.mine(&ranked, p)))
+            .collect();
+        let candidates: Vec<Part> = if now >= self.joined_at.saturating_add(self.timing.settle_ms) {
+            self.partitions
+                .iter()
+                .filter(|p| !self.own.contains_key(*p))
+                .filter(|p| self.mine(&ranked, p) && !self.claimed_by_other(p))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for (part, mine) in owned {
             match self.own[&part] {
                 Own::Running(o) if !mine => {
                     self.own.insert(part.clone(), Own::Stopping(o));
@@ -311,21 +333,10 @@ impl View {
                 _ => {}
             }
         }
-        let settled = now >= self.joined_at.saturating_add(self.timing.settle_ms);
-        if settled {
-            let candidates: Vec<Part> = self
-                .partitions
-                .iter()
-                .filter(|p| !self.own.contains_key(*p))
-                .cloned()
-                .collect();
-            for part in candidates {
-                if self.mine(&part) && !self.claimed_by_other(&part) {
-                    self.released.remove(&part);
-                    self.own.insert(part.clone(), Own::Looking(None));
-                    lookups.push(Decision::Lookup(part));
-                }
-            }
+        for part in candidates {
+            self.released.remove(&part);
+            self.own.insert(part.clone(), Own::Looking(None));
+            lookups.push(Decision::Lookup(part));
         }
         stops.extend(lookups);
         stops.extend(starts);

@@ -194,6 +194,19 @@ fn all_topics() -> Vec<Vec<u8>> {
 }
 
 proptest! {
+    /// `Ranked` (ids hashed once, what views and `assign` use) picks the
+    /// owner `owner` picks from the members consuming the topic.
+    #[test]
+    fn ranked_owners_are_the_owners(addrs in arb_members(), ps in arb_parts()) {
+        let topics = all_topics();
+        let ms = members(&addrs, &topics);
+        let ranked = Ranked::new(&ms);
+        for (t, p) in &ps {
+            let by_owner = owner(b"g", t, p, addrs.iter().map(Vec::as_slice));
+            prop_assert_eq!(ranked.owner(b"g", t, p), by_owner);
+        }
+    }
+
     #[test]
     fn every_partition_has_exactly_one_live_owner(addrs in arb_members(), ps in arb_parts()) {
         let topics = all_topics();
