@@ -1,7 +1,7 @@
 """Per-call rate of ``Producer.send`` (run after ``maturin develop --release``): 100 B
 values, no key, no peers, ``min_acks=0`` (the producer-side cost of a call, nothing
-listening), then the same with a 16 B key. Each case is the best of three passes of
-``N`` calls (default 500,000) on one producer.
+listening), then the same with a 16 B key, as ``key=`` and by position. Each case is
+the best of three passes of ``N`` calls (default 500,000) on one producer.
 
 ``python benches/send_call_py.py [N]``; runs against any build of dafka, so that
 an A/B alternates interpreters of worktrees at different commits (a build without
@@ -19,8 +19,10 @@ import time
 import dafka
 
 
-def rate(n: int, keyed: bool) -> tuple[float, float]:
-    """The best wall-clock and thread-CPU rates of three passes."""
+def rate(n: int, form: str) -> tuple[float, float]:
+    """The best wall-clock and thread-CPU rates of three passes; ``form``:
+    ``plain`` (``send(value)``), ``keyword`` (``send(value, key=key)``) or
+    ``positional`` (``send(value, key)``)."""
     p = dafka.Producer("bench", min_acks=0, sndhwm=0, rcvhwm=0)
     value = b"\x5a" * 100
     key = b"k" * 16
@@ -28,9 +30,12 @@ def rate(n: int, keyed: bool) -> tuple[float, float]:
     best, best_cpu = 0.0, 0.0
     for _ in range(3):
         t, c = time.perf_counter(), time.thread_time()
-        if keyed:
+        if form == "keyword":
             for _ in range(n):
                 send(value, key=key)
+        elif form == "positional":
+            for _ in range(n):
+                send(value, key)  # type: ignore[arg-type,unused-ignore]
         else:
             for _ in range(n):
                 send(value)
@@ -42,15 +47,18 @@ def rate(n: int, keyed: bool) -> tuple[float, float]:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 500_000
-    unkeyed = rate(n, keyed=False)
-    try:
-        keyed = rate(n, keyed=True)
-    except TypeError:  # a build whose send takes no key
-        keyed = (float("nan"), float("nan"))
+    rates = {}
+    for form in ("plain", "keyword", "positional"):
+        try:
+            rates[form] = rate(n, form)
+        except TypeError:  # a build whose send takes no key, or no key by position
+            rates[form] = (float("nan"), float("nan"))
     where = dafka.__file__.rsplit("/python/dafka/", 1)[0]
+    (u, uc), (k, kc), (pk, pc) = rates["plain"], rates["keyword"], rates["positional"]
     print(
-        f"{where}: send {unkeyed[0] / 1e6:.2f}M calls/s ({unkeyed[1] / 1e6:.2f}M per "
-        f"thread-CPU s), keyed {keyed[0] / 1e6:.2f}M ({keyed[1] / 1e6:.2f}M)"
+        f"{where}: send {u / 1e6:.2f}M calls/s ({uc / 1e6:.2f}M per thread-CPU s), "
+        f"keyed {k / 1e6:.2f}M ({kc / 1e6:.2f}M), key by position {pk / 1e6:.2f}M "
+        f"({pc / 1e6:.2f}M)"
     )
 
 

@@ -48,6 +48,9 @@ def send_all(p: Producer, n: int) -> None:
         if i % 4 == 3:
             # The batch form, one record at a time.
             p.send_many([value], keys=[key], headers=[headers], timestamps=[ts])
+        elif i % 4 == 2:
+            # The key by position.
+            p.send(value, key, headers=headers, timestamp=ts)
         else:
             p.send(value, key=key, headers=headers, timestamp=ts)
 

