@@ -145,7 +145,9 @@ impl Membership {
             next_tick: now,
             next_commit: now + auto_commit.unwrap_or(heartbeat),
             changed: true,
-            sequence: 0,
+            // Random, as a store's: an answer names the question it answers,
+            // and a peer that did not see the question cannot guess it.
+            sequence: uuid::Uuid::new_v4().as_u64_pair().0 >> 1,
             query: None,
             epochs: BTreeMap::new(),
             committed: BTreeMap::new(),

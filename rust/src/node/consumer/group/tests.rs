@@ -529,3 +529,14 @@ fn a_subscription_to_its_group_makes_a_member_announce_at_once() {
         assert_eq!(w.take_ids(), vec![b'J'], "{key:?}");
     }
 }
+
+/// A member's question sequences start at random, so that an answer to a
+/// question it did not see cannot be made up in advance.
+#[test]
+fn question_sequences_start_at_random() {
+    let p = part(0);
+    let (_, _, a) = asking(Instant::now(), None, &p);
+    let (_, _, b) = asking(Instant::now(), None, &p);
+    assert_ne!(a, b);
+    assert!(a > 1 && b > 1, "{a} {b}");
+}
