@@ -36,7 +36,7 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
         CHROMIUM_LOG="$(mktemp)"
         (
             "${SUDO[@]}" apt-get update -qq
-            DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq \
+            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
                 --no-install-recommends chromium fonts-liberation
         ) >"$CHROMIUM_LOG" 2>&1 &
         CHROMIUM_PID=$!
