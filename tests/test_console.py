@@ -145,6 +145,8 @@ BAD = {
     "oversized request line": (b"GET /" + b"a" * 70_000 + b" HTTP/1.0\r\n\r\n", 414),
     "oversized header": (b"GET / HTTP/1.0\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", 431),
     "too many headers": (b"GET / HTTP/1.0\r\n" + b"X-A: b\r\n" * 101 + b"\r\n", 431),
+    "another host": (b"GET /api/cluster HTTP/1.1\r\nHost: rebound.example:80\r\n\r\n", 421),
+    "another host, no port": (b"GET / HTTP/1.1\r\nHost: 127.0.0.1.example\r\n\r\n", 421),
     "a body": (b"GET /api/cluster HTTP/1.0\r\nContent-Length: 1000000000\r\n\r\n", 413),
     "chunked body": (b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 413),
 }
@@ -162,6 +164,10 @@ def test_bad_requests_get_an_error_and_the_console_goes_on(request_: bytes, stat
 
 def test_the_page_and_the_api_answer_get_and_head() -> None:
     with console(Scripted([heads(a=1)])) as c:
+        port = c.server.server_address[1]
+        for host in [f"127.0.0.1:{port}", f"localhost:{port}", "localhost", "[::1]:80"]:
+            answer = exchange(c.url, f"GET /api/cluster HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert status_of(answer) == 200, (host, answer[:300])
         answer = exchange(c.url, b"GET /?refresh=1 HTTP/1.0\r\n\r\n")
         head, _, body = answer.partition(b"\r\n\r\n")
         assert status_of(head) == 200 and body == page()

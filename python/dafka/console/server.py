@@ -7,7 +7,9 @@ read or write on it waits at most ``timeout`` seconds, and a connection still op
 ``deadline`` seconds after it was accepted is shut down (a client trickling a request
 one byte at a time). One request per connection (HTTP/1.0); a request with a body,
 a request line over 64 KiB or a header line over 64 KiB (or over 100 headers) is
-refused with an error status, and so is any method but GET and HEAD."""
+refused with an error status, and so is any method but GET and HEAD. A console bound
+to a loopback address refuses a Host header that is no loopback name (421: DNS
+rebinding)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import base64
 import contextlib
 import hashlib
 import http.server
+import ipaddress
 import logging
 import re
 import socket
@@ -70,6 +73,16 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, port
 
 
+def _is_loopback(name: str) -> bool:
+    name = name.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: ConsoleServer
     server_version = "dafka-console"
@@ -101,6 +114,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length not in (None, "0") or self.headers.get("Transfer-Encoding") is not None:
             self.send_error(413, "Content Too Large", "a GET or HEAD request carries no body")
+            return
+        if not self.server.host_allowed(self.headers.get("Host")):
+            self.send_error(
+                421, "Misdirected Request", "a console on a loopback address answers to it only"
+            )
             return
         path = urlsplit(self.path).path
         if path in ("/", "/index.html"):
@@ -188,6 +206,20 @@ class ConsoleServer(http.server.ThreadingHTTPServer):
         # where no DNS answers; the name is not used here.
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = self._bound()
+
+    def host_allowed(self, host: str | None) -> bool:
+        """Whether a request's Host header names this server. A console bound to a
+        loopback address answers only to a loopback name (127.0.0.1, [::1],
+        localhost): a web page elsewhere that rebinds its own name to 127.0.0.1 (DNS
+        rebinding) gets no snapshot. A request without Host is no browser's."""
+        if host is None or not _is_loopback(self._bound()[0]):
+            return True
+        name = host.strip()
+        if name.startswith("["):
+            name = name[1 : name.find("]")]
+        elif name.count(":") == 1:
+            name = name.split(":", 1)[0]
+        return _is_loopback(name)
 
     def _bound(self) -> tuple[str, int]:
         host, port = self.server_address[:2]
