@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
@@ -168,6 +168,19 @@ def browse(url: str, *, screenshot: Path | None = None, budget_ms: int = 4000) -
             )
             assert shot.returncode == 0 and screenshot.stat().st_size > 0, shot.stderr[-3000:]
     return dom.stdout
+
+
+def browse_until(
+    url: str, cond: Callable[[Page], bool], screenshot: Path, within: float = 120.0
+) -> Page:
+    """Loads the page (see :func:`browse`) until ``cond`` holds of what it shows (a
+    poll of a loaded cluster may have timed out just then), at most ``within``
+    seconds; returns the last page, whose checks then say what differs."""
+    deadline = time.monotonic() + within
+    while True:
+        page = Page(browse(url, screenshot=screenshot))
+        if cond(page) or time.monotonic() > deadline:
+            return page
 
 
 class Page(HTMLParser):

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 from console_util import (
-    Page,
     artifacts,
-    browse,
+    browse_until,
     chromium,
     console_process,
     dead_tower,
@@ -83,12 +82,7 @@ def test_the_page_shows_the_topics_partitions_counts_and_groups(tmp_path: Path) 
                 assert group["topics"] == ["orders"] and group["error"] is None, group
                 assert [m["address"] for m in group["members"]] == [member.address], group
 
-                shot = artifacts("cluster") / "console.png"
-                page = Page(browse(url, screenshot=shot))
-                print(f"screenshot: {shot}")
-                assert page.state == "ok", page.status
-                assert "Cluster reachable: 2 topic(s), 3 partition(s)" in page.status
-                assert page.partitions == {
+                shown = {
                     key: {
                         "name": key[1],
                         "first": f"{first:,}",
@@ -97,7 +91,18 @@ def test_the_page_shows_the_topics_partitions_counts_and_groups(tmp_path: Path) 
                     }
                     for key, (first, nxt) in want.items()
                 }
-                assert page.group_rows == {"billing": {"members": "1", "lag": "30"}}
+                groups = {"billing": {"members": "1", "lag": "30"}}
+                shot = artifacts("cluster") / "console.png"
+                page = browse_until(
+                    url,
+                    lambda p: p.state == "ok" and p.partitions == shown and p.group_rows == groups,
+                    shot,
+                )
+                print(f"screenshot: {shot}")
+                assert page.state == "ok", page.status
+                assert "Cluster reachable: 2 topic(s), 3 partition(s)" in page.status
+                assert page.partitions == shown
+                assert page.group_rows == groups
                 assert "orders" in page.lines  # its records/s line in the chart
                 assert "Not available" in page.text  # the towers' nodes: no API yet
 
@@ -113,7 +118,7 @@ def test_the_page_says_when_no_cluster_is_reachable() -> None:
         )
         assert snap["cluster"]["error"] and snap["topics"] == [], snap
         shot = artifacts("unreachable") / "console.png"
-        page = Page(browse(url, screenshot=shot))
+        page = browse_until(url, lambda p: p.state == "unreachable", shot)
         assert page.state == "unreachable", page.status
         assert page.status.startswith("No cluster reachable"), page.status
         assert "FetchTimeoutError" in page.status and "Last answer: never" in page.status
