@@ -22,6 +22,26 @@ PIP_LOG="$(mktemp)"
         "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3"
 ) >"$PIP_LOG" 2>&1 &
 PIP_PID=$!
+# The console's browser test (tests/test_console_browser.py) loads its page in headless
+# Chromium: Debian's package, installed beside the build when missing and apt-get can
+# (as root, or with sudo that needs no password). Where it cannot, the test skips
+# saying so; a failed install is reported and does not stop the setup.
+CHROMIUM_PID=""
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        SUDO=(sudo -n)
+    fi
+    if [ "${#SUDO[@]}" -eq 0 ] || sudo -n true 2>/dev/null; then
+        CHROMIUM_LOG="$(mktemp)"
+        (
+            "${SUDO[@]}" apt-get update -qq
+            "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+                --no-install-recommends chromium fonts-liberation
+        ) >"$CHROMIUM_LOG" 2>&1 &
+        CHROMIUM_PID=$!
+    fi
+fi
 # The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
 # Built before the extension: both are the `dafka` package's release build with
 # different features, which cargo keeps in one place, so each build replaces the
@@ -33,4 +53,12 @@ if ! wait "$PIP_PID"; then
     exit 1
 fi
 rm -f "$PIP_LOG"
+if [ -n "$CHROMIUM_PID" ]; then
+    if ! wait "$CHROMIUM_PID"; then
+        cat "$CHROMIUM_LOG" >&2
+        echo "setup: installing chromium failed (apt-get's log above): the console's" \
+            "browser test will skip" >&2
+    fi
+    rm -f "$CHROMIUM_LOG"
+fi
 maturin develop --release --quiet

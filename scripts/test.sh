@@ -50,6 +50,8 @@ checks() {
         venv/bin/dafka demo --records 10000
         venv/bin/dafka store --help >/dev/null
         venv/bin/python -c "import dafka, dafka.spark, sys; sys.exit(not dafka.__file__.startswith('$dist/venv/'))"
+        # The console's page is package data: it must be in the wheel.
+        venv/bin/python -c "import dafka.console as c, sys; sys.exit(b'/api/cluster' not in c.page())"
     )
 
     phase "rust: fmt, clippy, tests"

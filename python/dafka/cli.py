@@ -10,7 +10,8 @@ groups describe GROUP`` shows one's members, commits and lag; ``dafka offsets TO
 partition's first and next offset as the stores (and live producers) report them
 (where ``--from-beginning`` starts, what retention kept); ``dafka demo`` runs a local cluster
 (tower, store, producer, consumer), checks every record arrives in order, then replays
-the topic from the store to a late consumer.
+the topic from the store to a late consumer. ``dafka console --listen HOST:PORT`` serves
+a read-only live web page of the cluster (topics, offsets, groups, throughput).
 ``dafka wire demo`` encodes every Dafka message in both dialects, decodes it back and
 checks the round trip; ``dafka wire encode`` and ``dafka wire decode`` work on hex frames.
 ``dafka log inspect PATH`` lists the partitions of a log directory (and, on stderr with
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dafka import wire
+from dafka._cli_console import _add_console_parser
 from dafka._cli_groups import _add_groups_parser
 from dafka._cli_log import _cmd_keygen, _cmd_log_dump, _cmd_log_inspect
 from dafka._cli_nodes import (
@@ -146,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         "or ISO 8601), as offsets_for_times finds it",
     )
     of.set_defaults(func=_cmd_offsets)
+    _add_console_parser(sub)
 
     de = sub.add_parser(
         "demo",
