@@ -169,9 +169,7 @@ def test_a_certificate_covering_part_of_a_groups_topics_cannot_commit_or_listen(
             refused = s.stats()["commits_refused"]
             fake.send_multipart(member_frames(b"billing", me, b"orders", part))
             fake.send_multipart(commit_frames(b"billing", me, b"orders", part, 40))
-            wait_for(
-                lambda: s.stats()["commits_refused"] > refused, "the narrow commit refused"
-            )
+            wait_for(lambda: s.stats()["commits_refused"] > refused, "the narrow commit refused")
             assert c.committed([p.address]) == {p.address: 20}, "the commit did not move"
 
             # Subscriptions to the member's announcements: the narrow consumer (by

@@ -144,12 +144,16 @@ impl CommitsFile {
     }
 }
 
+/// A partition's next offset (head + 1) in a store's log, `None` if it
+/// holds none of it.
+pub type NextOffset<'a> = &'a dyn Fn(&[u8], &[u8]) -> Option<u64>;
+
 /// What a store checks a COMMIT against besides its registry and table.
 #[derive(Clone, Copy)]
 pub struct Checks<'a> {
     /// A partition's next offset (head + 1) in this store's log, `None` if
     /// it holds none of it: a commit is capped there.
-    pub next_offset: &'a dyn Fn(&[u8], &[u8]) -> Option<u64>,
+    pub next_offset: NextOffset<'a>,
     /// In a secure cluster, the topics the sender's certificate allows (it
     /// must cover every topic of the group); `None` in an insecure one.
     pub sender_topics: Option<&'a TopicPatterns>,
@@ -383,7 +387,7 @@ impl StoreGroups {
         &mut self,
         c: &crate::wire::group::Commit<'_>,
         (now, wall_ms): (Instant, u64),
-        next_offset: &dyn Fn(&[u8], &[u8]) -> Option<u64>,
+        next_offset: NextOffset<'_>,
     ) -> Vec<CommitRecord> {
         let mut records = Registry::records(c, wall_ms);
         let mut waiting = Vec::new();
@@ -421,7 +425,7 @@ impl StoreGroups {
     pub fn settle_pending(
         &mut self,
         now: Instant,
-        next_offset: &dyn Fn(&[u8], &[u8]) -> Option<u64>,
+        next_offset: NextOffset<'_>,
         send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
     ) -> Result<()> {
         if self.pending.is_empty() {
@@ -480,7 +484,7 @@ impl StoreGroups {
         &mut self,
         o: &CommitOffsets<'_>,
         wall_ms: u64,
-        next_offset: &dyn Fn(&[u8], &[u8]) -> Option<u64>,
+        next_offset: NextOffset<'_>,
     ) -> Fate {
         let mine = self.address.as_slice();
         if o.to != mine || o.address == mine || !self.asks.contains(&o.sequence) {
