@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zmq
 from nodes_util import drain, wait_for
-from secure_util import FAST, Keys, address_of, secure_tower
+from secure_util import FAST, Keys, address_of, secure_tower, split
 
 import dafka
 
@@ -104,4 +104,103 @@ def test_a_secure_group_refuses_outsiders_and_forgers(tmp_path: Path) -> None:
     finally:
         for fake in fakes:
             fake.close(0)
+        ctx.term()
+
+
+def test_a_certificate_covering_part_of_a_groups_topics_cannot_commit_or_listen(
+    tmp_path: Path,
+) -> None:
+    """Review of issue 38, findings A and E. Group ``billing`` reads ``orders`` and
+    ``payments``; a consumer-role insider whose certificate covers ``orders`` alone
+    announces itself a member reading ``orders`` (which its certificate allows),
+    holding an ``orders`` partition, and commits it past the group's commit: the
+    store refuses it (its certificate does not cover the group's topics), and the
+    group's commit does not move. It cannot subscribe to the group's announcements
+    on a member's XPUB either (by the group's name or a prefix of it), nor can a
+    producer-role insider: each subscription is refused and counted."""
+    names = {**NAMES, "q": "producer", "c2": "consumer"}
+    keys = Keys(tmp_path / "keys", names)
+    dafka.keygen(str(keys.secret), "narrow", role="consumer", topics="orders")
+    (keys.secret / "narrow.key").rename(keys.trust / "narrow.key")
+    ctx = zmq.Context()
+    socks: list[zmq.Socket[bytes]] = []
+    try:
+        with (
+            secure_tower(keys) as t,
+            dafka.Store(tmp_path / "s1", towers=[t.endpoint], **keys.of("s1"), **FAST) as s,  # type: ignore[arg-type]
+            dafka.Producer("orders", towers=[t.endpoint], **keys.of("p"), **FAST) as p,  # type: ignore[arg-type]
+            dafka.Producer("payments", towers=[t.endpoint], **keys.of("q"), **FAST) as q,  # type: ignore[arg-type]
+        ):
+            for prod in (p, q):
+                prod.wait_for_stores(1, timeout=30)
+                for i in range(20):
+                    prod.send(b"%d" % i)
+                assert prod.flush(30) == 0
+            c = dafka.Consumer(
+                ["orders", "payments"],
+                towers=[t.endpoint],
+                group="billing",
+                enable_auto_commit=False,
+                **keys.of("c"),
+                **FAST,  # type: ignore[arg-type]
+            )
+            assert len(drain(c, 40)) == 40
+            c.commit(asynchronous=False)
+            assert c.committed([p.address]) == {p.address: 20}
+            for i in range(20, 40):
+                p.send(b"%d" % i)
+            assert p.flush(30) == 0
+            assert len(drain(c, 20)) == 20  # read, not committed
+
+            # The narrow insider, as itself, joins and commits 40 on the store.
+            pub, sec = keys.z85("narrow")
+            fake = ctx.socket(zmq.XPUB)
+            socks.append(fake)
+            fake.setsockopt(zmq.XPUB_VERBOSE, 1)
+            fake.curve_server = True
+            fake.curve_secretkey = sec  # type: ignore[assignment]
+            fake.bind("tcp://127.0.0.1:*")
+            ep = fake.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
+            s.connect(f"{ep};curve={pub.decode()}")
+            deadline = time.monotonic() + 20
+            while fake.poll(100) == 0 or fake.recv() != b"\x01C":
+                assert time.monotonic() < deadline, "the store never subscribed to COMMITs"
+            me, part = address_of(pub), p.address.encode()
+            refused = s.stats()["commits_refused"]
+            fake.send_multipart(member_frames(b"billing", me, b"orders", part))
+            fake.send_multipart(commit_frames(b"billing", me, b"orders", part, 40))
+            wait_for(lambda: s.stats()["commits_refused"] > refused, "the narrow commit refused")
+            assert c.committed([p.address]) == {p.address: 20}, "the commit did not move"
+
+            # Subscriptions to the member's announcements: the narrow consumer (by
+            # the group's name, and by a prefix) and a producer-role insider are
+            # refused; a consumer covering both topics hears them.
+            c_ep, c_key = split(c.endpoint)
+            denied = c.stats()["denied"]
+            subs = []
+            for name, prefix in (
+                ("narrow", b"Jbilling"),
+                ("narrow", b"Jb"),
+                ("mallory", b"Jbilling"),
+                ("c2", b"Jbilling"),
+            ):
+                sub = ctx.socket(zmq.SUB)
+                socks.append(sub)
+                sub.linger = 0
+                public, secret = keys.z85(name)
+                sub.curve_serverkey, sub.curve_publickey = c_key, public
+                sub.curve_secretkey = secret  # type: ignore[assignment]
+                sub.setsockopt(zmq.SUBSCRIBE, prefix)
+                sub.connect(c_ep)
+                subs.append(sub)
+            wait_for(lambda: c.stats()["denied"] >= denied + 3, "three subscriptions refused")
+            deadline = time.monotonic() + 20
+            while subs[3].poll(100) == 0:
+                assert time.monotonic() < deadline, "the covering consumer heard nothing"
+            assert subs[3].recv_multipart()[0] == b"Jbilling"
+            assert all(sub.poll(0) == 0 for sub in subs[:3])
+            c.close()
+    finally:
+        for sock in socks:
+            sock.close(0)
         ctx.term()

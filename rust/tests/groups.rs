@@ -291,7 +291,13 @@ fn a_store_started_later_takes_the_commits_from_another_and_serves_them() {
 
 /// An outsider speaking raw ZeroMQ: a COMMIT in the name of no member is
 /// refused and counted, a malformed group message is dropped and counted,
-/// and neither stops the store taking a member's commit.
+/// and neither stops the store taking a member's commit. The outsider
+/// announcing itself as a member cannot make the group lose records
+/// (review of issue 38, finding A): a partition claimed released that it
+/// was never heard holding gives it no right to commit; holding it, its
+/// epoch-1 and epoch-u64::MAX commits are refused, and its offset 10^12 is
+/// taken at the partition's next offset in the store (nothing past what
+/// the store holds is skipped).
 #[test]
 fn forged_and_malformed_group_messages_are_dropped_and_counted() {
     use std::sync::atomic::Ordering::SeqCst;
@@ -302,6 +308,12 @@ fn forged_and_malformed_group_messages_are_dropped_and_counted() {
 
     let dir = tempfile::tempdir().unwrap();
     let store = common::stores::store(dir.path(), &[]);
+    // The partition: a producer's, 20 records in the store.
+    let p = common::stores::producer(1, &[store.endpoint()]);
+    store.connect(p.endpoint()).unwrap();
+    p.send_many((0..20).map(common::stores::value).collect(), None)
+        .unwrap();
+    assert_eq!(p.flush(LONG).unwrap(), 0);
     let ctx = zmq::Context::new();
     let xpub = ctx.socket(zmq::XPUB).unwrap();
     xpub.set_linger(0).unwrap();
@@ -323,19 +335,17 @@ fn forged_and_malformed_group_messages_are_dropped_and_counted() {
             "no COMMIT subscription from the store"
         );
     }
-    let (me, part) = (
-        b"9E51FBAE55A649C1A50C0B360F3FF7AE",
-        b"85E3C6EBDC7B4156AD9C43611EBC09CE",
-    );
-    let commit = |offset| {
+    let me = b"9E51FBAE55A649C1A50C0B360F3FF7AE";
+    let part = p.address().as_bytes();
+    let commit = |sequence, epoch, offset| {
         GroupMessage::Commit(Commit {
             group: b"g",
             address: me,
-            sequence: offset,
+            sequence,
             entries: vec![Entry {
                 topic: b"t",
                 partition: part,
-                epoch: 0,
+                epoch,
                 offset,
             }],
         })
@@ -343,10 +353,13 @@ fn forged_and_malformed_group_messages_are_dropped_and_counted() {
         .unwrap()
     };
     let shared = store.shared();
-    xpub.send_multipart(commit(10), 0).unwrap();
-    wait_for("the forged COMMIT refused", LONG, || {
-        shared.commits_refused.load(SeqCst) == 1
-    });
+    let refused = |n| {
+        wait_for(&format!("{n} COMMITs refused"), LONG, || {
+            shared.commits_refused.load(SeqCst) == n
+        })
+    };
+    xpub.send_multipart(commit(1, 0, 10), 0).unwrap();
+    refused(1);
     let malformed = shared.stats.malformed.load(SeqCst);
     assert_eq!(shared.stats.group_malformed.load(SeqCst), 0);
     xpub.send_multipart([&b"Jg"[..], &[0xAA, 0xA5, b'J', 1, 0xFF][..]], 0)
@@ -355,28 +368,52 @@ fn forged_and_malformed_group_messages_are_dropped_and_counted() {
         shared.stats.group_malformed.load(SeqCst) == 1
     });
     assert!(shared.stats.malformed.load(SeqCst) > malformed);
-    // A member announces its claim, then commits it: taken.
-    let member = GroupMessage::Member(Member {
-        group: b"g",
-        address: me,
-        flags: 0,
-        timeout_ms: 60_000,
-        topics: vec![b"t"],
-        claims: vec![Claim {
-            topic: b"t",
-            partition: part,
-            state: ClaimState::Held,
-            offset: 0,
-        }],
-    });
-    xpub.send_multipart(member.encode(Dialect::Rfc).unwrap(), 0)
+    let announce = |state| {
+        GroupMessage::Member(Member {
+            group: b"g",
+            address: me,
+            flags: 0,
+            timeout_ms: 60_000,
+            topics: vec![b"t"],
+            claims: vec![Claim {
+                topic: b"t",
+                partition: part,
+                state,
+                offset: 0,
+            }],
+        })
+        .encode(Dialect::Rfc)
+        .unwrap()
+    };
+    // Released, never heard held: its commit is refused.
+    xpub.send_multipart(announce(ClaimState::Released), 0)
         .unwrap();
-    xpub.send_multipart(commit(11), 0).unwrap();
+    xpub.send_multipart(commit(2, 0, 10), 0).unwrap();
+    refused(2);
+    // Held, then committed: taken.
+    xpub.send_multipart(announce(ClaimState::Held), 0).unwrap();
+    xpub.send_multipart(commit(3, 0, 11), 0).unwrap();
     wait_for("the member's COMMIT taken", LONG, || {
         shared.commits_taken.load(SeqCst) == 1
     });
-    assert_eq!(shared.commits_refused.load(SeqCst), 1);
+    // Epochs past the row's: refused.
+    xpub.send_multipart(commit(4, 1, 0), 0).unwrap();
+    xpub.send_multipart(commit(5, u64::MAX, 0), 0).unwrap();
+    refused(4);
+    // Past the head: taken at the store's next offset, 20.
+    xpub.send_multipart(commit(6, 0, 1_000_000_000_000), 0)
+        .unwrap();
+    wait_for("the commit capped", LONG, || {
+        shared.commits_capped.load(SeqCst) == 1
+    });
+    assert_eq!(shared.commits_taken.load(SeqCst), 2);
     store.close().unwrap();
+    drop(store);
+    let log = std::fs::read(dir.path().join(COMMITS_FILE)).unwrap();
+    let rows = read_log(&log).records;
+    let last = rows.last().unwrap();
+    assert_eq!((last.position.epoch, last.position.offset), (0, 20));
+    assert!(rows.iter().all(|r| r.position.epoch == 0));
 }
 
 /// A member that dies (here a raw one that stops announcing, never

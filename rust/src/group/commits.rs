@@ -214,6 +214,14 @@ type Key = (Vec<u8>, Vec<u8>, Vec<u8>);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommitTable {
     entries: BTreeMap<Key, Position>,
+    /// What [`CommitTable::snapshot`] encodes to, in octets (kept as rows
+    /// are added: a store compares its log's size with it on every append).
+    encoded: u64,
+}
+
+/// The octets of a commit record naming `group`, `topic` and `partition`.
+pub fn record_len(group: &[u8], topic: &[u8], partition: &[u8]) -> u64 {
+    (MIN_RECORD - 3 + group.len() + topic.len() + partition.len()) as u64
 }
 
 impl CommitTable {
@@ -236,9 +244,22 @@ impl CommitTable {
                 true
             }
             None => {
+                self.encoded += record_len(&key.0, &key.1, &key.2);
                 self.entries.insert(key, record.position);
                 true
             }
+        }
+    }
+
+    /// Whether [`CommitTable::merge`] (or with `replica`,
+    /// [`CommitTable::merge_replica`]) would move `record`'s row; nothing
+    /// changes (a store logs a record before it merges it).
+    pub fn moves(&self, record: &CommitRecord, replica: bool) -> bool {
+        let at = |p: &Position| (p.epoch, p.offset);
+        match self.get(&record.group, &record.topic, &record.partition) {
+            None => true,
+            Some(p) if replica => at(&p) < at(&record.position),
+            Some(p) => p < record.position,
         }
     }
 
@@ -271,6 +292,18 @@ impl CommitTable {
     /// against "first record held" for a partition without a commit).
     pub fn group_known(&self, group: &[u8]) -> bool {
         self.range(group).next().is_some()
+    }
+
+    /// The topics `group` committed here.
+    pub fn topics<'s>(&'s self, group: &'s [u8]) -> std::collections::BTreeSet<&'s [u8]> {
+        self.range(group)
+            .map(|((_, t, _), _)| t.as_slice())
+            .collect()
+    }
+
+    /// The octets [`CommitTable::snapshot`] encodes to.
+    pub fn encoded_len(&self) -> u64 {
+        self.encoded
     }
 
     /// The groups that committed here, in order (`dafka groups`).

@@ -1,7 +1,7 @@
 //! What a store (or `dafka groups describe`) knows of the groups from their
 //! announcements, without being a member (docs/groups.md, "Security" and
 //! "Lag"): who is live in each group and what it claims; whether a COMMIT
-//! comes from a member that claims every partition it commits; and the
+//! comes from a member heard holding every partition it commits; and the
 //! description of a group, with lag, from announcements, commits and heads.
 //! Time is passed in (`now`, ms), as in [`super::view`].
 
@@ -16,6 +16,24 @@ struct Known {
     expires_at: u64,
     topics: Vec<Vec<u8>>,
     claims: BTreeMap<Part, (ClaimState, u64)>,
+    /// The partitions this registry heard the member hold, and still
+    /// claims (held, or released after it was heard holding them): what
+    /// it may commit.
+    held: BTreeSet<Part>,
+}
+
+/// Members of one group a registry keeps at most (more are refused).
+pub const MAX_MEMBERS_PER_GROUP: usize = 1024;
+/// Claims of one announcement a registry keeps at most (more: refused).
+pub const MAX_CLAIMS_PER_MEMBER: usize = 65_536;
+/// Groups one peer may be a member of at once, as a registry counts them
+/// (a peer: the first 16 characters of a member's address, which in a
+/// secure cluster are its key's).
+pub const MAX_GROUPS_PER_PEER: usize = 64;
+
+/// The peer a member address belongs to (see [`MAX_GROUPS_PER_PEER`]).
+fn peer_of(address: &[u8]) -> &[u8] {
+    &address[..address.len().min(16)]
 }
 
 /// Why a store refuses a COMMIT (dropped and counted).
@@ -23,14 +41,29 @@ struct Known {
 pub enum CommitRefused {
     #[error("the committer is no live member of the group")]
     NotAMember,
-    #[error("the committer does not claim a partition it commits")]
+    #[error("the committer was not heard holding a partition it commits")]
     NotClaimed,
+    #[error("the committer's certificate does not cover every topic of the group")]
+    Topics,
+}
+
+/// Why a registry refuses an announcement (dropped and counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AnnounceRefused {
+    #[error("the announcement claims more partitions than a registry keeps")]
+    Claims,
+    #[error("the group has as many members as a registry keeps")]
+    Members,
+    #[error("the peer is a member of as many groups as a registry keeps")]
+    Groups,
 }
 
 /// The live members of every group heard, with their claims.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     groups: BTreeMap<Vec<u8>, BTreeMap<Vec<u8>, Known>>,
+    /// Per peer ([`peer_of`]), in how many groups it has a member.
+    memberships: BTreeMap<Vec<u8>, usize>,
 }
 
 impl Registry {
@@ -38,40 +71,103 @@ impl Registry {
         Self::default()
     }
 
-    /// A GROUP-MEMBER heard: the member is live for its timeout, with these
-    /// claims; a leaving one is gone.
-    pub fn announcement(&mut self, now: u64, m: &Member<'_>) {
-        let group = self.groups.entry(m.group.to_vec()).or_default();
+    /// A GROUP-MEMBER heard: the member is live for its timeout (at most
+    /// [`crate::group::MAX_TIMEOUT_MS`]), with these claims; a leaving one
+    /// is gone. Refused past the caps above (a new member of a full group,
+    /// a peer in too many groups, too many claims).
+    pub fn announcement(&mut self, now: u64, m: &Member<'_>) -> Result<(), AnnounceRefused> {
         if m.flags & MEMBER_LEAVING != 0 {
-            group.remove(m.address);
-        } else {
-            let known = Known {
-                expires_at: now.saturating_add(u64::from(m.timeout_ms)),
-                topics: m.topics.iter().map(|t| t.to_vec()).collect(),
-                claims: m
-                    .claims
-                    .iter()
-                    .map(|c| {
-                        (
-                            (c.topic.to_vec(), c.partition.to_vec()),
-                            (c.state, c.offset),
-                        )
-                    })
-                    .collect(),
-            };
-            group.insert(m.address.to_vec(), known);
+            self.remove(m.group, m.address);
+            return Ok(());
         }
-        if group.is_empty() {
-            self.groups.remove(m.group);
+        if m.claims.len() > MAX_CLAIMS_PER_MEMBER {
+            return Err(AnnounceRefused::Claims);
+        }
+        let old = self.groups.get(m.group).and_then(|g| g.get(m.address));
+        if old.is_none() {
+            let members = self.groups.get(m.group).map_or(0, BTreeMap::len);
+            if members >= MAX_MEMBERS_PER_GROUP {
+                return Err(AnnounceRefused::Members);
+            }
+            let peer = peer_of(m.address);
+            if self.memberships.get(peer).copied().unwrap_or(0) >= MAX_GROUPS_PER_PEER {
+                return Err(AnnounceRefused::Groups);
+            }
+        }
+        let claims: BTreeMap<Part, (ClaimState, u64)> = m
+            .claims
+            .iter()
+            .map(|c| {
+                (
+                    (c.topic.to_vec(), c.partition.to_vec()),
+                    (c.state, c.offset),
+                )
+            })
+            .collect();
+        // Held now, or released after it was heard held.
+        let held = claims
+            .iter()
+            .filter(|(p, (s, _))| {
+                *s == ClaimState::Held || old.is_some_and(|o| o.held.contains(*p))
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        let known = Known {
+            expires_at: now.saturating_add(super::live_ms(m.timeout_ms)),
+            topics: m.topics.iter().map(|t| t.to_vec()).collect(),
+            claims,
+            held,
+        };
+        let group = self.groups.entry(m.group.to_vec()).or_default();
+        if group.insert(m.address.to_vec(), known).is_none() {
+            *self
+                .memberships
+                .entry(peer_of(m.address).to_vec())
+                .or_default() += 1;
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, group: &[u8], address: &[u8]) {
+        let Some(members) = self.groups.get_mut(group) else {
+            return;
+        };
+        let removed = members.remove(address).is_some();
+        if members.is_empty() {
+            self.groups.remove(group);
+        }
+        if removed {
+            self.left(address);
+        }
+    }
+
+    /// One membership of `address`'s peer less.
+    fn left(&mut self, address: &[u8]) {
+        let peer = peer_of(address);
+        if let Some(n) = self.memberships.get_mut(peer) {
+            *n -= 1;
+            if *n == 0 {
+                self.memberships.remove(peer);
+            }
         }
     }
 
     /// Forgets members silent past their timeout, and groups left empty.
     pub fn expire(&mut self, now: u64) {
+        let mut gone = Vec::new();
         for members in self.groups.values_mut() {
-            members.retain(|_, k| k.expires_at > now);
+            members.retain(|address, k| {
+                let live = k.expires_at > now;
+                if !live {
+                    gone.push(address.clone());
+                }
+                live
+            });
         }
         self.groups.retain(|_, m| !m.is_empty());
+        for address in gone {
+            self.left(&address);
+        }
     }
 
     /// The groups with a live member.
@@ -79,10 +175,28 @@ impl Registry {
         self.groups.keys().map(Vec::as_slice).collect()
     }
 
+    /// How many members the registry keeps, over every group.
+    pub fn members(&self) -> usize {
+        self.groups.values().map(BTreeMap::len).sum()
+    }
+
+    /// The topics the live members of `group` announce (in a secure
+    /// cluster, with the table's, what a committer's certificate must
+    /// cover).
+    pub fn topics(&self, group: &[u8]) -> BTreeSet<&[u8]> {
+        self.groups
+            .get(group)
+            .into_iter()
+            .flat_map(|g| g.values())
+            .flat_map(|k| k.topics.iter().map(Vec::as_slice))
+            .collect()
+    }
+
     /// Whether a store takes `c`: its committer is a live member of the
-    /// group that claims (held or released) every partition it commits.
-    /// An honest member announces a claim before it commits it, on the
-    /// same connection, so only forgeries are refused.
+    /// group that this registry heard holding every partition it commits
+    /// (and that still claims it, held or released). An honest member
+    /// announces a claim held before it commits it, on the same
+    /// connection, so only forgeries are refused.
     pub fn check_commit(&self, now: u64, c: &Commit<'_>) -> Result<(), CommitRefused> {
         let known = self
             .groups
@@ -92,8 +206,8 @@ impl Registry {
             .ok_or(CommitRefused::NotAMember)?;
         for e in &c.entries {
             if !known
-                .claims
-                .contains_key(&(e.topic.to_vec(), e.partition.to_vec()))
+                .held
+                .contains(&(e.topic.to_vec(), e.partition.to_vec()))
             {
                 return Err(CommitRefused::NotClaimed);
             }

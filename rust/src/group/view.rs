@@ -89,6 +89,15 @@ pub enum Refused {
     OtherGroup,
     #[error("announcement in this member's own name")]
     OwnAddress,
+    #[error("announcement of a member that consumes other topics than this group's")]
+    OtherTopics,
+}
+
+/// Whether `a` and `b` name the same set of topics (in any order).
+pub fn same_topics<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &[A], b: &[B]) -> bool {
+    let a: BTreeSet<&[u8]> = a.iter().map(|t| t.as_ref()).collect();
+    let b: BTreeSet<&[u8]> = b.iter().map(|t| t.as_ref()).collect();
+    a == b
 }
 
 #[derive(Debug, Clone)]
@@ -144,6 +153,14 @@ impl View {
         if m.address == self.address.as_slice() {
             return Err(Refused::OwnAddress);
         }
+        // Members of one group consume the same topics. A member announcing
+        // fewer (in a secure cluster: one whose certificate covers only
+        // some of the group's topics) is not counted, so it is given no
+        // partition and its claims hold none back (docs/groups.md,
+        // "Security").
+        if !same_topics(&m.topics, &self.topics) {
+            return Err(Refused::OtherTopics);
+        }
         let old = self.peers.remove(m.address);
         let claims: BTreeMap<Part, (ClaimState, u64)> = m
             .claims
@@ -172,7 +189,7 @@ impl View {
         }
         if m.flags & MEMBER_LEAVING == 0 {
             let peer = Peer {
-                expires_at: now.saturating_add(u64::from(m.timeout_ms)),
+                expires_at: now.saturating_add(super::live_ms(m.timeout_ms)),
                 topics: m.topics.iter().map(|t| t.to_vec()).collect(),
                 claims,
             };

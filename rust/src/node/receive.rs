@@ -151,6 +151,15 @@ impl Core {
         refused
     }
 
+    /// In a secure node, the topics the certificate of `from` allows (none
+    /// if its key is no longer trusted); `None` in an insecure one.
+    pub fn sender_topics(&self, from: Sender) -> Option<crate::security::TopicPatterns> {
+        match (&self.secure, from) {
+            (Some(sc), Sender::Key(key)) => Some(sc.topics_of(&key)),
+            _ => None,
+        }
+    }
+
     fn refuse(&mut self, from: Sender, msg: &Message<'_>, stats: &Stats) -> bool {
         self.refused(from, stats, |sc, key| sc.refuse(key, msg).is_some())
     }

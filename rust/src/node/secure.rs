@@ -29,11 +29,11 @@ use crate::node::monitor::Monitor;
 use crate::security::conns::Conns;
 use crate::security::said::Said;
 use crate::security::{
-    check_group, check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer,
-    Role, Secure,
+    check_group, check_member_subscription, check_message, check_subscription, split_keyed,
+    zap::ZapHandler, Denied, Peer, Role, Secure, TopicPatterns,
 };
-use crate::wire::group::GroupMessage;
-use crate::wire::{Kind, Message, Subscription};
+use crate::wire::group::{GroupKind, GroupMessage};
+use crate::wire::{Kind, Message, Prefix, Subscription};
 
 /// One peer we receive from, on its own socket.
 pub(crate) struct PeerSub {
@@ -84,6 +84,12 @@ pub(crate) struct SecureCore {
     rcvhwm: i32,
     generation: u64,
     said: Said,
+    /// The topics this node consumes, and its consumer group once it
+    /// subscribes to that group's announcements (the only ones it
+    /// publishes): a subscription to them needs a certificate that covers
+    /// these topics ([`check_member_subscription`]).
+    pub topics: Vec<Vec<u8>>,
+    pub group: Option<Vec<u8>>,
 }
 
 impl SecureCore {
@@ -108,6 +114,8 @@ impl SecureCore {
             rcvhwm,
             generation,
             said: Said::default(),
+            topics: Vec::new(),
+            group: None,
         }
     }
 
@@ -203,6 +211,14 @@ impl SecureCore {
         Some(denied)
     }
 
+    /// The topics the certificate of `key` allows (none if it is not
+    /// trusted now).
+    pub fn topics_of(&self, key: &[u8; 32]) -> TopicPatterns {
+        let snap = self.id.trust.snapshot();
+        snap.get(key)
+            .map_or_else(TopicPatterns::none, |t| t.topics.clone())
+    }
+
     /// What `rule` says of the peer of `key` (a key revoked since it
     /// connected: its socket closes at the next turn).
     fn check(
@@ -254,7 +270,15 @@ impl SecureCore {
                 role: t.role,
                 topics: &t.topics,
             };
-            if let Err(d) = check_subscription(&peer, &sub.prefix) {
+            let own = self.group.as_deref().map(|g| (g, self.topics.as_slice()));
+            let checked = check_subscription(&peer, &sub.prefix).and_then(|()| match sub.prefix {
+                Prefix::Group {
+                    kind: GroupKind::Member,
+                    key,
+                } => check_member_subscription(&peer, key, own),
+                _ => Ok(()),
+            });
+            if let Err(d) = checked {
                 let who = crate::security::cert::key_z85(&key);
                 let prefix = String::from_utf8_lossy(&sub.prefix.to_bytes()).into_owned();
                 self.say(&who, &format!("subscription {prefix:?} refused: {d}"));

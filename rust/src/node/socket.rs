@@ -287,7 +287,9 @@ impl Core {
         let mut secure = match (id, zap) {
             (Some(id), Some(zap)) => {
                 let monitor = crate::node::monitor::Monitor::watch(ctx, &xpub)?;
-                Some(SecureCore::new(id, zap, monitor, subscribe, cfg.rcvhwm))
+                let mut sc = SecureCore::new(id, zap, monitor, subscribe, cfg.rcvhwm);
+                sc.topics = topics.iter().map(|t| t.to_vec()).collect();
+                Some(sc)
             }
             _ => {
                 for msg in &subscribe {
@@ -521,7 +523,20 @@ impl Core {
     pub fn subscribe(&mut self, prefix: &[u8]) -> Result<()> {
         let frame = [&[1u8][..], prefix].concat();
         match &mut self.secure {
-            Some(sc) => sc.subscribe(frame),
+            Some(sc) => {
+                // A member's own group (it subscribes to its announcements
+                // before it reads any subscription to its XPUB).
+                if let crate::wire::Prefix::Group {
+                    kind: crate::wire::group::GroupKind::Member,
+                    key,
+                } = crate::wire::Prefix::parse(prefix)
+                {
+                    if !key.is_empty() {
+                        sc.group = Some(key.to_vec());
+                    }
+                }
+                sc.subscribe(frame)
+            }
             None => {
                 self.sub.send(frame.as_slice(), 0)?;
                 Ok(())

@@ -276,6 +276,17 @@ impl PyStore {
         ] {
             d.set_item(k, v)?;
         }
+        // Consumer groups (docs/groups.md, "Security").
+        for (k, v) in [
+            ("commit_rows", &shared.commit_rows),
+            ("commits_taken", &shared.commits_taken),
+            ("commits_refused", &shared.commits_refused),
+            ("commits_capped", &shared.commits_capped),
+            ("commits_replicated", &shared.commits_replicated),
+            ("group_announcements_refused", &shared.announcements_refused),
+        ] {
+            d.set_item(k, v.load(std::sync::atomic::Ordering::Relaxed))?;
+        }
         if let Some(t) = &shared.sync_times {
             let t = t.snapshot();
             d.set_item("syncs", t.count)?;

@@ -64,6 +64,11 @@ impl TopicPatterns {
         TopicPatterns(vec!["*".to_string()])
     }
 
+    /// No topic (a key no longer trusted).
+    pub fn none() -> Self {
+        TopicPatterns(Vec::new())
+    }
+
     pub fn patterns(&self) -> &[String] {
         &self.0
     }
@@ -358,6 +363,38 @@ pub fn check_group(from: &Peer<'_>, msg: &GroupMessage<'_>) -> Result<(), Denied
             from.own(o.address, "a COMMIT-OFFSETS's store")
         }
     }
+}
+
+/// Whether the peer `from` may subscribe `J` + `key` (a group's
+/// announcements) on the XPUB of a node that is a member of group `own.0`
+/// consuming topics `own.1` (`None`: a node of no group, which announces
+/// nothing). Beside [`check_subscription`]'s rule (a consumer or a store;
+/// `J` alone a store): what would reach a consumer of our announcements
+/// (our group's name, topics, partitions and offsets) needs a certificate
+/// covering every topic of our group, and a key that names our group
+/// exactly (a prefix of it, `J` + `b` for `billing`, is refused: it would
+/// be a way to hear every group starting with `b`). A store hears every
+/// group. A key that is no prefix of our group gets nothing from us.
+pub fn check_member_subscription(
+    from: &Peer<'_>,
+    key: &[u8],
+    own: Option<(&[u8], &[Vec<u8>])>,
+) -> Result<(), Denied> {
+    if from.roles(&[Role::Consumer, Role::Store], "a subscription to a group")? == Role::Store {
+        return Ok(());
+    }
+    let Some((group, topics)) = own else {
+        return Ok(());
+    };
+    if !group.starts_with(key) {
+        return Ok(());
+    }
+    if key != group {
+        return Err(Denied::Subscription {
+            what: "a prefix of a group's name",
+        });
+    }
+    topics.iter().try_for_each(|t| from.topic(t))
 }
 
 /// Whether the peer `from` may subscribe `prefix` on our XPUB (applied only

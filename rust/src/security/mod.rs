@@ -21,8 +21,9 @@ pub mod trust;
 pub mod zap;
 
 pub use acl::{
-    address_for_key, address_for_key_with, address_matches_key, check_group, check_message,
-    check_subscription, Denied, Peer, Role, TopicPatterns,
+    address_for_key, address_for_key_with, address_matches_key, check_group,
+    check_member_subscription, check_message, check_subscription, Denied, Peer, Role,
+    TopicPatterns,
 };
 pub use cert::{keygen, Certificate};
 pub use error::SecurityError;

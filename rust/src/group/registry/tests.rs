@@ -56,6 +56,18 @@ fn a_commit_is_taken_only_from_a_live_member_claiming_its_partitions() {
         Err(CommitRefused::NotAMember)
     );
     r.announcement(
+        900,
+        &member(
+            A,
+            vec![
+                claim(&p0, ClaimState::Held, 0),
+                claim(&p1, ClaimState::Held, 0),
+            ],
+            0,
+        ),
+    )
+    .unwrap();
+    r.announcement(
         1000,
         &member(
             A,
@@ -65,9 +77,10 @@ fn a_commit_is_taken_only_from_a_live_member_claiming_its_partitions() {
             ],
             0,
         ),
-    );
-    // Held and released both count (a giver's final commit may come
-    // after its release was heard by another store).
+    )
+    .unwrap();
+    // Held, and released after it was heard held, both count (a giver's
+    // final commit may come after its release was heard).
     assert_eq!(r.check_commit(1000, &commit(A, &both, 5)), Ok(()));
     assert_eq!(
         r.check_commit(1000, &commit(A, &[p0.clone(), p2.clone()], 5)),
@@ -95,11 +108,13 @@ fn a_commit_is_taken_only_from_a_live_member_claiming_its_partitions() {
 fn a_leaving_member_is_gone_at_once() {
     let mut r = Registry::new();
     let p0 = p(0);
-    r.announcement(0, &member(A, vec![claim(&p0, ClaimState::Held, 0)], 0));
+    r.announcement(0, &member(A, vec![claim(&p0, ClaimState::Held, 0)], 0))
+        .unwrap();
     r.announcement(
         10,
         &member(A, vec![claim(&p0, ClaimState::Released, 3)], MEMBER_LEAVING),
-    );
+    )
+    .unwrap();
     assert_eq!(r.groups(), Vec::<&[u8]>::new());
     assert_eq!(
         r.check_commit(10, &commit(A, std::slice::from_ref(&p0), 3)),
@@ -133,7 +148,8 @@ type Row<'a> = (
 fn describe_shows_members_owners_commits_and_lag() {
     let mut r = Registry::new();
     let (p0, p1, p2, p3) = (p(0), p(1), p(2), p(3));
-    r.announcement(0, &member(A, vec![claim(&p0, ClaimState::Held, 100)], 0));
+    r.announcement(0, &member(A, vec![claim(&p0, ClaimState::Held, 100)], 0))
+        .unwrap();
     r.announcement(
         0,
         &member(
@@ -144,7 +160,8 @@ fn describe_shows_members_owners_commits_and_lag() {
             ],
             0,
         ),
-    );
+    )
+    .unwrap();
     let mut t = CommitTable::new();
     for rec in Registry::records(&commit(A, std::slice::from_ref(&p0), 100), 1) {
         t.merge(&rec);
@@ -194,4 +211,105 @@ fn describe_shows_members_owners_commits_and_lag() {
     let e = r.describe(b"audit", &t, &heads);
     assert!(e.members.is_empty() && e.partitions.is_empty());
     assert_eq!(e.total_lag, 0);
+}
+
+/// A partition claimed released by a member never heard holding it (an
+/// outsider's forged "released" under its own address) gives no right to
+/// commit it; one heard held, then released, does.
+#[test]
+fn only_a_partition_heard_held_may_be_committed() {
+    let mut r = Registry::new();
+    let p0 = p(0);
+    let one = std::slice::from_ref(&p0);
+    r.announcement(0, &member(A, vec![claim(&p0, ClaimState::Released, 0)], 0))
+        .unwrap();
+    assert_eq!(
+        r.check_commit(0, &commit(A, one, 5)),
+        Err(CommitRefused::NotClaimed)
+    );
+    r.announcement(1, &member(A, vec![claim(&p0, ClaimState::Held, 0)], 0))
+        .unwrap();
+    r.announcement(2, &member(A, vec![claim(&p0, ClaimState::Released, 4)], 0))
+        .unwrap();
+    assert_eq!(r.check_commit(2, &commit(A, one, 5)), Ok(()));
+    // No longer claimed at all: refused again.
+    r.announcement(3, &member(A, vec![], 0)).unwrap();
+    assert_eq!(
+        r.check_commit(3, &commit(A, one, 5)),
+        Err(CommitRefused::NotClaimed)
+    );
+}
+
+/// A timeout of 49.7 days counts as at most a minute.
+#[test]
+fn an_announced_timeout_is_capped() {
+    let mut r = Registry::new();
+    let mut m = member(A, vec![], 0);
+    m.timeout_ms = u32::MAX;
+    r.announcement(0, &m).unwrap();
+    r.expire(u64::from(crate::group::MAX_TIMEOUT_MS) - 1);
+    assert_eq!(r.members(), 1);
+    r.expire(u64::from(crate::group::MAX_TIMEOUT_MS));
+    assert_eq!(r.members(), 0);
+}
+
+/// Members per group, groups per peer and claims per member are capped;
+/// a member already known is still heard, and the room comes back as
+/// members leave or expire.
+#[test]
+fn the_registry_is_bounded() {
+    let mut r = Registry::new();
+    let addr = |peer: usize, i: usize| format!("{peer:016X}{i:016X}").into_bytes();
+    let group = |i: usize| format!("g{i}").into_bytes();
+    // One peer in MAX_GROUPS_PER_PEER groups, then no more.
+    let names: Vec<Vec<u8>> = (0..=MAX_GROUPS_PER_PEER).map(group).collect();
+    let addrs: Vec<Vec<u8>> = (0..=MAX_GROUPS_PER_PEER).map(|i| addr(7, i)).collect();
+    for (i, (g, a)) in names.iter().zip(&addrs).enumerate() {
+        let mut m = member(a, vec![], 0);
+        m.group = g;
+        let want = if i < MAX_GROUPS_PER_PEER {
+            Ok(())
+        } else {
+            Err(AnnounceRefused::Groups)
+        };
+        assert_eq!(r.announcement(0, &m), want, "membership {i}");
+    }
+    // A known member's heartbeat is still taken.
+    let mut m = member(&addrs[0], vec![], 0);
+    m.group = &names[0];
+    assert_eq!(r.announcement(1, &m), Ok(()));
+    // Leaving frees a place.
+    m.flags = MEMBER_LEAVING;
+    r.announcement(2, &m).unwrap();
+    let mut m = member(&addrs[MAX_GROUPS_PER_PEER], vec![], 0);
+    m.group = &names[MAX_GROUPS_PER_PEER];
+    assert_eq!(r.announcement(3, &m), Ok(()));
+    // Expiry frees every place.
+    r.expire(10_000);
+    assert_eq!((r.members(), r.memberships.len()), (0, 0));
+
+    // Members per group.
+    let many: Vec<Vec<u8>> = (0..=MAX_MEMBERS_PER_GROUP).map(|i| addr(i, 0)).collect();
+    for (i, a) in many.iter().enumerate() {
+        let want = if i < MAX_MEMBERS_PER_GROUP {
+            Ok(())
+        } else {
+            Err(AnnounceRefused::Members)
+        };
+        assert_eq!(r.announcement(0, &member(a, vec![], 0)), want, "member {i}");
+    }
+    assert_eq!(r.members(), MAX_MEMBERS_PER_GROUP);
+
+    // Claims per member.
+    let parts: Vec<Part> = (0..=MAX_CLAIMS_PER_MEMBER)
+        .map(|i| (b"orders".to_vec(), format!("{i:08X}").into_bytes()))
+        .collect();
+    let claims: Vec<Claim<'_>> = parts
+        .iter()
+        .map(|q| claim(q, ClaimState::Held, 0))
+        .collect();
+    assert_eq!(
+        r.announcement(0, &member(&many[0], claims, 0)),
+        Err(AnnounceRefused::Claims)
+    );
 }

@@ -152,6 +152,41 @@ fn announcements_of_other_groups_and_of_itself_are_refused() {
     assert_eq!(v.members(), vec![me.as_slice()]);
 }
 
+/// A member of the group announcing other topics than this member's (in a
+/// secure cluster: a certificate covering only `orders` joining group
+/// `billing` of `orders` and `payments`) is not counted: it is given no
+/// partition, and its claims hold back none; the same topics in another
+/// order are the same set.
+#[test]
+fn a_member_announcing_other_topics_is_not_counted() {
+    let mut v = View::new(b"billing", &addr(0), &[b"orders", b"payments"], TIMING, 0);
+    let intruder = addr(1);
+    let p = part(0);
+    v.partition_seen(&p.0, &p.1);
+    let m = announcement(&intruder, vec![held(&p, 1_000_000)], 0);
+    assert_eq!(v.announcement(0, &m), Err(Refused::OtherTopics));
+    assert_eq!(v.members(), vec![addr(0).as_slice()]);
+    // Its claim does not hold the partition back.
+    assert_eq!(v.decide(2000), vec![Decision::Lookup(p.clone())]);
+    let mut same = announcement(&intruder, vec![], 0);
+    same.topics = vec![&b"payments"[..], &b"orders"[..]];
+    assert_eq!(v.announcement(0, &same), Ok(()));
+}
+
+/// A timeout announced as 49.7 days keeps a member live a minute at most.
+#[test]
+fn an_announced_timeout_is_capped_at_a_minute() {
+    let mut v = view(0, 0);
+    let other = addr(1);
+    let mut m = announcement(&other, vec![], 0);
+    m.timeout_ms = u32::MAX;
+    v.announcement(0, &m).unwrap();
+    v.decide(1);
+    assert_eq!(v.members().len(), 2);
+    v.decide(u64::from(crate::group::MAX_TIMEOUT_MS) + 1);
+    assert_eq!(v.members(), vec![addr(0).as_slice()]);
+}
+
 #[test]
 fn a_partition_of_another_topic_is_not_taken() {
     let mut v = view(0, 0);

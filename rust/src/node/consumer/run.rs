@@ -114,8 +114,11 @@ fn group_turn(
             events.push(GroupEvent::Assigned(assigned));
         }
     }
-    g.auto_commit(now, &|p: &Part| position(shared, p), &mut sender(core))?;
+    // Announcements first: a store takes a member's COMMITs only once it
+    // heard the member hold the partitions (a restarted store, just
+    // subscribed, hears it in this turn).
     g.due(now, &mut sender(core))?;
+    g.auto_commit(now, &|p: &Part| position(shared, p), &mut sender(core))?;
     publish_assignment(shared, g);
     shared.members.store(g.members(), SeqCst);
     Ok(())

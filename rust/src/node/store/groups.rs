@@ -1,6 +1,9 @@
 //! What a store does for consumer groups (docs/groups.md, "Commits"): it
-//! hears every member's announcement (a [`Registry`]), takes the COMMITs of
-//! live members that claim what they commit, keeps the greatest commit per
+//! hears every member's announcement (a [`Registry`], expired on a timer),
+//! takes the COMMITs of live members heard holding what they commit
+//! (bounded: no epoch past the row's, no offset past the partition's next
+//! one in this store, in a secure cluster only from a certificate that
+//! covers the group's topics), keeps the greatest commit per
 //! (group, topic, partition) (a [`CommitTable`]) durably in `commits.log`,
 //! and answers COMMIT-QUERY and COMMIT with COMMIT-OFFSETS. No sockets: the
 //! event loop (`run.rs`) hands it the group messages and sends what it
@@ -16,21 +19,24 @@
 //!
 //! `commits.log` is a sequence of commit records ([`CommitRecord`]), one
 //! per row a commit moved, written and synced before the COMMIT is
-//! answered. At start-up it is read up to its first bad record (a torn
-//! tail is cut off there) and merged; when it grows past four times the
-//! table (and past 1 MiB) it is rewritten from the table through a synced
-//! temporary file renamed over it.
+//! answered, and merged into the table only once written: an append that
+//! fails (a full disk) is cut back off the file, so the records after it
+//! are never behind a torn one. At start-up it is read up to its first bad
+//! record (a torn tail is cut off there) and merged; when it grows past
+//! four times the table (and past 1 MiB) it is rewritten from the table
+//! through a synced temporary file renamed over it.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::group::commits::{read_log, CommitRecord, CommitTable};
-use crate::group::registry::{entry_records, Registry};
+use crate::group::registry::{entry_records, CommitRefused, Registry};
 use crate::node::out::Fate;
 use crate::node::store::state::heads::PeerHeads;
+use crate::security::TopicPatterns;
 use crate::wire::group::{
     CommitOffsets, CommitQuery, Entry, GroupMessage, OFFSETS_GROUP_KNOWN, OFFSETS_LAST,
 };
@@ -39,33 +45,124 @@ use crate::wire::group::{
 pub const COMMITS_FILE: &str = "commits.log";
 /// The log is compacted past this size, and past four times the table's.
 const COMPACT_AFTER: u64 = 1 << 20;
+/// How often the registry forgets members silent past their timeout.
+const EXPIRE_EVERY: Duration = Duration::from_secs(1);
+/// How long a commit past a partition's head waits for the store to hold
+/// what it names (a member may read a record from its producer a moment
+/// before the store has it).
+const PENDING_FOR: Duration = Duration::from_secs(3);
+/// Commits waiting so at most (more are taken at the head only).
+const MAX_PENDING: usize = 1024;
+
+/// A commit entry taken at its partition's head, to be taken at the offset
+/// it named once the store holds that much, and answered again then.
+#[derive(Debug)]
+struct Pending {
+    record: CommitRecord,
+    to: Vec<u8>,
+    sequence: u64,
+    until: Instant,
+}
 
 /// The commit log on disk (opened at the first commit to append).
 #[derive(Debug)]
 struct CommitsFile {
     path: PathBuf,
     file: Option<File>,
+    /// Its length up to the last record written and synced.
     len: u64,
+    /// A failed append may have left bytes past `len`: cut them off
+    /// before the next append.
+    torn: bool,
+    /// Tests: the next append writes this many bytes, then fails.
+    #[cfg(test)]
+    fail_next: Option<usize>,
 }
 
 impl CommitsFile {
+    fn new(path: &Path, len: u64) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            file: None,
+            len,
+            torn: false,
+            #[cfg(test)]
+            fail_next: None,
+        }
+    }
+
+    /// Appends `buf` and syncs it. On failure the file is cut back to what
+    /// it held before (now, or at the next append if that fails too), so
+    /// the records appended later never follow a torn one.
     fn append(&mut self, buf: &[u8]) -> Result<()> {
-        let path = &self.path;
-        let err = |e| io_error("append to the commit log", path, e);
+        let written = self.cut_if_torn().and_then(|()| self.write(buf));
+        if let Err(e) = written {
+            self.torn = true;
+            // A file handle in an unknown state: opened again next time.
+            self.file = None;
+            if let Err(cut) = self.cut_if_torn() {
+                tracing::warn!(
+                    "{}: could not cut a failed append off ({cut}); retried at the next one",
+                    self.path.display()
+                );
+            }
+            return Err(io_error("append to the commit log", &self.path, e));
+        }
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<()> {
         let mut file = match self.file.take() {
             Some(f) => f,
             None => OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(path)
-                .map_err(err)?,
+                .open(&self.path)?,
         };
-        let written = file.write_all(buf).and_then(|()| file.sync_data());
+        #[cfg(test)]
+        if let Some(n) = self.fail_next.take() {
+            file.write_all(&buf[..n.min(buf.len())])?;
+            return Err(std::io::Error::other("injected: no space left on device"));
+        }
+        file.write_all(buf)?;
+        file.sync_data()?;
         self.file = Some(file);
-        written.map_err(err)?;
-        self.len += buf.len() as u64;
         Ok(())
     }
+
+    fn cut_if_torn(&mut self) -> std::io::Result<()> {
+        if self.torn {
+            let f = OpenOptions::new().write(true).open(&self.path)?;
+            f.set_len(self.len)?;
+            f.sync_all()?;
+            self.torn = false;
+        }
+        Ok(())
+    }
+}
+
+/// A partition's next offset (head + 1) in a store's log, `None` if it
+/// holds none of it.
+pub type NextOffset<'a> = &'a dyn Fn(&[u8], &[u8]) -> Option<u64>;
+
+/// What a store checks a COMMIT against besides its registry and table.
+#[derive(Clone, Copy)]
+pub struct Checks<'a> {
+    /// A partition's next offset (head + 1) in this store's log, `None` if
+    /// it holds none of it: a commit is capped there.
+    pub next_offset: NextOffset<'a>,
+    /// In a secure cluster, the topics the sender's certificate allows (it
+    /// must cover every topic of the group); `None` in an insecure one.
+    pub sender_topics: Option<&'a TopicPatterns>,
+}
+
+impl Checks<'_> {
+    /// No log, no security (tests, and the describing tool's table).
+    pub const NONE: Checks<'static> = Checks {
+        next_offset: &|_, _| Some(u64::MAX),
+        sender_topics: None,
+    };
 }
 
 fn io_error(what: &'static str, path: &Path, e: std::io::Error) -> Error {
@@ -82,9 +179,22 @@ pub struct StoreGroups {
     base: Instant,
     /// The log is compacted past this size ([`COMPACT_AFTER`]).
     compact_after: u64,
-    /// COMMITs refused: from no live member of the group, or for a
-    /// partition the committer does not claim.
+    /// COMMITs refused: from no live member of the group, for a partition
+    /// the committer was not heard holding, from a certificate that does
+    /// not cover the group's topics; and entries refused: an epoch past the
+    /// row's, a partition this store holds nothing of.
     pub commits_refused: u64,
+    /// Entries whose offset was past the partition's next offset here,
+    /// taken at that next offset.
+    pub commits_capped: u64,
+    /// GROUP-MEMBERs the registry refused (past its caps).
+    pub announcements_refused: u64,
+    /// Times the log was rewritten from the table.
+    pub compactions: u64,
+    /// When the registry next forgets silent members.
+    next_expire: Instant,
+    /// Commits past a partition's head, waiting for it.
+    pending: Vec<Pending>,
     /// Rows a COMMIT moved.
     pub commits_taken: u64,
     /// Records of the commit log cut off at start-up (a torn tail).
@@ -133,11 +243,7 @@ impl StoreGroups {
                         .and_then(|f| f.set_len(len).and_then(|()| f.sync_all()));
                     cut.map_err(|e| io_error("cut the commit log's torn tail", path, e))?;
                 }
-                Some(CommitsFile {
-                    path: path.to_path_buf(),
-                    file: None,
-                    len,
-                })
+                Some(CommitsFile::new(path, len))
             }
         };
         Ok(Self {
@@ -148,6 +254,11 @@ impl StoreGroups {
             base: now,
             compact_after: COMPACT_AFTER,
             commits_refused: 0,
+            commits_capped: 0,
+            announcements_refused: 0,
+            compactions: 0,
+            next_expire: now + EXPIRE_EVERY,
+            pending: Vec::new(),
             commits_taken: 0,
             log_damaged,
             log_errors: 0,
@@ -167,30 +278,41 @@ impl StoreGroups {
         &self.table
     }
 
+    /// The registry (what the tests read).
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// One group message: an announcement is noted, a COMMIT checked,
-    /// merged, made durable and answered, a COMMIT-QUERY answered. `wall_ms`
-    /// is the time stamped on commits taken. Answers go to `send`.
+    /// bounded, merged, made durable and answered, a COMMIT-QUERY
+    /// answered. `wall_ms` is the time stamped on commits taken; `checks`
+    /// what the store's log and the sender's certificate say. Answers go
+    /// to `send`.
     pub fn on_group(
         &mut self,
         msg: &GroupMessage<'_>,
-        now: Instant,
-        wall_ms: u64,
+        (now, wall_ms): (Instant, u64),
+        checks: Checks<'_>,
         send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
     ) -> Result<Fate> {
         let t = self.ms(now);
         match msg {
-            GroupMessage::Member(m) => {
-                self.registry.announcement(t, m);
-                Ok(Fate::Taken(0))
-            }
+            GroupMessage::Member(m) => match self.registry.announcement(t, m) {
+                Ok(()) => Ok(Fate::Taken(0)),
+                Err(why) => {
+                    self.announcements_refused += 1;
+                    tracing::debug!("refused a GROUP-MEMBER of {:?}: {why}", lossy(m.group));
+                    Ok(Fate::Ignored)
+                }
+            },
             GroupMessage::Commit(c) => {
                 self.registry.expire(t);
-                if let Err(why) = self.registry.check_commit(t, c) {
+                if let Err(why) = self.check_commit(t, c, checks.sender_topics) {
                     self.commits_refused += 1;
                     tracing::debug!("refused a COMMIT of group {:?}: {why}", lossy(c.group));
                     return Ok(Fate::Ignored);
                 }
-                let records = Registry::records(c, wall_ms);
+                let records = self.bounded(c, (now, wall_ms), checks.next_offset);
                 if !self.take(&records, false) {
                     // Not answered: the member commits again (the next
                     // auto-commit), and the store goes on serving records.
@@ -227,19 +349,152 @@ impl StoreGroups {
                 }
                 Ok(Fate::Taken(0))
             }
-            GroupMessage::CommitOffsets(o) => Ok(self.on_replica(o, wall_ms)),
+            GroupMessage::CommitOffsets(o) => Ok(self.on_replica(o, wall_ms, checks.next_offset)),
         }
+    }
+
+    /// Whether `c`'s committer may commit for its group at all: a live
+    /// member heard holding each partition; in a secure cluster also a
+    /// certificate covering every topic of the group (as its live members
+    /// announce them and its commits here name them).
+    fn check_commit(
+        &self,
+        t: u64,
+        c: &crate::wire::group::Commit<'_>,
+        sender_topics: Option<&TopicPatterns>,
+    ) -> std::result::Result<(), CommitRefused> {
+        self.registry.check_commit(t, c)?;
+        if let Some(allowed) = sender_topics {
+            let mut topics = self.registry.topics(c.group);
+            topics.extend(self.table.topics(c.group));
+            if !topics.iter().all(|topic| allowed.allows(topic)) {
+                return Err(CommitRefused::Topics);
+            }
+        }
+        Ok(())
+    }
+
+    /// `c`'s entries as records to merge, bounded: an entry whose epoch is
+    /// past its row's (only a reset raises an epoch, and members never
+    /// reset) or for a partition this store holds nothing of is refused
+    /// (counted); an offset past the partition's next one here is taken
+    /// at that next one (counted in `commits_capped`), and at the offset
+    /// it named if the store holds that within [`PENDING_FOR`]
+    /// ([`StoreGroups::settle_pending`]).
+    fn bounded(
+        &mut self,
+        c: &crate::wire::group::Commit<'_>,
+        (now, wall_ms): (Instant, u64),
+        next_offset: NextOffset<'_>,
+    ) -> Vec<CommitRecord> {
+        let mut records = Registry::records(c, wall_ms);
+        let mut waiting = Vec::new();
+        records.retain_mut(|r| {
+            let row = self.table.get(&r.group, &r.topic, &r.partition);
+            if r.position.epoch > row.map_or(0, |p| p.epoch) {
+                self.commits_refused += 1;
+                return false;
+            }
+            let Some(next) = next_offset(&r.topic, &r.partition) else {
+                self.commits_refused += 1;
+                return false;
+            };
+            if r.position.offset > next {
+                waiting.push(Pending {
+                    record: r.clone(),
+                    to: c.address.to_vec(),
+                    sequence: c.sequence,
+                    until: now + PENDING_FOR,
+                });
+                r.position.offset = next;
+                self.commits_capped += 1;
+            }
+            true
+        });
+        let room = MAX_PENDING.saturating_sub(self.pending.len());
+        self.pending.extend(waiting.into_iter().take(room));
+        records
+    }
+
+    /// Takes the commits that named an offset past their partition's head
+    /// ([`StoreGroups::bounded`]) at that offset once this store holds it,
+    /// and answers their member again (a synchronous commit is confirmed
+    /// then); after [`PENDING_FOR`] they are forgotten, taken at the head.
+    pub fn settle_pending(
+        &mut self,
+        now: Instant,
+        next_offset: NextOffset<'_>,
+        send: &mut dyn FnMut(&GroupMessage<'_>) -> Result<()>,
+    ) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        for p in std::mem::take(&mut self.pending) {
+            let r = &p.record;
+            if now >= p.until {
+                continue;
+            }
+            let held = next_offset(&r.topic, &r.partition);
+            if held.is_none_or(|n| n < r.position.offset) {
+                self.pending.push(p);
+                continue;
+            }
+            if self.take(std::slice::from_ref(r), false) {
+                let rows: Vec<CommitRecord> = self
+                    .table
+                    .commits(&r.group, &[r.topic.as_slice()])
+                    .into_iter()
+                    .filter(|row| row.partition == r.partition)
+                    .collect();
+                self.answer(&p.to, &r.group, p.sequence, &rows, send)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether commits wait for their partition's head to reach them.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Forgets the members silent past their timeout, when it is time
+    /// ([`StoreGroups::next_maintain_at`]): the registry does not wait for
+    /// a COMMIT to shrink.
+    pub fn maintain(&mut self, now: Instant) {
+        if now >= self.next_expire {
+            self.registry.expire(self.ms(now));
+            self.next_expire = now + EXPIRE_EVERY;
+        }
+    }
+
+    /// When [`StoreGroups::maintain`] has work next.
+    pub fn next_maintain_at(&self) -> Instant {
+        self.next_expire
     }
 
     /// Another store's COMMIT-OFFSETS answering one of this store's last two
     /// asks: its rows merged as replicas and logged. An answer to nothing
     /// asked (late, or forged) is ignored.
-    fn on_replica(&mut self, o: &CommitOffsets<'_>, wall_ms: u64) -> Fate {
+    /// Its offsets are capped at the partitions' next offsets here, as a
+    /// member's are (a store that holds nothing of a partition takes the
+    /// other's row as it is: that store capped it).
+    fn on_replica(
+        &mut self,
+        o: &CommitOffsets<'_>,
+        wall_ms: u64,
+        next_offset: NextOffset<'_>,
+    ) -> Fate {
         let mine = self.address.as_slice();
         if o.to != mine || o.address == mine || !self.asks.contains(&o.sequence) {
             return Fate::Ignored;
         }
-        self.take(&entry_records(o.group, &o.entries, wall_ms), true);
+        let mut records = entry_records(o.group, &o.entries, wall_ms);
+        for r in &mut records {
+            if let Some(next) = next_offset(&r.topic, &r.partition) {
+                r.position.offset = r.position.offset.min(next);
+            }
+        }
+        self.take(&records, true);
         Fate::Taken(0)
     }
 
@@ -290,8 +545,11 @@ impl StoreGroups {
         }
     }
 
+    /// Logs the records that move a row (written and synced first), then
+    /// merges them: a failed append leaves the table as it was.
     fn merge_and_log(&mut self, records: &[CommitRecord], replica: bool) -> Result<()> {
         let mut buf = Vec::new();
+        let mut moving = Vec::new();
         for r in records {
             let at = buf.len();
             if r.encode(&mut buf).is_err() {
@@ -299,31 +557,41 @@ impl StoreGroups {
                 self.commits_refused += 1;
                 continue;
             }
-            if replica && self.table.merge_replica(r) {
-                self.commits_replicated += 1;
-            } else if !replica && self.table.merge(r) {
-                self.commits_taken += 1;
+            if self.table.moves(r, replica) {
+                moving.push(r);
             } else {
                 buf.truncate(at);
             }
         }
-        let Some(f) = &mut self.file else {
-            return Ok(());
-        };
-        if buf.is_empty() {
+        if moving.is_empty() {
             return Ok(());
         }
-        f.append(&buf)?;
-        self.compact_if_due()
+        if let Some(f) = &mut self.file {
+            f.append(&buf)?;
+        }
+        for r in moving {
+            if replica && self.table.merge_replica(r) {
+                self.commits_replicated += 1;
+            } else if !replica && self.table.merge(r) {
+                self.commits_taken += 1;
+            }
+        }
+        // The records are durable: a failed compaction (tried again at
+        // the next append) does not make them fail.
+        if let Err(e) = self.compact_if_due() {
+            tracing::warn!("{e}");
+        }
+        Ok(())
     }
 
     /// Rewrites the log from the table once it is past [`COMPACT_AFTER`]
-    /// and four times the table's size.
+    /// and four times the table's size (kept by the table as it grows: the
+    /// table is encoded only when it is rewritten).
     fn compact_if_due(&mut self) -> Result<()> {
         let Some(f) = &mut self.file else {
             return Ok(());
         };
-        if f.len <= self.compact_after {
+        if f.len <= self.compact_after || f.len <= 4 * self.table.encoded_len() {
             return Ok(());
         }
         let mut buf = Vec::new();
@@ -332,9 +600,7 @@ impl StoreGroups {
                 tracing::warn!("a commit that cannot be logged: {e}");
             }
         }
-        if f.len <= 4 * buf.len() as u64 {
-            return Ok(());
-        }
+        self.compactions += 1;
         let tmp = f.path.with_extension("log.tmp");
         let err = |e| io_error("compact the commit log", &f.path, e);
         std::fs::write(&tmp, &buf).map_err(err)?;
@@ -347,6 +613,7 @@ impl StoreGroups {
         }
         // Opened again at the next append.
         f.file = None;
+        f.torn = false;
         f.len = buf.len() as u64;
         Ok(())
     }

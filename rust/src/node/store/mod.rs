@@ -70,6 +70,13 @@ pub struct StoreShared {
     pub commits_taken: AtomicU64,
     pub commits_refused: AtomicU64,
     pub commits_replicated: AtomicU64,
+    /// Commit entries taken at the partition's next offset here (they
+    /// named one past it), GROUP-MEMBERs refused (past the registry's
+    /// caps), rewrites of `commits.log`, and the members the store hears.
+    pub commits_capped: AtomicU64,
+    pub announcements_refused: AtomicU64,
+    pub commit_compactions: AtomicU64,
+    pub group_members: AtomicU64,
 }
 
 /// A running store node over any [`StoreLog`].

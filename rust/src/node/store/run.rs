@@ -24,7 +24,7 @@ use crate::wire::group::{
 };
 use crate::wire::{NodeType, Prefix};
 
-use super::groups::StoreGroups;
+use super::groups::{Checks, StoreGroups};
 use super::state::{ReplySlice, StoreLog, StoreState, StoreStateConfig};
 use super::{Cmd, StoreShared};
 
@@ -57,6 +57,14 @@ fn publish_groups(shared: &StoreShared, groups: &StoreGroups) {
     shared
         .commits_replicated
         .store(groups.commits_replicated, Relaxed);
+    shared.commits_capped.store(groups.commits_capped, Relaxed);
+    shared
+        .announcements_refused
+        .store(groups.announcements_refused, Relaxed);
+    shared.commit_compactions.store(groups.compactions, Relaxed);
+    shared
+        .group_members
+        .store(groups.registry().members() as u64, Relaxed);
 }
 
 /// Copies the counters and the storage error `error` for the handle to read.
@@ -191,6 +199,7 @@ pub(super) fn run<L: StoreLog>(
                 replies_at,
                 Some(st.peer_heads_at()),
                 Some(groups.next_ask_at()),
+                Some(groups.next_maintain_at()),
             ];
             poll_timeout(now, deadlines)
         };
@@ -209,7 +218,7 @@ pub(super) fn run<L: StoreLog>(
                 &mut frames,
                 stats,
                 BATCH,
-                |core, _, incoming| match incoming {
+                |core, from, incoming| match incoming {
                     Incoming::Message(msg) => {
                         outs.clear();
                         let fate = st.on_message(msg, now, stamp, &mut outs);
@@ -218,9 +227,13 @@ pub(super) fn run<L: StoreLog>(
                     }
                     Incoming::Group(m) => {
                         group_input = true;
-                        groups.on_group(&m, now, stamp, &mut |a: &GroupMessage<'_>| {
-                            send_group(core, a)
-                        })
+                        let log = st.log();
+                        let topics = core.sender_topics(from);
+                        let checks = Checks {
+                            next_offset: &|t, p| log.next_offset(t, p),
+                            sender_topics: topics.as_ref(),
+                        };
+                        groups.on_group(&m, (now, stamp), checks, &mut |a| send_group(core, a))
                     }
                 },
             )?;
@@ -241,9 +254,20 @@ pub(super) fn run<L: StoreLog>(
             publish(shared, &st, st.storage_error());
         }
         send_all(&mut core, &outs)?;
-        // Anti-entropy of the commits, as of the heads above.
+        // Anti-entropy of the commits, as of the heads above; members
+        // silent past their timeout forgotten.
         let send = &mut |m: &GroupMessage<'_>| send_group(&mut core, m);
         groups.ask_if_due(now, send)?;
+        if now >= groups.next_maintain_at() {
+            groups.maintain(now);
+            publish_groups(shared, &groups);
+        }
+        if groups.has_pending() {
+            // Commits past a head the records just appended may have reached.
+            let log = st.log();
+            let next = |t: &[u8], p: &[u8]| log.next_offset(t, p);
+            groups.settle_pending(now, &next, &mut |m| send_group(&mut core, m))?;
+        }
 
         // FETCH answers between receives: about as many records per turn as
         // a turn may receive, in up to REPLY_SLICES slices (many small jobs,

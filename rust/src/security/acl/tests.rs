@@ -799,6 +799,28 @@ mod every_rule {
         let others = [&b"N"[..], OTHER].concat();
         assert_eq!(sub(&c, Prefix::parse(&others)), V::Address);
         assert_eq!(sub(&any(Role::Producer), Prefix::parse(&own)), V::Role);
+
+        // A member's own announcements (`check_member_subscription`, on
+        // the XPUB of a member of group "billing" reading "logs" and
+        // "payments"): a store; a consumer naming the group exactly whose
+        // certificate covers both topics. A consumer of "logs" alone, or
+        // one naming a prefix of the group ("J" + "b"), hears nothing; a
+        // key that is no prefix of the group gets nothing from this node
+        // anyway, and a node of no group announces nothing.
+        let topics = [b"logs".to_vec(), b"payments".to_vec()];
+        let billing = Some((&b"billing"[..], &topics[..]));
+        let reader = Who::new(7, Some(Role::Consumer), "logs,payments");
+        let member_sub =
+            |w: &Who, key: &[u8], own| kind(check_member_subscription(&w.peer(), key, own));
+        assert_eq!(member_sub(&reader, b"billing", billing), V::Ok);
+        assert_eq!(member_sub(&store, b"billing", billing), V::Ok);
+        assert_eq!(member_sub(&narrow_store, b"b", billing), V::Ok);
+        assert_eq!(member_sub(&consumer, b"billing", billing), V::Topic);
+        assert_eq!(member_sub(&reader, b"b", billing), V::Unknown);
+        assert_eq!(member_sub(&reader, b"bill", billing), V::Unknown);
+        assert_eq!(member_sub(&consumer, b"audit", billing), V::Ok);
+        assert_eq!(member_sub(&consumer, b"billing", None), V::Ok);
+        assert_eq!(member_sub(&any(Role::Producer), b"billing", None), V::Role);
     }
 
     /// The consumer-group messages: members are consumers as themselves, in

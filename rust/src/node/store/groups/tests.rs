@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::group::commits::Position;
+use crate::security::TopicPatterns;
 use crate::wire::group::{decode, Claim, ClaimState, Commit, CommitQuery, Member};
 use crate::wire::Dialect;
 
@@ -60,9 +61,19 @@ fn query(group: &[u8]) -> GroupMessage<'_> {
 type Answer = (Vec<u8>, Vec<u8>, u64, u8, Vec<(Vec<u8>, u64)>);
 
 fn run(g: &mut StoreGroups, msg: &GroupMessage<'_>, now: Instant) -> (Fate, Vec<Answer>) {
+    run_with(g, msg, now, Checks::NONE)
+}
+
+/// [`run`], with what the store's log and the sender's certificate say.
+fn run_with(
+    g: &mut StoreGroups,
+    msg: &GroupMessage<'_>,
+    now: Instant,
+    checks: Checks<'_>,
+) -> (Fate, Vec<Answer>) {
     let mut frames = Vec::new();
     let fate = g
-        .on_group(msg, now, 1_000, &mut |m: &GroupMessage<'_>| {
+        .on_group(msg, (now, 1_000), checks, &mut |m: &GroupMessage<'_>| {
             frames.push(m.encode(Dialect::Zproto).unwrap());
             Ok(())
         })
@@ -208,6 +219,7 @@ fn a_long_log_is_compacted_to_the_table() {
     }
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len <= 4096, "{len} bytes");
+    assert!(g.compactions > 0);
     drop(g);
     let g = StoreGroups::open(STORE, Some(&path), now).unwrap();
     assert_eq!(g.table().get(b"g", b"t", P).unwrap().offset, 200);
@@ -244,7 +256,8 @@ fn sent(g: &mut StoreGroups, msg: Option<&GroupMessage<'_>>, now: Instant) -> Ve
     };
     match msg {
         Some(m) => {
-            g.on_group(m, now, 2_000, &mut send).unwrap();
+            g.on_group(m, (now, 2_000), Checks::NONE, &mut send)
+                .unwrap();
         }
         None => g.ask_if_due(now, &mut send).unwrap(),
     }
@@ -284,17 +297,20 @@ fn stores_merge_the_commits_they_ask_each_other_for() {
     forged.sequence = o.sequence.wrapping_add(7);
     let fate = b.on_group(
         &GroupMessage::CommitOffsets(forged),
-        now,
-        2_000,
+        (now, 2_000),
+        Checks::NONE,
         &mut |_| Ok(()),
     );
     assert_eq!(fate.unwrap(), Fate::Ignored);
     // Its own answers (a loop) neither.
     let mut own = o.clone();
     own.address = OTHER;
-    let fate = b.on_group(&GroupMessage::CommitOffsets(own), now, 2_000, &mut |_| {
-        Ok(())
-    });
+    let fate = b.on_group(
+        &GroupMessage::CommitOffsets(own),
+        (now, 2_000),
+        Checks::NONE,
+        &mut |_| Ok(()),
+    );
     assert_eq!(fate.unwrap(), Fate::Ignored);
     assert!(b.table().is_empty());
     assert!(sent(&mut b, Some(&answer), now).is_empty());
@@ -320,6 +336,289 @@ fn stores_merge_the_commits_they_ask_each_other_for() {
     assert_eq!(b.next_ask_at() - again, Duration::from_millis(100));
 }
 
+/// A COMMIT of `entries` of group g by M.
+fn commit_of<'a>(sequence: u64, entries: Vec<Entry<'a>>) -> GroupMessage<'a> {
+    GroupMessage::Commit(Commit {
+        group: b"g",
+        address: M,
+        sequence,
+        entries,
+    })
+}
+
+fn entry(partition: &[u8], epoch: u64, offset: u64) -> Entry<'_> {
+    Entry {
+        topic: b"t",
+        partition,
+        epoch,
+        offset,
+    }
+}
+
+/// Finding A: a member cannot raise an epoch (an epoch-1 commit would make
+/// every epoch-0 commit of the running owner lose, u64::MAX forever), nor
+/// commit past the partition's next offset in this store (10^12 would make
+/// the next owner skip everything), nor commit a partition this store holds
+/// nothing of (it could not bound it). Refusals are counted; the rest of
+/// the commit is taken.
+#[test]
+fn commits_are_bounded_by_the_row_epoch_and_the_partitions_head() {
+    const Q: &[u8] = b"0123456789ABCDEF0123456789ABCDEF";
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, None, now).unwrap();
+    let next = |_: &[u8], p: &[u8]| (p == P).then_some(100);
+    let checks = Checks {
+        next_offset: &next,
+        sender_topics: None,
+    };
+    run_with(&mut g, &announce(vec![held(P), held(Q)]), now, checks);
+    run_with(&mut g, &commit_of(1, vec![entry(P, 0, 40)]), now, checks);
+    // Epochs 1 and u64::MAX: refused.
+    for (i, epoch) in [1, u64::MAX].into_iter().enumerate() {
+        let (fate, answers) = run_with(
+            &mut g,
+            &commit_of(2 + i as u64, vec![entry(P, epoch, 0)]),
+            now,
+            checks,
+        );
+        assert_eq!(fate, Fate::Taken(0));
+        assert_eq!(answers[0].4, vec![(P.to_vec(), 40)]);
+    }
+    assert_eq!(g.commits_refused, 2);
+    let row = g.table().get(b"g", b"t", P).unwrap();
+    assert_eq!((row.epoch, row.offset), (0, 40));
+    // 10^12: taken at the partition's next offset, 100.
+    run_with(
+        &mut g,
+        &commit_of(4, vec![entry(P, 0, 1_000_000_000_000)]),
+        now,
+        checks,
+    );
+    assert_eq!(g.table().get(b"g", b"t", P).unwrap().offset, 100);
+    assert_eq!(g.commits_capped, 1);
+    // A partition this store holds nothing of: refused, the other entry taken.
+    run_with(
+        &mut g,
+        &commit_of(5, vec![entry(Q, 0, 7), entry(P, 0, 100)]),
+        now,
+        checks,
+    );
+    assert_eq!(g.table().get(b"g", b"t", Q), None);
+    assert_eq!(g.commits_refused, 3);
+}
+
+/// Finding A, secure clusters: a committer whose certificate covers only
+/// some of the group's topics (as its live members announce them, or as
+/// its commits here name them) is refused; one covering them all is taken.
+#[test]
+fn a_certificate_must_cover_every_topic_of_the_group_to_commit() {
+    const OTHER: &[u8] = b"A1B2C3D4E5F60718293A4B5C6D7E8F90";
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, None, now).unwrap();
+    let only_t: TopicPatterns = "t".parse().unwrap();
+    let every: TopicPatterns = "*".parse().unwrap();
+    // An honest member of g reads t and u.
+    let honest = GroupMessage::Member(Member {
+        group: b"g",
+        address: OTHER,
+        flags: 0,
+        timeout_ms: 1000,
+        topics: vec![b"t", b"u"],
+        claims: vec![],
+    });
+    run(&mut g, &honest, now);
+    // The intruder announces t alone, holding P, and commits it.
+    run(&mut g, &announce(vec![held(P)]), now);
+    let (fate, _) = run_with(&mut g, &commit(M, 1, 10), now, as_sender(&only_t));
+    assert_eq!(fate, Fate::Ignored);
+    assert_eq!(g.commits_refused, 1);
+    // The honest member gone, the group's commits still name u.
+    let u_row = commit_of(
+        2,
+        vec![Entry {
+            topic: b"u",
+            partition: P,
+            epoch: 0,
+            offset: 3,
+        }],
+    );
+    let held_u = Claim {
+        topic: b"u",
+        partition: P,
+        state: ClaimState::Held,
+        offset: 0,
+    };
+    run(&mut g, &announce(vec![held(P), held_u]), now);
+    run_with(&mut g, &u_row, now, as_sender(&every));
+    assert_eq!(g.commits_taken, 1);
+    let later = now + Duration::from_millis(1500);
+    g.maintain(later);
+    run(&mut g, &announce(vec![held(P)]), later);
+    let (fate, _) = run_with(&mut g, &commit(M, 3, 10), later, as_sender(&only_t));
+    assert_eq!(fate, Fate::Ignored);
+    // Covering every topic: taken.
+    let (fate, _) = run_with(&mut g, &commit(M, 4, 10), later, as_sender(&every));
+    assert_eq!(fate, Fate::Taken(0));
+    assert_eq!(g.commits_taken, 2);
+}
+
+/// Checks of a sender whose certificate allows `topics`.
+fn as_sender(topics: &TopicPatterns) -> Checks<'_> {
+    Checks {
+        sender_topics: Some(topics),
+        ..Checks::NONE
+    }
+}
+
+/// Finding B: the registry forgets silent members on the store's timer,
+/// with no COMMIT arriving; an announced timeout counts a minute at most.
+#[test]
+fn the_registry_expires_on_the_timer() {
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, None, now).unwrap();
+    let mut m = announce(vec![held(P)]);
+    if let GroupMessage::Member(m) = &mut m {
+        m.timeout_ms = u32::MAX;
+    }
+    run(&mut g, &m, now);
+    assert_eq!(g.registry().members(), 1);
+    assert!(g.next_maintain_at() <= now + EXPIRE_EVERY);
+    g.maintain(now + Duration::from_secs(30));
+    assert_eq!(g.registry().members(), 1);
+    let later = now + Duration::from_millis(u64::from(crate::group::MAX_TIMEOUT_MS) + 1);
+    g.maintain(later);
+    assert_eq!(g.registry().members(), 0);
+}
+
+/// Finding B: an announcement past the registry's caps is refused and
+/// counted.
+#[test]
+fn announcements_past_the_caps_are_refused_and_counted() {
+    use crate::group::registry::MAX_CLAIMS_PER_MEMBER;
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, None, now).unwrap();
+    let names: Vec<Vec<u8>> = (0..=MAX_CLAIMS_PER_MEMBER)
+        .map(|i| format!("{i:08X}").into_bytes())
+        .collect();
+    let (fate, _) = run(
+        &mut g,
+        &announce(names.iter().map(|n| held(n)).collect()),
+        now,
+    );
+    assert_eq!(fate, Fate::Ignored);
+    assert_eq!((g.announcements_refused, g.registry().members()), (1, 0));
+}
+
+/// Finding C: while the log is past its size bound but not four times the
+/// table's, an append does not encode the whole table (no compaction is
+/// even considered by snapshot): the table's encoded size is kept.
+#[test]
+fn the_table_is_snapshotted_only_when_compacting() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(COMMITS_FILE);
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, Some(&path), now).unwrap();
+    g.compact_after = 1000;
+    let names: Vec<Vec<u8>> = (0..100).map(|i| format!("{i:032X}").into_bytes()).collect();
+    run(
+        &mut g,
+        &announce(names.iter().map(|n| held(n)).collect()),
+        now,
+    );
+    let entries = |offset| names.iter().map(|n| entry(n, 0, offset)).collect();
+    run(&mut g, &commit_of(1, entries(1)), now);
+    let mut encoded = Vec::new();
+    for r in g.table().snapshot() {
+        r.encode(&mut encoded).unwrap();
+    }
+    assert_eq!(g.table().encoded_len(), encoded.len() as u64);
+    // Past 1000 bytes, under 4 times the table: no compaction.
+    for s in 2..=3 {
+        run(&mut g, &commit_of(s, entries(s)), now);
+    }
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len > 1000 && len <= 4 * encoded.len() as u64, "{len}");
+    assert_eq!(g.compactions, 0);
+    // Past 4 times: one.
+    for s in 4..=5 {
+        run(&mut g, &commit_of(s, entries(s)), now);
+    }
+    assert_eq!(g.compactions, 1);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        encoded.len() as u64
+    );
+}
+
+/// Finding D: an append that fails halfway (a full disk) leaves neither a
+/// torn record in the file nor a row moved in the table; the COMMIT is
+/// not answered; later commits are appended after the last whole record
+/// and all of them are read back at a restart.
+#[test]
+fn a_failed_append_is_cut_off_and_not_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(COMMITS_FILE);
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, Some(&path), now).unwrap();
+    run(&mut g, &announce(vec![held(P)]), now);
+    run(&mut g, &commit(M, 1, 10), now);
+    let whole = std::fs::metadata(&path).unwrap().len();
+    g.file.as_mut().unwrap().fail_next = Some(20);
+    let (fate, answers) = run(&mut g, &commit(M, 2, 20), now);
+    assert_eq!((fate, answers.len()), (Fate::Taken(0), 0));
+    assert_eq!(g.log_errors, 1);
+    assert_eq!(g.table().get(b"g", b"t", P).unwrap().offset, 10);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), whole);
+    let (_, answers) = run(&mut g, &commit(M, 3, 30), now);
+    assert_eq!(answers[0].4, vec![(P.to_vec(), 30)]);
+    drop(g);
+    let g = StoreGroups::open(STORE, Some(&path), now).unwrap();
+    assert!(!g.log_damaged);
+    assert_eq!(g.table().get(b"g", b"t", P).unwrap().offset, 30);
+}
+
+/// A commit past the head (a member that read a record from its producer a
+/// moment before the store had it) is taken at the head at once, and at
+/// what it named once the store holds that much, answered again then (a
+/// synchronous commit is confirmed); one whose head does not get there
+/// within PENDING_FOR stays at the head.
+#[test]
+fn a_commit_past_the_head_is_taken_once_the_store_holds_it() {
+    let now = Instant::now();
+    let mut g = StoreGroups::open(STORE, None, now).unwrap();
+    let head = std::cell::Cell::new(100u64);
+    let next = |_: &[u8], _: &[u8]| Some(head.get());
+    let checks = Checks {
+        next_offset: &next,
+        sender_topics: None,
+    };
+    run_with(&mut g, &announce(vec![held(P)]), now, checks);
+    let (_, answers) = run_with(&mut g, &commit(M, 1, 150), now, checks);
+    assert_eq!(answers[0].4, vec![(P.to_vec(), 100)]);
+    let settle = |g: &mut StoreGroups, at: Instant| {
+        let mut frames = Vec::new();
+        g.settle_pending(at, &next, &mut |m: &GroupMessage<'_>| {
+            frames.push(m.encode(Dialect::Rfc).unwrap());
+            Ok(())
+        })
+        .unwrap();
+        frames.len()
+    };
+    head.set(120);
+    assert_eq!(settle(&mut g, now), 0);
+    assert!(g.has_pending());
+    head.set(150);
+    assert_eq!(settle(&mut g, now), 1);
+    assert_eq!(g.table().get(b"g", b"t", P).unwrap().offset, 150);
+    assert!(!g.has_pending());
+    // Never reached in time: stays at the head.
+    run_with(&mut g, &commit(M, 2, 10_000), now, checks);
+    head.set(10_000);
+    assert_eq!(settle(&mut g, now + PENDING_FOR), 0);
+    assert!(!g.has_pending());
+    assert_eq!(g.table().get(b"g", b"t", P).unwrap().offset, 150);
+}
+
 /// An answer goes in one message whatever its size (here 250 rows, about
 /// 20 KB): a member's queue takes or drops it whole, never a part.
 #[test]
@@ -334,22 +633,8 @@ fn a_large_answer_is_one_message() {
         &announce(parts.iter().map(|p| held(p)).collect()),
         now,
     );
-    let entries = parts
-        .iter()
-        .map(|p| Entry {
-            topic: b"t",
-            partition: p,
-            epoch: 0,
-            offset: 10,
-        })
-        .collect();
-    let c = GroupMessage::Commit(Commit {
-        group: b"g",
-        address: M,
-        sequence: 1,
-        entries,
-    });
-    let (_, answers) = run(&mut g, &c, now);
+    let entries = parts.iter().map(|p| entry(p, 0, 10)).collect();
+    let (_, answers) = run(&mut g, &commit_of(1, entries), now);
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].3, OFFSETS_GROUP_KNOWN | OFFSETS_LAST);
     assert_eq!(answers[0].4.len(), 250);
