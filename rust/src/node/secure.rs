@@ -30,7 +30,7 @@ use crate::security::conns::Conns;
 use crate::security::said::Said;
 use crate::security::{
     check_group, check_message, check_subscription, split_keyed, zap::ZapHandler, Denied, Peer,
-    Role, Secure,
+    Role, Secure, TopicPatterns,
 };
 use crate::wire::group::GroupMessage;
 use crate::wire::{Kind, Message, Subscription};
@@ -201,6 +201,20 @@ impl SecureCore {
         let who = crate::security::cert::key_z85(key);
         self.say(&who, &format!("a {} refused: {denied}", msg.kind().name()));
         Some(denied)
+    }
+
+    /// The topics the peer of `key` may learn of when it asks about every
+    /// topic (GET-HEADS, COMMIT-QUERY, PARTITIONS-QUERY): `None` for a store
+    /// or a reader of every topic (no limit), else its certificate's (none
+    /// for a key no longer trusted).
+    pub fn reader_topics(&self, key: &[u8; 32]) -> Option<TopicPatterns> {
+        let snap = self.id.trust.snapshot();
+        match snap.get(key) {
+            Some(t) if t.role == Some(Role::Store) => None,
+            Some(t) if t.role == Some(Role::Consumer) && t.topics.is_all() => None,
+            Some(t) => Some(t.topics.clone()),
+            None => Some(TopicPatterns::none()),
+        }
     }
 
     /// What `rule` says of the peer of `key` (a key revoked since it

@@ -230,6 +230,8 @@ impl StoreGroups {
                 Ok(Fate::Taken(0))
             }
             GroupMessage::CommitOffsets(o) => Ok(self.on_replica(o, wall_ms)),
+            // The cluster view's (`node/store/view.rs`).
+            GroupMessage::PartitionsQuery(_) | GroupMessage::Partitions(_) => Ok(Fate::Ignored),
         }
     }
 
