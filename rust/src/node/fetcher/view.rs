@@ -111,6 +111,9 @@ pub struct ClusterView {
     pub partitions: Vec<StorePartition>,
 }
 
+/// What the stores answered: (store, topic, partition) -> (first, next, bytes).
+type Held = BTreeMap<(Vec<u8>, Vec<u8>, Vec<u8>), (u64, u64, u64)>;
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -154,8 +157,7 @@ pub fn cluster_view<E: From<Error>>(
     };
     let start = Instant::now();
     let mut kinds: BTreeMap<Vec<u8>, NodeKind> = BTreeMap::new();
-    // (store, topic, partition) -> (first, next, bytes)
-    let mut parts: BTreeMap<(Vec<u8>, Vec<u8>, Vec<u8>), (u64, u64, u64)> = BTreeMap::new();
+    let mut parts = Held::new();
     let mut answered: BTreeSet<Vec<u8>> = BTreeSet::new();
     let (mut joins, mut changed, mut next_ask) = (0usize, start, None::<Instant>);
     let mut last_join = start;
@@ -253,7 +255,7 @@ fn assemble(
     c: &Client,
     cfg: &NodeConfig,
     kinds: BTreeMap<Vec<u8>, NodeKind>,
-    parts: BTreeMap<(Vec<u8>, Vec<u8>, Vec<u8>), (u64, u64, u64)>,
+    parts: Held,
     answered: BTreeSet<Vec<u8>>,
 ) -> ClusterView {
     let now = Instant::now();

@@ -355,7 +355,8 @@ pub(super) fn forge(m: &GroupMessage<'_>) -> Vec<Vec<u8>> {
             x.address = b"s";
             x.parts.clear();
         }
-        GroupMessage::CommitQuery(_) | GroupMessage::PartitionsQuery(_) => {}
+        GroupMessage::PartitionsQuery(x) => x.address = b"a",
+        GroupMessage::CommitQuery(_) => {}
     }
     let mut f0 = vec![m.kind().id()];
     f0.extend_from_slice(m.key());
