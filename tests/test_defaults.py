@@ -22,7 +22,16 @@ STUB = ROOT / "python" / "dafka" / "_native.pyi"
 DOCS = ROOT / "docs" / "python.md"
 
 # The read clients' per-call arguments: literals of their signatures, not config.
-PER_CALL = {"timeout", "settle", "listen", "fail_on_loss", "partitions", "exclude", "with_meta"}
+PER_CALL = {
+    "timeout",
+    "settle",
+    "listen",
+    "topic",
+    "fail_on_loss",
+    "partitions",
+    "exclude",
+    "with_meta",
+}
 
 NODE_ENTRIES = [
     "Tower",
@@ -39,6 +48,7 @@ NODE_ENTRIES = [
     "topics",
     "list_groups",
     "describe_group",
+    "cluster_view",
 ]
 
 
@@ -141,6 +151,7 @@ def test_signed_functions_stay_what_they_were() -> None:
         "topics",
         "list_groups",
         "describe_group",
+        "cluster_view",
     ]:
         f = getattr(_native, name)
         assert f.__name__ == name and f.__module__ == "dafka._native"

@@ -106,6 +106,8 @@ EXPECT = {
     'print(store.partitions("weather"))': ["21.5", "PartitionInfo"],
     'log.append("weather"': ["22.9"],
     'address_seed="orders-service-1"': [" 0\n", " 3\n"],
+    "dafka.describe_topics(towers=towers)": ["weather 1 "],
+    "dafka topics --json": ['"topic": "weather"', '"records": 5'],
 }
 
 #: Names a fragment assumes, defined before it runs (by a line of the block), and a

@@ -55,10 +55,11 @@ def test_unknown_and_misplaced_options_raise_naming_them_and_the_valid_ones() ->
         _options.check_options({**READ, "subscribePattern": "t(.*"}, STREAM_READ)
     with pytest.raises(ValueError, match="one of options subscribe and subscribePattern"):
         ReadSettings.from_options({**READ, "subscribePattern": "t.*"})
-    with pytest.raises(ValueError, match="subscribePattern is not available in secure mode"):
-        ReadSettings.from_options(
-            {"subscribePattern": "t.*", "towers": TOWER, "cert": "c", "trust": "t"}
-        )
+    # In secure mode too (issue 39): the stores list the topics the certificate allows.
+    secure = ReadSettings.from_options(
+        {"subscribePattern": "t.*", "towers": TOWER, "cert": "c", "trust": "t"}
+    )
+    assert secure.subscribes("t1")
     s = ReadSettings.from_options({"subscribePattern": r"ev\.[a-z]+", "towers": TOWER})
     assert s.subscribes("ev.click") and not s.subscribes("ev.click2")  # the whole name
     assert not s.subscribes("xev.click")

@@ -5,7 +5,8 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 :class:`Record` a consumer delivers, and :class:`Log` for local tooling; the
 bounded read clients :func:`heads`, :func:`offsets`, :func:`offsets_for_times`,
 :func:`fetch_range`, :func:`fetch_ranges` and :class:`HeadsWatch`; consumer groups'
-:func:`list_groups` and :func:`describe_group`; the codec in :mod:`dafka.wire`;
+:func:`list_groups` and :func:`describe_group`; the cluster view's :func:`cluster`,
+:func:`describe_topics` and :func:`describe_topic`; the codec in :mod:`dafka.wire`;
 the exceptions of :mod:`dafka.exceptions` (every one a :class:`DafkaError`).
 Also :mod:`dafka.aio` (asyncio helpers) and :mod:`dafka.spark` (PySpark).
 """
@@ -56,6 +57,7 @@ from dafka.exceptions import (
 from dafka.log import Log, PartitionInfo
 from dafka.record import Record
 from dafka.security import has_curve, keygen, read_certificate
+from dafka.view import cluster, describe_topic, describe_topics
 
 __all__ = [
     "TIMESTAMP_CREATE",
@@ -89,7 +91,10 @@ __all__ = [
     "UnknownPartitionError",
     "WireError",
     "__version__",
+    "cluster",
     "describe_group",
+    "describe_topic",
+    "describe_topics",
     "fetch_range",
     "fetch_ranges",
     "has_curve",

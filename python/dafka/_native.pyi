@@ -30,6 +30,7 @@ __all__ = [
     "Tower",
     "__version__",
     "check_node",
+    "cluster_view",
     "describe_group",
     "fetch_range",
     "fetch_ranges",
@@ -240,8 +241,8 @@ def topics(
     with surrogate escapes). Asks every store that connects within
     ``timeout`` for every partition it holds, and ends ``settle`` seconds after
     the first one with no new store or topic since; raises FetchTimeoutError
-    when none connects. Not in secure clusters: only a store's key may ask for
-    every topic.
+    when none connects. In a secure cluster, the topics the certificate may
+    read.
     """
 
 def list_groups(
@@ -287,6 +288,33 @@ def describe_group(
     for ``listen`` seconds (they announce every ``beacon_interval``: keep it above one
     and a half of theirs); raises ``CommitTimeoutError`` when no store answers within
     ``timeout``.
+    """
+
+def cluster_view(
+    topic: str | None = None,
+    *,
+    timeout: float = 10.0,
+    listen: float | None = None,
+    towers: list[str] | None = None,
+    peers: list[str] | None = None,
+    wire: str = "rfc",
+    bind: str = "tcp://127.0.0.1:*",
+    beacon_interval: float = 1.0,
+    beacon_timeout: float = 4.0,
+    advertise_host: str | None = None,
+    cert: str | os.PathLike[str] | None = None,
+    trust: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """The cluster as the towers relay it and the stores tell it: ``{"towers": [str],
+    "nodes": [{"address", "kind", "endpoint", "key", "last_heard"}], "stores": [str],
+    "partitions": [{"store", "topic", "partition", "first", "next", "bytes"}]}``.
+    ``kind`` is ``"store"``, ``"producer"``, ``"consumer"`` or None (not shown yet),
+    ``last_heard`` the seconds since the towers last relayed the node's beacon (None:
+    not heard), ``stores`` the stores that answered. Listens ``listen`` seconds (None:
+    one and a half ``beacon_interval``); with ``topic`` (``""``: every topic) also asks
+    every store for its partitions of it (first and next offsets, bytes on disk).
+    Raises ``FetchTimeoutError`` when no tower, or asking for partitions no store,
+    answers within ``timeout``.
     """
 
 def offsets_for_times(

@@ -6,7 +6,10 @@ lists their flags and ``--config FILE``); ``dafka produce TOPIC`` publishes one 
 line; ``dafka consume TOPIC`` prints records (``--positions FILE`` resumes where the last
 run with that file stopped, ``--group G`` shares the topic with group G's other members
 and resumes from its commits); ``dafka groups`` lists the consumer groups and ``dafka
-groups describe GROUP`` shows one's members, commits and lag; ``dafka offsets TOPIC`` lists each
+groups describe GROUP`` shows one's members, commits and lag; ``dafka cluster`` lists the
+nodes the towers relay by kind, ``dafka topics`` every topic's partitions, offsets per
+store, bytes and live producers, ``dafka describe TOPIC`` one topic and the groups that
+read it (``--json`` on each); ``dafka offsets TOPIC`` lists each
 partition's first and next offset as the stores (and live producers) report them
 (where ``--from-beginning`` starts, what retention kept); ``dafka demo`` runs a local cluster
 (tower, store, producer, consumer), checks every record arrives in order, then replays
@@ -48,6 +51,7 @@ from dafka._cli_nodes import (
     _seconds,
     _time_arg,
 )
+from dafka._cli_view import _add_view_parsers
 from dafka._cli_wire import _cmd_decode, _cmd_encode, _cmd_wire_demo
 from dafka._defaults import WIRE
 from dafka.exceptions import DafkaError
@@ -132,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     co.set_defaults(func=_cmd_consume)
     _add_groups_parser(sub)
+    _add_view_parsers(sub)
 
     of = sub.add_parser(
         "offsets", help="each partition's first and next offset, as the stores report them"

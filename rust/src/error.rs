@@ -135,6 +135,9 @@ pub enum Unanswered {
         end: u64,
         next: u64,
     },
+    /// The cluster view (`dafka cluster`, `dafka topics`): no tower was
+    /// heard (`stores` false), or no store answered (`stores` true).
+    View { stores: bool },
 }
 
 fn timeout_message(
@@ -169,6 +172,14 @@ fn what_timed_out(topic: &str, unanswered: &Unanswered, waited: &Duration) -> St
             "reading {topic}/{partition} [{start}, {end}): got up to offset {next} in \
              {secs:.1}s; no store answered for the rest (check `towers`, that a store holds \
              the partition, or retention if fail_on_loss is off)"
+        ),
+        Unanswered::View { stores: false } => format!(
+            "the cluster view heard no tower within {secs:.1}s: check `towers` (the view \
+             is what the towers relay)"
+        ),
+        Unanswered::View { stores: true } => format!(
+            "no store answered the cluster view within {secs:.1}s: check `towers` (reads \
+             need discovery, so stores can reach this client) and that a store runs"
         ),
     }
 }

@@ -272,12 +272,6 @@ class ReadSettings:
                 'reading dafka needs option("subscribe", "topic1,topic2") or '
                 'option("subscribePattern", "regex")'
             )
-        if pattern is not None and options.get("cert"):
-            raise ValueError(
-                "option subscribePattern is not available in secure mode: only a store may "
-                "ask stores for every topic they hold (dafka.topics); name the topics with "
-                "option('subscribe', ...)"
-            )
         towers = tuple(split_endpoints(options.get("towers", "")))
         peers = tuple(split_endpoints(options.get("peers", "")))
         if not towers:

@@ -221,6 +221,14 @@ impl PeerTable {
         self.peers.len()
     }
 
+    /// Every peer known: its UUID, endpoint, and when its beacon was last
+    /// relayed (the cluster view).
+    pub fn peers(&self) -> impl Iterator<Item = (&[u8], &str, Instant)> + '_ {
+        self.peers
+            .iter()
+            .map(|(uuid, (ep, seen))| (uuid.as_slice(), ep.as_str(), *seen))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.peers.is_empty()
     }
@@ -271,6 +279,8 @@ pub struct Discovery {
     silent_after: Duration,
     /// Whether the current silence was warned of.
     silent: bool,
+    /// Whether a tower was ever heard.
+    ever_heard: bool,
     /// Times the node warned that it heard no tower.
     pub silences: u64,
 }
@@ -352,6 +362,7 @@ impl Discovery {
             heard: now,
             silent_after: timeout.max(SILENT_AFTER),
             silent: false,
+            ever_heard: false,
             silences: 0,
         })
     }
@@ -359,6 +370,7 @@ impl Discovery {
     /// A tower was heard at `now`: says so if it had been silent.
     fn heard_tower(&mut self, now: Instant) {
         self.heard = now;
+        self.ever_heard = true;
         if std::mem::take(&mut self.silent) {
             tracing::info!("a tower is heard again ({})", self.towers.join(", "));
         }
@@ -390,6 +402,16 @@ impl Discovery {
         let silent = self.publ.is_some()
             && now.saturating_duration_since(self.heard) >= self.silent_after.min(SILENT_AFTER);
         silent.then_some(self.towers.as_slice())
+    }
+
+    /// Whether a tower was heard since discovery started (the cluster view).
+    pub fn tower_heard(&self) -> bool {
+        self.ever_heard
+    }
+
+    /// The towers as configured.
+    pub fn towers(&self) -> &[String] {
+        &self.towers
     }
 
     /// The beacon sockets' poll items (none without towers).

@@ -28,6 +28,7 @@ use crate::node::out::Fate;
 use crate::node::secure::{Sender, Verdict};
 use crate::node::socket::{Core, Frames};
 use crate::node::stats::Stats;
+use crate::security::TopicPatterns;
 use crate::wire::group::{self, GroupKind, GroupMessage};
 use crate::wire::{decode, Kind, Message, Subscription};
 
@@ -156,6 +157,16 @@ impl Core {
     pub fn sender_topics(&self, from: Sender) -> Option<crate::security::TopicPatterns> {
         match (&self.secure, from) {
             (Some(sc), Sender::Key(key)) => Some(sc.topics_of(&key)),
+            _ => None,
+        }
+    }
+
+    /// The topics `from` may learn of when it asks about every topic (a
+    /// store answers with those only): `None`, no limit, in insecure mode
+    /// and for a store ([`SecureCore::reader_topics`](crate::node::secure::SecureCore::reader_topics)).
+    pub fn reader_topics(&self, from: Sender) -> Option<TopicPatterns> {
+        match (&self.secure, from) {
+            (Some(sc), Sender::Key(key)) => sc.reader_topics(&key),
             _ => None,
         }
     }

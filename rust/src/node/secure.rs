@@ -219,6 +219,20 @@ impl SecureCore {
             .map_or_else(TopicPatterns::none, |t| t.topics.clone())
     }
 
+    /// The topics the peer of `key` may learn of when it asks about every
+    /// topic (GET-HEADS, COMMIT-QUERY, PARTITIONS-QUERY): `None` for a store
+    /// or a reader of every topic (no limit), else its certificate's (none
+    /// for a key no longer trusted).
+    pub fn reader_topics(&self, key: &[u8; 32]) -> Option<TopicPatterns> {
+        let snap = self.id.trust.snapshot();
+        match snap.get(key) {
+            Some(t) if t.role == Some(Role::Store) => None,
+            Some(t) if t.role == Some(Role::Consumer) && t.topics.is_all() => None,
+            Some(t) => Some(t.topics.clone()),
+            None => Some(TopicPatterns::none()),
+        }
+    }
+
     /// What `rule` says of the peer of `key` (a key revoked since it
     /// connected: its socket closes at the next turn).
     fn check(

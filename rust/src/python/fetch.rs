@@ -152,8 +152,8 @@ fn to_py<'py>(
 /// with surrogate escapes). Asks every store that connects within
 /// ``timeout`` for every partition it holds, and ends ``settle`` seconds after
 /// the first one with no new store or topic since; raises FetchTimeoutError
-/// when none connects. Not in secure clusters: only a store's key may ask for
-/// every topic.
+/// when none connects. In a secure cluster, the topics the certificate may
+/// read.
 #[pyfunction]
 #[pyo3(signature = (*, timeout = 10.0, settle = 0.5, **options))]
 fn topics(

@@ -30,6 +30,7 @@ mod signature;
 mod store;
 mod time;
 mod tower;
+mod view;
 mod wait;
 mod wire;
 
@@ -49,5 +50,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     security::register(m)?;
     fetch::register(m)?;
     groups::register(m)?;
+    view::register(m)?;
     signature::sign(m)
 }

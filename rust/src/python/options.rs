@@ -237,7 +237,7 @@ const fn function(name: &'static str, specs: fn() -> Vec<Spec>) -> Entry {
 }
 
 /// Every entry point with options.
-pub(crate) const ENTRIES: [Entry; 15] = {
+pub(crate) const ENTRIES: [Entry; 16] = {
     use super::discovery::{CheckNodeOptions, Discovery};
     [
         class("Tower", "Tower", specs_of::<super::tower::TowerOptions>),
@@ -267,6 +267,7 @@ pub(crate) const ENTRIES: [Entry; 15] = {
         function("topics", specs_of::<Discovery>),
         function("list_groups", specs_of::<Discovery>),
         function("describe_group", specs_of::<Discovery>),
+        function("cluster_view", specs_of::<Discovery>),
     ]
 };
 

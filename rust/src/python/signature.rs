@@ -16,7 +16,7 @@ use super::options::{defaults, described, with_parameters, Spec, ENTRIES};
 
 /// The functions of [`ENTRIES`], in order: each is replaced by a signed one
 /// ([`sign`]).
-const FUNCTIONS: [&str; 9] = [
+const FUNCTIONS: [&str; 10] = [
     "heads",
     "offsets",
     "fetch_range",
@@ -26,10 +26,11 @@ const FUNCTIONS: [&str; 9] = [
     "topics",
     "list_groups",
     "describe_group",
+    "cluster_view",
 ];
 
 /// The PyO3 functions the signed ones forward to, by their index in [`FUNCTIONS`].
-static TARGETS: [PyOnceLock<Py<PyAny>>; 9] = [const { PyOnceLock::new() }; 9];
+static TARGETS: [PyOnceLock<Py<PyAny>>; 10] = [const { PyOnceLock::new() }; 10];
 
 /// The body of a signed function: calls its PyO3 function with the same
 /// arguments.
@@ -55,7 +56,7 @@ unsafe extern "C" fn forward<const I: usize>(
     }
 }
 
-const FORWARDERS: [ffi::PyCFunctionWithKeywords; 9] = [
+const FORWARDERS: [ffi::PyCFunctionWithKeywords; 10] = [
     forward::<0>,
     forward::<1>,
     forward::<2>,
@@ -65,6 +66,7 @@ const FORWARDERS: [ffi::PyCFunctionWithKeywords; 9] = [
     forward::<6>,
     forward::<7>,
     forward::<8>,
+    forward::<9>,
 ];
 
 /// A `'static` C string, made once per process for a function's name and doc.

@@ -64,7 +64,7 @@ impl TopicPatterns {
         TopicPatterns(vec!["*".to_string()])
     }
 
-    /// No topic (a key no longer trusted).
+    /// No topic (a key no longer trusted, and what it may learn of).
     pub fn none() -> Self {
         TopicPatterns(Vec::new())
     }
@@ -232,7 +232,8 @@ impl Peer<'_> {
 /// - ACK, ADDRESSED-ACK: a store, naming itself if it names a store.
 /// - FETCH, GET-HEADS: a consumer or a store asking as itself (answers go to
 ///   the requester's address), for a topic it may read; a producer asks
-///   nothing.
+///   nothing. GET-HEADS of every topic (the empty one) too: a store answers
+///   a consumer's with the partitions of the topics it may read only.
 /// - META-RECORD-BATCH as RECORD-BATCH, DIRECT-META-RECORD-BATCH as
 ///   DIRECT-RECORD-BATCH.
 /// - TIME-QUERY: a consumer or a store asking as itself, for a topic it may
@@ -291,9 +292,10 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
         M::GetHeads(g) => {
             from.roles(&[Consumer, Store], "GET-HEADS")?;
             from.own(g.address, "a GET-HEADS's requester")?;
-            // The empty topic (store to store: every partition held).
+            // The empty topic: every partition held. A store answers a
+            // consumer's only with the topics its certificate allows
+            // (`Core::reader_topics`).
             if g.topic.is_empty() {
-                from.roles(&[Store], "GET-HEADS for every topic")?;
                 return Ok(());
             }
             from.topic(g.topic)
@@ -325,11 +327,16 @@ pub fn check_message(from: &Peer<'_>, msg: &crate::wire::Message<'_>) -> Result<
 /// - GROUP-MEMBER, COMMIT: a consumer as itself, every topic it lists,
 ///   claims or commits one it may read.
 /// - COMMIT-QUERY: a store as itself (every group: anti-entropy), or a
-///   consumer as itself naming a group and topics, each one it may read.
+///   consumer as itself, each topic it names one it may read; a consumer's
+///   question of every group or topic is answered with the commits of the
+///   topics it may read only (`Core::reader_topics`).
 /// - COMMIT-OFFSETS: a store as itself.
+/// - PARTITIONS-QUERY (the cluster view): a consumer or a store as itself,
+///   for a topic it may read or every topic (answered as above);
+///   PARTITIONS: a store as itself.
 ///
 /// So a producer-role insider can neither join, commit, ask nor answer, and
-/// a consumer only for the topics it may read.
+/// a consumer learns of the topics it may read only.
 pub fn check_group(from: &Peer<'_>, msg: &GroupMessage<'_>) -> Result<(), Denied> {
     use Role::{Consumer, Store};
     match msg {
@@ -350,17 +357,25 @@ pub fn check_group(from: &Peer<'_>, msg: &GroupMessage<'_>) -> Result<(), Denied
             if role == Store {
                 return Ok(());
             }
-            if q.group.is_empty() || q.topics.is_empty() {
-                return Err(Denied::Role {
-                    role,
-                    what: "a COMMIT-QUERY of every group or every topic",
-                });
-            }
+            // Every group or every topic: the store answers a consumer with
+            // the commits of the topics it may read only.
             q.topics.iter().try_for_each(|t| from.topic(t))
         }
         GroupMessage::CommitOffsets(o) => {
             from.roles(&[Store], "COMMIT-OFFSETS")?;
             from.own(o.address, "a COMMIT-OFFSETS's store")
+        }
+        GroupMessage::PartitionsQuery(q) => {
+            from.roles(&[Consumer, Store], "PARTITIONS-QUERY")?;
+            from.own(q.address, "a PARTITIONS-QUERY's requester")?;
+            if q.topic.is_empty() {
+                return Ok(());
+            }
+            from.topic(q.topic)
+        }
+        GroupMessage::Partitions(p) => {
+            from.roles(&[Store], "PARTITIONS")?;
+            from.own(p.address, "a PARTITIONS's store")
         }
     }
 }
@@ -441,10 +456,13 @@ pub fn check_subscription(from: &Peer<'_>, prefix: &Prefix<'_>) -> Result<(), De
                 GroupKind::Member | GroupKind::Commit | GroupKind::CommitQuery => from
                     .roles(&[Store], "a subscription to every group's messages")
                     .map(|_| ()),
-                GroupKind::CommitOffsets => {
-                    from.roles(&[Consumer, Store], "a subscription to COMMIT-OFFSETS")?;
-                    from.own(key, "a subscription to COMMIT-OFFSETS")
+                GroupKind::CommitOffsets | GroupKind::Partitions => {
+                    from.roles(&[Consumer, Store], "a subscription to answers")?;
+                    from.own(key, "a subscription to answers")
                 }
+                GroupKind::PartitionsQuery => from
+                    .roles(&[Store], "a subscription to PARTITIONS-QUERYs")
+                    .map(|_| ()),
             };
         }
         Prefix::Messages { kind, key } => (kind, key),

@@ -12,11 +12,19 @@
 //! | COMMIT         | `C` | group                | address, sequence, entries |
 //! | COMMIT-QUERY   | `U` | group (empty: all)   | address, sequence, topics (`strings`) |
 //! | COMMIT-OFFSETS | `N` | requester address    | address (store), group (`string`), sequence, flags, entries |
+//! | PARTITIONS-QUERY | `I` | topic (empty: all) | address, sequence |
+//! | PARTITIONS     | `P` | requester address    | address (store), sequence, flags, parts |
 //!
 //! `claims` = count (4) + that many: topic (`string`), partition (`string`),
 //! state (1: 0 held, 1 released), offset (8).
 //! `entries` = count (4) + that many: topic, partition (`string`s), epoch (8),
 //! offset (8).
+//! `parts` = count (4) + that many: topic, partition (`string`s), first (8),
+//! next (8), bytes (8).
+//! The last two are the cluster view's (PROTOCOL.md, "Extensions"): a read
+//! client asks the stores what they hold, and each answers its partitions'
+//! first and next offsets and bytes; they share the group messages' framing
+//! and receive path.
 //! Only this project's nodes subscribe to these IDs, so a C-reference node
 //! never receives one. Decoding is strict (unknown flag bits, a claim state
 //! other than 0 or 1, an empty group where one is needed, the same
@@ -35,14 +43,18 @@ pub enum GroupKind {
     Commit,
     CommitQuery,
     CommitOffsets,
+    PartitionsQuery,
+    Partitions,
 }
 
 impl GroupKind {
-    pub const ALL: [GroupKind; 4] = [
+    pub const ALL: [GroupKind; 6] = [
         GroupKind::Member,
         GroupKind::Commit,
         GroupKind::CommitQuery,
         GroupKind::CommitOffsets,
+        GroupKind::PartitionsQuery,
+        GroupKind::Partitions,
     ];
 
     pub const fn id(self) -> u8 {
@@ -51,6 +63,8 @@ impl GroupKind {
             GroupKind::Commit => b'C',
             GroupKind::CommitQuery => b'U',
             GroupKind::CommitOffsets => b'N',
+            GroupKind::PartitionsQuery => b'I',
+            GroupKind::Partitions => b'P',
         }
     }
 
@@ -60,6 +74,8 @@ impl GroupKind {
             b'C' => GroupKind::Commit,
             b'U' => GroupKind::CommitQuery,
             b'N' => GroupKind::CommitOffsets,
+            b'I' => GroupKind::PartitionsQuery,
+            b'P' => GroupKind::Partitions,
             _ => return None,
         })
     }
@@ -70,6 +86,8 @@ impl GroupKind {
             GroupKind::Commit => "COMMIT",
             GroupKind::CommitQuery => "COMMIT-QUERY",
             GroupKind::CommitOffsets => "COMMIT-OFFSETS",
+            GroupKind::PartitionsQuery => "PARTITIONS-QUERY",
+            GroupKind::Partitions => "PARTITIONS",
         }
     }
 }
@@ -80,6 +98,8 @@ pub const MEMBER_LEAVING: u8 = 0x01;
 pub const OFFSETS_GROUP_KNOWN: u8 = 0x01;
 /// A COMMIT-OFFSETS flag: the last message of this answer.
 pub const OFFSETS_LAST: u8 = 0x02;
+/// A PARTITIONS flag: the last message of this answer.
+pub const PARTITIONS_LAST: u8 = 0x01;
 
 /// What a member says of one partition it claims.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -152,12 +172,45 @@ pub struct CommitOffsets<'a> {
     pub entries: Vec<Entry<'a>>,
 }
 
+/// PARTITIONS-QUERY: "the partitions of `topic` you hold" (the empty
+/// topic: every one), asked by a read client (`dafka topics`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionsQuery<'a> {
+    pub topic: &'a [u8],
+    pub address: &'a [u8],
+    pub sequence: u64,
+}
+
+/// One partition a store holds: its first offset still held, its next
+/// offset, and the bytes of its records on the store's disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartInfo<'a> {
+    pub topic: &'a [u8],
+    pub partition: &'a [u8],
+    pub first: u64,
+    pub next: u64,
+    pub bytes: u64,
+}
+
+/// PARTITIONS: a store's answer to a PARTITIONS-QUERY of the same
+/// `sequence`, to the requester (`to`), in chunks (the last one flagged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partitions<'a> {
+    pub to: &'a [u8],
+    pub address: &'a [u8],
+    pub sequence: u64,
+    pub flags: u8,
+    pub parts: Vec<PartInfo<'a>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GroupMessage<'a> {
     Member(Member<'a>),
     Commit(Commit<'a>),
     CommitQuery(CommitQuery<'a>),
     CommitOffsets(CommitOffsets<'a>),
+    PartitionsQuery(PartitionsQuery<'a>),
+    Partitions(Partitions<'a>),
 }
 
 impl<'a> GroupMessage<'a> {
@@ -167,6 +220,8 @@ impl<'a> GroupMessage<'a> {
             GroupMessage::Commit(_) => GroupKind::Commit,
             GroupMessage::CommitQuery(_) => GroupKind::CommitQuery,
             GroupMessage::CommitOffsets(_) => GroupKind::CommitOffsets,
+            GroupMessage::PartitionsQuery(_) => GroupKind::PartitionsQuery,
+            GroupMessage::Partitions(_) => GroupKind::Partitions,
         }
     }
 
@@ -177,6 +232,8 @@ impl<'a> GroupMessage<'a> {
             GroupMessage::Commit(c) => c.group,
             GroupMessage::CommitQuery(q) => q.group,
             GroupMessage::CommitOffsets(o) => o.to,
+            GroupMessage::PartitionsQuery(q) => q.topic,
+            GroupMessage::Partitions(p) => p.to,
         }
     }
 
@@ -238,6 +295,16 @@ impl<'a> GroupMessage<'a> {
                 out.push(o.flags);
                 put_entries(out, &o.entries)?;
             }
+            GroupMessage::PartitionsQuery(q) => {
+                put_string(out, "address", q.address)?;
+                out.extend_from_slice(&q.sequence.to_be_bytes());
+            }
+            GroupMessage::Partitions(p) => {
+                put_string(out, "address", p.address)?;
+                out.extend_from_slice(&p.sequence.to_be_bytes());
+                out.push(p.flags);
+                put_parts(out, &p.parts)?;
+            }
         }
         Ok(match dialect {
             Dialect::Rfc => vec![f0, body],
@@ -293,6 +360,30 @@ impl<'a> GroupMessage<'a> {
                     return bad("flags", "commits of a group the store does not know");
                 }
                 unique(o.entries.iter().map(|e| (e.topic, e.partition)), frame)
+            }
+            GroupMessage::PartitionsQuery(q) => {
+                if q.address.is_empty() {
+                    return bad("address", "a PARTITIONS-QUERY names its requester");
+                }
+                Ok(())
+            }
+            GroupMessage::Partitions(p) => {
+                if p.address.is_empty() {
+                    return bad("address", "PARTITIONS names its store");
+                }
+                if p.flags & !PARTITIONS_LAST != 0 {
+                    return bad("flags", "unknown PARTITIONS flag");
+                }
+                if p.parts
+                    .iter()
+                    .any(|i| i.topic.is_empty() || i.partition.is_empty())
+                {
+                    return bad("parts", "a partition has a topic and a name");
+                }
+                if p.parts.iter().any(|i| i.first > i.next) {
+                    return bad("parts", "a partition's first offset is past its next");
+                }
+                unique(p.parts.iter().map(|i| (i.topic, i.partition)), frame)
             }
         }
     }
@@ -351,6 +442,18 @@ fn put_entries(out: &mut Vec<u8>, entries: &[Entry<'_>]) -> Result<(), WireError
     Ok(())
 }
 
+fn put_parts(out: &mut Vec<u8>, parts: &[PartInfo<'_>]) -> Result<(), WireError> {
+    put_count(out, "parts", parts.len())?;
+    for p in parts {
+        put_string(out, "topic", p.topic)?;
+        put_string(out, "partition", p.partition)?;
+        for n in [p.first, p.next, p.bytes] {
+            out.extend_from_slice(&n.to_be_bytes());
+        }
+    }
+    Ok(())
+}
+
 /// The group messages' fields on the codec's reader.
 impl<'a> Reader<'a> {
     /// A 4-octet count of items of at least `min` bytes each: refused when
@@ -389,6 +492,21 @@ impl<'a> Reader<'a> {
                 partition: self.string("partition")?,
                 epoch: self.u64("epoch")?,
                 offset: self.u64("offset")?,
+            });
+        }
+        Ok(v)
+    }
+
+    fn parts(&mut self) -> Result<Vec<PartInfo<'a>>, WireError> {
+        let n = self.count("parts", 26)?;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(PartInfo {
+                topic: self.string("topic")?,
+                partition: self.string("partition")?,
+                first: self.u64("first")?,
+                next: self.u64("next")?,
+                bytes: self.u64("bytes")?,
             });
         }
         Ok(v)
@@ -518,6 +636,18 @@ pub fn decode<F: AsRef<[u8]>>(frames: &[F]) -> Result<(GroupMessage<'_>, Dialect
             flags: r.u8("flags")?,
             entries: r.entries()?,
         }),
+        GroupKind::PartitionsQuery => GroupMessage::PartitionsQuery(PartitionsQuery {
+            topic: key,
+            address: r.string("address")?,
+            sequence: r.u64("sequence")?,
+        }),
+        GroupKind::Partitions => GroupMessage::Partitions(Partitions {
+            to: key,
+            address: r.string("address")?,
+            sequence: r.u64("sequence")?,
+            flags: r.u8("flags")?,
+            parts: r.parts()?,
+        }),
     };
     r.finish()?;
     msg.check(r.frame)?;
@@ -531,8 +661,11 @@ pub enum Subscriber {
     /// A member of `groups`: their announcements, and answers to itself.
     Member,
     /// A store: every announcement (for `dafka groups`), commit and query,
-    /// and answers to itself (replication between stores).
+    /// every PARTITIONS-QUERY, and answers to itself (replication between
+    /// stores).
     Store,
+    /// A read client of the cluster view: PARTITIONS answers to itself.
+    Viewer,
 }
 
 pub fn subscriptions(who: Subscriber, address: &[u8], groups: &[&[u8]]) -> Vec<Vec<u8>> {
@@ -552,9 +685,14 @@ pub fn subscriptions(who: Subscriber, address: &[u8], groups: &[&[u8]]) -> Vec<V
             prefix(GroupKind::Commit, b""),
             prefix(GroupKind::CommitQuery, b""),
             prefix(GroupKind::CommitOffsets, address),
+            prefix(GroupKind::PartitionsQuery, b""),
         ],
+        Subscriber::Viewer => vec![prefix(GroupKind::Partitions, address)],
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod parts_tests;

@@ -197,7 +197,10 @@ impl Membership {
                 Err(_) => Fate::Ignored,
             },
             GroupMessage::CommitOffsets(o) => self.on_offsets(o, now),
-            GroupMessage::Commit(_) | GroupMessage::CommitQuery(_) => Fate::Ignored,
+            GroupMessage::Commit(_)
+            | GroupMessage::CommitQuery(_)
+            | GroupMessage::PartitionsQuery(_)
+            | GroupMessage::Partitions(_) => Fate::Ignored,
         }
     }
 

@@ -38,8 +38,8 @@ pub fn heads<E: From<Error>>(
 /// topic (the empty one, as stores ask each other) once a store connected,
 /// the DIRECT-HEADs' subjects collected until `settle` passed with no new
 /// store or topic. Fails with [`Error::Timeout`] when no store connected
-/// within `timeout`. In a secure cluster only a store's key may ask for every
-/// topic: a reader's question is refused and this finds none.
+/// within `timeout`. In a secure cluster a store answers a consumer's question
+/// with the topics its certificate allows only, and those are all it keeps.
 pub fn topics<E: From<Error>>(
     cfg: &NodeConfig,
     timeout: Duration,
@@ -62,6 +62,12 @@ pub fn topics<E: From<Error>>(
         settle,
         &mut check,
     )?;
+    // A producer tells every consumer that connects its head, whatever the
+    // consumer may read: a secure client keeps the topics it may read only.
+    if let Some(sc) = &c.core.secure {
+        let allowed = sc.id.cert.topics().map_err(Error::from)?;
+        got.retain(|t| allowed.allows(t));
+    }
     Ok(got)
 }
 

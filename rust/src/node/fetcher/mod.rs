@@ -11,6 +11,7 @@
 //! | `watch.rs` | [`HeadsWatch`]: a client kept across rounds of [`offsets`], with its keeper thread |
 //! | `range.rs` | [`fetch_range`], [`fetch_ranges`]: exactly `[start, end)` of a partition, FETCH → DIRECT-RECORD |
 //! | `groups.rs` | [`list_groups`], [`describe_group`]: consumer groups' commits (COMMIT-QUERY → COMMIT-OFFSETS), members (GROUP-MEMBER) and heads |
+//! | `view.rs` | [`cluster_view`]: the nodes the towers relay, and every store's partitions (PARTITIONS-QUERY → PARTITIONS) |
 //!
 //! Stores learn about the client through discovery (towers) and connect to its
 //! XPUB; a store listed only in `peers` cannot answer unless it also lists the
@@ -23,12 +24,14 @@ mod groups;
 mod heads;
 mod range;
 mod time;
+mod view;
 mod watch;
 
 pub use groups::{describe_group, list_groups, GroupSummary};
 pub use heads::{heads, offsets, topics, Offsets};
 pub use range::{fetch_range, fetch_ranges, Fetched, Range};
 pub use time::offsets_for_time;
+pub use view::{cluster_view, ClusterView, Node, NodeKind, StorePartition};
 pub use watch::{HeadsWatch, WatchStats};
 
 /// How often an unanswered GET-HEADS or FETCH is repeated.

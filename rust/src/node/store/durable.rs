@@ -235,6 +235,10 @@ impl StoreLog for DurableLog {
             .as_ref()?
             .first_offset(topic, part_name(partition)?)
     }
+    fn bytes(&self, topic: &[u8], partition: &[u8]) -> u64 {
+        let info = || self.log.as_ref()?.partition(topic, part_name(partition)?);
+        info().map_or(0, |i| i.bytes)
+    }
     fn append(
         &mut self,
         topic: &[u8],

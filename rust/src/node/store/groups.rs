@@ -350,6 +350,8 @@ impl StoreGroups {
                 Ok(Fate::Taken(0))
             }
             GroupMessage::CommitOffsets(o) => Ok(self.on_replica(o, wall_ms, checks.next_offset)),
+            // The cluster view's (`node/store/view.rs`).
+            GroupMessage::PartitionsQuery(_) | GroupMessage::Partitions(_) => Ok(Fate::Ignored),
         }
     }
 

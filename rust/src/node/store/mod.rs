@@ -21,6 +21,7 @@ pub mod durable;
 pub mod groups;
 mod run;
 pub mod state;
+mod view;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;

@@ -19,13 +19,15 @@ use crate::node::out::{poll_timeout, Out};
 use crate::node::receive::Incoming;
 use crate::node::socket::{set_int_option, Core, Frames};
 use crate::node::stats::Stats;
+use crate::security::TopicPatterns;
 use crate::wire::group::{
-    subscriptions as group_subscriptions, GroupKind, GroupMessage, Subscriber,
+    subscriptions as group_subscriptions, CommitOffsets, GroupKind, GroupMessage, Subscriber,
 };
-use crate::wire::{NodeType, Prefix};
+use crate::wire::{Message, NodeType, Prefix};
 
 use super::groups::{Checks, StoreGroups};
 use super::state::{ReplySlice, StoreLog, StoreState, StoreStateConfig};
+use super::view;
 use super::{Cmd, StoreShared};
 
 /// Messages handled per loop turn before the loop syncs, ACKs and answers.
@@ -43,6 +45,36 @@ fn send_group(core: &mut Core, msg: &GroupMessage<'_>) -> Result<()> {
     };
     set_int_option(&mut core.xpub, zmq_sys::ZMQ_XPUB_NODROP, 1)?;
     sent
+}
+
+/// Sends a COMMIT-OFFSETS answering a consumer's question about every
+/// group or topic with the commits of the topics it may read (`only`)
+/// only; of every group, a group with none of them is left out.
+fn send_commits_for(
+    core: &mut Core,
+    msg: &GroupMessage<'_>,
+    only: Option<&TopicPatterns>,
+    every_group: bool,
+) -> Result<()> {
+    match (only, msg) {
+        (Some(only), GroupMessage::CommitOffsets(o)) => {
+            let entries: Vec<_> = o
+                .entries
+                .iter()
+                .filter(|e| only.allows(e.topic))
+                .copied()
+                .collect();
+            if entries.is_empty() && every_group {
+                return Ok(());
+            }
+            let o = CommitOffsets {
+                entries,
+                ..o.clone()
+            };
+            send_group(core, &GroupMessage::CommitOffsets(o))
+        }
+        _ => send_group(core, msg),
+    }
 }
 
 /// Copies the groups' counters for the handle to read.
@@ -221,9 +253,27 @@ pub(super) fn run<L: StoreLog>(
                 |core, from, incoming| match incoming {
                     Incoming::Message(msg) => {
                         outs.clear();
+                        // A consumer's GET-HEADS of every topic: the heads
+                        // of the topics it may read only.
+                        let only = match &msg {
+                            Message::GetHeads(g) if g.topic.is_empty() => core.reader_topics(from),
+                            _ => None,
+                        };
                         let fate = st.on_message(msg, now, stamp, &mut outs);
+                        if let Some(only) = only {
+                            outs.retain(|o| match o {
+                                Out::DirectHead { subject, .. } => only.allows(subject),
+                                _ => true,
+                            });
+                        }
                         send_all(core, &outs)?;
                         Ok(fate)
+                    }
+                    Incoming::Group(GroupMessage::PartitionsQuery(q)) => {
+                        let only = core.reader_topics(from);
+                        view::answer(&st, &q, only.as_ref(), &mut |a: &GroupMessage<'_>| {
+                            send_group(core, a)
+                        })
                     }
                     Incoming::Group(m) => {
                         group_input = true;
@@ -233,7 +283,17 @@ pub(super) fn run<L: StoreLog>(
                             next_offset: &|t, p| log.next_offset(t, p),
                             sender_topics: topics.as_ref(),
                         };
-                        groups.on_group(&m, (now, stamp), checks, &mut |a| send_group(core, a))
+                        // A consumer's question of every group or topic is
+                        // answered with the topics its certificate allows.
+                        let (only, every_group) = match &m {
+                            GroupMessage::CommitQuery(q) => {
+                                (core.reader_topics(from), q.group.is_empty())
+                            }
+                            _ => (None, false),
+                        };
+                        groups.on_group(&m, (now, stamp), checks, &mut |a| {
+                            send_commits_for(core, a, only.as_ref(), every_group)
+                        })
                     }
                 },
             )?;

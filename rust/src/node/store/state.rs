@@ -201,6 +201,12 @@ pub trait StoreLog {
     fn parked(&self) -> usize {
         0
     }
+    /// Bytes of the partition's records on disk (its segment files; the
+    /// write buffer not counted), for the cluster view. 0 for storage that
+    /// does not say.
+    fn bytes(&self, _topic: &[u8], _partition: &[u8]) -> u64 {
+        0
+    }
 }
 
 /// Tunables of the store logic, with their defaults.

@@ -217,7 +217,8 @@ mod policy {
             topic: b"",
             address: me.as_bytes(),
         });
-        assert!(check_message(&consumer, &all_heads).is_err(), "stores only");
+        // Answered with the topics it may read only (the store's part).
+        assert_eq!(check_message(&consumer, &all_heads), Ok(()));
     }
 
     #[test]
@@ -640,7 +641,8 @@ mod every_rule {
             all(&w, &requests(w.me(), b"logs"), V::Role);
         }
         all(&nobody, &requests(nobody.me(), b"logs"), V::NoRole);
-        // GET-HEADS for every topic: stores only, whatever their topics.
+        // GET-HEADS for every topic: a store, or a consumer (answered with
+        // its topics only); never a producer.
         let every = |a| {
             Message::GetHeads(GetHeads {
                 topic: b"",
@@ -649,7 +651,10 @@ mod every_rule {
         };
         all(&store, &[every(store.me())], V::Ok);
         let reader = any(Role::Consumer);
-        all(&reader, &[every(reader.me())], V::Role);
+        all(&reader, &[every(reader.me())], V::Ok);
+        all(&reader, &[every(OTHER)], V::Address);
+        let p = any(Role::Producer);
+        all(&p, &[every(p.me())], V::Role);
         // A CONSUMER-HELLO needs every subject allowed, not only one.
         let hello = Message::ConsumerHello(ConsumerHello {
             topic: OTHER,
@@ -821,6 +826,17 @@ mod every_rule {
         assert_eq!(member_sub(&consumer, b"audit", billing), V::Ok);
         assert_eq!(member_sub(&consumer, b"billing", None), V::Ok);
         assert_eq!(member_sub(&any(Role::Producer), b"billing", None), V::Role);
+
+        // The cluster view: every PARTITIONS-QUERY to a store, PARTITIONS
+        // to their requester.
+        assert_eq!(sub(&store, Prefix::parse(b"I")), V::Ok);
+        assert_eq!(sub(&c, Prefix::parse(b"I")), V::Role);
+        assert_eq!(sub(&c, Prefix::parse(b"Ilogs")), V::Role);
+        let own = [&b"P"[..], c.me()].concat();
+        assert_eq!(sub(&c, Prefix::parse(&own)), V::Ok);
+        let others = [&b"P"[..], OTHER].concat();
+        assert_eq!(sub(&c, Prefix::parse(&others)), V::Address);
+        assert_eq!(sub(&any(Role::Producer), Prefix::parse(&own)), V::Role);
     }
 
     /// The consumer-group messages: members are consumers as themselves, in
@@ -902,8 +918,20 @@ mod every_rule {
             check(&consumer, &query(me, b"g", vec![b"secrets"])),
             V::Topic
         );
-        assert_eq!(check(&consumer, &query(me, b"", vec![b"logs"])), V::Role);
-        assert_eq!(check(&consumer, &query(me, b"g", vec![])), V::Role);
+        // Every group, every topic: answered with its topics only.
+        assert_eq!(check(&consumer, &query(me, b"", vec![b"logs"])), V::Ok);
+        assert_eq!(check(&consumer, &query(me, b"g", vec![])), V::Ok);
+        assert_eq!(check(&consumer, &query(me, b"", vec![])), V::Ok);
+        assert_eq!(
+            check(&consumer, &query(me, b"", vec![b"secrets"])),
+            V::Topic
+        );
+        assert_eq!(check(&consumer, &query(OTHER, b"", vec![])), V::Address);
+        assert_eq!(
+            check(&producer, &query(producer.me(), b"", vec![])),
+            V::Role
+        );
+        assert_eq!(check(&nobody, &query(me, b"", vec![])), V::NoRole);
         assert_eq!(check(&store, &query(store.me(), b"", vec![])), V::Ok);
         assert_eq!(
             check(&producer, &query(producer.me(), b"g", vec![b"logs"])),
@@ -924,5 +952,35 @@ mod every_rule {
         assert_eq!(check(&store, &offsets(OTHER)), V::Address);
         assert_eq!(check(&consumer, &offsets(me)), V::Role);
         assert_eq!(check(&producer, &offsets(producer.me())), V::Role);
+
+        // The cluster view: a consumer or store asks as itself, of a topic
+        // it may read or of every one; only a store answers, as itself.
+        let pq = |address, topic: &'static [u8]| {
+            GroupMessage::PartitionsQuery(crate::wire::group::PartitionsQuery {
+                topic,
+                address,
+                sequence: 1,
+            })
+        };
+        assert_eq!(check(&consumer, &pq(me, b"logs")), V::Ok);
+        assert_eq!(check(&consumer, &pq(me, b"")), V::Ok);
+        assert_eq!(check(&consumer, &pq(me, b"secrets")), V::Topic);
+        assert_eq!(check(&consumer, &pq(OTHER, b"")), V::Address);
+        assert_eq!(check(&store, &pq(store.me(), b"")), V::Ok);
+        assert_eq!(check(&producer, &pq(producer.me(), b"")), V::Role);
+        assert_eq!(check(&nobody, &pq(me, b"")), V::NoRole);
+        let parts = |address| {
+            GroupMessage::Partitions(crate::wire::group::Partitions {
+                to: OTHER,
+                address,
+                sequence: 1,
+                flags: 0,
+                parts: vec![],
+            })
+        };
+        assert_eq!(check(&store, &parts(store.me())), V::Ok);
+        assert_eq!(check(&store, &parts(OTHER)), V::Address);
+        assert_eq!(check(&consumer, &parts(me)), V::Role);
+        assert_eq!(check(&producer, &parts(producer.me())), V::Role);
     }
 }

@@ -73,7 +73,7 @@ fn all() -> Vec<GroupMessage<'static>> {
     vec![member(), commit(), query(), offsets()]
 }
 
-fn hex(b: &[u8]) -> String {
+pub(super) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02X}")).collect()
 }
 
@@ -330,7 +330,7 @@ fn semantic_rules_refuse_at_encoding_and_decoding() {
 }
 
 /// The rfc frames of `m` without the encoder's semantic check.
-fn forge(m: &GroupMessage<'_>) -> Vec<Vec<u8>> {
+pub(super) fn forge(m: &GroupMessage<'_>) -> Vec<Vec<u8>> {
     let mut ok = m.clone();
     // Encode a valid twin, then patch the fields the check refused.
     match &mut ok {
@@ -350,6 +350,12 @@ fn forge(m: &GroupMessage<'_>) -> Vec<Vec<u8>> {
             x.flags = OFFSETS_GROUP_KNOWN;
             x.entries.clear();
         }
+        GroupMessage::Partitions(x) => {
+            x.flags = 0;
+            x.address = b"s";
+            x.parts.clear();
+        }
+        GroupMessage::PartitionsQuery(x) => x.address = b"a",
         GroupMessage::CommitQuery(_) => {}
     }
     let mut f0 = vec![m.kind().id()];
@@ -387,6 +393,16 @@ fn forge(m: &GroupMessage<'_>) -> Vec<Vec<u8>> {
             body.extend_from_slice(&x.sequence.to_be_bytes());
             body.push(x.flags);
             put_entries(&mut body, &x.entries).unwrap();
+        }
+        GroupMessage::PartitionsQuery(x) => {
+            put_string(&mut body, "address", x.address).unwrap();
+            body.extend_from_slice(&x.sequence.to_be_bytes());
+        }
+        GroupMessage::Partitions(x) => {
+            put_string(&mut body, "address", x.address).unwrap();
+            body.extend_from_slice(&x.sequence.to_be_bytes());
+            body.push(x.flags);
+            put_parts(&mut body, &x.parts).unwrap();
         }
     }
     // The valid twin encodes: the forged bytes differ only in what the
@@ -447,7 +463,8 @@ fn members_and_stores_subscribe_to_what_they_need() {
             b"J".to_vec(),
             b"C".to_vec(),
             b"U".to_vec(),
-            [&b"N"[..], S].concat()
+            [&b"N"[..], S].concat(),
+            b"I".to_vec(),
         ]
     );
     // Every message reaches exactly the subscribers meant for it.
@@ -459,6 +476,8 @@ fn members_and_stores_subscribe_to_what_they_need() {
             GroupKind::Member => assert!(to_store && to_member),
             GroupKind::Commit | GroupKind::CommitQuery => assert!(to_store && !to_member),
             GroupKind::CommitOffsets => assert!(to_member && !to_store),
+            GroupKind::PartitionsQuery => assert!(to_store && !to_member),
+            GroupKind::Partitions => assert!(!to_member && !to_store),
         }
     }
 }
