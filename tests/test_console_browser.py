@@ -104,7 +104,18 @@ def test_the_page_shows_the_topics_partitions_counts_and_groups(tmp_path: Path) 
                 assert page.partitions == shown
                 assert page.group_rows == groups
                 assert "orders" in page.lines  # its records/s line in the chart
-                assert "Not available" in page.text  # the towers' nodes: no API yet
+                # The nodes the towers relay: the store and the three producers.
+                nodes = wait_json(
+                    url,
+                    lambda s: (
+                        {o1.address, o2.address, c1.address}
+                        <= {n["address"] for n in s["nodes"]["list"] or []}
+                    ),
+                    "the producers among the towers' nodes",
+                )["nodes"]["list"]
+                kinds = {n["address"]: n["kind"] for n in nodes}
+                assert kinds[o1.address] == "producer", nodes
+                assert "store" in kinds.values(), nodes
 
 
 def test_the_page_says_when_no_cluster_is_reachable() -> None:

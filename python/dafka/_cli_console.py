@@ -79,8 +79,8 @@ def _add_console_parser(sub: Any) -> None:
         "--topic",
         action="append",
         metavar="TOPIC",
-        help="show this topic (repeat for several); default: every topic the stores hold, "
-        "which secure clusters do not tell a consumer certificate",
+        help="show this topic (repeat for several); default: every topic the stores hold "
+        "(in a secure cluster, those the certificate allows)",
     )
     c.add_argument(
         "--interval",

@@ -24,7 +24,7 @@ from typing import Any, NotRequired, Protocol, TypedDict
 
 from dafka._native import HeadsWatch, check_node, describe_group, list_groups
 from dafka._native import topics as list_topics
-from dafka.exceptions import ConfigError
+from dafka.view import cluster
 
 
 class PartitionView(TypedDict):
@@ -86,12 +86,12 @@ class ClusterSource:
     (or the fixed list ``topics``: secure clusters, where only a store may list every
     topic), each topic's offsets from a ``dafka.HeadsWatch`` kept across polls (a
     poll after the first asks once and ends when every store answered again), the
-    groups from ``list_groups`` and ``describe_group``. The nodes the towers know are
-    not available to a read client: :meth:`nodes` returns None.
+    groups from ``list_groups`` and ``describe_group``, the nodes the towers relay from
+    ``dafka.cluster()``. In a secure cluster the stores list the topics the
+    certificate allows (a consumer's).
 
     The settings are checked at once as a read client's (``dafka._native.check_node``:
-    ``ConfigError``, ``OSError`` for an unreadable certificate); a secure source must
-    be given its ``topics``.
+    ``ConfigError``, ``OSError`` for an unreadable certificate).
 
     ``timeout`` bounds each read client's call (a poll of an unreachable cluster
     takes that long, then raises), ``settle`` is their settle time, ``listen`` how long
@@ -128,11 +128,6 @@ class ClusterSource:
         # Wrong settings (a certificate of another role than a read client's, a
         # malformed endpoint) fail here, not at every poll.
         check_node(**self._node)
-        if self._fixed is None and "cert" in self._node:
-            raise ConfigError(
-                "in a secure cluster the stores list every topic only to a store's key: "
-                "name the topics to show (topics=[...], dafka console --topic T)"
-            )
         self._watches: dict[str, HeadsWatch] = {}
 
     def topics(self) -> list[TopicView]:
@@ -197,7 +192,16 @@ class ClusterSource:
         return out
 
     def nodes(self) -> list[NodeView] | None:
-        return None
+        view = cluster(timeout=self._timeout, **self._node)
+        return [
+            {
+                "kind": n["kind"] or "unknown",
+                "address": n["address"],
+                "endpoint": n["endpoint"] or "",
+                "last_heard": n["last_heard"],
+            }
+            for n in view["nodes"]
+        ]
 
     def close(self) -> None:
         watches, self._watches = self._watches, {}
