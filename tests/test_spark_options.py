@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from secure_util import Keys
 
 import dafka.spark
 from dafka.spark import _options
@@ -34,7 +35,9 @@ READ = {"subscribe": "t", "towers": TOWER}
 WRITE = {"topic": "t", "towers": TOWER}
 
 
-def test_unknown_and_misplaced_options_raise_naming_them_and_the_valid_ones() -> None:
+def test_unknown_and_misplaced_options_raise_naming_them_and_the_valid_ones(
+    tmp_path: Path,
+) -> None:
     with pytest.raises(ValueError, match="unknown option 'startingoffset'") as e:
         _options.check_options({**READ, "startingOffset": "earliest"}, STREAM_READ)
     # The valid ones are listed, as documented (any case).
@@ -56,8 +59,10 @@ def test_unknown_and_misplaced_options_raise_naming_them_and_the_valid_ones() ->
     with pytest.raises(ValueError, match="one of options subscribe and subscribePattern"):
         ReadSettings.from_options({**READ, "subscribePattern": "t.*"})
     # In secure mode too (issue 39): the stores list the topics the certificate allows.
+    keys = Keys(tmp_path / "keys", {"reader": "consumer"})
+    tower_key = keys.z85("reader")[0].decode()  # a well-formed key: never contacted
     secure = ReadSettings.from_options(
-        {"subscribePattern": "t.*", "towers": TOWER, "cert": "c", "trust": "t"}
+        {"subscribePattern": "t.*", "towers": f"{TOWER};curve={tower_key}", **keys.of("reader")}
     )
     assert secure.subscribes("t1")
     s = ReadSettings.from_options({"subscribePattern": r"ev\.[a-z]+", "towers": TOWER})
