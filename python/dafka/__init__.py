@@ -5,7 +5,8 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 :class:`Record` a consumer delivers, and :class:`Log` for local tooling; the
 bounded read clients :func:`heads`, :func:`offsets`, :func:`offsets_for_times`,
 :func:`fetch_range`, :func:`fetch_ranges` and :class:`HeadsWatch`; consumer groups'
-:func:`list_groups` and :func:`describe_group`; the codec in :mod:`dafka.wire`;
+:func:`list_groups` and :func:`describe_group`; Prometheus metrics of the
+process's nodes, :func:`serve_metrics`; the codec in :mod:`dafka.wire`;
 the exceptions of :mod:`dafka.exceptions` (every one a :class:`DafkaError`).
 Also :mod:`dafka.aio` (asyncio helpers) and :mod:`dafka.spark` (PySpark).
 """
@@ -18,6 +19,7 @@ from dafka._native import (
     TIMESTAMP_LOG_APPEND,
     Consumer,
     HeadsWatch,
+    MetricsServer,
     Producer,
     Store,
     Tower,
@@ -29,6 +31,7 @@ from dafka._native import (
     list_groups,
     offsets,
     offsets_for_times,
+    serve_metrics,
     topics,
 )
 from dafka.exceptions import (
@@ -77,6 +80,7 @@ __all__ = [
     "LogIOError",
     "LogPermissionError",
     "LogValueError",
+    "MetricsServer",
     "NodeError",
     "OffsetError",
     "PartitionInfo",
@@ -99,6 +103,7 @@ __all__ = [
     "offsets",
     "offsets_for_times",
     "read_certificate",
+    "serve_metrics",
     "topics",
     "wire",
 ]
