@@ -102,8 +102,8 @@ fn serve_metrics(
         return Ok((None, String::new()));
     };
     let server = crate::metrics::MetricsServer::start(listen, Sources::Fixed(vec![node]))?;
+    // Said in the start-up line, which comes first (no log line before it).
     let said = format!(" metrics={}", server.local_addr());
-    tracing::info!("serving metrics at http://{}/metrics", server.local_addr());
     Ok((Some(server), said))
 }
 
