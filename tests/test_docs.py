@@ -42,6 +42,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -329,25 +330,26 @@ def test_sample_output_is_what_is_printed(block: Block, tmp_path: Path, netns: N
 @pytest.mark.parametrize("block", [b for b in RUN if b.lang == "toml"], ids=lambda b: b.name)
 def test_toml_block_configures_a_store(block: Block, tmp_path: Path) -> None:
     """The fragment is the config file of a store, beside the files it names (its
-    certificate and a trust directory), given a secure tower: the store runs."""
+    certificate and a trust directory, then given a secure tower): the store runs, and
+    serves metrics where a ``[metrics]`` table says."""
     cert = re.search(r'cert = "([^"]+)"', block.text)
     trust = re.search(r'trust = "([^"]+)"', block.text)
-    assert cert and trust, block.text
-    keys = tmp_path / Path(cert.group(1)).parent
-    name = Path(cert.group(1)).name.removesuffix(".key_secret")
-    dafka.keygen(keys, name, role="store")
-    dafka.keygen(tmp_path / "tower-keys", "tower", role="tower")
-    trusted = tmp_path / trust.group(1)
-    trusted.mkdir(parents=True)
-    for public in [keys / f"{name}.key", tmp_path / "tower-keys" / "tower.key"]:
-        shutil.copy(public, trusted)
+    secure: dict[str, Any] = {}
+    if cert or trust:
+        assert cert and trust, block.text
+        keys = tmp_path / Path(cert.group(1)).parent
+        name = Path(cert.group(1)).name.removesuffix(".key_secret")
+        dafka.keygen(keys, name, role="store")
+        dafka.keygen(tmp_path / "tower-keys", "tower", role="tower")
+        trusted = tmp_path / trust.group(1)
+        trusted.mkdir(parents=True)
+        for public in [keys / f"{name}.key", tmp_path / "tower-keys" / "tower.key"]:
+            shutil.copy(public, trusted)
+        secure = {"cert": tmp_path / "tower-keys" / "tower.key_secret", "trust": trusted}
     config = tmp_path / "store.toml"
     config.write_text(block.text)
     with dafka.Tower(
-        beacon_in="tcp://127.0.0.1:0",
-        beacon_out="tcp://127.0.0.1:0",
-        cert=tmp_path / "tower-keys" / "tower.key_secret",
-        trust=trusted,
+        beacon_in="tcp://127.0.0.1:0", beacon_out="tcp://127.0.0.1:0", **secure
     ) as tower:
         proc = subprocess.Popen(
             [
@@ -366,6 +368,12 @@ def test_toml_block_configures_a_store(block: Block, tmp_path: Path) -> None:
             first = proc.stdout.readline().decode()
             assert first.startswith("dafka-store address="), first + proc.stdout.read().decode()
             assert tower.endpoint and tower.stats()["auth_refused"] == 0
+            listen = re.search(r'listen = "([^"]+)"', block.text)
+            if listen:
+                assert first.split()[-1] == f"metrics={listen.group(1)}", first
+                url = f"http://{listen.group(1)}/metrics"
+                with urllib.request.urlopen(url, timeout=30) as r:
+                    assert b"dafka_store_appended_total" in r.read()
         finally:
             proc.terminate()
             proc.wait(timeout=60)

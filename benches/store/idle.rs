@@ -27,7 +27,7 @@ pub(crate) fn store_with_idle(
         .unwrap();
     let mut buf = FrameBuf::new();
     let content = vec![1u8; size];
-    let stored = || s.shared().counters.lock().unwrap().appended;
+    let stored = || s.shared().counters.snapshot().appended;
     let deadline = Instant::now() + Duration::from_secs(120);
     // PUB drops what it sends before the store's SUB is connected: send
     // again (duplicates are ignored) until every partition is stored.

@@ -131,10 +131,7 @@ pub(crate) fn durable_throughput_of(
     });
     print_thread_cpu("store", n, &before);
     if std::env::var_os("DAFKA_BENCH_VERBOSE").is_some() {
-        println!(
-            "  store counters: {:?}",
-            s.shared().counters.lock().unwrap()
-        );
+        println!("  store counters: {:?}", s.shared().counters.snapshot());
         println!("  producer stats: {:?}", p.stats().snapshot());
     }
     p.close().unwrap();

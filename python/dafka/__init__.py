@@ -6,7 +6,8 @@ A Rust core (codec, segment store, node event loops) exposed to Python:
 bounded read clients :func:`heads`, :func:`offsets`, :func:`offsets_for_times`,
 :func:`fetch_range`, :func:`fetch_ranges` and :class:`HeadsWatch`; consumer groups'
 :func:`list_groups` and :func:`describe_group`; the cluster view's :func:`cluster`,
-:func:`describe_topics` and :func:`describe_topic`; the codec in :mod:`dafka.wire`;
+:func:`describe_topics` and :func:`describe_topic`; Prometheus metrics of the
+process's nodes, :func:`serve_metrics`; the codec in :mod:`dafka.wire`;
 the exceptions of :mod:`dafka.exceptions` (every one a :class:`DafkaError`).
 Also :mod:`dafka.aio` (asyncio helpers) and :mod:`dafka.spark` (PySpark).
 """
@@ -19,6 +20,7 @@ from dafka._native import (
     TIMESTAMP_LOG_APPEND,
     Consumer,
     HeadsWatch,
+    MetricsServer,
     Producer,
     Store,
     Tower,
@@ -30,6 +32,7 @@ from dafka._native import (
     list_groups,
     offsets,
     offsets_for_times,
+    serve_metrics,
     topics,
 )
 from dafka.exceptions import (
@@ -79,6 +82,7 @@ __all__ = [
     "LogIOError",
     "LogPermissionError",
     "LogValueError",
+    "MetricsServer",
     "NodeError",
     "OffsetError",
     "PartitionInfo",
@@ -104,6 +108,7 @@ __all__ = [
     "offsets",
     "offsets_for_times",
     "read_certificate",
+    "serve_metrics",
     "topics",
     "wire",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "Consumer",
     "DecodedMessage",
     "HeadsWatch",
+    "MetricsServer",
     "NativeLog",
     "Producer",
     "Record",
@@ -43,6 +44,7 @@ __all__ = [
     "read_certificate",
     "run_store_cli",
     "run_tower_cli",
+    "serve_metrics",
     "topics",
     "wire_decode",
     "wire_encode",
@@ -97,6 +99,40 @@ def read_certificate(path: str) -> tuple[str, str | None, str, bool]:
 
 def has_curve() -> bool:
     """Whether this build's libzmq has CURVE (secure clusters need it)."""
+
+def serve_metrics(host: str = "127.0.0.1", port: int = 0) -> MetricsServer:
+    """Serves Prometheus metrics of every node of this process (each ``Producer``,
+    ``Consumer``, ``Store`` and ``Tower`` from its creation until it is closed) at
+    ``http://HOST:PORT/metrics``, on threads of their own; returns the running
+    ``MetricsServer``. ``port=0`` takes any free port (``server.port`` says which).
+
+    Raises
+    ------
+    ConfigError
+        ``host`` or ``port`` name no address to listen on, or it cannot be bound (in use).
+    """
+
+@final
+class MetricsServer:
+    """A running metrics server (``dafka.serve_metrics``): ``host``, ``port`` (the one bound,
+    when 0 was asked), ``url``; ``close()`` stops it (also on leaving a ``with`` block).
+    """
+
+    @property
+    def host(self) -> str:
+        """The host it listens on."""
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT/metrics``."""
+    def close(self) -> None:
+        """Stops serving (idempotent)."""
+    def __enter__(self) -> Self:
+        """Returns the server, for ``with dafka.serve_metrics(...) as server:``."""
+    def __exit__(self, *_exc: object) -> Literal[False]:
+        """Closes the server on leaving the ``with`` block; an exception propagates."""
 
 def wire_encode(
     kind: str,

@@ -17,16 +17,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::log::{FsyncPolicy, RecoveryPolicy};
-use crate::node::config::{
-    SecurityConfig, TowerAddr, TowerConfig, DEFAULT_TOWER_IN, DEFAULT_TOWER_OUT,
-};
+use crate::metrics::Sources;
+use crate::node::config::{SecurityConfig, TowerConfig, DEFAULT_TOWER_IN, DEFAULT_TOWER_OUT};
 use crate::node::store::{Store, StoreConfig};
 use crate::node::Tower;
 use crate::wire::Dialect;
+
+mod file;
+pub use file::{
+    BeaconSection, FileConfig, MetricsSection, NodeSection, SecuritySection, StoreSection,
+    TowerSection,
+};
 
 /// The store directory when neither `DIR` nor `store.db` is given (the C
 /// reference's `store/db` default).
@@ -49,182 +53,6 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 /// Exit code for bad flags or a bad config file.
 pub const EXIT_USAGE: i32 = 2;
-
-// ---------------------------------------------------------------------------
-// The config file
-// ---------------------------------------------------------------------------
-
-/// A config file for either binary. Every key is optional; unknown keys are
-/// errors, so a typo does not go unnoticed. Durations are integers in ms, as in
-/// the C reference.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// A `tracing` filter, e.g. `"info"` or `"dafka=debug"`.
-    pub log_level: Option<String>,
-    #[serde(default)]
-    pub node: NodeSection,
-    #[serde(default)]
-    pub beacon: BeaconSection,
-    #[serde(default)]
-    pub store: StoreSection,
-    #[serde(default)]
-    pub tower: TowerSection,
-    #[serde(default)]
-    pub security: SecuritySection,
-}
-
-/// `[node]`: how the store's node binds and finds its peers.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NodeSection {
-    pub bind: Option<String>,
-    pub towers: Option<Vec<String>>,
-    pub peers: Option<Vec<String>>,
-    pub wire: Option<String>,
-    pub advertise_host: Option<String>,
-    pub sndhwm: Option<i32>,
-    pub rcvhwm: Option<i32>,
-}
-
-/// `[beacon]`: the C reference's `beacon/*` keys.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BeaconSection {
-    /// `beacon/interval`, ms.
-    pub interval: Option<u64>,
-    /// `beacon/timeout`, ms.
-    pub timeout: Option<u64>,
-    /// `beacon/sub_address`: the tower's XSUB a node connects to.
-    pub sub_address: Option<String>,
-    /// `beacon/pub_address`: the tower's XPUB a node connects to.
-    pub pub_address: Option<String>,
-    /// `beacon/verbose`: non-zero logs at `debug`.
-    pub verbose: Option<u8>,
-}
-
-/// `[store]`: the store's directory (`store/db`) and its log's settings.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StoreSection {
-    /// `store/db`: the store's directory.
-    #[serde(alias = "dir")]
-    pub db: Option<PathBuf>,
-    pub fsync: Option<String>,
-    pub flush_interval_ms: Option<u64>,
-    pub flush_messages: Option<u64>,
-    pub segment_bytes: Option<u64>,
-    /// 0 keeps records forever.
-    pub retain_hours: Option<u64>,
-    /// 0 sets no size limit.
-    pub retain_bytes: Option<u64>,
-    /// 0 keeps parked partitions for good.
-    pub forget_parked_hours: Option<u64>,
-    /// 0: half the open-files limit.
-    pub max_open_files: Option<usize>,
-    pub recovery: Option<String>,
-    pub max_record_bytes: Option<usize>,
-    pub fetch_retry_ms: Option<u64>,
-    /// `store/verbose`: non-zero logs at `debug`.
-    pub verbose: Option<u8>,
-}
-
-/// `[tower]`: the C reference's `tower/*` keys.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TowerSection {
-    /// `tower/sub_address`: the XSUB node beacons come in on.
-    #[serde(alias = "sub_address")]
-    pub beacon_in: Option<String>,
-    /// `tower/pub_address`: the XPUB towards nodes.
-    #[serde(alias = "pub_address")]
-    pub beacon_out: Option<String>,
-    /// `tower/verbose`: non-zero logs at `debug`.
-    pub verbose: Option<u8>,
-}
-
-/// `[security]`: secure mode (CURVE + ZAP, docs/security.md). Both keys or
-/// neither; relative paths are resolved against the config file's directory
-/// ([`FileConfig::load`]).
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SecuritySection {
-    /// The node's secret certificate, `NAME.key_secret` (`dafka keygen`).
-    pub cert: Option<PathBuf>,
-    /// The directory of trusted public certificates.
-    pub trust: Option<PathBuf>,
-}
-
-impl FileConfig {
-    /// Parses TOML text; `origin` names the file in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Self> {
-        toml::from_str(text).map_err(|e| Error::Config(format!("{origin}: {e}")))
-    }
-
-    /// Reads and parses a config file. The `[security]` paths, when
-    /// relative, are taken from the file's directory (the file names keys
-    /// next to it whatever directory the binary is started from).
-    pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Config(format!("cannot read config {}: {e}", path.display())))?;
-        let mut cfg = Self::parse(&text, &path.display().to_string())?;
-        cfg.security.resolve(path.parent().unwrap_or(Path::new("")));
-        Ok(cfg)
-    }
-
-    /// The file's towers: `[node] towers`, plus the one `[beacon]
-    /// sub_address`/`pub_address` name (the C reference's way).
-    fn towers(&self) -> Result<Option<Vec<String>>> {
-        let mut towers = self.node.towers.clone();
-        let b = &self.beacon;
-        let beacon = match (&b.sub_address, &b.pub_address) {
-            (None, None) => None,
-            (Some(s), None) => Some(s.clone()),
-            (None, Some(_)) => {
-                return Err(Error::Config(
-                    "[beacon] pub_address needs sub_address too".into(),
-                ))
-            }
-            (Some(s), Some(p)) => {
-                // Each names one port (no OUT = IN + 1 is implied, so 65535
-                // is as good as any); the whole is checked as a tower below.
-                fn one(a: &str) -> Result<(&str, u16)> {
-                    crate::node::config::split_tcp(a)
-                        .filter(|(h, port)| !h.is_empty() && *port != 0)
-                        .ok_or_else(|| {
-                            Error::Config(format!(
-                                "[beacon] address {a:?}: use \"tcp://HOST:PORT\""
-                            ))
-                        })
-                }
-                let (sh, sport) = one(s)?;
-                let (ph, pport) = one(p)?;
-                if sh != ph {
-                    return Err(Error::Config(format!(
-                        "[beacon] sub_address {s:?} and pub_address {p:?} must name the same host"
-                    )));
-                }
-                Some(format!("tcp://{sh}:{sport},{pport}"))
-            }
-        };
-        if let Some(t) = beacon {
-            TowerAddr::parse(&t)?;
-            towers.get_or_insert_with(Vec::new).push(t);
-        }
-        Ok(towers)
-    }
-}
-
-impl SecuritySection {
-    /// Makes relative paths relative to `base` (the config file's directory).
-    pub fn resolve(&mut self, base: &Path) {
-        for p in [&mut self.cert, &mut self.trust].into_iter().flatten() {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
-        }
-    }
-}
 
 /// Secure mode from `--cert`/`--trust` over the file's `[security]`: both or
 /// neither, else a config error saying so.
@@ -251,6 +79,32 @@ fn security_settings(
             )))
         }
     }
+}
+
+/// `--metrics` over the file's `[metrics] listen`, checked.
+fn metrics_listen(flag: &Option<String>, file: &FileConfig) -> Result<Option<String>> {
+    let (what, listen) = match (flag, &file.metrics.listen) {
+        (Some(l), _) => ("--metrics", l),
+        (None, Some(l)) => ("[metrics] listen", l),
+        (None, None) => return Ok(None),
+    };
+    crate::metrics::check_listen(what, listen)?;
+    Ok(Some(listen.clone()))
+}
+
+/// Starts the metrics server of a binary's one node, if asked: the
+/// server, and ` metrics=HOST:PORT` for the start-up line ("" if not).
+fn serve_metrics(
+    listen: &Option<String>,
+    node: crate::metrics::Source,
+) -> Result<(Option<crate::metrics::MetricsServer>, String)> {
+    let Some(listen) = listen else {
+        return Ok((None, String::new()));
+    };
+    let server = crate::metrics::MetricsServer::start(listen, Sources::Fixed(vec![node]))?;
+    // Said in the start-up line, which comes first (no log line before it).
+    let said = format!(" metrics={}", server.local_addr());
+    Ok((Some(server), said))
 }
 
 fn load_file(path: Option<&Path>) -> Result<FileConfig> {
@@ -371,6 +225,10 @@ pub struct StoreArgs {
     /// --cert [file: security.trust]
     #[arg(long, value_name = "DIR")]
     pub trust: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one;
+    /// the start-up line then says metrics=HOST:PORT) [file: metrics.listen; default: none]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<String>,
     /// A tracing filter such as info, debug or dafka=trace [default: $RUST_LOG, else info]
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
@@ -383,6 +241,8 @@ pub struct StoreSettings {
     pub config: StoreConfig,
     /// `None`: `RUST_LOG`, else [`DEFAULT_LOG_LEVEL`].
     pub log_level: Option<String>,
+    /// Where to serve metrics (`HOST:PORT`), if anywhere.
+    pub metrics: Option<String>,
 }
 
 /// Merges defaults < `file` < `args` and validates the node settings.
@@ -489,6 +349,7 @@ pub fn store_settings(args: &StoreArgs, file: &FileConfig) -> Result<StoreSettin
         dir,
         config: cfg,
         log_level,
+        metrics: metrics_listen(&args.metrics, file)?,
     })
 }
 
@@ -527,6 +388,10 @@ pub struct TowerArgs {
     /// --cert [file: security.trust]
     #[arg(long, value_name = "DIR")]
     pub trust: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free one;
+    /// the start-up line then says metrics=HOST:PORT) [file: metrics.listen; default: none]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics: Option<String>,
     /// A tracing filter such as info, debug or dafka=trace [default: $RUST_LOG, else info]
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
@@ -537,6 +402,8 @@ pub struct TowerArgs {
 pub struct TowerSettings {
     pub config: TowerConfig,
     pub log_level: Option<String>,
+    /// Where to serve metrics (`HOST:PORT`), if anywhere.
+    pub metrics: Option<String>,
 }
 
 /// Merges defaults < `file` < `args` and checks both endpoints.
@@ -559,7 +426,12 @@ pub fn tower_settings(args: &TowerArgs, file: &FileConfig) -> Result<TowerSettin
         .clone()
         .or_else(|| file.log_level.clone())
         .or_else(|| verbose_level(&[t.verbose]));
-    Ok(TowerSettings { config, log_level })
+    let metrics = metrics_listen(&args.metrics, file)?;
+    Ok(TowerSettings {
+        config,
+        log_level,
+        metrics,
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -641,8 +513,15 @@ pub fn store_main(bin_name: &str, args: Vec<OsString>, stop: &mut dyn FnMut() ->
 pub fn run_store(settings: &StoreSettings, stop: &mut dyn FnMut() -> bool) -> Result<()> {
     let dir = &settings.dir;
     let store = Store::open(dir, settings.config.clone())?;
+    let (metrics, said) = match serve_metrics(&settings.metrics, store.metrics_source()) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = store.close();
+            return Err(e);
+        }
+    };
     announce(&format!(
-        "dafka-store address={} endpoint={}",
+        "dafka-store address={} endpoint={}{said}",
         store.address(),
         store.endpoint()
     ));
@@ -682,19 +561,15 @@ pub fn run_store(settings: &StoreSettings, stop: &mut dyn FnMut() -> bool) -> Re
             last_error = err;
         }
         if Instant::now() >= next_stats {
-            let c = shared.counters.lock().unwrap_or_else(|p| p.into_inner());
-            tracing::debug!("{c:?}");
+            tracing::debug!("{:?}", shared.counters.snapshot());
             next_stats += STATS_EVERY;
         }
         std::thread::sleep(TICK);
     };
     tracing::info!("stopping: syncing the log");
+    drop(metrics);
     let closed = store.close();
-    let c = shared
-        .counters
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let c = shared.counters.snapshot();
     tracing::info!(
         "store stopped: {} records appended, {} duplicates, {} FETCHes answered, {} ACKs sent",
         c.appended,
@@ -732,8 +607,15 @@ pub fn tower_main(bin_name: &str, args: Vec<OsString>, stop: &mut dyn FnMut() ->
 /// then closes it.
 pub fn run_tower(settings: &TowerSettings, stop: &mut dyn FnMut() -> bool) -> Result<()> {
     let tower = Tower::new(settings.config.clone())?;
+    let (metrics, said) = match serve_metrics(&settings.metrics, tower.metrics_source()) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = tower.close();
+            return Err(e);
+        }
+    };
     announce(&format!(
-        "dafka-tower endpoint={} beacon_in={} beacon_out={}",
+        "dafka-tower endpoint={} beacon_in={} beacon_out={}{said}",
         tower.endpoint(),
         tower.beacon_in(),
         tower.beacon_out()
@@ -754,6 +636,7 @@ pub fn run_tower(settings: &TowerSettings, stop: &mut dyn FnMut() -> bool) -> Re
         }
         std::thread::sleep(TICK);
     };
+    drop(metrics);
     let closed = tower.close();
     let s = tower.stats();
     tracing::info!(

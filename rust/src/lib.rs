@@ -22,6 +22,7 @@ pub mod error;
 pub mod group;
 pub mod log;
 pub mod meta;
+pub mod metrics;
 pub mod node;
 pub mod security;
 pub mod wire;

@@ -174,7 +174,7 @@ fn a_requester_that_stopped_reading_does_not_hold_up_answers_to_others() {
             got.extend(reader.take_records());
         }
     }
-    let counters = s.shared().counters.lock().unwrap().clone();
+    let counters = s.shared().counters.snapshot();
     assert_eq!(
         got,
         (0..10).collect::<Vec<u64>>(),
@@ -189,7 +189,7 @@ fn a_requester_that_stopped_reading_does_not_hold_up_answers_to_others() {
 /// Waits until `s` has served what it can to a requester that stopped
 /// reading: its records served stop growing, short of `n`.
 fn wait_until_stalled(s: &Store, n: u64) {
-    let served = || s.shared().counters.lock().unwrap().records_served;
+    let served = || s.shared().counters.snapshot().records_served;
     let mut last = (served(), Instant::now());
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -253,7 +253,7 @@ fn a_store_catching_up_from_us_does_not_keep_us_from_fetching_a_gap() {
             }
         }
     }
-    let counters = s.shared().counters.lock().unwrap().clone();
+    let counters = s.shared().counters.snapshot();
     assert!(
         fetched,
         "no FETCH reached the producer in 20 s while another store's queue was full \

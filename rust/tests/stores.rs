@@ -45,7 +45,7 @@ fn store_acks_durably_and_serves_a_late_consumer_alone() {
         (left, p.acked_offset()),
         (0, Some(u64::from(n) - 1)),
         "store {:?} {:?} {:?}; producer {:?}",
-        s.shared().counters.lock().unwrap(),
+        s.shared().counters.snapshot(),
         s.shared().stats.snapshot(),
         s.shared().last_error.lock().unwrap(),
         p.stats().snapshot()
@@ -273,7 +273,7 @@ fn a_store_back_after_its_peer_deleted_what_it_missed_skips_the_gap() {
     );
     // The handle's copy of the counters is refreshed after the turn that
     // skipped, which a query can see first.
-    let skipped = || a.shared().counters.lock().unwrap().records_skipped;
+    let skipped = || a.shared().counters.snapshot().records_skipped;
     wait_for("the skip to be counted", Duration::from_secs(60), || {
         skipped() != 0
     });
@@ -315,10 +315,10 @@ fn live_records_reach_the_store_in_order_without_fetching() {
     s.connect(p.endpoint()).unwrap();
     p.send(value(0), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
-    let before = s.shared().counters.lock().unwrap().clone();
+    let before = s.shared().counters.snapshot();
     p.send_many((1..2001).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
-    let after = s.shared().counters.lock().unwrap().clone();
+    let after = s.shared().counters.snapshot();
     assert_eq!(after.appended - before.appended, 2000);
     assert_eq!(
         (
@@ -349,7 +349,7 @@ fn a_producer_waits_for_a_store_and_its_first_records_need_no_fetch() {
     // Subscribed before the first record: every record arrives live.
     p.send_many((0..2000).map(value).collect(), None).unwrap();
     assert_eq!(p.flush(Duration::from_secs(30)).unwrap(), 0);
-    let c = s.shared().counters.lock().unwrap().clone();
+    let c = s.shared().counters.snapshot();
     assert_eq!((c.appended, c.fetches_sent), (2000, 0), "{c:?}");
     // A second store counts while it is connected, and not once it left.
     let dir2 = tempfile::tempdir().unwrap();
@@ -388,7 +388,7 @@ fn a_store_connecting_late_hears_of_records_published_before() {
         p.flush(Duration::from_secs(20)).unwrap(),
         0,
         "store {:?}",
-        s.shared().counters.lock().unwrap()
+        s.shared().counters.snapshot()
     );
     assert_holds_values(&s, 10);
     p.close().unwrap();

@@ -514,3 +514,26 @@ fn a_bad_certificate_stops_the_start() {
     let e = err_text(run_tower(&s, &mut || true));
     assert!(e.contains("consumer") && e.contains("tower"), "{e}");
 }
+
+#[test]
+fn metrics_listen_comes_from_the_flag_over_the_file() {
+    let none = store_settings(&store_args(&[]), &FileConfig::default()).unwrap();
+    assert_eq!(none.metrics, None);
+    let f = file("[metrics]\nlisten = \"127.0.0.1:9100\"");
+    let s = store_settings(&store_args(&[]), &f).unwrap();
+    assert_eq!(s.metrics.as_deref(), Some("127.0.0.1:9100"));
+    let s = store_settings(&store_args(&["--metrics", "127.0.0.1:0"]), &f).unwrap();
+    assert_eq!(s.metrics.as_deref(), Some("127.0.0.1:0"));
+    let t = tower_settings(&tower_args(&[]), &f).unwrap();
+    assert_eq!(t.metrics.as_deref(), Some("127.0.0.1:9100"));
+    let e = err_text(tower_settings(&tower_args(&["--metrics", "9100"]), &f));
+    assert!(
+        e.contains("--metrics \"9100\"") && e.contains("HOST:PORT"),
+        "{e}"
+    );
+    let bad = file("[metrics]\nlisten = \"tcp://127.0.0.1:1\"");
+    let e = err_text(store_settings(&store_args(&[]), &bad));
+    assert!(e.contains("[metrics] listen"), "{e}");
+    let e = err_text(FileConfig::parse("[metrics]\nport = 1", "my.toml"));
+    assert!(e.contains("port"), "{e}");
+}

@@ -483,6 +483,11 @@ impl Tower {
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
+    /// What a metrics scrape reads of this tower (named by its endpoint).
+    pub fn metrics_source(&self) -> crate::metrics::Source {
+        let kind = crate::metrics::Kind::Tower;
+        crate::metrics::Source::new(kind, &self.endpoint(), None, self.stats.clone())
+    }
     pub fn check(&self) -> Result<()> {
         self.actor.check()
     }

@@ -144,6 +144,8 @@ options! {
 #[pyclass(module = "dafka._native", name = "Consumer", frozen)]
 struct PyConsumer {
     inner: Consumer,
+    /// Shown by `dafka.serve_metrics` until closed.
+    metrics: crate::metrics::Registration,
     names: PartitionNames,
     /// The node settings, for the time queries of `seek_to_time`.
     node: crate::node::NodeConfig,
@@ -310,6 +312,7 @@ impl PyConsumer {
         let node = cfg.node.clone();
         let inner = py.detach(|| Consumer::new(&topics, cfg))?;
         Ok(Self {
+            metrics: crate::metrics::register(inner.metrics_source()),
             inner,
             names: PartitionNames::default(),
             node,
@@ -540,6 +543,7 @@ impl PyConsumer {
     }
     /// Stops the node (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.metrics.end();
         let closed = py.detach(|| self.inner.close());
         crate::python::logbridge::drain(py)?;
         Ok(closed?)

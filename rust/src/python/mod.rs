@@ -7,7 +7,7 @@
 //! (`options.rs` the machinery, each declaration beside its class,
 //! `discovery.rs` the ones every node takes) and shown by `signature.rs`;
 //! `args.rs` the argument checks, `buffer.rs` bytes-like values (the buffer
-//! FFI), `arrow.rs` Arrow arrays, `wait.rs` waiting with the GIL released,
+//! FFI), `arrow.rs` Arrow arrays, `wait.rs` waiting with the GIL released, `metrics.rs` `serve_metrics`,
 //! `errors.rs` the one error mapping.
 
 mod args;
@@ -22,6 +22,7 @@ mod fetch;
 mod groups;
 mod log;
 mod logbridge;
+mod metrics;
 mod options;
 mod producer;
 mod record;
@@ -51,5 +52,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fetch::register(m)?;
     groups::register(m)?;
     view::register(m)?;
+    metrics::register(m)?;
     signature::sign(m)
 }

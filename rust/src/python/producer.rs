@@ -120,6 +120,8 @@ options! {
 #[pyclass(module = "dafka._native", name = "Producer", frozen)]
 struct PyProducer {
     inner: Producer,
+    /// Shown by `dafka.serve_metrics` until closed.
+    metrics: crate::metrics::Registration,
     send_timeout: Option<Duration>,
     /// What `close()` and leaving a `with` block wait for ACKs by default.
     close_timeout: Duration,
@@ -270,6 +272,7 @@ impl PyProducer {
         let (close_timeout, min_acks) = (cfg.close_timeout, cfg.min_acks);
         let inner = py.detach(|| Producer::new(&topic, cfg))?;
         Ok(Self {
+            metrics: crate::metrics::register(inner.metrics_source()),
             inner,
             send_timeout: o.send_timeout,
             close_timeout,
@@ -670,6 +673,7 @@ impl PyProducer {
             None => self.close_timeout,
         };
         let closed = py.detach(|| self.inner.close_after(wait, check_signals));
+        self.metrics.end();
         let left = self.inner.outstanding();
         if !self.close_told.swap(true, SeqCst) {
             self.serve_delivery(py)?;

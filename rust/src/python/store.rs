@@ -97,6 +97,8 @@ static PARTITION_INFO: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 #[pyclass(module = "dafka._native", name = "Store", frozen)]
 struct PyStore {
     inner: Store,
+    /// Shown by `dafka.serve_metrics` until closed.
+    metrics: crate::metrics::Registration,
     /// As given (a name that is not UTF-8 comes back with surrogate escapes,
     /// as `os.fsdecode` gives it).
     path: std::ffi::OsString,
@@ -129,6 +131,7 @@ impl PyStore {
         cfg.state.fetch_retry = o.fetch_retry;
         let inner = py.detach(|| Store::open(&path, cfg))?;
         Ok(Self {
+            metrics: crate::metrics::register(inner.metrics_source()),
             inner,
             path: path.into_os_string(),
         })
@@ -221,11 +224,7 @@ impl PyStore {
         let shared = self.inner.shared();
         let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let d = stats_dict(py, &shared.stats)?;
-        let c = shared
-            .counters
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let c = shared.counters.snapshot();
         for (k, v) in [
             ("appended", c.appended),
             ("store_duplicates", c.duplicates),
@@ -309,6 +308,7 @@ impl PyStore {
 
     /// Stops the store: syncs the log, joins the thread (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.metrics.end();
         let closed = py.detach(|| self.inner.close());
         crate::python::logbridge::drain(py)?;
         Ok(closed?)

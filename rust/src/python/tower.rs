@@ -51,6 +51,8 @@ options! {
 #[pyclass(module = "dafka._native", name = "Tower", frozen)]
 struct PyTower {
     inner: Tower,
+    /// Shown by `dafka.serve_metrics` until closed.
+    metrics: crate::metrics::Registration,
 }
 
 #[pymethods]
@@ -61,7 +63,8 @@ impl PyTower {
         let o = TowerOptions::parse("Tower", options)?;
         let cfg = tower_config(o.beacon_in, o.beacon_out, o.secure)?;
         let inner = py.detach(|| Tower::new(cfg))?;
-        Ok(Self { inner })
+        let metrics = crate::metrics::register(inner.metrics_source());
+        Ok(Self { inner, metrics })
     }
 
     /// What nodes pass in ``towers=[...]``: ``tcp://HOST:IN_PORT,OUT_PORT``, with
@@ -91,6 +94,7 @@ impl PyTower {
     }
     /// Stops the tower (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.metrics.end();
         let closed = py.detach(|| self.inner.close());
         crate::python::logbridge::drain(py)?;
         Ok(closed?)

@@ -76,6 +76,12 @@ pub(super) struct ConsumerShared {
     events: Mutex<Vec<GroupEvent>>,
 }
 
+impl crate::metrics::HasStats for ConsumerShared {
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
 impl ConsumerShared {
     /// Hands the records the state delivered to the application (one
     /// channel message per batch), counting them as buffered.
@@ -167,6 +173,11 @@ impl Consumer {
     }
     pub fn stats(&self) -> &Stats {
         &self.shared.stats
+    }
+    /// What a metrics scrape reads of this consumer.
+    pub fn metrics_source(&self) -> crate::metrics::Source {
+        let kind = crate::metrics::Kind::Consumer;
+        crate::metrics::Source::new(kind, &self.address, None, self.shared.clone())
     }
 
     /// Takes up to `max` records, waiting up to `slice` for the first one.

@@ -134,6 +134,12 @@ pub struct ProducerShared {
     unsent: CachePadded<Mutex<Unsent>>,
 }
 
+impl crate::metrics::HasStats for ProducerShared {
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
 impl ProducerShared {
     fn notify(&self) {
         let _g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -232,6 +238,16 @@ impl Producer {
     }
     pub fn stats(&self) -> &Stats {
         &self.shared.stats
+    }
+    /// What a metrics scrape reads of this producer.
+    pub fn metrics_source(&self) -> crate::metrics::Source {
+        let kind = crate::metrics::Kind::Producer;
+        crate::metrics::Source::new(
+            kind,
+            &self.address,
+            Some(self.topic.as_str()),
+            self.shared.clone(),
+        )
     }
 
     /// Stores connected now whose ACKs this producer can count apart

@@ -17,6 +17,7 @@
 //! fails with EAGAIN, the unsent slice is requeued and retried a little later,
 //! so a slow consumer makes the store wait, never buffer without bound.
 
+mod counters;
 pub mod durable;
 pub mod groups;
 mod run;
@@ -24,7 +25,7 @@ pub mod state;
 mod view;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,6 +36,7 @@ use crate::node::actor::Actor;
 use crate::node::config::NodeConfig;
 use crate::node::stats::{Stats, SyncTimes};
 
+pub use counters::SharedCounters;
 pub use durable::DurableLog;
 pub use state::{PartKey, StoreCounters, StoreLog, StoreState, StoreStateConfig};
 
@@ -48,8 +50,12 @@ pub(super) enum Cmd<L: StoreLog> {
 #[derive(Default)]
 pub struct StoreShared {
     pub stats: Stats,
-    pub counters: Mutex<StoreCounters>,
+    /// [`StoreCounters`], published at every turn: read without a lock.
+    pub counters: SharedCounters,
     pub last_error: Mutex<Option<String>>,
+    /// Whether `last_error` is set (a storage error now), read without a
+    /// lock (metrics).
+    pub failing: AtomicBool,
     /// Storage errors seen (appends or syncs that failed).
     pub storage_errors: AtomicU64,
     /// How long group commits take, when the storage syncs (the durable log).
@@ -130,6 +136,10 @@ impl<L: StoreLog + Send + 'static> StoreNode<L> {
     }
     pub fn shared(&self) -> &StoreShared {
         &self.shared
+    }
+    /// What a metrics scrape reads of this store.
+    pub fn metrics_source(&self) -> crate::metrics::Source {
+        crate::metrics::Source::store(&self.address, self.shared.clone())
     }
     /// `Ok` while the node thread runs.
     pub fn check(&self) -> Result<()> {

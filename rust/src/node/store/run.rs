@@ -101,8 +101,11 @@ fn publish_groups(shared: &StoreShared, groups: &StoreGroups) {
 
 /// Copies the counters and the storage error `error` for the handle to read.
 fn publish(shared: &StoreShared, st: &StoreState<impl StoreLog>, error: Option<&str>) {
-    *shared.counters.lock().unwrap_or_else(|p| p.into_inner()) = st.counters().clone();
-    *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error.map(str::to_string);
+    shared.counters.publish(st.counters());
+    if error.is_some() || shared.failing.load(Relaxed) {
+        *shared.last_error.lock().unwrap_or_else(|p| p.into_inner()) = error.map(str::to_string);
+        shared.failing.store(error.is_some(), Relaxed);
+    }
     shared.storage_errors.store(st.sync_failures(), Relaxed);
     let (files, damaged) = st.log().files_and_damaged();
     shared.open_files.store(files as u64, Relaxed);

@@ -54,6 +54,7 @@ mod ingest;
 mod receive;
 mod replies;
 
+pub use super::counters::StoreCounters;
 use heads::PeerHeads;
 use health::Health;
 use replies::Replies;
@@ -264,34 +265,6 @@ impl Default for StoreStateConfig {
             ack_refresh_window: Duration::from_secs(5),
         }
     }
-}
-
-/// Counters the store exposes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StoreCounters {
-    pub appended: u64,
-    pub duplicates: u64,
-    pub held: u64,
-    pub dropped_oversize: u64,
-    /// RECORDs and HEADs no store could hold: a partition name that is not
-    /// 1-64 bytes of ASCII letters, digits, '-' and '_', the offset 2^64-1
-    /// (no next offset could follow it), or a new partition's topic too long
-    /// to name a directory (over 255 bytes escaped).
-    pub dropped_invalid: u64,
-    pub dropped_held_full: u64,
-    pub fetches_sent: u64,
-    pub fetches_answered: u64,
-    pub fetches_unknown: u64,
-    pub records_served: u64,
-    pub acks_sent: u64,
-    pub append_errors: u64,
-    /// Records for partitions the storage set aside as damaged: dropped,
-    /// neither held nor fetched (see [`StoreLog::set_aside`]).
-    pub dropped_set_aside: u64,
-    /// Offsets of partitions known already (their records all deleted by
-    /// retention) that the store skipped, because every peer answered its
-    /// FETCH from past them: retention deleted them everywhere.
-    pub records_skipped: u64,
 }
 
 /// Per-partition progress beyond what the log itself knows.

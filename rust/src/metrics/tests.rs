@@ -1,0 +1,148 @@
+use std::io::Cursor;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::http::{read_head, Asked, MAX_HEAD};
+use super::*;
+use crate::node::stats::Stats;
+
+fn asked(req: &[u8]) -> Option<Asked> {
+    read_head(
+        &mut Cursor::new(req.to_vec()),
+        Instant::now() + Duration::from_secs(5),
+    )
+}
+
+#[test]
+fn heads_are_routed_and_bad_ones_refused() {
+    let get = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_eq!(asked(get), Some(Asked::Metrics { body: true }));
+    let query = b"GET /metrics?x=1 HTTP/1.0\r\n\r\n";
+    assert_eq!(asked(query), Some(Asked::Metrics { body: true }));
+    let head = b"HEAD /metrics HTTP/1.1\r\n\r\n";
+    assert_eq!(asked(head), Some(Asked::Metrics { body: false }));
+    assert_eq!(asked(b"GET / HTTP/1.1\r\n\r\n"), Some(Asked::Status(404)));
+    assert_eq!(
+        asked(b"GET /metricsx HTTP/1.1\r\n\r\n"),
+        Some(Asked::Status(404))
+    );
+    assert_eq!(
+        asked(b"POST /metrics HTTP/1.1\r\n\r\n"),
+        Some(Asked::Status(405))
+    );
+    assert_eq!(asked(b"\x00\x01garbage\r\n\r\n"), Some(Asked::Status(400)));
+    // A head that never ends within MAX_HEAD bytes, and too many headers.
+    let mut long = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+    long.resize(MAX_HEAD + 10, b'a');
+    assert_eq!(asked(&long), Some(Asked::Status(431)));
+    let mut many = b"GET /metrics HTTP/1.1\r\n".to_vec();
+    for i in 0..100 {
+        many.extend_from_slice(format!("X{i}: y\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    assert_eq!(asked(&many), Some(Asked::Status(431)));
+    // A client that closes before a whole head: nothing to answer.
+    assert_eq!(asked(b"GET /metr"), None);
+}
+
+#[test]
+fn families_carry_each_node_with_its_labels() {
+    let stats = Arc::new(Stats::default());
+    Stats::add(&stats.records_sent, 7);
+    Stats::set(&stats.peers, 2);
+    let a = Source::new(Kind::Producer, "AB12", Some("t\"1"), stats);
+    let b = Source::new(
+        Kind::Tower,
+        "tcp://127.0.0.1:1,2",
+        None,
+        Arc::new(Stats::default()),
+    );
+    let text = encode(&[a, b]);
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    let sent = "dafka_records_sent_total{kind=\"producer\",node=\"AB12\",topic=\"t\\\"1\"} 7";
+    assert!(text.contains(sent), "{text}");
+    assert!(text.contains("# TYPE dafka_peers gauge"), "{text}");
+    // Each family once, both nodes in it.
+    assert_eq!(text.matches("# TYPE dafka_records_sent counter").count(), 1);
+    assert!(
+        text.contains("dafka_records_sent_total{kind=\"tower\",node=\"tcp://127.0.0.1:1,2\"} 0")
+    );
+}
+
+#[test]
+fn registrations_end_when_closed_or_dropped() {
+    let mine = |n: &str| live().iter().filter(|s| s.node == n).count();
+    let r = register(Source::new(
+        Kind::Consumer,
+        "REG1",
+        None,
+        Arc::new(Stats::default()),
+    ));
+    assert_eq!(mine("REG1"), 1);
+    r.end();
+    r.end();
+    assert_eq!(mine("REG1"), 0);
+    {
+        let _r = register(Source::new(
+            Kind::Consumer,
+            "REG2",
+            None,
+            Arc::new(Stats::default()),
+        ));
+        assert_eq!(mine("REG2"), 1);
+    }
+    assert_eq!(mine("REG2"), 0);
+}
+
+#[test]
+fn listen_addresses_are_checked() {
+    assert!(check_listen("--metrics", "127.0.0.1:0").is_ok());
+    assert!(check_listen("--metrics", "localhost:9100").is_ok());
+    for bad in [
+        "",
+        "9100",
+        ":9100",
+        "127.0.0.1",
+        "127.0.0.1:99999",
+        "tcp://127.0.0.1:1",
+    ] {
+        let e = check_listen("--metrics", bad).unwrap_err().to_string();
+        assert!(e.contains("HOST:PORT"), "{bad}: {e}");
+    }
+}
+
+fn get(addr: std::net::SocketAddr, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn a_server_answers_scrapes_until_closed() {
+    let stats = Arc::new(Stats::default());
+    Stats::add(&stats.records_received, 42);
+    let src = Source::new(Kind::Consumer, "C0", None, stats);
+    let mut server = MetricsServer::start("127.0.0.1:0", Sources::Fixed(vec![src])).unwrap();
+    let addr = server.local_addr();
+    assert_ne!(addr.port(), 0);
+    let ok = get(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
+    assert!(ok.contains("application/openmetrics-text"), "{ok}");
+    assert!(ok.contains("dafka_records_received_total{kind=\"consumer\",node=\"C0\"} 42"));
+    let head = get(addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert!(
+        head.starts_with("HTTP/1.1 200") && !head.contains("dafka_"),
+        "{head}"
+    );
+    assert!(get(addr, "GET /x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+    server.close();
+    assert!(std::net::TcpStream::connect(addr).is_err());
+    let e = MetricsServer::start("127.0.0.1", Sources::Process)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("HOST:PORT"), "{e}");
+}

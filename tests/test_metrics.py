@@ -1,0 +1,235 @@
+"""Prometheus metrics (docs/metrics.md): ``dafka.serve_metrics`` in this process, and
+``--metrics`` of the binaries and of ``dafka store`` / ``dafka tower``. Every scrape is
+parsed by the official ``prometheus_client`` OpenMetrics parser, and the figures are
+compared with the workload and with ``stats()``. The port is also tried as a hostile
+client would: unknown paths, other methods, garbage, a client that sends nothing, a
+megabyte of headers; none of it stalls the nodes or a later scrape.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodes_util import store_and_producer, wait_for
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from test_binaries import FAST, LOCAL, PY_CLI, STORE_BIN, TOWER_BIN, Procs, produce, run
+from test_binaries import procs as procs  # the fixture
+
+import dafka
+
+pytestmark = pytest.mark.timeout(180)
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(url: str) -> tuple[Samples, dict[str, str]]:
+    """``({(sample name, labels): value}, {family name: type})`` of one scrape."""
+    with urllib.request.urlopen(url, timeout=30) as r:
+        assert r.status == 200
+        assert r.headers["Content-Type"].startswith("application/openmetrics-text")
+        text = r.read().decode()
+    samples: Samples = {}
+    types: dict[str, str] = {}
+    for family in text_string_to_metric_families(text):
+        types[family.name] = family.type
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return samples, types
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The one sample ``name`` whose labels include ``labels``."""
+    want = set(labels.items())
+    got = [v for (n, ls), v in samples.items() if n == name and want <= ls]
+    assert len(got) == 1, f"{name}{labels}: {len(got)} samples"
+    return got[0]
+
+
+def nodes(samples: Samples, kind: str) -> set[str]:
+    return {dict(ls)["node"] for (_, ls) in samples if dict(ls).get("kind") == kind}
+
+
+def status(url: str, method: str = "GET") -> int:
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def raw(port: int, data: bytes) -> bytes:
+    """Sends ``data`` and returns the whole answer (the server closes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        return read_all(s)
+
+
+def read_all(s: socket.socket) -> bytes:
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    return out
+
+
+def test_a_scrape_counts_the_workload_and_matches_stats(tmp_path: Path) -> None:
+    n = 3000
+    with (
+        dafka.serve_metrics("127.0.0.1", 0) as server,
+        dafka.Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
+        dafka.Store(tmp_path / "s", towers=[t.endpoint]) as first,
+        dafka.Producer("orders", towers=[t.endpoint]) as p,
+    ):
+        tower, store = t.endpoint, first.address
+        p.wait_for_stores(1, timeout=30)
+        assert server.port > 0 and server.url == f"http://127.0.0.1:{server.port}/metrics"
+        for i in range(0, n, 500):
+            p.send_many([b"v%d" % j for j in range(i, i + 500)], timeout=30)
+        assert p.flush(timeout=60) == 0
+        s, types = scrape(server.url)
+        # Every node of the process (other tests' nodes may live in it too).
+        assert p.address in nodes(s, "producer") and store in nodes(s, "store")
+        assert tower in nodes(s, "tower")
+        # What the producer sent and the store appended, ACKed before the scrape.
+        sent = value(s, "dafka_records_sent_total", node=p.address, topic="orders")
+        assert sent == n
+        assert value(s, "dafka_store_appended_total", node=store) == n
+        assert value(s, "dafka_store_acks_sent_total", node=store) >= 1
+        assert value(s, "dafka_acks_received_total", node=p.address) >= 1
+        assert value(s, "dafka_store_storage_error", node=store) == 0
+        assert types["dafka_store_appended"] == "counter"
+        assert types["dafka_peers"] == "gauge"
+        assert types["dafka_store_sync_seconds"] == "histogram"
+        syncs = value(s, "dafka_store_sync_seconds_count", node=store)
+        inf = value(s, "dafka_store_sync_seconds_bucket", node=store, le="+Inf")
+        assert syncs >= 1 and inf == syncs
+        # docs/metrics.md names every family.
+        docs = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+        assert [f for f in types if f"`{f}`" not in docs] == []
+        # Once quiet, every counter of the store's stats() is the scraped one.
+        with dafka.Store(tmp_path / "s2", towers=[tower]) as s2:
+            p.send_many([b"late%d" % j for j in range(100)], timeout=30)
+            assert p.flush(timeout=60) == 0
+            wait_for(lambda: s2.stats()["appended"] == n + 100, "the second store to catch up")
+
+            def same() -> bool:
+                st = s2.stats()
+                sc, _ = scrape(server.url)
+                pairs = [
+                    ("dafka_store_appended_total", st["appended"]),
+                    ("dafka_store_fetches_sent_total", st["store_fetches_sent"]),
+                    ("dafka_records_received_total", st["records_received"]),
+                    ("dafka_store_open_files", st["open_files"]),
+                    ("dafka_store_sync_seconds_count", st["syncs"]),
+                ]
+                return all(value(sc, k, node=s2.address) == v for k, v in pairs)
+
+            wait_for(same, "the scrape to equal the second store's stats()")
+        # A closed node leaves the scrape.
+        s, _ = scrape(server.url)
+        assert store in nodes(s, "store") and s2.address not in nodes(s, "store")
+    with pytest.raises(OSError):
+        urllib.request.urlopen(server.url, timeout=5)
+
+
+def test_bad_requests_get_errors_and_never_stall_the_nodes(tmp_path: Path) -> None:
+    with (
+        dafka.serve_metrics() as server,
+        store_and_producer(tmp_path, "t") as (_, p),
+    ):
+        base = f"http://127.0.0.1:{server.port}"
+        assert status(base + "/") == 404
+        assert status(base + "/metrics/x") == 404
+        assert status(base + "/metrics", "POST") == 405
+        assert raw(server.port, b"\x16\x03\x01 not http\r\n\r\n").startswith(b"HTTP/1.1 400")
+        # A client that connects and sends nothing, and one sending 1 MB of headers.
+        silent = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+        big: dict[str, Any] = {}
+
+        def flood() -> None:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=60) as s:
+                try:
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"a" * (1 << 20) + b"\r\n\r\n")
+                except OSError as e:
+                    big["send"] = e
+                try:
+                    big["answer"] = read_all(s)
+                except OSError as e:
+                    big["answer"] = f"no answer: {e!r}".encode()
+
+        t = threading.Thread(target=flood)
+        t.start()
+        try:
+            # Records still flow and a scrape still succeeds meanwhile.
+            p.send_many([b"x"] * 1000, timeout=30)
+            assert p.flush(timeout=60) == 0
+            s, _ = scrape(server.url)
+            assert value(s, "dafka_records_sent_total", node=p.address) == 1000
+            t.join(timeout=60)
+            assert big["answer"].startswith(b"HTTP/1.1 431"), big
+            # The silent client is answered 408 and closed, not kept.
+            assert read_all(silent).startswith(b"HTTP/1.1 408")
+        finally:
+            silent.close()
+            t.join(timeout=60)
+        s, _ = scrape(server.url)
+        assert value(s, "dafka_records_sent_total", node=p.address) == 1000
+
+
+def test_serve_metrics_refuses_what_it_cannot_serve() -> None:
+    with dafka.serve_metrics() as a, pytest.raises(dafka.ConfigError, match="cannot listen"):
+        dafka.serve_metrics("127.0.0.1", a.port)
+    with pytest.raises(dafka.ConfigError, match="host is empty"):
+        dafka.serve_metrics("", 0)
+    with pytest.raises(dafka.ConfigError, match="HOST:PORT"):
+        dafka.serve_metrics("tcp://127.0.0.1", 0)
+    with pytest.raises(OverflowError):
+        dafka.serve_metrics("127.0.0.1", 70000)
+
+
+def test_binaries_serve_metrics_of_their_node(procs: Procs, tmp_path: Path) -> None:
+    cfg = tmp_path / "tower.toml"
+    cfg.write_text('[metrics]\nlisten = "127.0.0.1:0"\n')
+    tower = procs.start(
+        "tower", [str(TOWER_BIN), "--config", str(cfg), "--beacon-in", LOCAL, "--beacon-out", LOCAL]
+    )
+    store = procs.start(
+        "store",
+        [
+            str(STORE_BIN),
+            str(tmp_path / "s"),
+            "--tower",
+            tower.fields["endpoint"],
+            "--metrics",
+            "127.0.0.1:0",
+            *FAST,
+        ],
+    )
+    n = 2500
+    address, _ = produce(tower.fields["endpoint"], "m", n)
+    s, _ = scrape(f"http://{store.fields['metrics']}/metrics")
+    assert nodes(s, "store") == {store.fields["address"]}
+    assert value(s, "dafka_store_appended_total") == n
+    assert value(s, "dafka_records_received_total") >= n
+    t, _ = scrape(f"http://{tower.fields['metrics']}/metrics")
+    assert nodes(t, "tower") == {tower.fields["endpoint"]}
+    assert value(t, "dafka_beacons_total") >= 1
+    assert status(f"http://{tower.fields['metrics']}/nope") == 404
+    assert store.stop() == 0 and tower.stop() == 0
+    # The Python command line runs the same code.
+    py_tower = procs.start(
+        "py-tower",
+        [*PY_CLI, "tower", "--beacon-in", LOCAL, "--beacon-out", LOCAL, "--metrics", "127.0.0.1:0"],
+    )
+    t, _ = scrape(f"http://{py_tower.fields['metrics']}/metrics")
+    assert nodes(t, "tower") == {py_tower.fields["endpoint"]}
+    assert py_tower.stop() == 0
+    bad = run([str(STORE_BIN), str(tmp_path / "x"), "--metrics", "9100"])
+    assert bad.returncode == 2 and '--metrics "9100"' in bad.stderr, bad.stderr
+    assert address
