@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::commits::{lag, CommitRecord, CommitTable, Position};
-use super::view::Part;
+use super::view::{claims_of, Part};
 use crate::wire::group::{ClaimState, Commit, Entry, Member, MEMBER_LEAVING};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,16 +94,7 @@ impl Registry {
                 return Err(AnnounceRefused::Groups);
             }
         }
-        let claims: BTreeMap<Part, (ClaimState, u64)> = m
-            .claims
-            .iter()
-            .map(|c| {
-                (
-                    (c.topic.to_vec(), c.partition.to_vec()),
-                    (c.state, c.offset),
-                )
-            })
-            .collect();
+        let claims = claims_of(m);
         // Held now, or released after it was heard held.
         let held = claims
             .iter()

@@ -162,16 +162,7 @@ impl View {
             return Err(Refused::OtherTopics);
         }
         let old = self.peers.remove(m.address);
-        let claims: BTreeMap<Part, (ClaimState, u64)> = m
-            .claims
-            .iter()
-            .map(|c| {
-                (
-                    (c.topic.to_vec(), c.partition.to_vec()),
-                    (c.state, c.offset),
-                )
-            })
-            .collect();
+        let claims = claims_of(m);
         if let Some(old) = &old {
             for (part, (state, offset)) in &claims {
                 let was_held = matches!(old.claims.get(part), Some((ClaimState::Held, _)));
@@ -404,6 +395,19 @@ impl View {
             claims,
         }
     }
+}
+
+/// A GROUP-MEMBER's claims by partition: (state, offset).
+pub(crate) fn claims_of(m: &Member<'_>) -> BTreeMap<Part, (ClaimState, u64)> {
+    m.claims
+        .iter()
+        .map(|c| {
+            (
+                (c.topic.to_vec(), c.partition.to_vec()),
+                (c.state, c.offset),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
