@@ -53,6 +53,8 @@ if ! wait "$PIP_PID"; then
     exit 1
 fi
 rm -f "$PIP_LOG"
+maturin develop --release --quiet
+# Chromium last: its download and unpacking run beside both builds.
 if [ -n "$CHROMIUM_PID" ]; then
     if ! wait "$CHROMIUM_PID"; then
         cat "$CHROMIUM_LOG" >&2
@@ -61,4 +63,3 @@ if [ -n "$CHROMIUM_PID" ]; then
     fi
     rm -f "$CHROMIUM_LOG"
 fi
-maturin develop --release --quiet
