@@ -46,6 +46,7 @@ fi
 # Built before the extension: both are the `dafka` package's release build with
 # different features, which cargo keeps in one place, so each build replaces the
 # other's; the extension built last lets test.sh's `maturin build` reuse it.
+echo "setup: the release build of the binaries (at ${SECONDS} s)"
 cargo build --release --bins --quiet
 if ! wait "$PIP_PID"; then
     cat "$PIP_LOG" >&2
@@ -53,6 +54,7 @@ if ! wait "$PIP_PID"; then
     exit 1
 fi
 rm -f "$PIP_LOG"
+echo "setup: the extension's release build (at ${SECONDS} s)"
 maturin develop --release --quiet
 # Chromium last: its download and unpacking run beside both builds.
 if [ -n "$CHROMIUM_PID" ]; then
@@ -63,3 +65,4 @@ if [ -n "$CHROMIUM_PID" ]; then
     fi
     rm -f "$CHROMIUM_LOG"
 fi
+echo "setup: done (at ${SECONDS} s)"

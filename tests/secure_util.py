@@ -4,7 +4,9 @@ split of a keyed endpoint."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import zmq
 import zmq.auth
@@ -62,3 +64,25 @@ def address_of(public_z85: bytes) -> bytes:
 def secure_tower(keys: Keys) -> dafka.Tower:
     """A secure tower on ephemeral ports of 127.0.0.1, with the key ``tower``."""
     return dafka.Tower(beacon_in=LOCAL, beacon_out=LOCAL, **keys.of("tower"))
+
+
+def forger(
+    ctx: zmq.Context[Any], keys: Keys, name: str, node: Any, subscribed: bytes
+) -> zmq.Socket[bytes]:
+    """An insider's peer socket holding ``name``'s key: a CURVE XPUB that ``node``
+    connects to, returned once ``node`` subscribed ``subscribed`` on it (so what is
+    sent next reaches it). The caller closes it."""
+    pub, sec = keys.z85(name)
+    fake: zmq.Socket[bytes] = ctx.socket(zmq.XPUB)
+    fake.setsockopt(zmq.XPUB_VERBOSE, 1)
+    fake.curve_server = True
+    fake.curve_secretkey = sec  # type: ignore[assignment]
+    fake.bind("tcp://127.0.0.1:*")
+    ep = fake.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
+    node.connect(f"{ep};curve={pub.decode()}")
+    deadline = time.monotonic() + 20
+    while fake.poll(100) == 0 or fake.recv() != b"\x01" + subscribed:
+        if time.monotonic() >= deadline:
+            fake.close(linger=0)
+            raise AssertionError(f"{name}: the node never subscribed {subscribed!r}")
+    return fake

@@ -3,11 +3,14 @@
 parsed by the official ``prometheus_client`` OpenMetrics parser, and the figures are
 compared with the workload and with ``stats()``. The port is also tried as a hostile
 client would: unknown paths, other methods, garbage, a client that sends nothing, a
-megabyte of headers; none of it stalls the nodes or a later scrape.
+megabyte of headers, more clients than it serves at once (the cap itself:
+``metrics::tests``); none of it stalls the nodes or a later scrape. In a secure cluster
+the port shows no secret and no record, and no method writes.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import urllib.error
@@ -18,6 +21,8 @@ from typing import Any
 import pytest
 from nodes_util import store_and_producer, wait_for
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from secure_util import FAST as SECURE_FAST
+from secure_util import Keys, secure_tower
 from test_binaries import FAST, LOCAL, PY_CLI, STORE_BIN, TOWER_BIN, Procs, produce, run
 from test_binaries import procs as procs  # the fixture
 
@@ -233,3 +238,41 @@ def test_binaries_serve_metrics_of_their_node(procs: Procs, tmp_path: Path) -> N
     bad = run([str(STORE_BIN), str(tmp_path / "x"), "--metrics", "9100"])
     assert bad.returncode == 2 and '--metrics "9100"' in bad.stderr, bad.stderr
     assert address
+
+
+def test_a_secure_cluster_s_metrics_show_no_secret_no_record_and_take_no_write(
+    tmp_path: Path,
+) -> None:
+    """The port is unauthenticated (docs/metrics.md): what it shows an outsider is
+    counts and addresses, never a secret key, a key file's path or a record, and no
+    method changes anything."""
+    keys = Keys(tmp_path / "keys", {"tower": "tower", "s": "store", "p": "producer"})
+    marker = b"payload-" + os.urandom(8).hex().encode()
+    with (
+        secure_tower(keys) as t,
+        dafka.Store(tmp_path / "s", towers=[t.endpoint], **keys.of("s"), **SECURE_FAST) as st,  # type: ignore[arg-type]
+        dafka.Producer("t", towers=[t.endpoint], **keys.of("p"), **SECURE_FAST) as p,  # type: ignore[arg-type]
+        dafka.serve_metrics() as server,
+    ):
+        p.wait_for_stores(1, timeout=30)
+        p.send_many([marker] * 100, timeout=30)
+        assert p.flush(timeout=60) == 0
+        wait_for(lambda: st.stats()["appended"] == 100, "the store to append 100")
+        with urllib.request.urlopen(server.url, timeout=30) as r:
+            text = r.read()
+        samples, _ = scrape(server.url)
+        assert value(samples, "dafka_records_sent_total", node=p.address) == 100
+        assert value(samples, "dafka_store_appended_total", node=st.address) == 100
+        assert marker not in text
+        assert str(tmp_path).encode() not in text
+        for name in ("tower", "s", "p"):
+            _, secret = keys.z85(name)
+            assert secret not in text, name
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            request = (
+                f"{method} /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nreset"
+            ).encode()
+            assert raw(server.port, request).startswith(b"HTTP/1.1 405"), method
+        samples, _ = scrape(server.url)
+        assert value(samples, "dafka_records_sent_total", node=p.address) == 100
+        assert value(samples, "dafka_store_appended_total", node=st.address) == 100

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zmq
 from nodes_util import drain, wait_for
-from secure_util import FAST, Keys, address_of, secure_tower, split
+from secure_util import FAST, Keys, address_of, forger, secure_tower, split
 
 import dafka
 
@@ -82,19 +82,9 @@ def test_a_secure_group_refuses_outsiders_and_forgers(tmp_path: Path) -> None:
             before = s.stats()["denied"]
             me, part = c.address.encode(), p.address.encode()
             for name, address in (("narrow", None), ("mallory", me)):
-                pub, sec = keys.z85(name)
-                fake = ctx.socket(zmq.XPUB)
+                fake = forger(ctx, keys, name, s, b"C")
                 fakes.append(fake)
-                fake.setsockopt(zmq.XPUB_VERBOSE, 1)
-                fake.curve_server = True
-                fake.curve_secretkey = sec  # type: ignore[assignment]
-                fake.bind("tcp://127.0.0.1:*")
-                ep = fake.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
-                s.connect(f"{ep};curve={pub.decode()}")
-                deadline = time.monotonic() + 20
-                while fake.poll(100) == 0 or fake.recv() != b"\x01C":
-                    assert time.monotonic() < deadline, "the store never subscribed to COMMITs"
-                who = address or address_of(pub)
+                who = address or address_of(keys.z85(name)[0])
                 fake.send_multipart(member_frames(b"g", who, b"orders", part))
                 fake.send_multipart(commit_frames(b"g", who, b"orders", part, 1000))
             wait_for(lambda: s.stats()["denied"] >= before + 4, "the four forgeries refused")
@@ -153,19 +143,9 @@ def test_a_certificate_covering_part_of_a_groups_topics_cannot_commit_or_listen(
             assert len(drain(c, 20)) == 20  # read, not committed
 
             # The narrow insider, as itself, joins and commits 40 on the store.
-            pub, sec = keys.z85("narrow")
-            fake = ctx.socket(zmq.XPUB)
+            fake = forger(ctx, keys, "narrow", s, b"C")
             socks.append(fake)
-            fake.setsockopt(zmq.XPUB_VERBOSE, 1)
-            fake.curve_server = True
-            fake.curve_secretkey = sec  # type: ignore[assignment]
-            fake.bind("tcp://127.0.0.1:*")
-            ep = fake.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
-            s.connect(f"{ep};curve={pub.decode()}")
-            deadline = time.monotonic() + 20
-            while fake.poll(100) == 0 or fake.recv() != b"\x01C":
-                assert time.monotonic() < deadline, "the store never subscribed to COMMITs"
-            me, part = address_of(pub), p.address.encode()
+            me, part = address_of(keys.z85("narrow")[0]), p.address.encode()
             refused = s.stats()["commits_refused"]
             fake.send_multipart(member_frames(b"billing", me, b"orders", part))
             fake.send_multipart(commit_frames(b"billing", me, b"orders", part, 40))

@@ -8,14 +8,13 @@ and so is a narrow consumer's question of a topic it may not read."""
 from __future__ import annotations
 
 import struct
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import zmq
 from nodes_util import drain, wait_for
-from secure_util import FAST, Keys, address_of, secure_tower
+from secure_util import FAST, Keys, address_of, forger, secure_tower
 
 import dafka
 
@@ -148,19 +147,9 @@ def test_a_narrow_consumer_sees_its_topics_only(tmp_path: Path) -> None:
             # every group, every partition) and the narrow consumer (topic "b").
             before = s1.stats()["denied"]
             for name, topic in (("mallory", b""), ("narrow", b"b")):
-                pub, sec = keys.z85(name)
-                fake = ctx.socket(zmq.XPUB)
+                fake = forger(ctx, keys, name, s1, b"I")
                 fakes.append(fake)
-                fake.setsockopt(zmq.XPUB_VERBOSE, 1)
-                fake.curve_server = True
-                fake.curve_secretkey = sec  # type: ignore[assignment]
-                fake.bind("tcp://127.0.0.1:*")
-                ep = fake.getsockopt(zmq.LAST_ENDPOINT).decode()  # type: ignore[union-attr]
-                s1.connect(f"{ep};curve={pub.decode()}")
-                deadline = time.monotonic() + 20
-                while fake.poll(100) == 0 or fake.recv() != b"\x01I":
-                    assert time.monotonic() < deadline, "the store never subscribed to queries"
-                me = address_of(pub)
+                me = address_of(keys.z85(name)[0])
                 fake.send_multipart([b"I" + topic, body(b"I", string(me) + struct.pack(">Q", 1))])
                 fake.send_multipart([b"G" + topic, body(b"G", string(me))])
                 fake.send_multipart(

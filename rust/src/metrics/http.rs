@@ -36,6 +36,23 @@ const DRAIN: usize = 4 << 20;
 const DRAIN_WITHIN: Duration = Duration::from_secs(2);
 /// How often the accept loop looks at its stop flag.
 const ACCEPT_TICK: Duration = Duration::from_millis(20);
+/// What a server grants its clients: [`Limits::DEFAULT`] in production; the tests
+/// hold connections open without racing the head deadline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// See [`HEAD_WITHIN`].
+    pub head_within: Duration,
+    /// See [`MAX_CLIENTS`].
+    pub max_clients: usize,
+}
+
+impl Limits {
+    pub const DEFAULT: Self = Self {
+        head_within: HEAD_WITHIN,
+        max_clients: MAX_CLIENTS,
+    };
+}
+
 /// The OpenMetrics media type.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -50,6 +67,11 @@ impl MetricsServer {
     /// Binds `listen` (`HOST:PORT`, port 0: any free one) and serves
     /// `sources` until closed.
     pub fn start(listen: &str, sources: Sources) -> Result<Self> {
+        Self::start_with(listen, sources, Limits::DEFAULT)
+    }
+
+    /// [`MetricsServer::start`] with other [`Limits`].
+    pub(crate) fn start_with(listen: &str, sources: Sources, limits: Limits) -> Result<Self> {
         super::check_listen("metrics address", listen)?;
         let addrs: Vec<SocketAddr> = listen
             .to_socket_addrs()
@@ -65,7 +87,7 @@ impl MetricsServer {
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("dafka-metrics".into())
-            .spawn(move || accept_loop(&listener, &sources, &flag))
+            .spawn(move || accept_loop(&listener, &sources, &flag, limits))
             .map_err(io("metrics thread"))?;
         Ok(Self {
             addr,
@@ -99,7 +121,7 @@ fn io(what: &'static str) -> impl Fn(std::io::Error) -> Error {
     move |e| Error::Config(format!("{what}: {e}"))
 }
 
-fn accept_loop(listener: &TcpListener, sources: &Sources, stop: &AtomicBool) {
+fn accept_loop(listener: &TcpListener, sources: &Sources, stop: &AtomicBool, limits: Limits) {
     let busy = Arc::new(AtomicUsize::new(0));
     while !stop.load(Relaxed) {
         let stream = match listener.accept() {
@@ -116,7 +138,7 @@ fn accept_loop(listener: &TcpListener, sources: &Sources, stop: &AtomicBool) {
                 continue;
             }
         };
-        if busy.fetch_add(1, Relaxed) >= MAX_CLIENTS {
+        if busy.fetch_add(1, Relaxed) >= limits.max_clients {
             busy.fetch_sub(1, Relaxed);
             refuse(stream, 503);
             continue;
@@ -125,7 +147,7 @@ fn accept_loop(listener: &TcpListener, sources: &Sources, stop: &AtomicBool) {
         let spawned = std::thread::Builder::new()
             .name("dafka-metrics-client".into())
             .spawn(move || {
-                serve(stream, &sources);
+                serve(stream, &sources, limits.head_within);
                 busy2.fetch_sub(1, Relaxed);
             });
         if spawned.is_err() {
@@ -198,11 +220,11 @@ fn route(req: &httparse::Request<'_, '_>) -> Asked {
     }
 }
 
-fn serve(mut stream: TcpStream, sources: &Sources) {
-    let deadline = Instant::now() + HEAD_WITHIN;
+fn serve(mut stream: TcpStream, sources: &Sources, head_within: Duration) {
+    let deadline = Instant::now() + head_within;
     let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(HEAD_WITHIN));
-    let _ = stream.set_write_timeout(Some(HEAD_WITHIN));
+    let _ = stream.set_read_timeout(Some(head_within));
+    let _ = stream.set_write_timeout(Some(head_within));
     let r = match read_head(&mut stream, deadline) {
         None => return,
         Some(Asked::Status(s)) => respond(&mut stream, s, "text/plain", reason(s).as_bytes(), true),

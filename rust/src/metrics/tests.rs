@@ -111,14 +111,18 @@ fn listen_addresses_are_checked() {
     }
 }
 
-fn get(addr: std::net::SocketAddr, request: &str) -> String {
+fn try_get(addr: std::net::SocketAddr, request: &str) -> std::io::Result<String> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    s.write_all(request.as_bytes())?;
     let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
+    s.read_to_string(&mut out)?;
+    Ok(out)
+}
+
+fn get(addr: std::net::SocketAddr, request: &str) -> String {
+    try_get(addr, request).unwrap()
 }
 
 #[test]
@@ -145,4 +149,50 @@ fn a_server_answers_scrapes_until_closed() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("HOST:PORT"), "{e}");
+}
+
+/// Clients over the cap are answered 503 at once, without a thread or a
+/// read; a slot freed (a client gone) serves scrapes again.
+#[test]
+fn clients_over_the_cap_get_503_until_one_leaves() {
+    use super::http::Limits;
+    let stats = Arc::new(Stats::default());
+    Stats::add(&stats.records_received, 7);
+    let src = Source::new(Kind::Consumer, "C0", None, stats);
+    // A head deadline no stall of this machine reaches: the idle clients
+    // stay served until the test closes them.
+    let limits = Limits {
+        head_within: Duration::from_secs(120),
+        max_clients: 2,
+    };
+    let server =
+        MetricsServer::start_with("127.0.0.1:0", Sources::Fixed(vec![src]), limits).unwrap();
+    let addr = server.local_addr();
+    let idle: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    // Accepted in order: the third connection is over the cap; it is answered
+    // before it sends anything.
+    let mut third = std::net::TcpStream::connect(addr).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut refused = String::new();
+    std::io::Read::read_to_string(&mut third, &mut refused).unwrap();
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(!refused.contains("dafka_"), "{refused}");
+    drop(idle);
+    let bound = Instant::now() + Duration::from_secs(60);
+    loop {
+        // A request sent while still over the cap may be reset unread.
+        if let Ok(a) = try_get(addr, "GET /metrics HTTP/1.1\r\n\r\n").as_deref() {
+            if a.starts_with("HTTP/1.1 200") {
+                assert!(a.contains("dafka_records_received_total{kind=\"consumer\",node=\"C0\"} 7"));
+                break;
+            }
+            assert!(a.starts_with("HTTP/1.1 503"), "{a}");
+        }
+        assert!(Instant::now() < bound, "no slot freed in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
