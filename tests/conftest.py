@@ -1,5 +1,5 @@
-"""Shared fixtures: the golden vectors, and one SparkSession for every Spark test
-(started on first use: it takes ~10 s)."""
+"""Shared fixtures: the golden vectors, and one SparkSession per process for every
+Spark test (started on first use: it takes ~10 s)."""
 
 from __future__ import annotations
 
@@ -48,11 +48,13 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``pytest -n 2 --dist loadgroup`` (scripts/test.sh): every test on the
-    shared SparkSession runs in one worker, so the run still starts one session; the
-    speculation test (a standalone Spark cluster of its own) in a group of its own;
-    the rest is spread over both workers."""
+    """Groups for ``pytest -n 2 --dist loadgroup`` (scripts/test.sh): every test on
+    the shared SparkSession in one, the speculation test (a standalone Spark cluster
+    of its own) in another, the rest spread over both workers. pytest-xdist 3.8 does
+    not keep them under pytest 9.2 (its issue 1386): then each worker starts its own
+    session (docs/testing.md)."""
     for item in items:
         if item.path.name == "test_spark_speculation.py":
             item.add_marker(pytest.mark.xdist_group("spark-standalone"))
