@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodes_util import store_and_producer, wait_for
+from nodes_util import drain, store_and_producer, wait_for
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from secure_util import FAST as SECURE_FAST
 from secure_util import Keys, secure_tower
@@ -31,6 +31,41 @@ import dafka
 pytestmark = pytest.mark.timeout(180)
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+#: The bytes of every record of the workload (its body: metadata and value), so that a
+#: node that received some twice (live and from a store) still counts BODY per record.
+BODY = 32
+
+
+def varint_len(n: int) -> int:
+    """Octets of ``n`` as an unsigned LEB128 varint."""
+    return next(i for i in range(1, 6) if n < 1 << (7 * i))
+
+
+def body_size(
+    value: bytes, key: bytes | None = None, headers: list[tuple[str, bytes]] | None = None
+) -> int:
+    """A record's bytes as docs/metrics.md ("Bytes") counts them: a flags octet and an
+    8-octet timestamp, the key and headers each with their varint lengths, the value."""
+    size = 1 + 8 + len(value)
+    if key is not None:
+        size += varint_len(len(key)) + len(key)
+    if headers:
+        size += varint_len(len(headers))
+        for name, v in headers:
+            size += varint_len(len(name.encode())) + len(name.encode())
+            size += varint_len(len(v)) + len(v)
+    return size
+
+
+def plain(j: int, prefix: bytes = b"") -> bytes:
+    """A value of 23 bytes: a record of BODY bytes without key or headers."""
+    return prefix + b"%0*d" % (23 - len(prefix), j)
+
+
+def keyed(j: int) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
+    """A value, key and headers of a record of BODY bytes: 9 + (1 + 4) + (1 + 2 + 4) + 11."""
+    return b"%011d" % j, b"k%03d" % j, [("h", b"%03d" % j)]
 
 
 def scrape(url: str) -> tuple[Samples, dict[str, str]]:
@@ -84,31 +119,46 @@ def read_all(s: socket.socket) -> bytes:
 
 
 def test_a_scrape_counts_the_workload_and_matches_stats(tmp_path: Path) -> None:
-    n = 3000
+    # Records without metadata and with a key and headers, of BODY bytes each.
+    n, k = 3000, 20
+    assert body_size(plain(0)) == body_size(*keyed(0)) == body_size(plain(0, b"late")) == BODY
+    total = n + k
     with (
         dafka.serve_metrics("127.0.0.1", 0) as server,
         dafka.Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
         dafka.Store(tmp_path / "s", towers=[t.endpoint]) as first,
         dafka.Producer("orders", towers=[t.endpoint]) as p,
+        dafka.Consumer(["orders"], towers=[t.endpoint]) as c,
     ):
         tower, store = t.endpoint, first.address
         p.wait_for_stores(1, timeout=30)
         assert server.port > 0 and server.url == f"http://127.0.0.1:{server.port}/metrics"
         for i in range(0, n, 500):
-            p.send_many([b"v%d" % j for j in range(i, i + 500)], timeout=30)
+            p.send_many([plain(j) for j in range(i, i + 500)], timeout=30)
+        for j in range(k):
+            v, key, headers = keyed(j)
+            p.send(v, key, headers=headers, timeout=30)
         assert p.flush(timeout=60) == 0
+        assert len(drain(c, total)) == total
         s, types = scrape(server.url)
         # Every node of the process (other tests' nodes may live in it too).
         assert p.address in nodes(s, "producer") and store in nodes(s, "store")
-        assert tower in nodes(s, "tower")
-        # What the producer sent and the store appended, ACKed before the scrape.
+        assert tower in nodes(s, "tower") and c.address in nodes(s, "consumer")
+        # What the producer sent and the store appended, ACKed before the scrape, in
+        # records and in bytes.
         sent = value(s, "dafka_records_sent_total", node=p.address, topic="orders")
-        assert sent == n
-        assert value(s, "dafka_store_appended_total", node=store) == n
+        assert sent == total
+        assert value(s, "dafka_bytes_sent_total", node=p.address) == BODY * total
+        assert value(s, "dafka_store_appended_total", node=store) == total
+        assert value(s, "dafka_store_bytes_appended_total", node=store) == BODY * total
+        assert value(s, "dafka_delivered_total", node=c.address) == total
+        assert p.stats()["bytes_sent"] == BODY * total
+        assert first.stats()["bytes_appended"] == BODY * total
         assert value(s, "dafka_store_acks_sent_total", node=store) >= 1
         assert value(s, "dafka_acks_received_total", node=p.address) >= 1
         assert value(s, "dafka_store_storage_error", node=store) == 0
         assert types["dafka_store_appended"] == "counter"
+        assert types["dafka_bytes_received"] == "counter"
         assert types["dafka_peers"] == "gauge"
         assert types["dafka_store_sync_seconds"] == "histogram"
         syncs = value(s, "dafka_store_sync_seconds_count", node=store)
@@ -119,23 +169,53 @@ def test_a_scrape_counts_the_workload_and_matches_stats(tmp_path: Path) -> None:
         assert [f for f in types if f"`{f}`" not in docs] == []
         # Once quiet, every counter of the store's stats() is the scraped one.
         with dafka.Store(tmp_path / "s2", towers=[tower]) as s2:
-            p.send_many([b"late%d" % j for j in range(100)], timeout=30)
+            p.send_many([plain(j, b"late") for j in range(100)], timeout=30)
             assert p.flush(timeout=60) == 0
-            wait_for(lambda: s2.stats()["appended"] == n + 100, "the second store to catch up")
+            caught_up = (total + 100, BODY * (total + 100))
+
+            def appended() -> tuple[int, int]:
+                st = s2.stats()
+                return st["appended"], st["bytes_appended"]
+
+            wait_for(lambda: appended() == caught_up, "the second store to catch up")
 
             def same() -> bool:
                 st = s2.stats()
                 sc, _ = scrape(server.url)
                 pairs = [
                     ("dafka_store_appended_total", st["appended"]),
+                    ("dafka_store_bytes_appended_total", st["bytes_appended"]),
                     ("dafka_store_fetches_sent_total", st["store_fetches_sent"]),
                     ("dafka_records_received_total", st["records_received"]),
+                    ("dafka_bytes_received_total", st["bytes_received"]),
                     ("dafka_store_open_files", st["open_files"]),
                     ("dafka_store_sync_seconds_count", st["syncs"]),
                 ]
                 return all(value(sc, k, node=s2.address) == v for k, v in pairs)
 
             wait_for(same, "the scrape to equal the second store's stats()")
+            # What each node received, served or answered is BODY bytes per record
+            # (the second store caught up from FETCH answers; a consumer may receive a
+            # record twice, live and from a store).
+            per_record = [
+                (c.address, "dafka_records_received_total", "dafka_bytes_received_total"),
+                (s2.address, "dafka_records_received_total", "dafka_bytes_received_total"),
+                (store, "dafka_store_records_served_total", "dafka_store_bytes_served_total"),
+                (p.address, "dafka_direct_records_sent_total", "dafka_direct_bytes_sent_total"),
+            ]
+
+            def bytes_per_record() -> bool:
+                sc, _ = scrape(server.url)
+                return all(
+                    value(sc, b, node=node) == BODY * value(sc, r, node=node)
+                    for node, r, b in per_record
+                )
+
+            wait_for(bytes_per_record, "every node's bytes to be BODY per record counted")
+            # Not trivially: the first store served the records the producer had
+            # released, and the second received every record.
+            assert first.stats()["records_served"] >= total
+            assert s2.stats()["records_received"] >= total + 100
         # A closed node leaves the scrape.
         s, _ = scrape(server.url)
         assert store in nodes(s, "store") and s2.address not in nodes(s, "store")
@@ -217,10 +297,11 @@ def test_binaries_serve_metrics_of_their_node(procs: Procs, tmp_path: Path) -> N
         ],
     )
     n = 2500
-    address, _ = produce(tower.fields["endpoint"], "m", n)
+    address, values = produce(tower.fields["endpoint"], "m", n)
     s, _ = scrape(f"http://{store.fields['metrics']}/metrics")
     assert nodes(s, "store") == {store.fields["address"]}
     assert value(s, "dafka_store_appended_total") == n
+    assert value(s, "dafka_store_bytes_appended_total") == sum(map(body_size, values))
     assert value(s, "dafka_records_received_total") >= n
     t, _ = scrape(f"http://{tower.fields['metrics']}/metrics")
     assert nodes(t, "tower") == {tower.fields["endpoint"]}

@@ -944,7 +944,9 @@ class Producer:
     def connect(self, endpoint: str) -> None:
         """Connects to one more peer (an XPUB endpoint), like ``peers=[...]``."""
     def stats(self) -> dict[str, int]:
-        """The node's counters as ``{name: count}``. A producer counts ``records_sent``,
+        """The node's counters as ``{name: count}``. A producer counts ``records_sent`` and
+        ``bytes_sent`` (the bytes of their bodies: metadata and value), the same of its
+        answers to FETCHes (``direct_records_sent``, ``direct_bytes_sent``),
         ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``,
         ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
         was more than the stores it can count apart; see ``flush``), ``acks_ahead``
@@ -1257,8 +1259,10 @@ class Consumer:
     def endpoint(self) -> str:
         """The XPUB endpoint other nodes list in ``peers=[...]``."""
     def stats(self) -> dict[str, int]:
-        """The node's counters as ``{name: count}``, e.g. ``delivered``, ``gaps``, ``fetches_sent``,
-        ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``, ``malformed``.
+        """The node's counters as ``{name: count}``, e.g. ``delivered``, ``records_received``
+        and ``bytes_received`` (the bytes of their bodies: metadata and value), ``gaps``,
+        ``fetches_sent``, ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``,
+        ``malformed``.
         """
     def close(self) -> None:
         """Stops the node (idempotent)."""
@@ -1581,7 +1585,10 @@ class Store:
         """
     def stats(self) -> dict[str, int | str | None]:
         """Counters of the node and the store logic, and ``error``: the current
-        storage error (e.g. disk full) or None. ``syncs``, ``sync_micros_total``
+        storage error (e.g. disk full) or None. ``appended`` and ``bytes_appended``
+        count the records the log took and the bytes of their bodies (metadata and
+        value), ``records_served`` and ``bytes_served`` those sent in answer to
+        FETCHes. ``syncs``, ``sync_micros_total``
         and ``sync_micros_max`` time the group commits (fdatasyncs) that ACKs
         wait for: a high maximum means the disk stalls.
         """

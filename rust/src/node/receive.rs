@@ -10,7 +10,8 @@
 //!   [`fetcher`](crate::node::fetcher)). The dispatch says what became of
 //!   it ([`Fate`]), and this path counts it: what could not be decoded
 //!   (`malformed`), what was not for the node (`ignored`), and what it
-//!   took (`records_received`, `fetches_received`, `acks_received`).
+//!   took (`records_received` and their `bytes_received`,
+//!   `fetches_received`, `acks_received`).
 //!   [`Core::receive_any`] is the same path for the nodes that take the
 //!   consumer-group extension too (a group member, a store): a frame whose
 //!   ID is a group message's is decoded by [`group::decode`] and handed on
@@ -104,11 +105,12 @@ impl Core {
             if self.refuse(from, &msg, stats) {
                 continue;
             }
-            let kind = msg.kind();
+            let (kind, bytes) = (msg.kind(), msg.body_bytes());
             match dispatch(self, from, Incoming::Message(msg))? {
                 Fate::Taken(records) => {
                     if records > 0 {
                         Stats::add(&stats.records_received, records);
+                        Stats::add(&stats.bytes_received, bytes);
                     }
                     match kind {
                         Kind::Fetch => Stats::add(&stats.fetches_received, 1),

@@ -16,7 +16,14 @@ pub struct Stats {
     /// Well-formed messages that were not for this node (exact key mismatch).
     pub ignored: AtomicU64,
     pub records_sent: AtomicU64,
+    /// Bytes of the bodies of `records_sent` (metadata and value, as the
+    /// producer holds them: [`crate::meta`]), counted per batch.
+    pub bytes_sent: AtomicU64,
     pub records_received: AtomicU64,
+    /// Bytes of the bodies of `records_received` (a record that came
+    /// without metadata: its value and the 9 bytes of the body it is
+    /// given), counted per message ([`crate::wire::Message::body_bytes`]).
+    pub bytes_received: AtomicU64,
     pub delivered: AtomicU64,
     pub duplicates: AtomicU64,
     pub gaps: AtomicU64,
@@ -37,6 +44,8 @@ pub struct Stats {
     pub partitions_idled: AtomicU64,
     pub fetches_received: AtomicU64,
     pub direct_records_sent: AtomicU64,
+    /// Bytes of the bodies of `direct_records_sent`.
+    pub direct_bytes_sent: AtomicU64,
     pub acks_received: AtomicU64,
     pub heads_sent: AtomicU64,
     /// Beacons relayed (towers).
@@ -93,7 +102,9 @@ impl Stats {
             ("group_malformed", g(&self.group_malformed)),
             ("ignored", g(&self.ignored)),
             ("records_sent", g(&self.records_sent)),
+            ("bytes_sent", g(&self.bytes_sent)),
             ("records_received", g(&self.records_received)),
+            ("bytes_received", g(&self.bytes_received)),
             ("delivered", g(&self.delivered)),
             ("duplicates", g(&self.duplicates)),
             ("gaps", g(&self.gaps)),
@@ -105,6 +116,7 @@ impl Stats {
             ("partitions_idled", g(&self.partitions_idled)),
             ("fetches_received", g(&self.fetches_received)),
             ("direct_records_sent", g(&self.direct_records_sent)),
+            ("direct_bytes_sent", g(&self.direct_bytes_sent)),
             ("acks_received", g(&self.acks_received)),
             ("heads_sent", g(&self.heads_sent)),
             ("beacons", g(&self.beacons)),

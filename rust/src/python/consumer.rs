@@ -536,8 +536,10 @@ impl PyConsumer {
     fn endpoint(&self) -> &str {
         self.inner.endpoint()
     }
-    /// The node's counters as ``{name: count}``, e.g. ``delivered``, ``gaps``, ``fetches_sent``,
-    /// ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``, ``malformed``.
+    /// The node's counters as ``{name: count}``, e.g. ``delivered``, ``records_received``
+    /// and ``bytes_received`` (the bytes of their bodies: metadata and value), ``gaps``,
+    /// ``fetches_sent``, ``duplicates``, ``records_lost``, ``stalled_partitions``, ``pauses``,
+    /// ``malformed``.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, self.inner.stats())
     }

@@ -646,7 +646,9 @@ impl PyProducer {
     fn connect(&self, endpoint: &str) -> PyResult<()> {
         Ok(self.inner.connect(endpoint)?)
     }
-    /// The node's counters as ``{name: count}``. A producer counts ``records_sent``,
+    /// The node's counters as ``{name: count}``. A producer counts ``records_sent`` and
+    /// ``bytes_sent`` (the bytes of their bodies: metadata and value), the same of its
+    /// answers to FETCHes (``direct_records_sent``, ``direct_bytes_sent``),
     /// ``acks_received``, ``fetches_received``, ``heads_sent``, ``malformed``, ``peers``,
     /// ``min_acks_unreachable`` (address-less ACKs received while ``min_acks``
     /// was more than the stores it can count apart; see ``flush``), ``acks_ahead``

@@ -217,66 +217,33 @@ impl PyStore {
     }
 
     /// Counters of the node and the store logic, and ``error``: the current
-    /// storage error (e.g. disk full) or None. ``syncs``, ``sync_micros_total``
+    /// storage error (e.g. disk full) or None. ``appended`` and ``bytes_appended``
+    /// count the records the log took and the bytes of their bodies (metadata and
+    /// value), ``records_served`` and ``bytes_served`` those sent in answer to
+    /// FETCHes. ``syncs``, ``sync_micros_total``
     /// and ``sync_micros_max`` time the group commits (fdatasyncs) that ACKs
     /// wait for: a high maximum means the disk stalls.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let shared = self.inner.shared();
         let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
         let d = stats_dict(py, &shared.stats)?;
-        let c = shared.counters.snapshot();
-        for (k, v) in [
-            ("appended", c.appended),
-            ("store_duplicates", c.duplicates),
-            ("held", c.held),
-            ("dropped_oversize", c.dropped_oversize),
-            ("dropped_invalid", c.dropped_invalid),
-            ("dropped_held_full", c.dropped_held_full),
-            ("store_fetches_sent", c.fetches_sent),
-            ("fetches_answered", c.fetches_answered),
-            ("fetches_unknown", c.fetches_unknown),
-            ("records_served", c.records_served),
-            ("acks_sent", c.acks_sent),
-            ("append_errors", c.append_errors),
-            ("dropped_set_aside", c.dropped_set_aside),
-            ("records_skipped", c.records_skipped),
-            (
-                "storage_errors",
-                shared
-                    .storage_errors
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            ),
-            (
-                "open_files",
-                shared.open_files.load(std::sync::atomic::Ordering::Relaxed),
-            ),
-            (
-                "damaged_partitions",
-                shared
-                    .damaged_partitions
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            ),
-            (
-                "parked_partitions",
-                shared
-                    .parked_partitions
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            ),
-            (
-                "active_partitions",
-                shared
-                    .active_partitions
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            ),
-            ("commit_rows", load(&shared.commit_rows)),
-            ("commits_taken", load(&shared.commits_taken)),
-            ("commits_refused", load(&shared.commits_refused)),
-            ("commits_replicated", load(&shared.commits_replicated)),
-        ] {
-            d.set_item(k, v)?;
+        // The store logic's counters, each under its own name, or with
+        // `store_` in front where the node's counters have that name
+        // (`store_duplicates`, `store_fetches_sent`).
+        for (k, _, v) in shared.counters.snapshot().named() {
+            if d.contains(k)? {
+                d.set_item(format!("store_{k}"), v)?;
+            } else {
+                d.set_item(k, v)?;
+            }
         }
-        // Consumer groups (docs/groups.md, "Security").
         for (k, v) in [
+            ("storage_errors", &shared.storage_errors),
+            ("open_files", &shared.open_files),
+            ("damaged_partitions", &shared.damaged_partitions),
+            ("parked_partitions", &shared.parked_partitions),
+            ("active_partitions", &shared.active_partitions),
+            // Consumer groups (docs/groups.md, "Security").
             ("commit_rows", &shared.commit_rows),
             ("commits_taken", &shared.commits_taken),
             ("commits_refused", &shared.commits_refused),
@@ -284,7 +251,7 @@ impl PyStore {
             ("commits_replicated", &shared.commits_replicated),
             ("group_announcements_refused", &shared.announcements_refused),
         ] {
-            d.set_item(k, v.load(std::sync::atomic::Ordering::Relaxed))?;
+            d.set_item(k, load(v))?;
         }
         if let Some(t) = &shared.sync_times {
             let t = t.snapshot();

@@ -363,6 +363,12 @@ impl<'a> RecordBatch<'a> {
             })
     }
 
+    /// Bytes of its values together: the content frame less the 4-octet
+    /// length in front of each.
+    pub fn value_bytes(&self) -> u64 {
+        (self.values.len() as u64).saturating_sub(4 * u64::from(self.count))
+    }
+
     /// The last record's offset.
     pub fn last(&self) -> u64 {
         self.sequence
@@ -639,6 +645,25 @@ impl<'a> Message<'a> {
             | Message::MetaRecordBatch(m)
             | Message::DirectMetaRecordBatch(m) => Some(m.values),
             _ => None,
+        }
+    }
+
+    /// Bytes of the bodies ([`crate::meta`]: metadata, then value) of the
+    /// records a message carries, as a node takes them: a META batch's
+    /// values are bodies; a record that came without metadata is given a
+    /// body of [`crate::meta::PLAIN_LEN`] bytes more than its value. Read
+    /// off the content frame's length (its values are checked whole when
+    /// decoded: a 4-octet length each), not record by record; 0 for a
+    /// message that carries no records.
+    pub fn body_bytes(&self) -> u64 {
+        let plain = crate::meta::PLAIN_LEN as u64;
+        match self {
+            Message::Record(m) | Message::DirectRecord(m) => m.content.len() as u64 + plain,
+            Message::RecordBatch(m) | Message::DirectRecordBatch(m) => {
+                m.value_bytes() + plain * u64::from(m.count)
+            }
+            Message::MetaRecordBatch(m) | Message::DirectMetaRecordBatch(m) => m.value_bytes(),
+            _ => 0,
         }
     }
 }

@@ -52,6 +52,8 @@ fn meta_batches_carry_bodies_and_refuse_values_that_are_not() {
         };
         let (m, v) = crate::meta::split(got.values().next().unwrap()).unwrap();
         assert_eq!((m.key, v), (Some(&b"k"[..]), &b"value"[..]));
+        // Its records' bytes: the bodies as they came, metadata included.
+        assert_eq!(back.body_bytes(), body.len() as u64);
         // A plain value where a body must be: malformed, both ways.
         let mut plain = Vec::new();
         RecordBatch::put_values(&mut plain, [&b"\xff\x00"[..]]).unwrap();
@@ -965,7 +967,25 @@ fn record_batch_bytes_by_hand_in_both_dialects() {
         assert_eq!(got, vec![&b"one"[..], b"", b"three"]);
         assert_eq!(b.values().len(), 3);
         assert_eq!(b.last(), 9);
+        // Values without metadata: each given a 9-byte body's metadata.
+        assert_eq!(b.value_bytes(), 8);
+        assert_eq!(back.body_bytes(), 8 + 3 * 9);
     }
+    let record = Record {
+        topic: b"hello",
+        address: ADDR,
+        subject: b"hello",
+        sequence: 7,
+        content: b"three",
+    };
+    assert_eq!(Message::DirectRecord(record).body_bytes(), 5 + 9);
+    let head = Head {
+        topic: b"hello",
+        address: ADDR,
+        subject: b"hello",
+        sequence: 7,
+    };
+    assert_eq!(Message::Head(head).body_bytes(), 0, "no records");
 }
 
 #[test]

@@ -58,60 +58,55 @@ pub(super) fn run(
         if inbox.terminated() {
             // Closing: what was sent goes out (the XPUB lingers for it);
             // waiting for stores' ACKs is `flush`'s business.
-            let (mut sent, mut freed) = (0usize, 0usize);
+            let mut sent = Published::default();
             let released = st.released_upto();
             while let Some(cmd) = inbox.try_recv() {
                 if let Some(b) = command_batch(cmd, shared) {
-                    sent += b.len();
-                    freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                    sent.publish(&mut core, &mut st, cfg.record_batches, b)?;
                 }
             }
             // Records sent while the thread napped have no command.
             if let Some(b) = sweep(inbox, shared).flatten() {
-                sent += b.len();
-                freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                sent.publish(&mut core, &mut st, cfg.record_batches, b)?;
             }
-            Stats::add(&stats.records_sent, sent as u64);
+            sent.count(stats);
             // With `min_acks = 0` what went out is released: closing leaves
             // none of it counted as unacknowledged.
             if st.released_upto() != released {
-                release(shared, &st, freed);
+                release(shared, &st, sent.freed);
             }
             return Ok(());
         }
         // Commands: publish up to BATCH records.
-        let mut sent = 0usize;
-        let mut freed = 0usize;
+        let mut sent = Published::default();
         // Released offsets, not freed bytes, tell whether to report: empty
         // records free none.
         let released = st.released_upto();
-        while sent < BATCH {
+        while sent.records < BATCH {
             match inbox.try_recv() {
                 Some(Cmd::Connect(ep)) => core.connect(&ep),
                 Some(cmd) => {
                     if let Some(b) = command_batch(cmd, shared) {
-                        sent += b.len();
-                        freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                        sent.publish(&mut core, &mut st, cfg.record_batches, b)?;
                     }
                 }
                 None => break,
             }
         }
         // Records sent while the thread napped (no command brings them).
-        if orphans && sent < BATCH {
+        if orphans && sent.records < BATCH {
             if let Some(taken) = sweep(inbox, shared) {
                 orphans = false;
                 if let Some(b) = taken {
-                    sent += b.len();
-                    freed += publish(&mut core, &mut st, cfg.record_batches, b)?;
+                    sent.publish(&mut core, &mut st, cfg.record_batches, b)?;
                 }
             }
         }
-        if sent > 0 {
-            Stats::add(&stats.records_sent, sent as u64);
+        if sent.records > 0 {
+            sent.count(stats);
             st.arm_head(Instant::now());
             if st.released_upto() != released {
-                release(shared, &st, freed);
+                release(shared, &st, sent.freed);
             }
         }
 
@@ -133,7 +128,7 @@ pub(super) fn run(
             let mut p = shared.unsent();
             let waiting = !p.batch.is_empty();
             let was = p.napping;
-            p.napping = !listened && (sent > 0 || waiting);
+            p.napping = !listened && (sent.records > 0 || waiting);
             // Records sent during a nap, also the one ending now: the next
             // turns sweep until one finds no command queued.
             orphans |= was || p.napping;
@@ -165,8 +160,11 @@ pub(super) fn run(
                         // (`Core::drain_subscriptions`).
                         subscriptions(core, &mut subs, &mut st, shared)?;
                         if let Some(reply) = st.on_fetch(&f) {
-                            let sent = core.send_reply(reply)?;
-                            Stats::add(&stats.direct_records_sent, sent as u64);
+                            let first = reply.first;
+                            let sent = core.send_reply(reply)? as u64;
+                            Stats::add(&stats.direct_records_sent, sent);
+                            let bytes = st.body_bytes(first..first + sent);
+                            Stats::add(&stats.direct_bytes_sent, bytes);
                         }
                         Ok(Fate::Taken(0))
                     }
@@ -259,6 +257,37 @@ fn command_batch(cmd: Cmd, shared: &ProducerShared) -> Option<Batch> {
             (p.gen == gen).then(|| p.hand_over())
         }
         Cmd::Connect(_) => None,
+    }
+}
+
+/// What a turn published: records, the bytes of their bodies
+/// (`records_sent`, `bytes_sent`: a batch's length and bytes, counted once
+/// whatever forms it goes out in), and the bytes released at once.
+#[derive(Default)]
+struct Published {
+    records: usize,
+    bytes: usize,
+    freed: usize,
+}
+
+impl Published {
+    /// [`publish`]es `b` and counts it.
+    fn publish(
+        &mut self,
+        core: &mut Core,
+        st: &mut ProducerState,
+        batches: bool,
+        b: Batch,
+    ) -> Result<()> {
+        self.records += b.len();
+        self.bytes += b.bytes();
+        self.freed += publish(core, st, batches, b)?;
+        Ok(())
+    }
+
+    fn count(&self, stats: &Stats) {
+        Stats::add(&stats.records_sent, self.records as u64);
+        Stats::add(&stats.bytes_sent, self.bytes as u64);
     }
 }
 

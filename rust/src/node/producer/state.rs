@@ -419,6 +419,24 @@ impl ProducerState {
         b.get(usize::try_from(offset - first).ok()?)
     }
 
+    /// Bytes of the held records `range` together (those held: a FETCH
+    /// answer's, [`ProducerState::get`] of each), a batch's span at a time.
+    pub fn body_bytes(&self, range: std::ops::Range<u64>) -> u64 {
+        let start = range.start.max(self.base);
+        let i = self.held.partition_point(|(first, _)| *first <= start);
+        let mut total = 0;
+        for (first, b) in self.held.iter().skip(i.saturating_sub(1)) {
+            if *first >= range.end {
+                break;
+            }
+            let at = |o: u64| {
+                usize::try_from(o.saturating_sub(*first)).map_or(b.len(), |i| i.min(b.len()))
+            };
+            total += b.span(at(start), at(range.end));
+        }
+        total as u64
+    }
+
     pub fn topic(&self) -> &[u8] {
         &self.topic
     }

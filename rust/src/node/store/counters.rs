@@ -45,6 +45,10 @@ macro_rules! store_counters {
 
 store_counters! {
     appended: "Records appended to the log.",
+    /// Bodies as the log stores them (a record that came without metadata:
+    /// its value and the 9 bytes of the body it is given), not the log's own
+    /// framing and index.
+    bytes_appended: "Bytes of the records appended to the log (metadata and value).",
     duplicates: "Records dropped because the log held their offset already.",
     held: "Records held out of order, waiting for the gap before them.",
     dropped_oversize: "Records dropped for being longer than max_record_bytes.",
@@ -58,6 +62,9 @@ store_counters! {
     fetches_answered: "FETCHes the store answered from its log.",
     fetches_unknown: "FETCHes for partitions or offsets the store does not hold.",
     records_served: "Records sent in answer to FETCHes.",
+    /// Bodies as the log holds them, whatever form the answer takes (a
+    /// requester that knows no metadata gets the values only).
+    bytes_served: "Bytes of the records sent in answer to FETCHes (metadata and value).",
     acks_sent: "ACKs sent to producers.",
     append_errors: "Appends the storage refused (a storage error).",
     /// See [`StoreLog::set_aside`](super::StoreLog::set_aside).

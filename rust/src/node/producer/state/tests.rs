@@ -364,6 +364,15 @@ mod held {
                     }
                 }
                 prop_assert_eq!(st.get(model.len() as u64), None);
+                // A FETCH answer's bytes: those of the records held in range.
+                let (len, mid) = (model.len(), (released + model.len()) / 2);
+                for from in [0, released, mid, len] {
+                    for to in [from, mid, len, len + 5] {
+                        let held = from.max(released)..to.min(len);
+                        let want: usize = model.get(held).map_or(0, |r| r.iter().map(Vec::len).sum());
+                        prop_assert_eq!(st.body_bytes(from as u64..to as u64), want as u64);
+                    }
+                }
             }
         }
     }

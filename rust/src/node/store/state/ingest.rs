@@ -56,11 +56,7 @@ impl<L: StoreLog> StoreState<L> {
         let mut out = Vec::new();
         if whole && next.is_some() {
             let mut values = b.values();
-            let live = (
-                b.sequence,
-                b.last(),
-                &mut values as &mut dyn Iterator<Item = &[u8]>,
-            );
+            let live = (b.sequence, b.last(), &mut values);
             if self.append_live(topic, partition, next, live, now, &mut out) {
                 return out;
             }
@@ -118,11 +114,7 @@ impl<L: StoreLog> StoreState<L> {
             self.counters.dropped_set_aside += 1;
             return out;
         }
-        let run = (
-            sequence,
-            sequence,
-            &mut std::iter::once(content) as &mut dyn Iterator<Item = &[u8]>,
-        );
+        let run = (sequence, sequence, &mut std::iter::once(content));
         if self.append_live(topic, partition, next, run, now, &mut out) {
             return out;
         }
@@ -160,12 +152,12 @@ impl<L: StoreLog> StoreState<L> {
     /// An append that fails leaves the partition as the general path
     /// would: the gap is FETCHed up to the record that failed (the newest
     /// seen so far), and what follows it is held past it.
-    fn append_live(
+    fn append_live<'v>(
         &mut self,
         topic: &[u8],
         partition: &[u8],
         next: Option<u64>,
-        (first, last, values): (u64, u64, &mut dyn Iterator<Item = &[u8]>),
+        (first, last, values): (u64, u64, &mut impl Iterator<Item = &'v [u8]>),
         now: Instant,
         out: &mut Vec<Out>,
     ) -> bool {
@@ -180,17 +172,22 @@ impl<L: StoreLog> StoreState<L> {
         }
         st.known_head = Some(last);
         st.last_seen = Some(now);
-        let (appended, failed) = if first == last {
+        let (appended, bytes, failed) = if first == last {
             // One record: the log's single append (no iterator to drive).
             let one = values.next().unwrap_or_default();
             match self.log.append(topic, partition, first, one) {
-                Ok(()) => (1, None),
-                Err(e) => (0, Some(e)),
+                Ok(()) => (1, one.len() as u64, None),
+                Err(e) => (0, 0, Some(e)),
             }
         } else {
-            self.log.append_run(topic, partition, first, values)
+            // Measured here, where the iterator is known (no call through
+            // a `dyn` more per record).
+            let mut measured = Measured::new(&mut *values);
+            let (n, failed) = self.log.append_run(topic, partition, first, &mut measured);
+            (n, measured.bytes_of(n), failed)
         };
         self.counters.appended += appended;
+        self.counters.bytes_appended += bytes;
         let Some(e) = failed else {
             self.last_error = None;
             return true;
@@ -238,6 +235,7 @@ impl<L: StoreLog> StoreState<L> {
         }
         self.last_error = None;
         self.counters.appended += 1;
+        self.counters.bytes_appended += content.len() as u64;
         self.drain_held(topic, partition, sequence + 1);
     }
 
@@ -255,6 +253,7 @@ impl<L: StoreLog> StoreState<L> {
                 return;
             }
             self.counters.appended += 1;
+            self.counters.bytes_appended += content.len() as u64;
             next += 1;
         }
     }
@@ -262,5 +261,51 @@ impl<L: StoreLog> StoreState<L> {
     pub(super) fn append_failed(&mut self, e: L::Error) {
         self.counters.append_errors += 1;
         self.last_error = Some(e.to_string());
+    }
+}
+
+/// The values a run hands to [`StoreLog::append_run`], measured as the log
+/// takes them: the bytes of those it appended, without another pass.
+struct Measured<I> {
+    values: I,
+    taken: u64,
+    bytes: u64,
+    last: u64,
+}
+
+impl<I> Measured<I> {
+    fn new(values: I) -> Self {
+        Self {
+            values,
+            taken: 0,
+            bytes: 0,
+            last: 0,
+        }
+    }
+
+    /// Bytes of the first `appended` values: all taken, or all but the last
+    /// (the one whose error the log returned, taken from the run).
+    fn bytes_of(&self, appended: u64) -> u64 {
+        if self.taken > appended {
+            self.bytes - self.last
+        } else {
+            self.bytes
+        }
+    }
+}
+
+impl<'v, I: Iterator<Item = &'v [u8]>> Iterator for Measured<I> {
+    type Item = &'v [u8];
+
+    fn next(&mut self) -> Option<&'v [u8]> {
+        let v = self.values.next()?;
+        self.taken += 1;
+        self.last = v.len() as u64;
+        self.bytes += self.last;
+        Some(v)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.values.size_hint()
     }
 }

@@ -243,6 +243,7 @@ impl<L: StoreLog> StoreState<L> {
         slice.form = self.forms.form(&key.to);
         job.next += n;
         self.counters.records_served += n;
+        self.counters.bytes_served += slice.records.bytes() as u64;
         if job.next < job.end {
             self.replies.order.push_back(key.clone());
             self.replies.jobs.insert(key, job);
@@ -276,6 +277,7 @@ impl<L: StoreLog> StoreState<L> {
                 .insert(key.clone(), ReplyJob { next: from, end });
         }
         self.counters.records_served -= end - from;
+        self.counters.bytes_served -= slice.records.span(sent, slice.len()) as u64;
         // The requester waits (its jobs with it), doubling while its queue
         // stays full; everyone else's answers go on meanwhile.
         let b = self

@@ -1353,3 +1353,75 @@ fn a_turn_looks_only_at_partitions_touched_or_due() {
         "each quiet producer hears its ACK again"
     );
 }
+
+/// `bytes_appended` counts the bodies the log took by every path (one
+/// record, held records drained past a gap, a live batch, a batch whose
+/// appends fail part way); `bytes_served` those of FETCH answers, less what
+/// a full queue put back.
+#[test]
+fn bytes_appended_and_served_are_those_of_the_bodies_taken() {
+    use crate::wire::RecordBatch;
+    let mut s = store_with(StoreStateConfig {
+        reply_batch_records: 3,
+        ..Default::default()
+    });
+    let now = Instant::now();
+    // "r0" alone; "r2" held past the gap, appended once "r1" fills it.
+    for seq in [0, 2, 1] {
+        rec(&mut s, seq, now);
+    }
+    assert_eq!((s.counters().appended, s.counters().bytes_appended), (3, 6));
+    let mut raw = Vec::new();
+    let mut batch = |s: &mut StoreState<MemLog>, sequence, values: &[&[u8]]| {
+        raw.clear();
+        let count = RecordBatch::put_values(&mut raw, values.iter().copied()).unwrap();
+        let b = RecordBatch {
+            topic: T,
+            address: P,
+            subject: T,
+            sequence,
+            count,
+            values: &raw,
+        };
+        s.on_record_batch(&b, now);
+    };
+    batch(&mut s, 3, &[b"hello", b"", b"0123456789"]);
+    assert_eq!(
+        (s.counters().appended, s.counters().bytes_appended),
+        (6, 21)
+    );
+    // The log refuses offset 8 on: the third value (100 bytes) is not counted.
+    s.log_mut().fail_from = Some(8);
+    batch(&mut s, 6, &[b"four", b"sevenb7", &[b'x'; 100]]);
+    assert_eq!(
+        (s.counters().appended, s.counters().bytes_appended),
+        (8, 32)
+    );
+    assert_eq!(s.counters().append_errors, 1);
+    s.log_mut().fail_from = None;
+    // Answers in slices of 3; the first goes out only in part (one of three
+    // records: the others are answered again).
+    s.on_fetch(&Fetch {
+        partition: P,
+        requester: C,
+        topic: T,
+        sequence: 0,
+        count: 8,
+    });
+    let mut slice = ReplySlice::default();
+    assert!(s.next_reply_slice(&mut slice, now));
+    assert_eq!(s.counters().bytes_served, 6);
+    s.requeue_slice(&slice, 1, now);
+    assert_eq!(
+        (s.counters().records_served, s.counters().bytes_served),
+        (1, 2)
+    );
+    let later = now + MAX_REPLY_BACKOFF;
+    while s.next_reply_slice(&mut slice, later) {
+        s.reply_sent(&slice);
+    }
+    assert_eq!(
+        (s.counters().records_served, s.counters().bytes_served),
+        (8, 32)
+    );
+}
