@@ -15,10 +15,12 @@ import socket
 import threading
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+import zmq
 from nodes_util import drain, store_and_producer, wait_for
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from secure_util import FAST as SECURE_FAST
@@ -221,6 +223,57 @@ def test_a_scrape_counts_the_workload_and_matches_stats(tmp_path: Path) -> None:
         assert store in nodes(s, "store") and s2.address not in nodes(s, "store")
     with pytest.raises(OSError):
         urllib.request.urlopen(server.url, timeout=5)
+
+
+def tower_nodes(url: str, tower: str) -> dict[str, float]:
+    """The tower's ``dafka_tower_nodes`` by ``node_kind``, from one scrape."""
+    s, types = scrape(url)
+    assert types["dafka_tower_nodes"] == "gauge"
+    return {
+        dict(ls)["node_kind"]: v
+        for (name, ls), v in s.items()
+        if name == "dafka_tower_nodes" and dict(ls)["node"] == tower
+    }
+
+
+def test_a_tower_counts_the_nodes_it_knows_by_kind(tmp_path: Path) -> None:
+    """A tower counts the nodes it knows by the kind they announce (PROTOCOL.md, kind
+    announcements): a store, a producer and a consumer of this project, and a node that
+    beacons without announcing, as the C reference's do, as ``unknown``. A node that
+    closes leaves its kind's count."""
+    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    with (
+        dafka.serve_metrics("127.0.0.1", 0) as server,
+        dafka.Tower(beacon_in=LOCAL, beacon_out=LOCAL) as t,
+        dafka.Store(tmp_path / "s", towers=[t.endpoint]),
+        dafka.Producer("kinds", towers=[t.endpoint]),
+    ):
+        c = dafka.Consumer(["kinds"], towers=[t.endpoint])
+        try:
+            want = {"producer": 1, "consumer": 1, "store": 1, "unknown": 0}
+            wait_for(lambda: tower_nodes(server.url, t.endpoint) == want, "the three kinds")
+            st = t.stats()
+            assert {k: st[f"nodes_{k}"] for k in want} == want and st["peers"] == 3, st
+            # A C-reference node: its beacon only (4 frames), no announcement.
+            legacy = ctx.socket(zmq.PUB)
+            legacy.linger = 0
+            legacy.connect(t.beacon_in)
+            beacon = [b"B", uuid.uuid4().hex.upper().encode(), b"127.0.0.1", b"9"]
+
+            def heard() -> bool:
+                legacy.send_multipart(beacon)
+                return tower_nodes(server.url, t.endpoint) == {**want, "unknown": 1}
+
+            wait_for(heard, "the node that announces nothing, as unknown")
+            legacy.close()
+            wait_for(lambda: tower_nodes(server.url, t.endpoint) == want, "it to be forgotten")
+            c.close()
+            left = {**want, "consumer": 0}
+            wait_for(lambda: tower_nodes(server.url, t.endpoint) == left, "the consumer to leave")
+            assert value(scrape(server.url)[0], "dafka_peers", node=t.endpoint) == 2
+        finally:
+            c.close()
+            ctx.destroy(linger=0)
 
 
 def test_bad_requests_get_errors_and_never_stall_the_nodes(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ peers holding trusted keys, against real nodes. Each failed on the code before.
   reached by it alone, and nothing is lost when the honest stores come.
 - A trusted insider beacons another node's UUID: the tower refuses it, nothing moves,
   delivery goes on as before.
+- A trusted insider announces other nodes as other kinds to the tower: refused, the
+  tower's counts by kind do not move.
 - A plaintext peer is refused and counted (``auth_refused``).
 - Junk data frames before a subscription: the subscription still reaches only the
   peer that sent it (libzmq patched, third_party/zeromq-src/README.dafka.md).
@@ -232,6 +234,50 @@ def test_a_beacon_for_another_node_s_uuid_changes_nothing(
         assert c.stats()["fetches_sent"] == fetched, (c.stats(), before, during)
         slow, fast = statistics.median(during), statistics.median(before)
         print(f"delivery p50 {fast * 1e3:.1f} ms before, {slow * 1e3:.1f} ms during the attack")
+
+
+def test_a_kind_announcement_for_another_node_changes_nothing(
+    tmp_path: Path, ctx: zmq.Context[zmq.Socket[bytes]]
+) -> None:
+    """Insiders with trusted keys of every role announce, on the tower's XPUB, the
+    producer as a store, the store as a consumer and the consumer as a producer
+    (PROTOCOL.md, kind announcements): the tower refuses and counts each
+    (``identity_refused``), and its counts by kind do not move; they move when a node
+    really leaves."""
+    insiders = {"mallory": "consumer", "evil": "store", "forger": "producer", "t2": "tower"}
+    keys = Keys(tmp_path / "keys", {**CLUSTER, **insiders})
+    with (
+        secure_tower(keys) as tower,
+        dafka.Producer("t", towers=[tower.endpoint], **keys.of("p"), **FAST) as p,  # type: ignore[arg-type]
+        dafka.Store(tmp_path / "s1", towers=[tower.endpoint], **keys.of("s1"), **FAST) as s1,  # type: ignore[arg-type]
+        dafka.Consumer(["t"], towers=[tower.endpoint], **keys.of("c"), **FAST) as c,  # type: ignore[arg-type]
+    ):
+        want = {"producer": 1, "consumer": 1, "store": 1, "unknown": 0}
+
+        def by_kind() -> dict[str, int]:
+            st = tower.stats()
+            return {k: st[f"nodes_{k}"] for k in want}
+
+        wait_for(lambda: by_kind() == want, "the tower to count the three nodes by kind")
+        refused = tower.stats()["identity_refused"]
+        lies = [b"Vs" + p.address.encode(), b"Vc" + s1.address.encode(), b"Vp" + c.address.encode()]
+        _, tower_key = split(tower.endpoint)
+        subs: list[zmq.Socket[bytes]] = []
+        for name in insiders:
+            s = client(ctx, zmq.SUB, keys, name, tower_key)
+            for topic in lies:
+                s.setsockopt(zmq.SUBSCRIBE, topic)
+            s.connect(tower.beacon_out)
+            subs.append(s)
+        n = len(lies) * len(insiders)
+        wait_for(lambda: tower.stats()["identity_refused"] >= refused + n, "the lies refused")
+        assert tower.stats()["identity_refused"] == refused + n
+        assert by_kind() == want
+        for s in subs:
+            s.close()
+        c.close()
+        wait_for(lambda: by_kind() == {**want, "consumer": 0}, "the consumer to leave its count")
+        assert tower.stats()["identity_refused"] == refused + n
 
 
 def test_plaintext_peers_are_refused_and_counted(

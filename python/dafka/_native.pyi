@@ -653,8 +653,12 @@ class Tower:
     def stats(self) -> dict[str, int]:
         """Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
         knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers);
-        in secure mode ``auth_refused`` (connections refused at the handshake) and
-        ``identity_refused`` (beacons for a node that is not the sender key's).
+        the nodes it knows by the kind they announced: ``nodes_producer``,
+        ``nodes_consumer``, ``nodes_store``, ``nodes_unknown`` (none announced: a
+        C-reference node), and ``announcements_refused`` (kinds of new nodes not kept past
+        16,384); in secure mode ``auth_refused`` (connections refused at the handshake) and
+        ``identity_refused`` (beacons or kind announcements for a node that is not the
+        sender key's).
         """
     def close(self) -> None:
         """Stops the tower (idempotent)."""

@@ -13,6 +13,7 @@ use prometheus_client::registry::Registry;
 use super::Source;
 use crate::node::stats::{Stats, SyncTimes};
 use crate::node::store::StoreShared;
+use crate::node::tower::NodeCounts;
 
 /// The [`Stats`] counters that are levels (gauges), not counts.
 const STATS_GAUGES: [&str; 3] = ["peers", "stalled_partitions", "partitions_active"];
@@ -167,6 +168,23 @@ fn add_store(f: &mut Families, labels: &Labels, s: &StoreShared) {
     }
 }
 
+/// A tower's nodes by kind: `dafka_tower_nodes`, labelled `node_kind`
+/// (`kind` is the tower's own), and its refused announcements.
+fn add_tower(f: &mut Families, labels: &Labels, t: &NodeCounts) {
+    for (kind, n) in t.snapshot() {
+        let mut l = labels.clone();
+        l.push(("node_kind", kind.to_string()));
+        let help = "Nodes the tower knows, by the kind they announced (unknown: none).";
+        f.add("dafka_tower_nodes", help, &l, Value::Level(n));
+    }
+    f.add(
+        "dafka_tower_announcements_refused",
+        "Kind announcements of new nodes not kept: 16384 kinds were held.",
+        labels,
+        Value::Count(load(&t.announcements_refused)),
+    );
+}
+
 fn collect(sources: &[Source]) -> Families {
     let mut f = Families::default();
     for s in sources {
@@ -177,6 +195,9 @@ fn collect(sources: &[Source]) -> Families {
         add_stats(&mut f, &labels, s.stats.stats());
         if let Some(store) = &s.store {
             add_store(&mut f, &labels, store);
+        }
+        if let Some(tower) = &s.tower {
+            add_tower(&mut f, &labels, tower);
         }
     }
     f

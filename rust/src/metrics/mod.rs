@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::node::stats::Stats;
 use crate::node::store::StoreShared;
+use crate::node::tower::NodeCounts;
 
 pub use http::MetricsServer;
 
@@ -68,6 +69,8 @@ pub struct Source {
     pub(crate) stats: Arc<dyn HasStats>,
     /// A store's own counters beside its [`Stats`].
     pub(crate) store: Option<Arc<StoreShared>>,
+    /// A tower's nodes by kind.
+    pub(crate) tower: Option<Arc<NodeCounts>>,
 }
 
 impl Source {
@@ -79,6 +82,7 @@ impl Source {
             topic: topic.map(str::to_string),
             stats,
             store: None,
+            tower: None,
         }
     }
 
@@ -90,6 +94,7 @@ impl Source {
             topic: None,
             stats: shared.clone(),
             store: Some(shared),
+            tower: None,
         }
     }
 }

@@ -69,6 +69,42 @@ fn families_carry_each_node_with_its_labels() {
     );
 }
 
+/// A tower's nodes by kind: one gauge family, labelled `node_kind` beside
+/// the tower's own `kind` and `node`.
+#[test]
+fn a_tower_s_nodes_are_a_gauge_by_kind() {
+    use crate::node::tower::{Known, NodeCounts, Sender};
+    let mut known = Known::default();
+    let store: &[u8] = b"85E3C6EBDC7B4156AD9C43611EBC09CE";
+    let beacon = |uuid: &[u8]| vec![b"B".to_vec(), uuid.to_vec(), b"tcp://h:1".to_vec()];
+    known.heard(&beacon(store), Instant::now(), None);
+    known.heard(&beacon(&[b'0'; 32]), Instant::now(), None);
+    let announce = [b"\x01Vs".as_slice(), store].concat();
+    known.on_subscription(&announce, Sender::Anyone);
+    let nodes = Arc::new(NodeCounts::default());
+    nodes.publish(&known);
+    let mut tower = Source::new(Kind::Tower, "tcp://t:1,2", None, Arc::new(Stats::default()));
+    tower.tower = Some(nodes);
+    let text = encode(&[tower]);
+    assert_eq!(
+        text.matches("# TYPE dafka_tower_nodes gauge").count(),
+        1,
+        "{text}"
+    );
+    let line = |kind: &str, n: u64| {
+        format!("dafka_tower_nodes{{kind=\"tower\",node=\"tcp://t:1,2\",node_kind=\"{kind}\"}} {n}")
+    };
+    for (kind, n) in [
+        ("producer", 0),
+        ("consumer", 0),
+        ("store", 1),
+        ("unknown", 1),
+    ] {
+        assert!(text.contains(&line(kind, n)), "{kind}: {text}");
+    }
+    assert!(text.contains("# TYPE dafka_tower_announcements_refused counter"));
+}
+
 #[test]
 fn registrations_end_when_closed_or_dropped() {
     let mine = |n: &str| live().iter().filter(|s| s.node == n).count();

@@ -1,17 +1,20 @@
 //! The node side of discovery (PROTOCOL.md, "Discovery"): a beacon PUB to each
-//! tower's XSUB and a beacon SUB (subscribed to `B` and the welcome `W`) to each
-//! tower's XPUB; a node beacon at once, on every welcome, whenever a tower's
-//! subscription reaches the beacon socket, and every `beacon_interval`; a
-//! [`PeerTable`] that turns tower beacons into SUB
-//! connects and, after `beacon_timeout` of silence, disconnects. Static peers
-//! (`peers=[...]`) are connected once and never expire.
+//! tower's XSUB and a beacon SUB (subscribed to `B`, the welcome `W`, and the
+//! node's kind announcement, [`Announcement`]) to each tower's XPUB; a node
+//! beacon at once, on every welcome, whenever a tower's beacon subscription
+//! reaches the beacon socket, and every `beacon_interval`; a [`PeerTable`]
+//! that turns tower beacons into SUB connects and, after `beacon_timeout` of
+//! silence, disconnects. Static peers (`peers=[...]`) are connected once and
+//! never expire.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::node::config::{split_tcp, TowerAddr};
-use crate::wire::{decode_beacon, Beacon, BEACON, WELCOME};
+use crate::wire::{
+    decode_beacon, Announcement, Beacon, NodeType, Prefix, Subscription, BEACON, WELCOME,
+};
 
 /// What the node's SUB must do after a beacon or a timer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,6 +237,16 @@ impl PeerTable {
     }
 }
 
+/// Whether a message read on the beacon publisher is a subscription that
+/// can match a beacon (`B...` or the empty one), as a tower's XSUB sends
+/// when it can hear the node. A tower that relays every subscription (the
+/// C reference's) also relays each node's kind announcement, which is none.
+fn asks_for_beacons(msg: &[u8]) -> bool {
+    Subscription::decode(msg).is_ok_and(|s| {
+        s.subscribe && matches!(s.prefix, Prefix::Everything | Prefix::Beacons { .. })
+    })
+}
+
 /// See [`Discovery::on_readable`].
 const SUBSCRIBED_BEACON_GAP: Duration = Duration::from_millis(20);
 
@@ -293,10 +306,13 @@ pub const SILENT_AFTER: Duration = Duration::from_secs(3);
 impl Discovery {
     /// Connects to every tower (asynchronously: an absent tower is fine, the
     /// node joins when it appears). `host` empty = tower uses the peer address.
+    /// The beacon SUB also announces the node's kind (`node`) to the towers
+    /// ([`Announcement`]: a subscription that matches nothing).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &zmq::Context,
         towers: &[String],
+        node: NodeType,
         uuid: &[u8],
         host: &str,
         port: u16,
@@ -315,6 +331,13 @@ impl Discovery {
             s.set_linger(0)?;
             s.set_subscribe(BEACON)?;
             s.set_subscribe(WELCOME)?;
+            s.set_subscribe(
+                &Announcement {
+                    kind: node,
+                    address: uuid,
+                }
+                .topic(),
+            )?;
             for t in towers {
                 let a = TowerAddr::parse(t)?;
                 if let (Some(id), Some(key)) = (&secure, &a.key) {
@@ -449,7 +472,7 @@ impl Discovery {
             match p.recv_bytes(zmq::DONTWAIT) {
                 // A tower can hear us now (its XSUB subscribed): announce.
                 Ok(m) => {
-                    subscribed |= m.first() == Some(&1);
+                    subscribed |= asks_for_beacons(&m);
                     self.heard_tower(now);
                 }
                 Err(zmq::Error::EAGAIN) => break,

@@ -301,6 +301,7 @@ impl Core {
         let mut disc = Discovery::new(
             ctx,
             &cfg.towers,
+            node,
             address.as_bytes(),
             &advertised,
             port,

@@ -20,6 +20,9 @@
 //! Every short-lived client (a Spark read task) is a node; without this,
 //! each one joining would be told, and would keep reconnecting to, the ones
 //! that just left.
+//!
+//! The nodes known are also counted by kind, as this project's nodes
+//! announce it by a subscription on the XPUB ([`kinds`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -38,6 +41,10 @@ use crate::security::cert::parse_key_z85;
 use crate::security::conns::{fd_of, Conns};
 use crate::security::said::Said;
 use crate::wire::{decode_beacon, Beacon, BEACON, WELCOME};
+
+mod kinds;
+
+pub use kinds::{Announced, Kinds, NodeCounts, Sender, KIND_NAMES};
 
 /// Why [`rewrite`] relays nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,6 +140,8 @@ pub struct Known {
     nodes: FxHashMap<Vec<u8>, Heard>,
     /// Beacons of new nodes not remembered because `MAX_PEERS` were known.
     pub refused: u64,
+    /// The kinds nodes announced, and the nodes known by kind.
+    kinds: Kinds,
     /// A repeat is due then (a node subscribed), and when the last one went.
     due: Option<Instant>,
     last: Option<Instant>,
@@ -173,6 +182,7 @@ impl Known {
                     fd,
                 };
                 self.nodes.insert(uuid.clone(), h);
+                self.kinds.joined(uuid);
             }
         }
     }
@@ -180,7 +190,19 @@ impl Known {
     /// The connection `fd` closed: the nodes whose last beacon came by it
     /// left (a live one that only reconnected is back at its next beacon).
     pub fn disconnected(&mut self, fd: i32) {
-        self.nodes.retain(|_, h| h.fd != Some(fd));
+        self.forget(|h| h.fd == Some(fd));
+    }
+
+    /// Forgets the nodes `gone` says are.
+    fn forget(&mut self, gone: impl Fn(&Heard) -> bool) {
+        let kinds = &mut self.kinds;
+        self.nodes.retain(|uuid, h| {
+            let keep = !gone(h);
+            if !keep {
+                kinds.left(uuid);
+            }
+            keep
+        });
     }
 
     /// Nodes known: heard within the last ten minutes and not disconnected.
@@ -212,8 +234,7 @@ impl Known {
         }
         self.due = None;
         self.last = Some(now);
-        self.nodes
-            .retain(|_, h| now.duration_since(h.at) < FORGET_AFTER);
+        self.forget(|h| now.duration_since(h.at) >= FORGET_AFTER);
         self.nodes
             .values()
             .filter(|h| {
@@ -418,6 +439,8 @@ impl Drop for Monitored {
 pub struct Tower {
     actor: Actor<Cmd>,
     stats: Arc<Stats>,
+    /// The nodes known, by kind.
+    nodes: Arc<NodeCounts>,
     beacon_in: String,
     beacon_out: String,
     /// A secure tower's public key.
@@ -450,14 +473,16 @@ impl Tower {
         };
         let ctx = zmq::Context::new();
         let stats = Arc::new(Stats::default());
-        let st = stats.clone();
+        let nodes = Arc::new(NodeCounts::default());
+        let (st, nc) = (stats.clone(), nodes.clone());
         let (actor, (beacon_in, beacon_out)) =
             Actor::spawn("dafka-tower", &ctx.clone(), move |inbox, ready| {
-                run(inbox, ready, &ctx, &cfg, &st)
+                run(inbox, ready, &ctx, &cfg, &st, &nc)
             })?;
         Ok(Self {
             actor,
             stats,
+            nodes,
             beacon_in,
             beacon_out,
             key,
@@ -483,10 +508,16 @@ impl Tower {
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
+    /// The nodes it knows, by kind.
+    pub fn nodes(&self) -> &NodeCounts {
+        &self.nodes
+    }
     /// What a metrics scrape reads of this tower (named by its endpoint).
     pub fn metrics_source(&self) -> crate::metrics::Source {
         let kind = crate::metrics::Kind::Tower;
-        crate::metrics::Source::new(kind, &self.endpoint(), None, self.stats.clone())
+        let mut s = crate::metrics::Source::new(kind, &self.endpoint(), None, self.stats.clone());
+        s.tower = Some(self.nodes.clone());
+        s
     }
     pub fn check(&self) -> Result<()> {
         self.actor.check()
@@ -502,6 +533,7 @@ fn run(
     ctx: &zmq::Context,
     cfg: &TowerConfig,
     stats: &Stats,
+    nodes: &NodeCounts,
 ) -> Result<()> {
     // Secure: the ZAP handler before the CURVE servers (it closes last).
     let id = match &cfg.security {
@@ -587,9 +619,11 @@ fn run(
                 if !frames.recv(&xpub.0)? {
                     break;
                 }
+                let mut user = None;
                 if id.is_some() {
                     let first = frames.first_mut();
-                    let key = first.gets("User-Id").and_then(parse_key_z85);
+                    user = first.gets("User-Id").map(str::to_string);
+                    let key = user.as_deref().and_then(parse_key_z85);
                     if let (Some(fd), Some(key)) = (fd_of(first), key) {
                         conns.seen(fd, &key);
                     }
@@ -604,6 +638,26 @@ fn run(
                     }
                     if relayed.forward(m) {
                         xsub.0.send(m, zmq::DONTWAIT)?;
+                    }
+                    let sender = if id.is_some() {
+                        Sender::Secure(user.as_deref())
+                    } else {
+                        Sender::Anyone
+                    };
+                    match known.on_subscription(m, sender) {
+                        Announced::No | Announced::Taken => {}
+                        Announced::Malformed => Stats::add(&stats.malformed, 1),
+                        Announced::Full => Stats::add(&nodes.announcements_refused, 1),
+                        Announced::Identity => {
+                            Stats::add(&stats.identity_refused, 1);
+                            let topic = String::from_utf8_lossy(&m[1..]);
+                            said.say(
+                                user.as_deref().unwrap_or_default(),
+                                &format!(
+                                    "a kind announcement {topic:?}, not this key's node's, refused"
+                                ),
+                            );
+                        }
                     }
                 }
             }
@@ -669,6 +723,7 @@ fn run(
             }
         }
         stats.peers.store(known.len() as u64, Relaxed);
+        nodes.publish(&known);
         if let Some(z) = &zap {
             stats
                 .auth_refused

@@ -1,5 +1,6 @@
 //! `dafka.Tower`: a thin PyO3 class over [`Tower`], and its options.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::LazyLock;
 
 use pyo3::prelude::*;
@@ -87,10 +88,21 @@ impl PyTower {
     }
     /// Counters: ``beacons`` relayed, ``malformed`` dropped, ``peers`` (the nodes it
     /// knows now), ``beacons_refused`` (beacons of new nodes past the 16,384 it remembers);
-    /// in secure mode ``auth_refused`` (connections refused at the handshake) and
-    /// ``identity_refused`` (beacons for a node that is not the sender key's).
+    /// the nodes it knows by the kind they announced: ``nodes_producer``,
+    /// ``nodes_consumer``, ``nodes_store``, ``nodes_unknown`` (none announced: a
+    /// C-reference node), and ``announcements_refused`` (kinds of new nodes not kept past
+    /// 16,384); in secure mode ``auth_refused`` (connections refused at the handshake) and
+    /// ``identity_refused`` (beacons or kind announcements for a node that is not the
+    /// sender key's).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        stats_dict(py, self.inner.stats())
+        let d = stats_dict(py, self.inner.stats())?;
+        let nodes = self.inner.nodes();
+        for (kind, n) in nodes.snapshot() {
+            d.set_item(format!("nodes_{kind}"), n)?;
+        }
+        let refused = nodes.announcements_refused.load(Relaxed);
+        d.set_item("announcements_refused", refused)?;
+        Ok(d)
     }
     /// Stops the tower (idempotent).
     fn close(&self, py: Python<'_>) -> PyResult<()> {

@@ -89,13 +89,19 @@
 //! | COMMIT         | `C` | group               | address, sequence, entries              |
 //! | COMMIT-QUERY   | `U` | group (empty: all)  | address, sequence, topics               |
 //! | COMMIT-OFFSETS | `N` | requester address   | address, group, sequence, flags, entries |
+//!
+//! The kind announcement ([`Announcement`], `V` + kind + address) is no
+//! message but a subscription a node makes on a tower's XPUB, where nothing
+//! can match it: how a tower tells nodes apart by kind.
 
+mod announce;
 mod beacon;
 mod codec;
 mod error;
 pub mod group;
 mod subscription;
 
+pub use announce::{Announcement, KIND_ANNOUNCEMENT};
 pub use beacon::{decode_beacon, Beacon, BEACON, WELCOME};
 pub use codec::{decode, FrameBuf};
 pub use error::WireError;

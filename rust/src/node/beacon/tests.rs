@@ -22,6 +22,7 @@ fn hand_made_tower(ctx: &zmq::Context) -> (zmq::Socket, zmq::Socket, Discovery) 
     let d = Discovery::new(
         ctx,
         &towers,
+        NodeType::Store,
         UUID,
         "127.0.0.1",
         4242,
@@ -74,6 +75,7 @@ fn a_node_that_hears_no_tower_warns_once_per_silence() {
         Discovery::new(
             &ctx,
             towers,
+            NodeType::Consumer,
             b"ME",
             "127.0.0.1",
             9,
@@ -138,6 +140,29 @@ fn a_node_beacons_when_the_tower_can_hear_it() {
             b"4242".to_vec()
         ]
     );
+}
+
+/// A node announces its kind to its towers with a subscription beside `B`
+/// and `W` ([`Announcement`]), and only a subscription that can match a
+/// beacon makes it beacon: a tower that relays every subscription upstream
+/// (the C reference's) relays each node's announcement too.
+#[test]
+fn a_node_announces_its_kind_and_beacons_only_for_beacon_subscriptions() {
+    let ctx = zmq::Context::new();
+    let (_xsub, xpub, mut d) = hand_made_tower(&ctx);
+    let end = Instant::now() + Duration::from_secs(10);
+    let want = [b"\x01Vs".as_slice(), UUID].concat();
+    let mut subs = Vec::new();
+    while !subs.contains(&want) {
+        assert!(Instant::now() < end, "no announcement: {subs:?}");
+        step(&mut d, 5);
+        subs.extend(xpub.recv_bytes(zmq::DONTWAIT));
+    }
+    assert!(asks_for_beacons(b"\x01B") && asks_for_beacons(b"\x01"));
+    assert!(asks_for_beacons(b"\x01B123"));
+    assert!(!asks_for_beacons(&want), "an announcement relayed");
+    assert!(!asks_for_beacons(b"\x00B"), "an unsubscription");
+    assert!(!asks_for_beacons(b"\x01W") && !asks_for_beacons(b""));
 }
 
 /// A tower that relays every join's subscription (not ours) makes a node
