@@ -70,12 +70,21 @@ def keyed(j: int) -> tuple[bytes, bytes, list[tuple[str, bytes]]]:
     return b"%011d" % j, b"k%03d" % j, [("h", b"%03d" % j)]
 
 
-def scrape(url: str) -> tuple[Samples, dict[str, str]]:
-    """``({(sample name, labels): value}, {family name: type})`` of one scrape."""
+def scrape_text(url: str) -> str:
+    """The text of one scrape, checked to be OpenMetrics."""
     with urllib.request.urlopen(url, timeout=30) as r:
         assert r.status == 200
         assert r.headers["Content-Type"].startswith("application/openmetrics-text")
-        text = r.read().decode()
+        return str(r.read().decode())
+
+
+def scrape(url: str) -> tuple[Samples, dict[str, str]]:
+    """``({(sample name, labels): value}, {family name: type})`` of one scrape."""
+    return parse(scrape_text(url))
+
+
+def parse(text: str) -> tuple[Samples, dict[str, str]]:
+    """:func:`scrape`'s figures of a scrape's text."""
     samples: Samples = {}
     types: dict[str, str] = {}
     for family in text_string_to_metric_families(text):
@@ -392,16 +401,15 @@ def test_a_secure_cluster_s_metrics_show_no_secret_no_record_and_take_no_write(
         p.send_many([marker] * 100, timeout=30)
         assert p.flush(timeout=60) == 0
         wait_for(lambda: st.stats()["appended"] == 100, "the store to append 100")
-        with urllib.request.urlopen(server.url, timeout=30) as r:
-            text = r.read()
-        samples, _ = scrape(server.url)
+        text = scrape_text(server.url)
+        samples, _ = parse(text)
         assert value(samples, "dafka_records_sent_total", node=p.address) == 100
         assert value(samples, "dafka_store_appended_total", node=st.address) == 100
-        assert marker not in text
-        assert str(tmp_path).encode() not in text
+        assert marker.decode() not in text
+        assert str(tmp_path) not in text
         for name in ("tower", "s", "p"):
             _, secret = keys.z85(name)
-            assert secret not in text, name
+            assert secret.decode() not in text, name
         for method in ("POST", "PUT", "DELETE", "PATCH"):
             request = (
                 f"{method} /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nreset"
