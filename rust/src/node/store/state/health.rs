@@ -3,11 +3,12 @@
 //! succeed again. [`StoreState::maintain`] runs it at each loop turn,
 //! around the log's group commit.
 //!
-//! - A sync that fails is reported (it wins over an append error) until
-//!   records appended after it were synced *and* a whole [`RECOVER_EVERY`]
-//!   went by without another failure: a nearly full disk lets a few appends
-//!   through after each recovery, no reason to report it healthy for a
-//!   moment.
+//! - Any storage failure (a sync, a recovery, an append or a read; a
+//!   failing sync's text wins over the others) is reported until records
+//!   appended after it were synced *and* a whole [`RECOVER_EVERY`] went by
+//!   without another failure. A nearly full disk lets a few appends through
+//!   after each recovery (and a buffered append "succeeds" until its
+//!   buffer is written): no reason to report it healthy for a moment.
 //! - After any storage error the store stops ACKing (nothing new is durable)
 //!   and tries to recover the log every [`RECOVER_EVERY`]; once that works,
 //!   the gaps are FETCHed again from producers and stores.
@@ -26,9 +27,15 @@ pub const RECOVER_EVERY: Duration = Duration::from_secs(1);
 /// The storage error state of a store.
 #[derive(Debug)]
 pub(super) struct Health {
-    /// The error of the last failing sync or recovery, reported until
-    /// writes succeed again.
-    sync_error: Option<String>,
+    /// The storage error reported until writes succeed again.
+    error: Option<String>,
+    /// Whether `error` is a failing sync's (or recovery's): an append's
+    /// does not replace it.
+    error_is_sync: bool,
+    /// An append or read failure the last turn has not looked at yet
+    /// ([`StoreState::note_failure`]): the next [`StoreState::maintain`]
+    /// reports it, even if a later append of the same turn succeeded.
+    unseen: Option<String>,
     /// Records appended when the error was last seen: it stays reported
     /// until more were appended (and synced).
     error_mark: u64,
@@ -43,12 +50,25 @@ pub(super) struct Health {
 impl Health {
     pub(super) fn new(now: Instant) -> Self {
         Self {
-            sync_error: None,
+            error: None,
+            error_is_sync: false,
+            unseen: None,
             error_mark: 0,
             last_failure: now,
             last_recover: now,
             sync_failures: 0,
         }
+    }
+
+    /// A failure now: reported (a sync's text over an append's), and the
+    /// wait before it clears starts again.
+    fn failed(&mut self, e: String, is_sync: bool, appended: u64, now: Instant) {
+        if self.error.is_none() || is_sync || !self.error_is_sync {
+            self.error = Some(e);
+            self.error_is_sync = is_sync;
+        }
+        self.error_mark = appended;
+        self.last_failure = now;
     }
 }
 
@@ -58,6 +78,10 @@ impl<L: StoreLog> StoreState<L> {
     /// is due: ACKs of what syncs made durable, FETCH retries
     /// ([`StoreState::tick`]), the GET-HEADS to the other stores.
     pub fn maintain(&mut self, now: Instant) -> Vec<Out> {
+        if let Some(e) = self.health.unseen.take() {
+            let appended = self.counters.appended;
+            self.health.failed(e, false, appended, now);
+        }
         self.group_commit(now);
         self.recover_if_due(now);
         let mut out = self.tick(now);
@@ -65,9 +89,16 @@ impl<L: StoreLog> StoreState<L> {
         out
     }
 
-    /// The storage error to report: a failing sync's wins over an append's.
+    /// The storage error to report, until writes succeed again.
     pub fn storage_error(&self) -> Option<&str> {
-        self.health.sync_error.as_deref().or(self.last_error())
+        self.health.error.as_deref().or(self.last_error())
+    }
+
+    /// An append or a read failed: `last_error` until an append succeeds,
+    /// and reported from the next [`StoreState::maintain`] on.
+    pub(super) fn note_failure(&mut self, e: String) {
+        self.health.unseen = Some(e.clone());
+        self.last_error = Some(e);
     }
 
     /// Syncs that failed so far.
@@ -80,22 +111,20 @@ impl<L: StoreLog> StoreState<L> {
         let h = &mut self.health;
         match self.log.sync_if_due() {
             Ok(()) => {
-                if h.sync_error.is_some()
+                if h.error.is_some()
                     && appended > h.error_mark
                     && now.duration_since(h.last_failure) >= RECOVER_EVERY
                 {
                     tracing::info!("store writes succeed again");
-                    h.sync_error = None;
+                    h.error = None;
                 }
             }
             Err(e) => {
-                if h.sync_error.is_none() {
+                if !h.error_is_sync || h.error.is_none() {
                     tracing::error!("store sync failed: {e}");
                 }
                 h.sync_failures += 1;
-                h.sync_error = Some(format!("sync failed: {e}"));
-                h.error_mark = appended;
-                h.last_failure = now;
+                h.failed(format!("sync failed: {e}"), true, appended, now);
             }
         }
     }
@@ -105,7 +134,7 @@ impl<L: StoreLog> StoreState<L> {
             return;
         }
         self.health.last_recover = now;
-        if self.health.sync_error.is_none() && self.last_error.is_none() {
+        if self.health.error.is_none() {
             // Partitions set aside as damaged come back (or are forgotten)
             // once repaired or moved away; still damaged, they stay counted.
             let _ = self.log.retry_set_aside();
@@ -120,18 +149,15 @@ impl<L: StoreLog> StoreState<L> {
         let appended = self.counters.appended;
         match self.log.recover() {
             Ok(()) => {
-                if let Some(e) = self.last_error.take() {
-                    self.health.sync_error.get_or_insert(e);
-                }
+                // Reported as `error` still, until writes succeed again.
+                self.last_error = None;
                 if failed {
                     self.health.error_mark = appended;
                 }
             }
             Err(e) => {
-                let h = &mut self.health;
-                h.sync_error = Some(format!("recovery failed: {e}"));
-                h.error_mark = appended;
-                h.last_failure = now;
+                let e = format!("recovery failed: {e}");
+                self.health.failed(e, true, appended, now);
             }
         }
     }

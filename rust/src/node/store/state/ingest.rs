@@ -260,7 +260,7 @@ impl<L: StoreLog> StoreState<L> {
 
     pub(super) fn append_failed(&mut self, e: L::Error) {
         self.counters.append_errors += 1;
-        self.last_error = Some(e.to_string());
+        self.note_failure(e.to_string());
     }
 }
 

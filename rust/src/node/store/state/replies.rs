@@ -225,7 +225,7 @@ impl<L: StoreLog> StoreState<L> {
         ) {
             Ok(first) => first,
             Err(e) => {
-                self.last_error = Some(e.to_string());
+                self.note_failure(e.to_string());
                 return false;
             }
         };

@@ -14,6 +14,8 @@ pub(crate) const T: &[u8] = b"weather";
 struct MemLog {
     parts: BTreeMap<PartKey, (u64, Vec<Vec<u8>>, u64)>, // first, records, durable_next
     fail: bool,
+    /// `sync_if_due` fails.
+    fail_sync: bool,
     /// Appends at this offset or past it fail.
     fail_from: Option<u64>,
     /// Partitions set aside as damaged.
@@ -118,6 +120,9 @@ impl StoreLog for MemLog {
             .map(|(_, _, d)| *d)
     }
     fn sync_if_due(&mut self) -> Result<(), String> {
+        if self.fail_sync {
+            return Err("sync failed".into());
+        }
         Ok(())
     }
     fn sync_all(&mut self) -> Result<(), String> {
@@ -900,6 +905,68 @@ fn append_failure_stops_progress_reports_and_resumes() {
     s.on_record(T, P, 1, b"r1", later);
     assert_eq!(s.last_error(), None);
     assert_eq!(s.log().contents(T, P).len(), 2);
+}
+
+/// A failed append is reported until writes succeed for a whole
+/// `RECOVER_EVERY`, even when a later append of the same turn succeeded (a
+/// nearly full disk, a buffered append): the error never flickers off
+/// while the disk is still full.
+#[test]
+fn an_append_error_stays_reported_until_writes_succeed_for_a_while() {
+    let mut s = store();
+    let now = Instant::now();
+    rec(&mut s, 0, now);
+    s.log_mut().fail = true;
+    rec(&mut s, 1, now);
+    s.log_mut().fail = false;
+    rec(&mut s, 1, now);
+    assert_eq!(s.last_error(), None, "the append of 1 succeeded");
+    s.maintain(now);
+    assert_eq!(s.storage_error(), Some("disk full"), "seen by the turn");
+    let ms = Duration::from_millis;
+    rec(&mut s, 2, now + ms(500));
+    s.maintain(now + ms(500));
+    assert_eq!(s.storage_error(), Some("disk full"), "not a whole second yet");
+    // Another failure (then a success) in the same turn: the wait starts over.
+    s.log_mut().fail = true;
+    rec(&mut s, 3, now + ms(900));
+    s.log_mut().fail = false;
+    rec(&mut s, 3, now + ms(900));
+    s.maintain(now + ms(900));
+    rec(&mut s, 4, now + ms(1500));
+    s.maintain(now + ms(1500));
+    assert_eq!(s.storage_error(), Some("disk full"), "0.6 s since the last failure");
+    s.maintain(now + ms(1900));
+    assert_eq!(s.storage_error(), None, "a whole second of appends that worked");
+    assert_eq!(s.counters().append_errors, 2);
+}
+
+/// A sync failure's text wins over an append's, and with nothing appended
+/// after it the error stays reported however long it has been.
+#[test]
+fn a_sync_error_is_reported_until_records_after_it_are_synced() {
+    let mut s = store();
+    let now = Instant::now();
+    rec(&mut s, 0, now);
+    s.log_mut().fail_sync = true;
+    s.maintain(now);
+    assert_eq!(s.storage_error(), Some("sync failed: sync failed"));
+    s.log_mut().fail_sync = false;
+    s.log_mut().fail = true;
+    rec(&mut s, 1, now);
+    s.maintain(now);
+    assert_eq!(s.storage_error(), Some("sync failed: sync failed"), "the sync's wins");
+    s.log_mut().fail = false;
+    let later = now + Duration::from_secs(5);
+    s.maintain(later);
+    assert!(s.storage_error().is_some(), "nothing appended since: still failing");
+    rec(&mut s, 1, later);
+    s.maintain(later);
+    // The recovery due at `later` found appends failing: a failure then.
+    assert!(s.storage_error().is_some(), "0 s since the last failure");
+    s.maintain(later + Duration::from_secs(1));
+    assert_eq!(s.storage_error(), None);
+    assert_eq!(s.sync_failures(), 1);
 }
 
 /// Records held past gaps are bounded over all partitions too
