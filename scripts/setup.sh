@@ -43,9 +43,9 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
     fi
 fi
 # The standalone dafka-store and dafka-tower binaries (target/release/), no Python needed.
-# Built before the extension: both are the `dafka` package's release build with
-# different features, which cargo keeps in one place, so each build replaces the
-# other's; the extension built last lets test.sh's `maturin build` reuse it.
+# Built before the extension, which then compiles only the library itself: the two
+# share every dependency's compile (docs/testing.md, "CI time"), and test.sh's
+# `maturin build` reuses the extension's.
 echo "setup: the release build of the binaries (at ${SECONDS} s)"
 cargo build --release --bins --quiet
 if ! wait "$PIP_PID"; then

@@ -926,7 +926,11 @@ fn an_append_error_stays_reported_until_writes_succeed_for_a_while() {
     let ms = Duration::from_millis;
     rec(&mut s, 2, now + ms(500));
     s.maintain(now + ms(500));
-    assert_eq!(s.storage_error(), Some("disk full"), "not a whole second yet");
+    assert_eq!(
+        s.storage_error(),
+        Some("disk full"),
+        "not a whole second yet"
+    );
     // Another failure (then a success) in the same turn: the wait starts over.
     s.log_mut().fail = true;
     rec(&mut s, 3, now + ms(900));
@@ -935,9 +939,17 @@ fn an_append_error_stays_reported_until_writes_succeed_for_a_while() {
     s.maintain(now + ms(900));
     rec(&mut s, 4, now + ms(1500));
     s.maintain(now + ms(1500));
-    assert_eq!(s.storage_error(), Some("disk full"), "0.6 s since the last failure");
+    assert_eq!(
+        s.storage_error(),
+        Some("disk full"),
+        "0.6 s since the last failure"
+    );
     s.maintain(now + ms(1900));
-    assert_eq!(s.storage_error(), None, "a whole second of appends that worked");
+    assert_eq!(
+        s.storage_error(),
+        None,
+        "a whole second of appends that worked"
+    );
     assert_eq!(s.counters().append_errors, 2);
 }
 
@@ -955,11 +967,18 @@ fn a_sync_error_is_reported_until_records_after_it_are_synced() {
     s.log_mut().fail = true;
     rec(&mut s, 1, now);
     s.maintain(now);
-    assert_eq!(s.storage_error(), Some("sync failed: sync failed"), "the sync's wins");
+    assert_eq!(
+        s.storage_error(),
+        Some("sync failed: sync failed"),
+        "the sync's wins"
+    );
     s.log_mut().fail = false;
     let later = now + Duration::from_secs(5);
     s.maintain(later);
-    assert!(s.storage_error().is_some(), "nothing appended since: still failing");
+    assert!(
+        s.storage_error().is_some(),
+        "nothing appended since: still failing"
+    );
     rec(&mut s, 1, later);
     s.maintain(later);
     // The recovery due at `later` found appends failing: a failure then.
